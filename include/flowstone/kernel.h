@@ -1,0 +1,110 @@
+// Kernels: the code that computes one op on one device. A kernel object is built once per node
+// per session and may be called by several runs at once, so Compute must be thread-safe.
+// Sessions and eager execution call kernels through the same KernelContext.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <utility>
+
+#include "flowstone/attr.h"
+#include "flowstone/device.h"
+#include "flowstone/graph.h"
+#include "flowstone/resource.h"
+#include "flowstone/status.h"
+#include "flowstone/tensor.h"
+
+namespace flowstone {
+
+class OpKernel {
+ public:
+  explicit OpKernel(const Node& node) : node_(node) {}
+  virtual ~OpKernel() = default;
+  // Validates and caches attrs; called once after construction.
+  virtual Status Init() { return Status::OK(); }
+  virtual Status Compute(KernelContext& ctx) = 0;
+  const Node& node() const { return node_; }
+
+ private:
+  const Node& node_;
+};
+
+// Wraps a plain function as a kernel.
+class FunctionKernel final : public OpKernel {
+ public:
+  FunctionKernel(const Node& node, KernelFn fn) : OpKernel(node), fn_(std::move(fn)) {}
+  Status Compute(KernelContext& ctx) override { return fn_(ctx); }
+
+ private:
+  KernelFn fn_;
+};
+
+// Everything a kernel sees while it runs.
+class KernelContext {
+ public:
+  struct Params {
+    const Node* node = nullptr;
+    Device* device = nullptr;
+    ResourceMgr* resources = nullptr;
+    Tensor* inputs = nullptr;            // num_inputs entries
+    const bool* forwardable = nullptr;   // may input i's buffer be reused for an output?
+    Tensor* outputs = nullptr;           // num_outputs entries
+    int64_t step_id = 0;
+  };
+  explicit KernelContext(const Params& params) : p_(params) {}
+
+  const Node& node() const { return *p_.node; }
+  const AttrMap& attrs() const { return p_.node->attrs(); }
+  Device* device() const { return p_.device; }
+  ResourceMgr* resources() const { return p_.resources; }
+  int64_t step_id() const { return p_.step_id; }
+
+  int num_inputs() const { return p_.node->num_inputs(); }
+  const Tensor& input(int i) const { return p_.inputs[i]; }
+  int num_outputs() const { return p_.node->num_outputs(); }
+  DType output_type(int i) const { return p_.node->output_type(i); }
+
+  // Allocates output i with the node's output dtype. On OOM returns ResourceExhausted naming
+  // the shape, dtype, device and allocator, the bytes asked for and the limit.
+  Status AllocateOutput(int i, const TensorShape& shape, Tensor** out);
+  // Like AllocateOutput, but reuses input `input_index`'s buffer when this kernel holds the only
+  // reference and the sizes and dtypes agree (in-place elementwise ops).
+  Status ForwardOrAllocateOutput(int input_index, int output_index, const TensorShape& shape,
+                                 Tensor** out);
+  // Scratch memory released when the tensor goes out of scope.
+  Status AllocateTemp(DType dtype, const TensorShape& shape, Tensor* out);
+  void SetOutput(int i, Tensor tensor) { p_.outputs[i] = std::move(tensor); }
+  Tensor& output(int i) { return p_.outputs[i]; }
+
+  // Runs fn(begin, end) over [0, n) on the device's intra-op threads when the work is big
+  // enough, inline otherwise.
+  void ParallelFor(int64_t n, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn) const;
+
+  // Builds the OOM status for an allocation that failed.
+  Status OomError(DType dtype, const TensorShape& shape) const;
+
+ private:
+  Params p_;
+};
+
+// Calls fn.template operator()<T>() for the C++ type matching `dtype` among Ts, or returns
+// InvalidArgument naming the op and the dtype.
+template <typename... Ts, typename F>
+Status DispatchDType(DType dtype, const char* op_name, F&& fn) {
+  Status result = errors::InvalidArgument(op_name, " has no kernel for dtype ",
+                                          DTypeName(dtype));
+  bool matched = false;
+  ((!matched && DTypeOf<Ts>::value == dtype
+        ? (matched = true, result = fn.template operator()<Ts>(), 0)
+        : 0),
+   ...);
+  return result;
+}
+
+// The kernel for `node` on `device_type`, or an error explaining that none exists.
+Status CreateKernel(const Node& node, const std::string& device_type,
+                    std::unique_ptr<OpKernel>* out);
+
+}  // namespace flowstone

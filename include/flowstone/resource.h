@@ -1,0 +1,47 @@
+// Session-owned state: variables live here, not in the graph, so two sessions on one graph hold
+// separate values.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "flowstone/status.h"
+#include "flowstone/tensor.h"
+
+namespace flowstone {
+
+// A variable's storage. Readers get a Tensor sharing the current buffer; writers replace the
+// buffer (or update it in place when no reader still holds it), so a value fetched earlier never
+// changes under the user.
+class Var {
+ public:
+  Var(DType dtype, PartialShape shape) : dtype_(dtype), shape_(std::move(shape)) {}
+  DType dtype() const { return dtype_; }
+  const PartialShape& declared_shape() const { return shape_; }
+  std::mutex& mu() { return mu_; }
+  // Only with mu() held.
+  bool initialized() const { return value_.initialized(); }
+  Tensor& value() { return value_; }
+
+ private:
+  DType dtype_;
+  PartialShape shape_;
+  std::mutex mu_;
+  Tensor value_;
+};
+
+class ResourceMgr {
+ public:
+  // Returns the variable named `name`, creating it on first use.
+  Var* LookupOrCreateVar(const std::string& name, DType dtype, const PartialShape& shape);
+  Var* LookupVar(const std::string& name);
+  void Clear();
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Var>> vars_;
+};
+
+}  // namespace flowstone

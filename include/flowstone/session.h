@@ -1,0 +1,73 @@
+// Session: runs parts of a graph. A session owns the devices' state for one graph (variables,
+// compiled plans, kernels) and may be called from many threads at once.
+//
+//   auto graph = std::make_shared<flowstone::Graph>();
+//   ... add nodes (see flowstone/cc/ops.h) ...
+//   std::unique_ptr<flowstone::Session> session;
+//   FS_RETURN_IF_ERROR(flowstone::Session::Create(graph, {}, &session));
+//   std::vector<flowstone::Tensor> outputs;
+//   FS_RETURN_IF_ERROR(session->Run({{x, x_value}}, {y}, {}, &outputs));
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "flowstone/device.h"
+#include "flowstone/graph.h"
+#include "flowstone/status.h"
+#include "flowstone/tensor.h"
+
+namespace flowstone {
+
+struct SessionOptions {
+  // Threads that run independent nodes at once; 0 = number of cores.
+  int inter_op_threads = 0;
+  // Threads a single big kernel may use; 0 = number of cores.
+  int intra_op_threads = 0;
+  // Devices per type ({"CPU": 2} gives /cpu:0 and /cpu:1; {"GPU": 0} disables GPUs).
+  std::map<std::string, int> device_count;
+  bool allow_soft_placement = false;
+  bool log_device_placement = false;
+  // A CPU memory limit for this session's tensors in bytes; 0 = the process limit.
+  int64_t cpu_memory_limit_bytes = 0;
+};
+
+struct RunOptions {
+  // On OOM, list the tensors alive in this step by the op that made them.
+  bool report_tensor_allocations_upon_oom = false;
+};
+
+class Session {
+ public:
+  using CallableHandle = int64_t;
+
+  static Status Create(std::shared_ptr<Graph> graph, const SessionOptions& options,
+                       std::unique_ptr<Session>* out);
+  virtual ~Session() = default;
+
+  // Feeds the given tensors, computes `fetches` and runs `targets`, and returns the fetched
+  // values in order. Fed values are checked against the graph before anything runs.
+  virtual Status Run(const std::vector<std::pair<Endpoint, Tensor>>& feeds,
+                     const std::vector<Endpoint>& fetches, const std::vector<Node*>& targets,
+                     std::vector<Tensor>* outputs, const RunOptions& options = {}) = 0;
+
+  // Compiles a (feeds, fetches, targets) signature once; RunCallable then does no graph work.
+  virtual Status MakeCallable(const std::vector<Endpoint>& feeds,
+                              const std::vector<Endpoint>& fetches,
+                              const std::vector<Node*>& targets, CallableHandle* handle) = 0;
+  virtual Status RunCallable(CallableHandle handle, std::vector<Tensor>& feed_values,
+                             std::vector<Tensor>* outputs, const RunOptions& options = {}) = 0;
+  virtual Status ReleaseCallable(CallableHandle handle) = 0;
+
+  // Waits for runs in flight, then frees the session's state. Idempotent.
+  virtual Status Close() = 0;
+  virtual bool closed() const = 0;
+  virtual std::vector<DeviceAttributes> ListDevices() const = 0;
+  virtual const std::shared_ptr<Graph>& graph() const = 0;
+};
+
+}  // namespace flowstone

@@ -1,0 +1,46 @@
+// A fixed-size pool of worker threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace flowstone {
+
+class ThreadPool {
+ public:
+  ThreadPool(std::string name, int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(threads_.size()); }
+  void Schedule(std::function<void()> fn);
+
+  // Splits [0, n) into blocks and runs fn(begin, end) on them, the caller taking part; returns
+  // when all are done. `cost_per_unit` (rough cycles per element) decides whether splitting pays.
+  void ParallelFor(int64_t n, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+  // True on one of this pool's threads (nested ParallelFor then runs inline).
+  bool InWorkerThread() const;
+
+ private:
+  void WorkerLoop();
+  std::string name_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// Number of cores this process may run on.
+int NumSchedulableCpus();
+
+}  // namespace flowstone

@@ -1,0 +1,134 @@
+#include "flowstone/tensor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace flowstone {
+
+Buffer::~Buffer() { allocator_->Deallocate(data_, bytes_); }
+
+Tensor::Tensor(const Tensor& other)
+    : dtype_(other.dtype_),
+      shape_(other.shape_),
+      num_elements_(other.num_elements_),
+      buffer_(other.buffer_) {
+  if (buffer_) buffer_->Ref();
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : dtype_(other.dtype_),
+      shape_(std::move(other.shape_)),
+      num_elements_(other.num_elements_),
+      buffer_(other.buffer_) {
+  other.buffer_ = nullptr;
+  other.dtype_ = DType::kInvalid;
+  other.num_elements_ = 0;
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this == &other) return *this;
+  if (other.buffer_) other.buffer_->Ref();
+  if (buffer_) buffer_->Unref();
+  dtype_ = other.dtype_;
+  shape_ = other.shape_;
+  num_elements_ = other.num_elements_;
+  buffer_ = other.buffer_;
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  if (buffer_) buffer_->Unref();
+  dtype_ = other.dtype_;
+  shape_ = std::move(other.shape_);
+  num_elements_ = other.num_elements_;
+  buffer_ = other.buffer_;
+  other.buffer_ = nullptr;
+  other.dtype_ = DType::kInvalid;
+  other.num_elements_ = 0;
+  return *this;
+}
+
+Tensor::~Tensor() {
+  if (buffer_) buffer_->Unref();
+}
+
+Status Tensor::Allocate(Allocator* allocator, DType dtype, const TensorShape& shape,
+                        Tensor* out) {
+  int64_t n = 1;
+  for (int64_t d : shape.dims()) {
+    if (d < 0) return errors::InvalidArgument("negative dimension in ", shape.ToString());
+    if (d > 0 && n > (int64_t{1} << 62) / d) return errors::ResourceExhausted("");
+    n *= d;
+  }
+  size_t elem = DTypeSize(dtype);
+  if (n > 0 && static_cast<uint64_t>(n) > (uint64_t{1} << 62) / elem) {
+    return errors::ResourceExhausted("");
+  }
+  // Empty tensors still get a (small) buffer so that their data pointer is valid.
+  size_t bytes = std::max<size_t>(static_cast<size_t>(n) * elem, 1);
+  void* data = allocator->Allocate(bytes);
+  if (data == nullptr) return errors::ResourceExhausted("");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.num_elements_ = n;
+  t.buffer_ = new Buffer(allocator, data, bytes, allocator->Keepalive());
+  *out = std::move(t);
+  return Status::OK();
+}
+
+Tensor Tensor::Host(DType dtype, const TensorShape& shape) {
+  Tensor t;
+  Status s = Allocate(CpuAllocator(), dtype, shape, &t);
+  if (!s.ok()) {
+    std::fprintf(stderr, "flowstone: out of host memory allocating %s\n",
+                 shape.ToString().c_str());
+    std::abort();
+  }
+  return t;
+}
+
+Tensor Tensor::Reshaped(const TensorShape& shape) const {
+  Tensor t(*this);
+  t.shape_ = shape;
+  return t;
+}
+
+Tensor Tensor::Copy() const {
+  if (!initialized()) return Tensor();
+  Tensor t = Host(dtype_, shape_);
+  std::memcpy(t.raw_data(), raw_data(), bytes());
+  return t;
+}
+
+double Tensor::ElementAsDouble(int64_t i) const {
+  switch (dtype_) {
+    case DType::kFloat32: return data<float>()[i];
+    case DType::kFloat64: return data<double>()[i];
+    case DType::kInt32: return data<int32_t>()[i];
+    case DType::kInt64: return static_cast<double>(data<int64_t>()[i]);
+    case DType::kUInt8: return data<uint8_t>()[i];
+    case DType::kBool: return data<bool>()[i] ? 1.0 : 0.0;
+    case DType::kFloat16: return static_cast<float>(data<Half>()[i]);
+    case DType::kBFloat16: return static_cast<float>(data<BFloat16>()[i]);
+    default: return 0.0;
+  }
+}
+
+int64_t Tensor::ElementAsInt64(int64_t i) const {
+  switch (dtype_) {
+    case DType::kInt32: return data<int32_t>()[i];
+    case DType::kInt64: return data<int64_t>()[i];
+    case DType::kUInt8: return data<uint8_t>()[i];
+    case DType::kBool: return data<bool>()[i] ? 1 : 0;
+    default: return static_cast<int64_t>(ElementAsDouble(i));
+  }
+}
+
+std::string Tensor::DebugString() const {
+  return StrCat("Tensor<", DTypeName(dtype_), ", ", shape_.ToString(), ">");
+}
+
+}  // namespace flowstone

@@ -1,0 +1,91 @@
+#include "flowstone/thread_pool.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <latch>
+
+namespace flowstone {
+namespace {
+thread_local const ThreadPool* current_pool = nullptr;
+}  // namespace
+
+ThreadPool::ThreadPool(std::string name, int num_threads) : name_(std::move(name)) {
+  threads_.reserve(num_threads);
+  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void ThreadPool::Schedule(std::function<void()> fn) {
+  if (threads_.empty()) {
+    fn();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
+void ThreadPool::WorkerLoop() {
+  current_pool = this;
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    fn();
+  }
+}
+
+bool ThreadPool::InWorkerThread() const { return current_pool == this; }
+
+void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  // Below ~50k cycles of work, waking threads costs more than it saves.
+  constexpr int64_t kMinCostPerShard = 50000;
+  int64_t total_cost = n * std::max<int64_t>(cost_per_unit, 1);
+  int64_t max_shards = std::min<int64_t>(num_threads() + 1, total_cost / kMinCostPerShard);
+  if (max_shards <= 1 || InWorkerThread()) {
+    fn(0, n);
+    return;
+  }
+  int64_t shards = std::min<int64_t>(max_shards, n);
+  int64_t block = (n + shards - 1) / shards;
+  shards = (n + block - 1) / block;
+  std::latch done(shards - 1);
+  for (int64_t s = 1; s < shards; ++s) {
+    int64_t begin = s * block;
+    int64_t end = std::min(n, begin + block);
+    Schedule([&fn, &done, begin, end] {
+      fn(begin, end);
+      done.count_down();
+    });
+  }
+  fn(0, std::min(n, block));
+  done.wait();
+}
+
+int NumSchedulableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace flowstone
