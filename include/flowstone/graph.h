@@ -110,6 +110,11 @@ class Graph {
 
   // Readers (sessions compiling plans) hold it shared; AddNode holds it exclusively.
   std::shared_mutex& mutex() const { return mu_; }
+  // For callers already holding mutex().
+  int num_nodes_unlocked() const { return static_cast<int>(nodes_.size()); }
+  Node* node_unlocked(int id) const {
+    return id >= 0 && id < static_cast<int>(nodes_.size()) ? nodes_[id].get() : nullptr;
+  }
 
  private:
   mutable std::shared_mutex mu_;

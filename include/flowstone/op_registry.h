@@ -86,6 +86,7 @@ class OpDef {
 
  private:
   friend class OpRegistry;
+  friend class OpBuilder;
   std::vector<KernelDef> kernels_;
 };
 
@@ -137,13 +138,13 @@ class OpBuilder {
                     std::vector<DType> type_constraint = {});
   OpBuilder& KernelFactory(const std::string& device_type, flowstone::KernelFactory factory,
                            std::vector<DType> type_constraint = {});
-  template <typename KernelClass>
+  template <typename K>
   OpBuilder& KernelClass(const std::string& device_type,
                          std::vector<DType> type_constraint = {}) {
     return KernelFactory(
         device_type,
         [](const Node& node, std::unique_ptr<OpKernel>* out) {
-          auto kernel = std::make_unique<KernelClass>(node);
+          auto kernel = std::make_unique<K>(node);
           Status s = kernel->Init();
           if (s.ok()) *out = std::move(kernel);
           return s;

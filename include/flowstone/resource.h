@@ -17,7 +17,9 @@ namespace flowstone {
 // changes under the user.
 class Var {
  public:
-  Var(DType dtype, PartialShape shape) : dtype_(dtype), shape_(std::move(shape)) {}
+  Var(std::string name, DType dtype, PartialShape shape)
+      : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)) {}
+  const std::string& name() const { return name_; }
   DType dtype() const { return dtype_; }
   const PartialShape& declared_shape() const { return shape_; }
   std::mutex& mu() { return mu_; }
@@ -26,6 +28,7 @@ class Var {
   Tensor& value() { return value_; }
 
  private:
+  std::string name_;
   DType dtype_;
   PartialShape shape_;
   std::mutex mu_;

@@ -1,0 +1,39 @@
+// Shared pieces of the bindings: the Status -> Python exception bridge and the graph handle.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <memory>
+
+#include "flowstone/graph.h"
+#include "flowstone/status.h"
+
+namespace flowstone::python {
+
+namespace nb = nanobind;
+
+// Thrown by binding code for a non-OK Status; becomes `_C.StatusError(code, message, payloads)`.
+struct StatusException {
+  Status status;
+};
+
+inline void ThrowIfError(const Status& status) {
+  if (!status.ok()) throw StatusException{status};
+}
+
+// A node together with the graph that owns it, so Python can never hold a dangling node.
+struct NodeRef {
+  std::shared_ptr<Graph> graph;
+  Node* node;
+};
+
+void RegisterErrors(nb::module_& m);
+void RegisterGraph(nb::module_& m);
+void RegisterSession(nb::module_& m);
+void RegisterRuntime(nb::module_& m);
+
+// Attr values to and from Python (by the attr's declared type where one is declared).
+AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string& name);
+nb::object AttrToPython(const AttrValue& value);
+
+}  // namespace flowstone::python

@@ -1,0 +1,265 @@
+// Bindings for graphs, nodes, attrs and the op registry.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.h"
+#include "numpy_conversion.h"
+
+namespace flowstone::python {
+namespace {
+
+Status AttrTypeError(const std::string& name, const char* expected, nb::handle value) {
+  return errors::TypeError("Expected ", expected, " for attr '", name, "', got ",
+                           nb::str(nb::repr(value)).c_str(), " of type ",
+                           nb::str(value.type().attr("__name__")).c_str(), ".");
+}
+
+PartialShape ShapeFromPython(nb::handle value, const std::string& name) {
+  if (value.is_none()) return PartialShape::Unknown();
+  std::vector<int64_t> dims;
+  try {
+    for (nb::handle d : value) dims.push_back(d.is_none() ? -1 : nb::cast<int64_t>(d));
+  } catch (const std::exception&) {
+    throw StatusException{AttrTypeError(name, "a shape (a list of ints or None)", value)};
+  }
+  return PartialShape(dims);
+}
+
+Tensor TensorFromPython(nb::handle value, const std::string& name) {
+  DType dtype = DTypeOfNumpy(value.ptr());
+  if (dtype == DType::kInvalid) {
+    throw StatusException{AttrTypeError(name, "a numpy array of a supported dtype", value)};
+  }
+  Tensor t;
+  ThrowIfError(NumpyToTensor(value.ptr(), dtype, &t));
+  return t;
+}
+
+template <typename T>
+T Scalar(nb::handle value, const std::string& name, const char* expected) {
+  try {
+    return nb::cast<T>(value);
+  } catch (const std::exception&) {
+    throw StatusException{AttrTypeError(name, expected, value)};
+  }
+}
+
+template <typename T, typename F>
+std::vector<T> List(nb::handle value, F&& convert) {
+  std::vector<T> out;
+  for (nb::handle item : value) out.push_back(convert(item));
+  return out;
+}
+
+AttrType GuessType(nb::handle value) {
+  if (nb::isinstance<nb::bool_>(value)) return AttrType::kBool;
+  if (nb::isinstance<nb::int_>(value)) return AttrType::kInt;
+  if (nb::isinstance<nb::float_>(value)) return AttrType::kFloat;
+  if (nb::isinstance<nb::str>(value)) return AttrType::kString;
+  if (DTypeOfNumpy(value.ptr()) != DType::kInvalid) return AttrType::kTensor;
+  return AttrType::kIntList;
+}
+
+}  // namespace
+
+AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string& name) {
+  AttrType type = def ? def->type : GuessType(value);
+  switch (type) {
+    case AttrType::kInt: return Scalar<int64_t>(value, name, "an int");
+    case AttrType::kFloat: return Scalar<double>(value, name, "a float");
+    case AttrType::kBool: return Scalar<bool>(value, name, "a bool");
+    case AttrType::kString: return Scalar<std::string>(value, name, "a string");
+    case AttrType::kType: {
+      int64_t v = Scalar<int64_t>(value, name, "a dtype");
+      if (v <= 0 || v >= kNumDTypes) throw StatusException{AttrTypeError(name, "a dtype", value)};
+      return static_cast<DType>(v);
+    }
+    case AttrType::kShape: return ShapeFromPython(value, name);
+    case AttrType::kTensor: return TensorFromPython(value, name);
+    case AttrType::kIntList:
+      return List<int64_t>(value, [&](nb::handle h) { return Scalar<int64_t>(h, name, "ints"); });
+    case AttrType::kFloatList:
+      return List<double>(value, [&](nb::handle h) { return Scalar<double>(h, name, "floats"); });
+    case AttrType::kTypeList:
+      return List<DType>(value, [&](nb::handle h) {
+        return static_cast<DType>(Scalar<int64_t>(h, name, "dtypes"));
+      });
+    case AttrType::kShapeList:
+      return List<PartialShape>(value, [&](nb::handle h) { return ShapeFromPython(h, name); });
+    case AttrType::kStringList:
+      return List<std::string>(value,
+                               [&](nb::handle h) { return Scalar<std::string>(h, name, "strings"); });
+  }
+  throw StatusException{AttrTypeError(name, "a supported attr value", value)};
+}
+
+nb::object ShapeToPython(const PartialShape& shape) {
+  if (!shape.known_rank()) return nb::none();
+  nb::list dims;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape.dim(i) < 0) {
+      dims.append(nb::none());
+    } else {
+      dims.append(nb::int_(shape.dim(i)));
+    }
+  }
+  return dims;
+}
+
+nb::object AttrToPython(const AttrValue& value) {
+  struct Visitor {
+    nb::object operator()(int64_t v) const { return nb::int_(v); }
+    nb::object operator()(double v) const { return nb::float_(v); }
+    nb::object operator()(bool v) const { return nb::bool_(v); }
+    nb::object operator()(const std::string& v) const { return nb::str(v.c_str()); }
+    nb::object operator()(DType v) const { return nb::int_(static_cast<int>(v)); }
+    nb::object operator()(const PartialShape& v) const { return ShapeToPython(v); }
+    nb::object operator()(const Tensor& v) const {
+      PyObject* array = TensorToNumpy(v);
+      if (array == nullptr) throw nb::python_error();
+      return nb::steal(array);
+    }
+    nb::object operator()(const std::vector<int64_t>& v) const { return nb::cast(v); }
+    nb::object operator()(const std::vector<double>& v) const { return nb::cast(v); }
+    nb::object operator()(const std::vector<DType>& v) const {
+      nb::list out;
+      for (DType t : v) out.append(nb::int_(static_cast<int>(t)));
+      return out;
+    }
+    nb::object operator()(const std::vector<PartialShape>& v) const {
+      nb::list out;
+      for (const auto& s : v) out.append(ShapeToPython(s));
+      return out;
+    }
+    nb::object operator()(const std::vector<std::string>& v) const { return nb::cast(v); }
+  };
+  return std::visit(Visitor{}, value);
+}
+
+void RegisterGraph(nb::module_& m) {
+  nb::dict dtypes;
+  for (int i = 1; i < kNumDTypes; ++i) {
+    DType t = static_cast<DType>(i);
+    dtypes[DTypeName(t)] = nb::make_tuple(i, DTypeSize(t), DTypeShortName(t), DTypeToTfEnum(t));
+  }
+  m.attr("DTYPES") = dtypes;
+
+  nb::class_<NodeRef>(m, "Node")
+      .def_prop_ro("id", [](const NodeRef& n) { return n.node->id(); })
+      .def_prop_ro("name", [](const NodeRef& n) { return n.node->name(); })
+      .def_prop_ro("type", [](const NodeRef& n) { return n.node->type(); })
+      .def_prop_ro("device", [](const NodeRef& n) { return n.node->requested_device(); })
+      .def_prop_ro("creation_site", [](const NodeRef& n) { return n.node->creation_site(); })
+      .def_prop_ro("num_outputs", [](const NodeRef& n) { return n.node->num_outputs(); })
+      .def_prop_ro("num_inputs", [](const NodeRef& n) { return n.node->num_inputs(); })
+      .def_prop_ro("is_stateful", [](const NodeRef& n) { return n.node->is_stateful(); })
+      .def("output_dtype",
+           [](const NodeRef& n, int i) { return static_cast<int>(n.node->output_type(i)); })
+      .def("output_shape", [](const NodeRef& n, int i) { return ShapeToPython(n.node->output_shape(i)); })
+      .def_prop_ro("inputs",
+                   [](const NodeRef& n) {
+                     nb::list out;
+                     for (const Endpoint& e : n.node->inputs())
+                       out.append(nb::make_tuple(NodeRef{n.graph, e.node}, e.index));
+                     return out;
+                   })
+      .def_prop_ro("control_inputs",
+                   [](const NodeRef& n) {
+                     nb::list out;
+                     for (Node* d : n.node->control_inputs()) out.append(NodeRef{n.graph, d});
+                     return out;
+                   })
+      .def("attr",
+           [](const NodeRef& n, const std::string& name) -> nb::object {
+             const AttrValue* v = n.node->attrs().Find(name);
+             if (v == nullptr) {
+               throw nb::value_error(
+                   ("Operation '" + n.node->name() + "' has no attr named '" + name + "'.").c_str());
+             }
+             return AttrToPython(*v);
+           })
+      .def("attr_names",
+           [](const NodeRef& n) {
+             std::vector<std::string> names;
+             for (const auto& e : n.node->attrs().entries()) names.push_back(e.first);
+             return names;
+           })
+      .def("debug_string", [](const NodeRef& n) { return n.node->DebugString(); })
+      .def("__eq__", [](const NodeRef& a, const NodeRef& b) { return a.node == b.node; })
+      .def("__hash__", [](const NodeRef& n) { return reinterpret_cast<intptr_t>(n.node); });
+
+  nb::class_<std::shared_ptr<Graph>>(m, "Graph")
+      .def("__init__",
+           [](std::shared_ptr<Graph>* self) {
+             new (self) std::shared_ptr<Graph>(std::make_shared<Graph>());
+           })
+      .def("add_node",
+           [](std::shared_ptr<Graph>& g, const std::string& op, const std::string& name,
+              const std::vector<std::pair<NodeRef, int>>& inputs,
+              const std::vector<NodeRef>& control_inputs, nb::dict attrs,
+              const std::string& device, const std::string& creation_site) {
+             const OpDef* def = OpRegistry::Global().Find(op);
+             NodeSpec spec;
+             spec.name = name;
+             spec.op = op;
+             for (const auto& [ref, index] : inputs) spec.inputs.push_back({ref.node, index});
+             for (const NodeRef& ref : control_inputs) spec.control_inputs.push_back(ref.node);
+             for (auto [key, value] : attrs) {
+               std::string attr_name = nb::cast<std::string>(key);
+               const AttrDef* attr_def = def ? def->FindAttr(attr_name) : nullptr;
+               spec.attrs.Set(attr_name, AttrFromPython(value, attr_def, attr_name));
+             }
+             spec.device = device;
+             spec.creation_site = creation_site;
+             StatusOr<Node*> node = g->AddNode(std::move(spec));
+             ThrowIfError(node.status());
+             return NodeRef{g, *node};
+           })
+      .def("unique_name", [](std::shared_ptr<Graph>& g, const std::string& base) {
+        return g->UniqueName(base);
+      })
+      .def("find_node",
+           [](std::shared_ptr<Graph>& g, const std::string& name) -> nb::object {
+             Node* n = g->FindNode(name);
+             if (n == nullptr) return nb::none();
+             return nb::cast(NodeRef{g, n});
+           })
+      .def("node", [](std::shared_ptr<Graph>& g, int id) { return NodeRef{g, g->node(id)}; })
+      .def_prop_ro("num_nodes", [](std::shared_ptr<Graph>& g) { return g->num_nodes(); })
+      .def("finalize", [](std::shared_ptr<Graph>& g) { g->Finalize(); })
+      .def_prop_ro("finalized", [](std::shared_ptr<Graph>& g) { return g->finalized(); })
+      .def_prop_rw(
+          "seed", [](std::shared_ptr<Graph>& g) { return g->seed(); },
+          [](std::shared_ptr<Graph>& g, int64_t seed) { g->set_seed(seed); });
+
+  m.def("op_names", [] {
+    std::vector<std::string> names;
+    for (const OpDef* op : OpRegistry::Global().ListOps()) names.push_back(op->name);
+    return names;
+  });
+  m.def("op_def", [](const std::string& name) -> nb::object {
+    const OpDef* op = OpRegistry::Global().Find(name);
+    if (op == nullptr) return nb::none();
+    nb::dict out;
+    auto args = [](const std::vector<ArgDef>& defs) {
+      nb::list list;
+      for (const ArgDef& a : defs) list.append(nb::make_tuple(a.name, !a.number_attr.empty()));
+      return list;
+    };
+    out["name"] = op->name;
+    out["inputs"] = args(op->inputs);
+    out["outputs"] = args(op->outputs);
+    nb::list attrs;
+    for (const AttrDef& a : op->attrs)
+      attrs.append(nb::make_tuple(a.name, AttrTypeName(a.type), a.has_default));
+    out["attrs"] = attrs;
+    out["stateful"] = op->stateful;
+    out["has_gradient"] = static_cast<bool>(op->gradient);
+    out["not_differentiable"] = op->not_differentiable;
+    out["kernels"] = nb::cast(op->KernelDeviceTypes());
+    return out;
+  });
+}
+
+}  // namespace flowstone::python

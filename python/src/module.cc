@@ -1,0 +1,16 @@
+// The flowstone._C extension module: one file per area (errors, graph, session, runtime).
+#include "common.h"
+#include "numpy_conversion.h"
+
+namespace flowstone::python {
+
+NB_MODULE(_C, m) {
+  if (!InitNumpy()) throw nb::python_error();
+  m.doc() = "Flowstone's C++ core";
+  RegisterErrors(m);
+  RegisterGraph(m);
+  RegisterSession(m);
+  RegisterRuntime(m);
+}
+
+}  // namespace flowstone::python

@@ -1,0 +1,137 @@
+#define PY_ARRAY_UNIQUE_SYMBOL flowstone_numpy_api
+#include "numpy_conversion.h"
+
+#include <numpy/arrayobject.h>
+
+#include <cstring>
+
+namespace flowstone::python {
+namespace {
+
+int NumpyType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return NPY_FLOAT32;
+    case DType::kFloat64: return NPY_FLOAT64;
+    case DType::kInt32: return NPY_INT32;
+    case DType::kInt64: return NPY_INT64;
+    case DType::kUInt8: return NPY_UINT8;
+    case DType::kBool: return NPY_BOOL;
+    case DType::kFloat16: return NPY_FLOAT16;
+    case DType::kBFloat16: return NPY_FLOAT32;
+    default: return -1;
+  }
+}
+
+void ReleaseBuffer(PyObject* capsule) {
+  static_cast<Buffer*>(PyCapsule_GetPointer(capsule, "flowstone.buffer"))->Unref();
+}
+
+}  // namespace
+
+bool InitNumpy() {
+  if (_import_array() < 0) return false;
+  return true;
+}
+
+DType DTypeOfNumpy(PyObject* object) {
+  PyArray_Descr* descr = nullptr;
+  if (PyArray_Check(object)) {
+    descr = PyArray_DESCR(reinterpret_cast<PyArrayObject*>(object));
+  } else if (PyArray_DescrCheck(object)) {
+    descr = reinterpret_cast<PyArray_Descr*>(object);
+  } else {
+    return DType::kInvalid;
+  }
+  switch (descr->type_num) {
+    case NPY_FLOAT32: return DType::kFloat32;
+    case NPY_FLOAT64: return DType::kFloat64;
+    case NPY_INT32: return DType::kInt32;
+    case NPY_INT64: return DType::kInt64;
+    case NPY_LONGLONG: return sizeof(long long) == 8 ? DType::kInt64 : DType::kInvalid;
+    case NPY_UINT8: return DType::kUInt8;
+    case NPY_BOOL: return DType::kBool;
+    case NPY_FLOAT16: return DType::kFloat16;
+    default: return DType::kInvalid;
+  }
+}
+
+PyObject* TensorToNumpy(const Tensor& tensor) {
+  int type = NumpyType(tensor.dtype());
+  if (type < 0) {
+    PyErr_Format(PyExc_TypeError, "cannot convert a %s tensor to numpy",
+                 DTypeName(tensor.dtype()));
+    return nullptr;
+  }
+  const int rank = tensor.rank();
+  npy_intp dims[NPY_MAXDIMS];
+  if (rank > NPY_MAXDIMS) {
+    PyErr_Format(PyExc_ValueError, "tensor of rank %d exceeds numpy's maximum rank", rank);
+    return nullptr;
+  }
+  for (int i = 0; i < rank; ++i) dims[i] = static_cast<npy_intp>(tensor.dim(i));
+
+  if (tensor.dtype() == DType::kBFloat16) {
+    PyObject* array = PyArray_SimpleNew(rank, dims, NPY_FLOAT32);
+    if (array == nullptr) return nullptr;
+    float* out = static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)));
+    const BFloat16* in = tensor.data<BFloat16>();
+    for (int64_t i = 0; i < tensor.num_elements(); ++i) out[i] = static_cast<float>(in[i]);
+    return array;
+  }
+  if (!tensor.RefCountIsOne()) {
+    PyObject* array = PyArray_SimpleNew(rank, dims, type);
+    if (array == nullptr) return nullptr;
+    std::memcpy(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)), tensor.raw_data(),
+                tensor.bytes());
+    return array;
+  }
+  Buffer* buffer = tensor.buffer();
+  PyObject* array = PyArray_New(&PyArray_Type, rank, dims, type, nullptr, tensor.raw_data(), 0,
+                                NPY_ARRAY_CARRAY, nullptr);
+  if (array == nullptr) return nullptr;
+  PyObject* capsule = PyCapsule_New(buffer, "flowstone.buffer", ReleaseBuffer);
+  if (capsule == nullptr) {
+    Py_DECREF(array);
+    return nullptr;
+  }
+  buffer->Ref();  // owned by the capsule from here on
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(array), capsule) < 0) {
+    Py_DECREF(array);
+    return nullptr;
+  }
+  return array;
+}
+
+Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out) {
+  int type = NumpyType(dtype);
+  if (type < 0) return errors::InvalidArgument("cannot feed a ", DTypeName(dtype), " tensor");
+  PyObject* array = PyArray_FromAny(object, PyArray_DescrFromType(type), 0, 0,
+                                    NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, nullptr);
+  if (array == nullptr) {
+    PyErr_Clear();
+    return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype),
+                                   " array");
+  }
+  PyArrayObject* arr = reinterpret_cast<PyArrayObject*>(array);
+  Dims dims;
+  for (int i = 0; i < PyArray_NDIM(arr); ++i) dims.push_back(PyArray_DIM(arr, i));
+  TensorShape shape(dims);
+  Status s = Tensor::Allocate(CpuAllocator(), dtype, shape, out);
+  if (!s.ok()) {
+    Py_DECREF(array);
+    return errors::ResourceExhausted("OOM when allocating a fed tensor with shape",
+                                     shape.ToString(), " and type ", DTypeShortName(dtype),
+                                     " on the host");
+  }
+  if (dtype == DType::kBFloat16) {
+    const float* in = static_cast<const float*>(PyArray_DATA(arr));
+    BFloat16* dst = out->data<BFloat16>();
+    for (int64_t i = 0; i < out->num_elements(); ++i) dst[i] = BFloat16(in[i]);
+  } else {
+    std::memcpy(out->raw_data(), PyArray_DATA(arr), out->bytes());
+  }
+  Py_DECREF(array);
+  return Status::OK();
+}
+
+}  // namespace flowstone::python

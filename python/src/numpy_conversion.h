@@ -1,0 +1,27 @@
+// Conversions between numpy arrays and Tensors. Only numpy_conversion.cc touches NumPy's C API.
+#pragma once
+
+#include <Python.h>
+
+#include "flowstone/status.h"
+#include "flowstone/tensor.h"
+
+namespace flowstone::python {
+
+// Imports NumPy's C API; call once from module init. Returns false with a Python error set.
+bool InitNumpy();
+
+// A new numpy array holding the tensor's values. A buffer nobody else holds is handed over
+// without a copy (the array keeps it alive); a shared one (a constant, a variable's value) is
+// copied, so writing to the array can never change the graph or the session's state.
+// bfloat16 is returned as float32, since numpy has no bfloat16.
+PyObject* TensorToNumpy(const Tensor& tensor);
+
+// Copies a numpy array (or anything np.asarray accepts) into a tensor of `dtype`.
+// Returns a Status naming the mismatch when the array's dtype is not `dtype`.
+Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out);
+
+// The DType of a numpy array or numpy dtype object, or kInvalid.
+DType DTypeOfNumpy(PyObject* array);
+
+}  // namespace flowstone::python

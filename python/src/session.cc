@@ -1,0 +1,129 @@
+// Bindings for sessions and compiled callables. The GIL is released while a plan runs, so many
+// Python threads can run one session at once.
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.h"
+#include "numpy_conversion.h"
+#include "flowstone/session.h"
+
+namespace flowstone::python {
+namespace {
+
+SessionOptions OptionsFromDict(nb::dict d) {
+  SessionOptions o;
+  if (d.contains("inter_op_threads")) o.inter_op_threads = nb::cast<int>(d["inter_op_threads"]);
+  if (d.contains("intra_op_threads")) o.intra_op_threads = nb::cast<int>(d["intra_op_threads"]);
+  if (d.contains("allow_soft_placement"))
+    o.allow_soft_placement = nb::cast<bool>(d["allow_soft_placement"]);
+  if (d.contains("log_device_placement"))
+    o.log_device_placement = nb::cast<bool>(d["log_device_placement"]);
+  if (d.contains("cpu_memory_limit_bytes"))
+    o.cpu_memory_limit_bytes = nb::cast<int64_t>(d["cpu_memory_limit_bytes"]);
+  if (d.contains("device_count")) {
+    for (auto [k, v] : nb::cast<nb::dict>(d["device_count"]))
+      o.device_count[nb::cast<std::string>(k)] = nb::cast<int>(v);
+  }
+  return o;
+}
+
+// A compiled (feeds, fetches, targets) signature; calling it runs the plan.
+struct Callable {
+  std::shared_ptr<Session> session;
+  Session::CallableHandle handle;
+  std::vector<DType> feed_dtypes;
+
+  ~Callable() {
+    if (session && !session->closed()) session->ReleaseCallable(handle);
+  }
+
+  nb::list Call(nb::args feed_values) {
+    if (feed_values.size() != feed_dtypes.size()) {
+      throw StatusException{errors::InvalidArgument("expected ", feed_dtypes.size(),
+                                                    " feed values, got ", feed_values.size())};
+    }
+    std::vector<Tensor> feeds(feed_dtypes.size());
+    for (size_t i = 0; i < feed_dtypes.size(); ++i) {
+      ThrowIfError(NumpyToTensor(feed_values[i].ptr(), feed_dtypes[i], &feeds[i]));
+    }
+    std::vector<Tensor> outputs;
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      s = session->RunCallable(handle, feeds, &outputs);
+      feeds.clear();
+    }
+    ThrowIfError(s);
+    nb::list result;
+    for (const Tensor& t : outputs) {
+      if (t.dtype() == DType::kResource) {
+        result.append(nb::none());
+        continue;
+      }
+      PyObject* array = TensorToNumpy(t);
+      if (array == nullptr) throw nb::python_error();
+      result.append(nb::steal(array));
+    }
+    return result;
+  }
+};
+
+}  // namespace
+
+void RegisterSession(nb::module_& m) {
+  nb::class_<Callable>(m, "Callable")
+      .def("__call__", &Callable::Call)
+      .def_prop_ro("feed_dtypes", [](const Callable& c) {
+        std::vector<int> out;
+        for (DType t : c.feed_dtypes) out.push_back(static_cast<int>(t));
+        return out;
+      });
+
+  nb::class_<Session>(m, "Session")
+      .def_static(
+          "create",
+          [](std::shared_ptr<Graph> graph, nb::dict options) {
+            std::unique_ptr<Session> session;
+            ThrowIfError(Session::Create(std::move(graph), OptionsFromDict(options), &session));
+            return std::shared_ptr<Session>(std::move(session));
+          })
+      .def("make_callable",
+           [](std::shared_ptr<Session> self, const std::vector<std::pair<NodeRef, int>>& feeds,
+              const std::vector<std::pair<NodeRef, int>>& fetches,
+              const std::vector<NodeRef>& targets) {
+             std::vector<Endpoint> feed_eps, fetch_eps;
+             std::vector<Node*> target_nodes;
+             auto c = std::make_unique<Callable>();
+             for (const auto& [ref, i] : feeds) {
+               feed_eps.push_back({ref.node, i});
+               c->feed_dtypes.push_back(ref.node->output_type(i));
+             }
+             for (const auto& [ref, i] : fetches) fetch_eps.push_back({ref.node, i});
+             for (const NodeRef& ref : targets) target_nodes.push_back(ref.node);
+             Status s;
+             {
+               nb::gil_scoped_release release;
+               s = self->MakeCallable(feed_eps, fetch_eps, target_nodes, &c->handle);
+             }
+             ThrowIfError(s);
+             c->session = std::move(self);
+             return c.release();
+           },
+           nb::rv_policy::take_ownership)
+      .def("close",
+           [](Session& s) {
+             nb::gil_scoped_release release;
+             ThrowIfError(s.Close());
+           })
+      .def_prop_ro("closed", &Session::closed)
+      .def("list_devices", [](Session& s) {
+        nb::list out;
+        for (const DeviceAttributes& d : s.ListDevices())
+          out.append(nb::make_tuple(d.name, d.device_type, d.memory_limit_bytes));
+        return out;
+      });
+}
+
+}  // namespace flowstone::python

@@ -1,0 +1,195 @@
+// Resource variables. The graph holds only handles; values live in the session's ResourceMgr,
+// so two sessions on one graph hold separate values.
+#include <atomic>
+#include <cstring>
+
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+namespace {
+
+Var* HandleToVar(const Tensor& handle) {
+  Var* var;
+  std::memcpy(&var, handle.raw_data(), sizeof(var));
+  return var;
+}
+
+std::string VarName(const Node& node) {
+  std::string shared = node.attrs().GetOr<std::string>("shared_name", "");
+  return shared.empty() ? node.name() : shared;
+}
+
+// Looks up the variable once per session (kernels are per session), then hands out the handle.
+class VarHandleKernel final : public OpKernel {
+ public:
+  explicit VarHandleKernel(const Node& node) : OpKernel(node) {}
+  Status Compute(KernelContext& ctx) override {
+    Var* var = var_.load(std::memory_order_acquire);
+    if (var == nullptr) {
+      var = ctx.resources()->LookupOrCreateVar(
+          VarName(node()), node().attrs().GetOr<DType>("dtype", DType::kFloat32),
+          node().attrs().GetOr<PartialShape>("shape", PartialShape::Unknown()));
+      var_.store(var, std::memory_order_release);
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
+    std::memcpy(out->raw_data(), &var, sizeof(var));
+    return Status::OK();
+  }
+
+ private:
+  std::atomic<Var*> var_{nullptr};
+};
+
+FS_REGISTER_OP(OpBuilder("VarHandleOp")
+                   .Output("resource", "resource")
+                   .TypeAttr("dtype", kAllTypes)
+                   .RequiredAttr("shape", AttrType::kShape)
+                   .Attr("shared_name", "")
+                   .Attr("container", "")
+                   .Stateful()
+                   .Shape(shape_fns::Scalar)
+                   .KernelClass<VarHandleKernel>("CPU")
+                   .NotDifferentiable()
+                   .Doc("A handle to a variable owned by the session."));
+
+Status UninitializedError(const Var& var) {
+  return errors::FailedPrecondition(
+      "Attempting to use uninitialized value ", var.name(), ". Initialize it first: run "
+      "sess.run(tf.global_variables_initializer()) after building the model, or "
+      "sess.run(", var.name(), ".initializer) for this variable alone.");
+}
+
+Status ReadVariable(KernelContext& ctx) {
+  Var* var = HandleToVar(ctx.input(0));
+  std::lock_guard<std::mutex> lock(var->mu());
+  if (!var->initialized()) return UninitializedError(*var);
+  ctx.SetOutput(0, var->value());
+  return Status::OK();
+}
+
+Status ReadVariableShape(InferenceContext& ctx) {
+  // A handle carries no shape, so the variable's shape comes as an attr.
+  ctx.set_output(0, ctx.attrs().GetOr<PartialShape>("value_shape", PartialShape::Unknown()));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("ReadVariableOp")
+                   .Input("resource", "resource")
+                   .Output("value", "dtype")
+                   .TypeAttr("dtype", kAllTypes)
+                   .Attr("value_shape", AttrValue(PartialShape::Unknown()))
+                   .Shape(ReadVariableShape)
+                   .Kernel("CPU", ReadVariable)
+                   .Doc("The current value of a variable."));
+
+Status CheckAssignable(const Var& var, const Tensor& value) {
+  if (value.dtype() != var.dtype()) {
+    return errors::InvalidArgument("Trying to assign a value of dtype ", DTypeName(value.dtype()),
+                                   " to variable '", var.name(), "' of dtype ",
+                                   DTypeName(var.dtype()));
+  }
+  if (!var.declared_shape().IsCompatibleWith(value.shape())) {
+    return errors::InvalidArgument("Trying to assign a value of shape ",
+                                   value.shape().ToString(), " to variable '", var.name(),
+                                   "' of shape ", var.declared_shape().ToString());
+  }
+  return Status::OK();
+}
+
+Status AssignVariable(KernelContext& ctx) {
+  Var* var = HandleToVar(ctx.input(0));
+  const Tensor& value = ctx.input(1);
+  FS_RETURN_IF_ERROR(CheckAssignable(*var, value));
+  std::lock_guard<std::mutex> lock(var->mu());
+  var->value() = value;
+  return Status::OK();
+}
+
+Status NoOutputShape(InferenceContext&) { return Status::OK(); }
+
+FS_REGISTER_OP(OpBuilder("AssignVariableOp")
+                   .Input("resource", "resource")
+                   .Input("value", "dtype")
+                   .TypeAttr("dtype", kAllTypes)
+                   .Stateful()
+                   .Shape(NoOutputShape)
+                   .Kernel("CPU", AssignVariable)
+                   .NotDifferentiable()
+                   .Doc("Sets a variable's value."));
+
+// var <- var + sign * delta, in place when no fetched value still shares the buffer.
+template <int kSign>
+Status AssignUpdate(KernelContext& ctx) {
+  Var* var = HandleToVar(ctx.input(0));
+  const Tensor& delta = ctx.input(1);
+  std::lock_guard<std::mutex> lock(var->mu());
+  if (!var->initialized()) return UninitializedError(*var);
+  Tensor& current = var->value();
+  if (current.dtype() != delta.dtype() || current.shape() != delta.shape()) {
+    return errors::InvalidArgument("Cannot update variable '", var->name(), "' of ",
+                                   DTypeName(current.dtype()), current.shape().ToString(),
+                                   " with a value of ", DTypeName(delta.dtype()),
+                                   delta.shape().ToString(), ": shapes and dtypes must match");
+  }
+  // Copy on write: a value fetched or read earlier must not change under its holder.
+  bool shared = !current.RefCountIsOne();
+  Tensor result;
+  if (shared) {
+    FS_RETURN_IF_ERROR(ctx.AllocateTemp(current.dtype(), current.shape(), &result));
+  } else {
+    result = current;
+  }
+  return DispatchDType<float, double, int32_t, int64_t>(
+      current.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        const T* a = current.data<T>();
+        const T* d = delta.data<T>();
+        T* out = result.data<T>();
+        for (int64_t i = 0; i < current.num_elements(); ++i) {
+          out[i] = kSign > 0 ? a[i] + d[i] : a[i] - d[i];
+        }
+        var->value() = result;
+        return Status::OK();
+      });
+}
+
+FS_REGISTER_OP(OpBuilder("AssignAddVariableOp")
+                   .Input("resource", "resource")
+                   .Input("value", "dtype")
+                   .TypeAttr("dtype", kRealTypes)
+                   .Stateful()
+                   .Shape(NoOutputShape)
+                   .Kernel("CPU", AssignUpdate<1>)
+                   .NotDifferentiable()
+                   .Doc("Adds to a variable's value."));
+
+FS_REGISTER_OP(OpBuilder("AssignSubVariableOp")
+                   .Input("resource", "resource")
+                   .Input("value", "dtype")
+                   .TypeAttr("dtype", kRealTypes)
+                   .Stateful()
+                   .Shape(NoOutputShape)
+                   .Kernel("CPU", AssignUpdate<-1>)
+                   .NotDifferentiable()
+                   .Doc("Subtracts from a variable's value."));
+
+FS_REGISTER_OP(OpBuilder("VarIsInitializedOp")
+                   .Input("resource", "resource")
+                   .Output("is_initialized", "bool")
+                   .Shape(shape_fns::Scalar)
+                   .Kernel("CPU",
+                           [](KernelContext& ctx) {
+                             Var* var = HandleToVar(ctx.input(0));
+                             Tensor* out;
+                             FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
+                             std::lock_guard<std::mutex> lock(var->mu());
+                             *out->data<bool>() = var->initialized();
+                             return Status::OK();
+                           })
+                   .NotDifferentiable()
+                   .Doc("Whether a variable has a value."));
+
+}  // namespace
+}  // namespace flowstone

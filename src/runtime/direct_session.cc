@@ -1,0 +1,411 @@
+// DirectSession: the in-process Session. It compiles each distinct (feeds, fetches, targets)
+// signature once into an ExecutionPlan and runs plans on the caller's thread, or on the inter-op
+// pool when a plan has independent expensive nodes.
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "executor.h"
+#include "flowstone/session.h"
+#include "placer.h"
+#include "process_state.h"
+
+namespace flowstone {
+namespace {
+
+Status ClosedSessionError() {
+  Status s = errors::FailedPrecondition("Attempted to use a closed Session.");
+  s.SetPayload("py_type", "RuntimeError");
+  return s;
+}
+
+// Ops whose cost does not depend on the data size.
+bool IsCheapOp(const std::string& type) {
+  return type == "Const" || type == "Placeholder" || type == "Identity" || type == "NoOp" ||
+         type == "VarHandleOp" || type == "ReadVariableOp" || type == "Shape" ||
+         type == "PlaceholderWithDefault";
+}
+
+bool IsExpensive(const Node& node) {
+  if (IsCheapOp(node.type())) return false;
+  for (int i = 0; i < node.num_outputs(); ++i) {
+    int64_t n = node.output_shape(i).num_elements();
+    if (n < 0 || n > (1 << 15)) return true;
+  }
+  return node.type() == "MatMul" || node.type() == "BatchMatMulV2" ||
+         node.type().rfind("Conv", 0) == 0;
+}
+
+class DirectSession final : public Session {
+ public:
+  DirectSession(std::shared_ptr<Graph> graph, const SessionOptions& options)
+      : graph_(std::move(graph)), options_(options) {}
+
+  Status Init() {
+    int num_cpus = 1;
+    auto it = options_.device_count.find("CPU");
+    if (it != options_.device_count.end() && it->second > 0) num_cpus = it->second;
+    if (num_cpus == 1) num_cpus = std::max(1, ProcessState::Get().num_logical_cpus());
+    if (options_.cpu_memory_limit_bytes > 0) {
+      limited_ = std::make_shared<LimitedAllocator>(CpuAllocator(),
+                                                    options_.cpu_memory_limit_bytes, "cpu");
+    }
+    Allocator* allocator = limited_ ? static_cast<Allocator*>(limited_.get()) : CpuAllocator();
+    ProcessState& process = ProcessState::Get();
+    process.ConfigureThreads(options_.inter_op_threads, options_.intra_op_threads);
+    for (int i = 0; i < num_cpus; ++i) {
+      devices_.push_back(
+          std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
+      device_ptrs_.push_back(devices_.back().get());
+    }
+    placement_.allow_soft_placement = options_.allow_soft_placement;
+    placement_.gpu_unavailable_reason = process.gpu_unavailable_reason();
+    return Status::OK();
+  }
+
+  ~DirectSession() override { Close(); }
+
+  Status Run(const std::vector<std::pair<Endpoint, Tensor>>& feeds,
+             const std::vector<Endpoint>& fetches, const std::vector<Node*>& targets,
+             std::vector<Tensor>* outputs, const RunOptions& options) override {
+    std::vector<Endpoint> feed_endpoints;
+    std::vector<Tensor> feed_values;
+    for (const auto& [endpoint, value] : feeds) {
+      feed_endpoints.push_back(endpoint);
+      feed_values.push_back(value);
+    }
+    std::string key;
+    for (const Endpoint& e : feed_endpoints) key += StrCat("f", e.node->id(), ":", e.index, ",");
+    for (const Endpoint& e : fetches) key += StrCat("o", e.node->id(), ":", e.index, ",");
+    for (const Node* n : targets) key += StrCat("t", n->id(), ",");
+    CallableHandle handle;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = run_cache_.find(key);
+      handle = it == run_cache_.end() ? -1 : it->second;
+    }
+    if (handle < 0) {
+      FS_RETURN_IF_ERROR(MakeCallable(feed_endpoints, fetches, targets, &handle));
+      std::lock_guard<std::mutex> lock(mu_);
+      run_cache_[key] = handle;
+    }
+    return RunCallable(handle, feed_values, outputs, options);
+  }
+
+  Status MakeCallable(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                      const std::vector<Node*>& targets, CallableHandle* handle) override {
+    InFlight guard(this);
+    if (!guard.ok()) return ClosedSessionError();
+    auto plan = std::make_shared<ExecutionPlan>();
+    FS_RETURN_IF_ERROR(Compile(feeds, fetches, targets, plan.get()));
+    std::lock_guard<std::mutex> lock(mu_);
+    *handle = next_handle_++;
+    callables_[*handle] = std::move(plan);
+    return Status::OK();
+  }
+
+  Status RunCallable(CallableHandle handle, std::vector<Tensor>& feed_values,
+                     std::vector<Tensor>* outputs, const RunOptions& options) override {
+    InFlight guard(this);
+    if (!guard.ok()) return ClosedSessionError();
+    std::shared_ptr<ExecutionPlan> plan;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = callables_.find(handle);
+      if (it == callables_.end()) {
+        return errors::InvalidArgument("No such callable handle: ", handle);
+      }
+      plan = it->second;
+    }
+    if (feed_values.size() != plan->feeds.size()) {
+      return errors::InvalidArgument("Expected ", plan->feeds.size(), " feed values, got ",
+                                     feed_values.size());
+    }
+    for (size_t i = 0; i < feed_values.size(); ++i) {
+      FS_RETURN_IF_ERROR(CheckFeed(plan->feeds[i], feed_values[i]));
+    }
+    int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
+    return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(),
+                     step);
+  }
+
+  Status ReleaseCallable(CallableHandle handle) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    callables_.erase(handle);
+    return Status::OK();
+  }
+
+  Status Close() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (closed_) return Status::OK();
+    closed_ = true;
+    idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
+    callables_.clear();
+    run_cache_.clear();
+    kernels_.clear();
+    resources_.Clear();
+    return Status::OK();
+  }
+
+  bool closed() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
+  std::vector<DeviceAttributes> ListDevices() const override {
+    std::vector<DeviceAttributes> out;
+    for (const auto& d : devices_) out.push_back(d->attributes());
+    return out;
+  }
+
+  const std::shared_ptr<Graph>& graph() const override { return graph_; }
+
+ private:
+  // Counts a run in flight so Close() can wait for it.
+  class InFlight {
+   public:
+    explicit InFlight(DirectSession* s) : s_(s) {
+      std::lock_guard<std::mutex> lock(s_->mu_);
+      ok_ = !s_->closed_;
+      if (ok_) ++s_->in_flight_;
+    }
+    ~InFlight() {
+      if (!ok_) return;
+      std::lock_guard<std::mutex> lock(s_->mu_);
+      if (--s_->in_flight_ == 0) s_->idle_cv_.notify_all();
+    }
+    bool ok() const { return ok_; }
+
+   private:
+    DirectSession* s_;
+    bool ok_ = false;
+  };
+
+  static Status CheckFeed(const Endpoint& endpoint, const Tensor& value) {
+    DType expected = endpoint.node->output_type(endpoint.index);
+    if (value.dtype() != expected) {
+      Status s = errors::InvalidArgument("Cannot feed a value of dtype ", DTypeName(value.dtype()),
+                                         " for Tensor '", endpoint.ToString(),
+                                         "', which has dtype ", DTypeName(expected));
+      s.SetPayload("py_type", "TypeError");
+      return s;
+    }
+    const PartialShape& shape = endpoint.node->output_shape(endpoint.index);
+    if (!shape.IsCompatibleWith(value.shape())) {
+      Status s = errors::InvalidArgument(
+          "Cannot feed value of shape ", value.shape().ToPythonString(), " for Tensor '",
+          endpoint.ToString(), "', which has shape '", shape.ToPythonString(), "'");
+      s.SetPayload("py_type", "ValueError");
+      s.SetPayload("node", endpoint.node->name());
+      return s;
+    }
+    return Status::OK();
+  }
+
+  Status PlaceLocked(const Node& node, Device** out) {
+    auto it = placements_.find(node.id());
+    if (it != placements_.end()) {
+      *out = it->second;
+      return Status::OK();
+    }
+    std::vector<Device*> input_devices;
+    for (const Endpoint& in : node.inputs()) {
+      auto found = placements_.find(in.node->id());
+      input_devices.push_back(found == placements_.end() ? nullptr : found->second);
+    }
+    Status s = PlaceNode(node, device_ptrs_, input_devices, placement_, out);
+    if (!s.ok()) {
+      s.SetPayload("node", node.name());
+      return s;
+    }
+    placements_[node.id()] = *out;
+    if (options_.log_device_placement) {
+      if (!logged_mapping_header_) {
+        std::fprintf(stderr, "Device mapping:\n");
+        for (Device* d : device_ptrs_) {
+          std::fprintf(stderr, "%s -> device: %d, name: %s\n", d->name().c_str(), d->id(),
+                       d->type().c_str());
+        }
+        logged_mapping_header_ = true;
+      }
+      std::fprintf(stderr, "%s: (%s): %s\n", node.name().c_str(), node.type().c_str(),
+                   (*out)->name().c_str());
+    }
+    return Status::OK();
+  }
+
+  Status KernelLocked(const Node& node, Device* device, OpKernel** out) {
+    auto it = kernels_.find(node.id());
+    if (it != kernels_.end()) {
+      *out = it->second.get();
+      return Status::OK();
+    }
+    std::unique_ptr<OpKernel> kernel;
+    Status s = CreateKernel(node, device->type(), &kernel);
+    if (!s.ok()) return AnnotateNodeError(s, node, device);
+    *out = kernel.get();
+    kernels_[node.id()] = std::move(kernel);
+    return Status::OK();
+  }
+
+  Status Compile(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
+                 const std::vector<Node*>& targets, ExecutionPlan* plan) {
+    std::shared_lock<std::shared_mutex> graph_lock(graph_->mutex());
+    if (graph_->num_nodes_unlocked() == 0) {
+      Status s = errors::FailedPrecondition(
+          "The Session graph is empty. Add operations to the graph before calling run().");
+      s.SetPayload("py_type", "RuntimeError");
+      return s;
+    }
+    auto check_endpoint = [&](const Endpoint& e, const char* what) -> Status {
+      if (e.node == nullptr || graph_->node_unlocked(e.node->id()) != e.node) {
+        Status s = errors::InvalidArgument(what, " ", e.node ? e.node->name() : "<null>",
+                                           " is not an element of this graph.");
+        s.SetPayload("py_type", "ValueError");
+        return s;
+      }
+      if (e.index < 0 || e.index >= e.node->num_outputs()) {
+        return errors::InvalidArgument(what, " refers to output ", e.index, " of ",
+                                       e.node->name(), " which has ", e.node->num_outputs(),
+                                       " outputs");
+      }
+      return Status::OK();
+    };
+    for (const Endpoint& e : feeds) FS_RETURN_IF_ERROR(check_endpoint(e, "Feed"));
+    for (const Endpoint& e : fetches) FS_RETURN_IF_ERROR(check_endpoint(e, "Fetch"));
+    for (Node* n : targets) {
+      if (n == nullptr || graph_->node_unlocked(n->id()) != n) {
+        Status s = errors::InvalidArgument("Target ", n ? n->name() : "<null>",
+                                           " is not an element of this graph.");
+        s.SetPayload("py_type", "ValueError");
+        return s;
+      }
+    }
+
+    // Prune: walk back from fetches and targets, stopping at fed tensors.
+    auto fed_index = [&](const Endpoint& e) -> int {
+      for (size_t i = 0; i < feeds.size(); ++i)
+        if (feeds[i] == e) return static_cast<int>(i);
+      return -1;
+    };
+    std::vector<char> needed(graph_->num_nodes_unlocked(), 0);
+    std::vector<Node*> stack;
+    for (const Endpoint& e : fetches)
+      if (fed_index(e) < 0) stack.push_back(e.node);
+    for (Node* n : targets) stack.push_back(n);
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      if (needed[n->id()]) continue;
+      needed[n->id()] = 1;
+      for (const Endpoint& in : n->inputs())
+        if (fed_index(in) < 0 && !needed[in.node->id()]) stack.push_back(in.node);
+      for (Node* dep : n->control_inputs())
+        if (!needed[dep->id()]) stack.push_back(dep);
+    }
+
+    // Node ids are a topological order: inputs always exist before their consumers.
+    std::unordered_map<int, int> plan_index;
+    std::vector<Node*> order;
+    for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
+      if (!needed[id]) continue;
+      plan_index[id] = static_cast<int>(order.size());
+      order.push_back(graph_->node_unlocked(id));
+    }
+
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return ClosedSessionError();
+    plan->feeds = feeds;
+    int slot = 0;
+    for (size_t f = 0; f < feeds.size(); ++f) plan->feed_slots.push_back(slot++);
+    plan->nodes.resize(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      Node* n = order[i];
+      PlanNode& pn = plan->nodes[i];
+      pn.node = n;
+      FS_RETURN_IF_ERROR(PlaceLocked(*n, &pn.device));
+      FS_RETURN_IF_ERROR(KernelLocked(*n, pn.device, &pn.kernel));
+      pn.output_base = slot;
+      slot += n->num_outputs();
+    }
+    plan->num_slots = slot;
+    plan->slot_consumers.assign(slot, 0);
+    int input_count = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      Node* n = order[i];
+      PlanNode& pn = plan->nodes[i];
+      plan->input_base.push_back(input_count);
+      input_count += n->num_inputs();
+      std::unordered_set<int> preds;
+      for (const Endpoint& in : n->inputs()) {
+        int f = fed_index(in);
+        int s = f >= 0 ? plan->feed_slots[f]
+                       : plan->nodes[plan_index[in.node->id()]].output_base + in.index;
+        pn.input_slots.push_back(s);
+        ++plan->slot_consumers[s];
+        if (f < 0) preds.insert(plan_index[in.node->id()]);
+      }
+      for (Node* dep : n->control_inputs()) preds.insert(plan_index[dep->id()]);
+      pn.num_predecessors = static_cast<int>(preds.size());
+      for (int p : preds) plan->nodes[p].successors.push_back(static_cast<int>(i));
+      if (preds.empty()) plan->roots.push_back(static_cast<int>(i));
+    }
+    plan->num_inputs = input_count;
+    for (const Endpoint& e : fetches) {
+      int f = fed_index(e);
+      int s = f >= 0 ? plan->feed_slots[f]
+                     : plan->nodes[plan_index[e.node->id()]].output_base + e.index;
+      plan->fetch_slots.push_back(s);
+      ++plan->slot_consumers[s];
+    }
+    plan->parallel = HasIndependentExpensiveNodes(*plan);
+    return Status::OK();
+  }
+
+  // True when two expensive nodes sit at the same depth, so running them at once can pay.
+  static bool HasIndependentExpensiveNodes(const ExecutionPlan& plan) {
+    std::vector<int> depth(plan.nodes.size(), 0);
+    std::unordered_map<int, int> expensive_at_depth;
+    for (size_t i = 0; i < plan.nodes.size(); ++i) {
+      for (int succ : plan.nodes[i].successors)
+        depth[succ] = std::max(depth[succ], depth[i] + 1);
+      if (IsExpensive(*plan.nodes[i].node) && ++expensive_at_depth[depth[i]] >= 2) return true;
+    }
+    return false;
+  }
+
+  std::shared_ptr<Graph> graph_;
+  SessionOptions options_;
+  std::shared_ptr<LimitedAllocator> limited_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<Device*> device_ptrs_;
+  PlacementOptions placement_;
+  ResourceMgr resources_;
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  bool closed_ = false;
+  int in_flight_ = 0;
+  bool logged_mapping_header_ = false;
+  std::unordered_map<int, Device*> placements_;
+  std::unordered_map<int, std::unique_ptr<OpKernel>> kernels_;
+  std::unordered_map<CallableHandle, std::shared_ptr<ExecutionPlan>> callables_;
+  std::unordered_map<std::string, CallableHandle> run_cache_;
+  CallableHandle next_handle_ = 1;
+  std::atomic<int64_t> next_step_{1};
+};
+
+}  // namespace
+
+Status Session::Create(std::shared_ptr<Graph> graph, const SessionOptions& options,
+                       std::unique_ptr<Session>* out) {
+  if (graph == nullptr) return errors::InvalidArgument("Session::Create needs a graph");
+  auto session = std::make_unique<DirectSession>(std::move(graph), options);
+  FS_RETURN_IF_ERROR(session->Init());
+  *out = std::move(session);
+  return Status::OK();
+}
+
+}  // namespace flowstone

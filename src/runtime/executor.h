@@ -1,0 +1,67 @@
+// Executor: runs a compiled plan (a pruned, placed, topologically ordered subgraph).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "flowstone/kernel.h"
+#include "flowstone/session.h"
+#include "flowstone/thread_pool.h"
+
+namespace flowstone {
+
+struct PlanNode {
+  const Node* node = nullptr;
+  OpKernel* kernel = nullptr;
+  Device* device = nullptr;
+  std::vector<int> input_slots;  // the slot each input reads
+  int output_base = 0;           // outputs occupy slots [output_base, output_base + n)
+  std::vector<int> successors;   // plan indices that wait on this node (data and control)
+  int num_predecessors = 0;
+};
+
+// Per-run scratch state, pooled by the plan so that a steady-state run allocates nothing.
+struct RunState {
+  std::vector<Tensor> slots;
+  std::unique_ptr<std::atomic<int>[]> slot_uses;
+  std::unique_ptr<std::atomic<int>[]> pending;
+  std::vector<Tensor> inputs;        // per node, gathered contiguously at input_base[n]
+  std::vector<uint8_t> forwardable;  // parallel to inputs
+};
+
+class ExecutionPlan {
+ public:
+  std::vector<PlanNode> nodes;
+  std::vector<int> input_base;       // per node: offset into RunState::inputs
+  std::vector<int> slot_consumers;   // per slot: number of readers (fetches count as readers)
+  int num_slots = 0;
+  int num_inputs = 0;
+  std::vector<int> feed_slots;
+  std::vector<int> fetch_slots;
+  std::vector<std::string> feed_names;  // for messages
+  std::vector<Endpoint> feeds;
+  std::vector<int> roots;
+  bool parallel = false;
+
+  // Runs the plan. `feed_values` are moved into the feed slots.
+  Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
+             ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id) const;
+
+ private:
+  std::unique_ptr<RunState> AcquireState() const;
+  void ReleaseState(std::unique_ptr<RunState> state) const;
+  Status RunNode(int index, RunState& state, ResourceMgr* resources, int64_t step_id) const;
+  Status RunSequential(RunState& state, ResourceMgr* resources, int64_t step_id) const;
+  Status RunParallel(RunState& state, ResourceMgr* resources, ThreadPool* pool,
+                     int64_t step_id) const;
+
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<RunState>> free_states_;
+};
+
+// Adds the failing node's name, type, device and creation site to a kernel's error.
+Status AnnotateNodeError(const Status& status, const Node& node, const Device* device);
+
+}  // namespace flowstone

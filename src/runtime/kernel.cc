@@ -1,0 +1,101 @@
+#include "flowstone/kernel.h"
+
+#include <cstdio>
+
+namespace flowstone {
+namespace {
+// "500000000000 bytes (465.66 GiB)".
+std::string DescribeBytes(double bytes) {
+  char buf[96];
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double scaled = bytes;
+  int unit = 0;
+  while (scaled >= 1024.0 && unit < 5) {
+    scaled /= 1024.0;
+    ++unit;
+  }
+  std::snprintf(buf, sizeof(buf), "%.0f bytes (%.2f %s)", bytes, scaled, units[unit]);
+  return buf;
+}
+}  // namespace
+
+Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
+  AllocatorStats stats = p_.device->allocator()->stats();
+  double requested =
+      static_cast<double>(shape.num_elements()) * static_cast<double>(DTypeSize(dtype));
+  Status s = errors::ResourceExhausted(
+      "OOM when allocating tensor with shape", shape.ToString(), " and type ",
+      DTypeShortName(dtype), " on ", p_.device->name(), " by allocator ",
+      p_.device->allocator()->name(), ". Requested ", DescribeBytes(requested), "; in use ",
+      DescribeBytes(static_cast<double>(stats.bytes_in_use)), "; limit ",
+      DescribeBytes(static_cast<double>(stats.bytes_limit)), ". Use smaller shapes or batches, or raise the memory limit "
+      "(tf.config.set_logical_device_configuration(..., memory_limit=MB), or "
+      "ConfigProto.experimental.cpu_memory_limit_mb).\nHint: If you want to see a list of "
+      "allocated tensors when OOM happens, add report_tensor_allocations_upon_oom to "
+      "RunOptions for current allocation info.");
+  return s;
+}
+
+Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
+  DType dtype = output_type(i);
+  Tensor& slot = p_.outputs[i];
+  Status s = Tensor::Allocate(p_.device->allocator(), dtype, shape, &slot);
+  if (!s.ok()) {
+    if (s.code() == Code::kResourceExhausted) return OomError(dtype, shape);
+    return s;
+  }
+  *out = &slot;
+  return Status::OK();
+}
+
+Status KernelContext::ForwardOrAllocateOutput(int input_index, int output_index,
+                                              const TensorShape& shape, Tensor** out) {
+  Tensor& in = p_.inputs[input_index];
+  if (p_.forwardable != nullptr && p_.forwardable[input_index] && in.RefCountIsOne() &&
+      in.dtype() == output_type(output_index) && in.num_elements() == shape.num_elements()) {
+    p_.outputs[output_index] = in.Reshaped(shape);
+    *out = &p_.outputs[output_index];
+    return Status::OK();
+  }
+  return AllocateOutput(output_index, shape, out);
+}
+
+Status KernelContext::AllocateTemp(DType dtype, const TensorShape& shape, Tensor* out) {
+  Status s = Tensor::Allocate(p_.device->allocator(), dtype, shape, out);
+  if (!s.ok() && s.code() == Code::kResourceExhausted) return OomError(dtype, shape);
+  return s;
+}
+
+void KernelContext::ParallelFor(int64_t n, int64_t cost_per_unit,
+                                const std::function<void(int64_t, int64_t)>& fn) const {
+  ThreadPool* pool = p_.device->intra_op_pool();
+  if (pool == nullptr) {
+    fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, cost_per_unit, fn);
+}
+
+Status CreateKernel(const Node& node, const std::string& device_type,
+                    std::unique_ptr<OpKernel>* out) {
+  const OpDef& op = node.op_def();
+  DType dtype = DType::kInvalid;
+  for (const AttrDef& attr : op.attrs) {
+    if (attr.type == AttrType::kType) {
+      dtype = node.attrs().GetOr<DType>(attr.name, DType::kInvalid);
+      break;
+    }
+  }
+  const KernelDef* kernel = op.FindKernel(device_type, dtype);
+  if (kernel == nullptr) {
+    std::string available;
+    for (const std::string& t : op.KernelDeviceTypes()) available += (available.empty() ? "" : ", ") + t;
+    return errors::InvalidArgument("No ", device_type, " kernel is registered for op ", op.name,
+                                   dtype != DType::kInvalid ? StrCat(" with dtype ", DTypeName(dtype)) : "",
+                                   " (node ", node.name(), "). Kernels exist for: [",
+                                   available, "].");
+  }
+  return kernel->factory(node, out);
+}
+
+}  // namespace flowstone

@@ -1,0 +1,38 @@
+// Process-wide runtime state: thread pools (sized by the first session, as in TensorFlow),
+// logical CPU devices, and what device discovery found.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "flowstone/thread_pool.h"
+
+namespace flowstone {
+
+class ProcessState {
+ public:
+  static ProcessState& Get();
+
+  // Creates the pools on first use; later calls keep the existing pools.
+  void ConfigureThreads(int inter_op_threads, int intra_op_threads);
+  ThreadPool* inter_op_pool();
+  ThreadPool* intra_op_pool();
+
+  // Logical CPU devices set with tf.config.set_logical_device_configuration (default 1).
+  int num_logical_cpus() const;
+  void set_num_logical_cpus(int n);
+
+  // Why no GPU can be used, for placement errors; empty if unknown.
+  std::string gpu_unavailable_reason() const;
+  void set_gpu_unavailable_reason(std::string reason);
+
+ private:
+  mutable std::mutex mu_;
+  std::unique_ptr<ThreadPool> inter_op_;
+  std::unique_ptr<ThreadPool> intra_op_;
+  int num_logical_cpus_ = 1;
+  std::string gpu_unavailable_reason_ = "this build found no CUDA devices";
+};
+
+}  // namespace flowstone

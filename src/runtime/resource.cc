@@ -1,0 +1,24 @@
+#include "flowstone/resource.h"
+
+namespace flowstone {
+
+Var* ResourceMgr::LookupOrCreateVar(const std::string& name, DType dtype,
+                                    const PartialShape& shape) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& slot = vars_[name];
+  if (!slot) slot = std::make_unique<Var>(name, dtype, shape);
+  return slot.get();
+}
+
+Var* ResourceMgr::LookupVar(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = vars_.find(name);
+  return it == vars_.end() ? nullptr : it->second.get();
+}
+
+void ResourceMgr::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  vars_.clear();
+}
+
+}  // namespace flowstone
