@@ -79,7 +79,7 @@ struct NodeSpec {
   std::string creation_site;
 };
 
-class Graph {
+class Graph : public std::enable_shared_from_this<Graph> {
  public:
   Graph() = default;
   Graph(const Graph&) = delete;

@@ -1,5 +1,6 @@
 // Bindings for graphs, nodes, attrs and the op registry.
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -189,13 +190,10 @@ void RegisterGraph(nb::module_& m) {
       .def("__eq__", [](const NodeRef& a, const NodeRef& b) { return a.node == b.node; })
       .def("__hash__", [](const NodeRef& n) { return reinterpret_cast<intptr_t>(n.node); });
 
-  nb::class_<std::shared_ptr<Graph>>(m, "Graph")
-      .def("__init__",
-           [](std::shared_ptr<Graph>* self) {
-             new (self) std::shared_ptr<Graph>(std::make_shared<Graph>());
-           })
+  nb::class_<Graph>(m, "Graph")
+      .def(nb::new_([] { return std::make_shared<Graph>(); }))
       .def("add_node",
-           [](std::shared_ptr<Graph>& g, const std::string& op, const std::string& name,
+           [](Graph& graph, const std::string& op, const std::string& name,
               const std::vector<std::pair<NodeRef, int>>& inputs,
               const std::vector<NodeRef>& control_inputs, nb::dict attrs,
               const std::string& device, const std::string& creation_site) {
@@ -212,26 +210,22 @@ void RegisterGraph(nb::module_& m) {
              }
              spec.device = device;
              spec.creation_site = creation_site;
-             StatusOr<Node*> node = g->AddNode(std::move(spec));
+             StatusOr<Node*> node = graph.AddNode(std::move(spec));
              ThrowIfError(node.status());
-             return NodeRef{g, *node};
+             return NodeRef{graph.shared_from_this(), *node};
            })
-      .def("unique_name", [](std::shared_ptr<Graph>& g, const std::string& base) {
-        return g->UniqueName(base);
-      })
+      .def("unique_name", [](Graph& g, const std::string& base) { return g.UniqueName(base); })
       .def("find_node",
-           [](std::shared_ptr<Graph>& g, const std::string& name) -> nb::object {
-             Node* n = g->FindNode(name);
+           [](Graph& g, const std::string& name) -> nb::object {
+             Node* n = g.FindNode(name);
              if (n == nullptr) return nb::none();
-             return nb::cast(NodeRef{g, n});
+             return nb::cast(NodeRef{g.shared_from_this(), n});
            })
-      .def("node", [](std::shared_ptr<Graph>& g, int id) { return NodeRef{g, g->node(id)}; })
-      .def_prop_ro("num_nodes", [](std::shared_ptr<Graph>& g) { return g->num_nodes(); })
-      .def("finalize", [](std::shared_ptr<Graph>& g) { g->Finalize(); })
-      .def_prop_ro("finalized", [](std::shared_ptr<Graph>& g) { return g->finalized(); })
-      .def_prop_rw(
-          "seed", [](std::shared_ptr<Graph>& g) { return g->seed(); },
-          [](std::shared_ptr<Graph>& g, int64_t seed) { g->set_seed(seed); });
+      .def("node", [](Graph& g, int id) { return NodeRef{g.shared_from_this(), g.node(id)}; })
+      .def_prop_ro("num_nodes", &Graph::num_nodes)
+      .def("finalize", &Graph::Finalize)
+      .def_prop_ro("finalized", &Graph::finalized)
+      .def_prop_rw("seed", &Graph::seed, &Graph::set_seed);
 
   m.def("op_names", [] {
     std::vector<std::string> names;

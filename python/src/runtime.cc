@@ -3,6 +3,7 @@
 
 #include "common.h"
 #include "flowstone/allocator.h"
+#include "flowstone/device.h"
 #include "runtime/process_state.h"
 
 namespace flowstone::python {
@@ -25,6 +26,12 @@ void RegisterRuntime(nb::module_& m) {
         [](int n) { ProcessState::Get().set_num_logical_cpus(n); });
   m.def("num_logical_cpus", [] { return ProcessState::Get().num_logical_cpus(); });
   m.def("num_schedulable_cpus", &NumSchedulableCpus);
+  m.def("merge_device_specs", [](const std::string& outer, const std::string& inner) {
+    DeviceSpec a, b;
+    ThrowIfError(DeviceSpec::Parse(outer, &a));
+    ThrowIfError(DeviceSpec::Parse(inner, &b));
+    return DeviceSpec::Merge(a, b).ToString();
+  }, "Merges two device strings field by field, as nested tf.device scopes do.");
 }
 
 }  // namespace flowstone::python

@@ -193,3 +193,34 @@ FS_REGISTER_OP(OpBuilder("VarIsInitializedOp")
 
 }  // namespace
 }  // namespace flowstone
+
+namespace flowstone {
+namespace {
+
+// One bool per variable: true where it has no value yet (report_uninitialized_variables).
+Status ReportUninitialized(KernelContext& ctx) {
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{ctx.num_inputs()}, &out));
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    Var* var = HandleToVar(ctx.input(i));
+    std::lock_guard<std::mutex> lock(var->mu());
+    out->data<bool>()[i] = !var->initialized();
+  }
+  return Status::OK();
+}
+
+Status ReportUninitializedShape(InferenceContext& ctx) {
+  ctx.set_output(0, PartialShape({ctx.num_inputs()}));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("ReportUninitializedVariables")
+                   .InputList("resources", "resource", "N")
+                   .Output("uninitialized", "bool")
+                   .Shape(ReportUninitializedShape)
+                   .Kernel("CPU", ReportUninitialized)
+                   .NotDifferentiable()
+                   .Doc("A mask of the variables that have no value yet."));
+
+}  // namespace
+}  // namespace flowstone

@@ -4,12 +4,29 @@
 
 namespace flowstone {
 
+namespace {
+// "model.py:12" from the innermost frame of a creation site ('  File "/x/model.py", line 12,
+// in build'); other formats are shown as they are.
+std::string ShortSite(const std::string& site) {
+  if (site.empty()) return site;
+  size_t start = site.rfind('\n');
+  std::string last = site.substr(start == std::string::npos ? 0 : start + 1);
+  size_t file_begin = last.find("File \"");
+  size_t file_end = last.find("\", line ");
+  if (file_begin == std::string::npos || file_end == std::string::npos) return last;
+  std::string file = last.substr(file_begin + 6, file_end - file_begin - 6);
+  size_t slash = file.rfind('/');
+  if (slash != std::string::npos) file = file.substr(slash + 1);
+  size_t line_begin = file_end + 8;
+  size_t line_end = last.find(',', line_begin);
+  return file + ":" + last.substr(line_begin, line_end == std::string::npos ? std::string::npos
+                                                                            : line_end - line_begin);
+}
+}  // namespace
+
 Status AnnotateNodeError(const Status& status, const Node& node, const Device* device) {
-  std::string where = node.creation_site().empty()
-                          ? std::string()
-                          : StrCat(" (defined at ", node.creation_site().substr(
-                                                        0, node.creation_site().find('\n')),
-                                   ")");
+  std::string site = ShortSite(node.creation_site());
+  std::string where = site.empty() ? std::string() : StrCat(", defined at ", site);
   Status s(status.code(),
            StrCat(status.message(), "\n\t [[node ", node.name(), " (", node.type(), ") on ",
                   device ? device->name() : std::string("<unplaced>"), where, "]]"));

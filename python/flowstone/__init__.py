@@ -1,0 +1,83 @@
+"""Flowstone: a small dataflow runtime that speaks TensorFlow's API.
+
+    import flowstone as tf
+"""
+
+__version__ = "0.1.0"
+VERSION = __version__
+GIT_VERSION = "v" + __version__
+COMPILER_VERSION = "gcc"
+
+import importlib as _importlib
+import types as _types
+
+from flowstone import dtypes
+from flowstone import errors
+from flowstone.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32,  # noqa: A004
+                              float64, half, int32, int64, uint8, resource)
+from flowstone.framework.ops import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
+                                     add_to_collections, colocate_with, control_dependencies,
+                                     convert_to_tensor, device, get_collection, get_collection_ref,
+                                     get_default_graph, get_seed, is_tensor, name_scope,
+                                     reset_default_graph, set_random_seed)
+from flowstone.framework.tensor_shape import Dimension, TensorShape
+from flowstone.client.session import InteractiveSession, Session, get_default_session
+from flowstone.protos import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions,
+                              RunMetadata, RunOptions)
+from flowstone.ops.basic_ops import (constant, group, identity, no_op, placeholder,
+                                     placeholder_with_default, tuple)  # noqa: A004
+from flowstone.ops.variables import *  # noqa: F401,F403
+from flowstone.ops import init_ops as _init_ops
+from flowstone import tf_config as config
+from flowstone import tf_test as test
+
+# Op families, each a module with __all__ (see flowstone/ops/).
+_OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops"]
+for _name in _OP_MODULES:
+    try:
+        _module = _importlib.import_module(f"flowstone.ops.{_name}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"flowstone.ops.{_name}":
+            raise
+        continue
+    for _symbol in _module.__all__:
+        globals()[_symbol] = getattr(_module, _symbol)
+
+initializers = _types.SimpleNamespace(
+    zeros=_init_ops.Zeros, ones=_init_ops.Ones, constant=_init_ops.Constant,
+    random_normal=_init_ops.RandomNormal, random_uniform=_init_ops.RandomUniform,
+    truncated_normal=_init_ops.TruncatedNormal, variance_scaling=_init_ops.VarianceScaling,
+    glorot_uniform=_init_ops.GlorotUniform, glorot_normal=_init_ops.GlorotNormal,
+    he_normal=_init_ops.he_normal, he_uniform=_init_ops.he_uniform,
+    lecun_normal=_init_ops.lecun_normal, lecun_uniform=_init_ops.lecun_uniform,
+    global_variables=global_variables_initializer,  # noqa: F405
+    variables=variables_initializer,  # noqa: F405
+)
+for _symbol in _init_ops.__all__:
+    globals()[_symbol] = getattr(_init_ops, _symbol)
+
+sysconfig = _types.SimpleNamespace(
+    get_build_info=lambda: {"is_cuda_build": False, "is_rocm_build": False,
+                            "cuda_version": None, "cudnn_version": None},
+)
+
+# tf.compat.v1 is this same namespace: TF1 programs run unchanged.
+import sys as _sys  # noqa: E402
+
+compat = _types.ModuleType("flowstone.compat")
+compat.v1 = _sys.modules[__name__]
+compat.v2 = _sys.modules[__name__]
+_sys.modules["flowstone.compat"] = compat
+_sys.modules["flowstone.compat.v1"] = compat.v1
+
+
+def disable_eager_execution():
+    """Graph mode is the default here; kept for TF2 programs written for compat.v1."""
+
+
+def disable_v2_behavior():
+    """Graph mode is the default here; kept for TF2 programs written for compat.v1."""
+
+
+def executing_eagerly():
+    return False

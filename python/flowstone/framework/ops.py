@@ -1,0 +1,755 @@
+"""Graphs, operations and tensors: the TF1 graph-building API over the C++ graph."""
+
+import contextlib
+import os
+import sys
+import threading
+
+import numpy as np
+
+from flowstone import _C
+from flowstone import dtypes as _dtypes
+from flowstone import errors as _errors
+from flowstone.framework.tensor_shape import TensorShape, as_shape
+
+__all__ = [
+    "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph", "name_scope",
+    "control_dependencies", "device", "colocate_with", "apply_op", "convert_to_tensor",
+    "GraphKeys", "add_to_collection", "add_to_collections", "get_collection",
+    "get_collection_ref", "set_random_seed", "get_seed", "is_tensor", "register_tensor_conversion",
+]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _creation_site(limit=6):
+    """Where the user created an op: the innermost frames outside this package, newest first
+    reversed into call order, one "File ..., line N, in f" entry per frame."""
+    frame = sys._getframe(2)
+    frames = []
+    while frame is not None and len(frames) < limit:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR) and "importlib" not in filename:
+            frames.append(f'  File "{filename}", line {frame.f_lineno}, in {frame.f_code.co_name}')
+        frame = frame.f_back
+    frames.reverse()
+    return "\n".join(frames)
+
+
+def _short_site(site):
+    """'file.py:12' from a creation site, for the one-line node annotation."""
+    if not site:
+        return ""
+    last = site.splitlines()[-1].strip()
+    try:
+        file_part, line_part, _ = last.split(", ", 2)
+        return f"{os.path.basename(file_part[6:-1])}:{line_part[5:]}"
+    except ValueError:
+        return last
+
+
+class GraphKeys:
+    """Standard collection names."""
+    GLOBAL_VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    SUMMARIES = "summaries"
+    QUEUE_RUNNERS = "queue_runners"
+    TABLE_INITIALIZERS = "table_initializer"
+    SAVERS = "savers"
+    UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    GLOBAL_STEP = "global_step"
+    INIT_OP = "init_op"
+    TRAIN_OP = "train_op"
+    VARIABLES = GLOBAL_VARIABLES
+
+
+class Tensor:
+    """One output of an Operation: `op.name:index`."""
+
+    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
+    # Makes numpy defer to our operators (`np.float32(1) + t`).
+    __array_priority__ = 100
+
+    def __init__(self, op, value_index, dtype):
+        self._op = op
+        self._value_index = value_index
+        self._dtype = dtype
+        self._shape = None
+
+    op = property(lambda self: self._op)
+    value_index = property(lambda self: self._value_index)
+    dtype = property(lambda self: self._dtype)
+    graph = property(lambda self: self._op.graph)
+    device = property(lambda self: self._op.device)
+    name = property(lambda self: f"{self._op.name}:{self._value_index}")
+
+    @property
+    def shape(self):
+        if self._shape is None:
+            self._shape = TensorShape(self._op._node.output_shape(self._value_index))
+        return self._shape
+
+    def get_shape(self):
+        return self.shape
+
+    def set_shape(self, shape):
+        """Narrows the static shape (checked for compatibility, as TensorFlow does)."""
+        self._shape = self.shape.merge_with(as_shape(shape))
+
+    @property
+    def ndim(self):
+        return self.shape.rank
+
+    def consumers(self):
+        return [op for op in self.graph.get_operations()
+                if any(t is self for t in op.inputs)]
+
+    def eval(self, feed_dict=None, session=None):
+        from flowstone.client.session import _eval_using_default_session
+        return _eval_using_default_session(self, feed_dict, self.graph, session)
+
+    def _as_node_output(self):
+        return (self._op._node, self._value_index)
+
+    def __repr__(self):
+        return f"<tf.Tensor '{self.name}' shape={self.shape} dtype={self._dtype.name}>"
+
+    __str__ = lambda self: (f'Tensor("{self.name}", shape={self.shape}, '
+                            f"dtype={self._dtype.name})")
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+    def __ne__(self, other):
+        return self is not other
+
+    def __bool__(self):
+        raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed. Use "
+                        "`if t is not None:` instead of `if t:` to test if a tensor is defined, "
+                        "and use TensorFlow ops such as tf.cond to execute subgraphs "
+                        "conditioned on the value of a tensor.")
+
+    def __iter__(self):
+        shape = self.shape
+        if shape.rank is None or shape[0] is None:
+            raise TypeError("Cannot iterate over a tensor with unknown first dimension.")
+        return (self[i] for i in range(shape[0]))
+
+    def __len__(self):
+        raise TypeError(f"len is not well defined for symbolic Tensors ({self.name}). Use "
+                        "tf.shape(t) or t.shape instead.")
+
+
+class Operation:
+    """A node in the graph."""
+
+    __slots__ = ("_graph", "_node", "_outputs", "_inputs", "__weakref__")
+
+    def __init__(self, graph, node):
+        self._graph = graph
+        self._node = node
+        self._inputs = None
+        self._outputs = [Tensor(self, i, _dtypes.from_enum(node.output_dtype(i)))
+                         for i in range(node.num_outputs)]
+
+    name = property(lambda self: self._node.name)
+    type = property(lambda self: self._node.type)
+    graph = property(lambda self: self._graph)
+    outputs = property(lambda self: list(self._outputs))
+    device = property(lambda self: self._node.device)
+    _creation_site = property(lambda self: self._node.creation_site)
+    _id = property(lambda self: self._node.id)
+
+    @property
+    def inputs(self):
+        if self._inputs is None:
+            ops = self._graph._ops
+            self._inputs = [ops[node.id]._outputs[i] for node, i in self._node.inputs]
+        return list(self._inputs)
+
+    @property
+    def control_inputs(self):
+        ops = self._graph._ops
+        return [ops[node.id] for node in self._node.control_inputs]
+
+    @property
+    def node_def(self):
+        return self._node.debug_string()
+
+    def values(self):
+        return tuple(self._outputs)
+
+    def get_attr(self, name):
+        value = self._node.attr(name)
+        if name in ("T", "dtype", "DstT", "SrcT", "out_type", "Tidx", "output_type"):
+            return _dtypes.from_enum(value)
+        return value
+
+    def run(self, feed_dict=None, session=None):
+        from flowstone.client.session import _run_using_default_session
+        _run_using_default_session(self, feed_dict, self.graph, session)
+
+    def __repr__(self):
+        return f"<tf.Operation '{self.name}' type={self.type}>"
+
+    def __str__(self):
+        return self.node_def
+
+
+class Graph:
+    """A dataflow graph. Ops are added to the default graph unless another one is made the
+    default with `with g.as_default():`."""
+
+    def __init__(self):
+        self._c = _C.Graph()
+        self._ops = []
+        self._collections = {}
+        self._lock = threading.RLock()
+        self._seed = None
+        self._thread_local = threading.local()
+        self._variable_store = {}
+        self._var_scope_counts = {}
+
+    # --- per-thread building context -------------------------------------------------------
+    def _ctx(self):
+        ctx = self._thread_local
+        if not hasattr(ctx, "name_stack"):
+            ctx.name_stack = ""
+            ctx.control_deps = []
+            ctx.device_stack = []
+            ctx.var_scope_stack = []
+        return ctx
+
+    # --- properties ---------------------------------------------------------------------------
+    @property
+    def seed(self):
+        return self._seed
+
+    @seed.setter
+    def seed(self, value):
+        self._seed = value
+        self._c.seed = -1 if value is None else int(value)
+
+    @property
+    def _last_id(self):
+        return len(self._ops)
+
+    @property
+    def version(self):
+        return len(self._ops)
+
+    @property
+    def finalized(self):
+        return self._c.finalized
+
+    def finalize(self):
+        self._c.finalize()
+
+    def as_default(self):
+        return _default_graph_stack.get_controller(self)
+
+    # --- lookup -------------------------------------------------------------------------------
+    def get_operations(self):
+        return list(self._ops)
+
+    def _operation_by_name_or_none(self, name):
+        node = self._c.find_node(name)
+        return None if node is None else self._ops[node.id]
+
+    def get_operation_by_name(self, name):
+        if not isinstance(name, str):
+            raise TypeError(f"Operation names are strings (or similar), not {type(name).__name__}.")
+        return self.as_graph_element(name, allow_tensor=False, allow_operation=True)
+
+    def get_tensor_by_name(self, name):
+        if not isinstance(name, str):
+            raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
+        return self.as_graph_element(name, allow_tensor=True, allow_operation=False)
+
+    def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
+        """Resolves a Tensor, an Operation or a name ('op' or 'op:0') in this graph."""
+        if hasattr(obj, "_as_graph_element") and not isinstance(obj, (Tensor, Operation)):
+            obj = obj._as_graph_element()
+        if isinstance(obj, str):
+            name = obj
+            if ":" in name and allow_tensor:
+                op_name, _, index = name.rpartition(":")
+                try:
+                    index = int(index)
+                except ValueError:
+                    raise ValueError(f"The name {name!r} looks a like a Tensor name, but is not "
+                                     "a valid one. Tensor names must be of the form "
+                                     "\"<op_name>:<output_index>\".") from None
+                op = self._operation_by_name_or_none(op_name)
+                if op is None:
+                    raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. "
+                                   f"The operation, {op_name!r}, does not exist in the graph.")
+                if index >= len(op._outputs):
+                    raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. "
+                                   f"The operation, {op_name!r}, exists but only has "
+                                   f"{len(op._outputs)} outputs.")
+                return op._outputs[index]
+            if ":" in name:
+                raise ValueError(f"Name {name!r} appears to refer to a Tensor, not an Operation.")
+            op = self._operation_by_name_or_none(name)
+            if op is None:
+                raise KeyError(f"The name {name!r} refers to an Operation not in the graph.")
+            if not allow_operation:
+                raise ValueError(f"The name {name!r} refers to an Operation, not a Tensor. "
+                                 f"Tensor names must be of the form \"<op_name>:<output_index>\".")
+            return op
+        if isinstance(obj, Tensor) and allow_tensor:
+            if obj.graph is not self:
+                raise ValueError(f"Tensor {obj} is not an element of this graph.")
+            return obj
+        if isinstance(obj, Operation) and allow_operation:
+            if obj.graph is not self:
+                raise ValueError(f"Operation {obj} is not an element of this graph.")
+            return obj
+        kinds = " or ".join(k for k, ok in (("Tensor", allow_tensor),
+                                             ("Operation", allow_operation)) if ok)
+        raise TypeError(f"Can not convert a {type(obj).__name__} into a {kinds}.")
+
+    # --- naming ---------------------------------------------------------------------------------
+    def get_name_scope(self):
+        return self._ctx().name_stack.rstrip("/")
+
+    def unique_name(self, name, mark_as_used=True):
+        """TensorFlow's unique naming: 'x', then 'x_1', 'x_2', ... (prefixed by the scope)."""
+        scope = self._ctx().name_stack
+        full = scope + name if scope else name
+        if not mark_as_used:
+            return full
+        return self._c.unique_name(full)
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        ctx = self._ctx()
+        old = ctx.name_stack
+        if name is None or name == "":
+            new = ""
+        elif name.endswith("/"):
+            new = name  # an existing scope, re-entered exactly
+        else:
+            new = self.unique_name(name) + "/"
+        ctx.name_stack = new
+        try:
+            yield new
+        finally:
+            ctx.name_stack = old
+
+    # --- control dependencies and devices ------------------------------------------------------
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        ctx = self._ctx()
+        old = ctx.control_deps
+        if control_inputs is None:
+            ctx.control_deps = []
+        else:
+            ops = []
+            for c in control_inputs:
+                if hasattr(c, "_as_graph_element") and not isinstance(c, (Tensor, Operation)):
+                    c = c._as_graph_element()
+                if isinstance(c, Tensor):
+                    c = c.op
+                if not isinstance(c, Operation):
+                    raise TypeError(f"Control input must be Operation or Tensor: {c!r}")
+                ops.append(c)
+            ctx.control_deps = old + [op for op in ops if op not in old]
+        try:
+            yield
+        finally:
+            ctx.control_deps = old
+
+    @contextlib.contextmanager
+    def device(self, device_name_or_function):
+        ctx = self._ctx()
+        old = ctx.device_stack
+        if device_name_or_function is None:
+            ctx.device_stack = [None]
+        elif callable(device_name_or_function):
+            ctx.device_stack = old + [device_name_or_function]
+        else:
+            spec = _device_spec_string(device_name_or_function)
+            ctx.device_stack = old + [spec]
+        try:
+            yield
+        finally:
+            ctx.device_stack = old
+
+    def _current_device(self, op_type):
+        merged = ""
+        for entry in self._ctx().device_stack:
+            if entry is None:
+                merged = ""
+            elif callable(entry):
+                merged = _merge_device_strings(merged, _device_spec_string(entry(op_type) or ""))
+            else:
+                merged = _merge_device_strings(merged, entry)
+        return merged
+
+    @contextlib.contextmanager
+    def colocate_with(self, op, ignore_existing=False):
+        if op is None:
+            yield
+            return
+        if hasattr(op, "_as_graph_element") and not isinstance(op, (Tensor, Operation)):
+            op = op._as_graph_element()
+        if isinstance(op, Tensor):
+            op = op.op
+        with self.device(op.device or None):
+            yield
+
+    # --- collections --------------------------------------------------------------------------
+    def add_to_collection(self, name, value):
+        with self._lock:
+            self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names, value):
+        for name in ([names] if isinstance(names, str) else set(names)):
+            self.add_to_collection(name, value)
+
+    def get_collection_ref(self, name):
+        with self._lock:
+            return self._collections.setdefault(name, [])
+
+    def get_collection(self, name, scope=None):
+        with self._lock:
+            items = list(self._collections.get(name, []))
+        if scope is None:
+            return items
+        import re
+        pattern = re.compile(scope)
+        return [item for item in items if hasattr(item, "name") and pattern.match(item.name)]
+
+    def get_all_collection_keys(self):
+        return [k for k, v in self._collections.items() if v]
+
+    def clear_collection(self, name):
+        with self._lock:
+            self._collections.pop(name, None)
+
+    # --- building ---------------------------------------------------------------------------------
+    def _add_op(self, op_type, inputs, attrs, name, exact_name=False):
+        ctx = self._ctx()
+        with self._lock:
+            node_name = name if exact_name else self.unique_name(name)
+            control = [c._node for c in ctx.control_deps]
+            try:
+                node = self._c.add_node(op_type, node_name, inputs, control, attrs,
+                                        self._current_device(op_type), _creation_site())
+            except _C.StatusError as e:
+                raise _errors.from_status_error(e, as_op_error=False) from None
+            op = Operation(self, node)
+            self._ops.append(op)
+        return op
+
+
+def _device_spec_string(spec):
+    if hasattr(spec, "to_string"):
+        return spec.to_string()
+    if not isinstance(spec, str):
+        raise TypeError(f"tf.device expects a string or DeviceSpec, got {type(spec).__name__}")
+    return _merge_device_strings("", spec)
+
+
+def _merge_device_strings(outer, inner):
+    """Merges nested device scopes field by field (validated by the C++ parser)."""
+    try:
+        return _C.merge_device_specs(outer, inner)
+    except _C.StatusError as e:
+        raise _errors.from_status_error(e, as_op_error=False) from None
+
+
+class _DefaultGraphStack(threading.local):
+    def __init__(self):
+        super().__init__()
+        self.stack = []
+
+    @contextlib.contextmanager
+    def get_controller(self, graph):
+        self.stack.append(graph)
+        try:
+            yield graph
+        finally:
+            if self.stack and self.stack[-1] is graph:
+                self.stack.pop()
+            elif graph in self.stack:
+                self.stack.remove(graph)
+
+
+_default_graph_stack = _DefaultGraphStack()
+_global_default_graph = None
+
+
+def get_default_graph():
+    """The graph new ops go to."""
+    global _global_default_graph
+    if _default_graph_stack.stack:
+        return _default_graph_stack.stack[-1]
+    if _global_default_graph is None:
+        _global_default_graph = Graph()
+    return _global_default_graph
+
+
+def reset_default_graph():
+    """Clears the default graph. Not allowed inside a `with g.as_default():` block."""
+    global _global_default_graph
+    if _default_graph_stack.stack:
+        raise AssertionError("Do not use tf.reset_default_graph() to clear nested graphs. If "
+                             "you need a cleared graph, exit the nesting and create a new graph.")
+    _global_default_graph = Graph()
+
+
+def set_random_seed(seed):
+    """Sets the graph-level random seed of the default graph."""
+    get_default_graph().seed = seed
+
+
+DEFAULT_GRAPH_SEED = 87654321
+_MAXINT32 = 2**31 - 1
+
+
+def get_seed(op_seed):
+    """TensorFlow's seed rules: (graph seed, op seed) for a random op."""
+    graph_seed = get_default_graph().seed
+    if graph_seed is not None:
+        seed = graph_seed
+        seed2 = op_seed if op_seed is not None else get_default_graph()._last_id
+    elif op_seed is not None:
+        seed, seed2 = DEFAULT_GRAPH_SEED, op_seed
+    else:
+        seed, seed2 = None, None
+    if seed == 0 and seed2 == 0:
+        seed2 = _MAXINT32
+    return seed, seed2
+
+
+@contextlib.contextmanager
+def _name_scope_v1(name, default_name=None, values=None):
+    graph = _graph_from_values(values)
+    scope_name = default_name if name is None else name
+    if scope_name is None:
+        raise ValueError("At least one of name (%s) and default_name (%s) must be provided."
+                         % (name, default_name))
+    with graph.as_default(), graph.name_scope(scope_name) as scope:
+        yield scope
+
+
+class name_scope:  # noqa: N801 - TensorFlow's name
+    """`with tf.name_scope("layer1") as scope:` prefixes op names with 'layer1/'."""
+
+    def __init__(self, name, default_name=None, values=None):
+        self._args = (name, default_name, values)
+        self._cm = None
+
+    def __enter__(self):
+        self._cm = _name_scope_v1(*self._args)
+        return self._cm.__enter__()
+
+    def __exit__(self, *exc):
+        return self._cm.__exit__(*exc)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def device(device_name_or_function):
+    """Pins ops created in the block to a device; nested scopes merge, None clears."""
+    return get_default_graph().device(device_name_or_function)
+
+
+def colocate_with(op, ignore_existing=False):
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+def add_to_collection(name, value):
+    get_default_graph().add_to_collection(name, value)
+
+
+def add_to_collections(names, value):
+    get_default_graph().add_to_collections(names, value)
+
+
+def get_collection(key, scope=None):
+    return get_default_graph().get_collection(key, scope)
+
+
+def get_collection_ref(key):
+    return get_default_graph().get_collection_ref(key)
+
+
+def _graph_from_values(values):
+    if values:
+        for v in (values if isinstance(values, (list, tuple)) else [values]):
+            if isinstance(v, Tensor):
+                return v.graph
+            if isinstance(v, Operation):
+                return v.graph
+    return get_default_graph()
+
+
+# --- tensor conversion ----------------------------------------------------------------------
+
+_conversion_functions = []
+
+
+def register_tensor_conversion(cls, fn):
+    """Registers fn(value, dtype=None, name=None) converting instances of cls to Tensors."""
+    _conversion_functions.append((cls, fn))
+
+
+def is_tensor(x):
+    return isinstance(x, Tensor)
+
+
+def _infer_numpy(value, dtype):
+    """The numpy array for a Python or numpy value, with TensorFlow's default dtypes: Python
+    floats become float32 and Python ints int32 (int64 if they do not fit)."""
+    if dtype is not None:
+        np_dtype = dtype.as_numpy_dtype
+        if isinstance(value, np.ndarray) or np.isscalar(value) or isinstance(value, (list, tuple)):
+            arr = np.asarray(value)
+            if arr.dtype.kind in "OUS":
+                raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. "
+                                f"Contents: {value!r}. Consider casting elements to a "
+                                "supported type.")
+            if dtype.is_integer and arr.dtype.kind == "f" and not np.all(np.equal(np.mod(arr, 1), 0)):
+                raise TypeError(f"Expected {dtype.name}, but got {value!r} of type "
+                                f"'{type(value).__name__}' with non-integer values.")
+            if dtype.is_integer and arr.dtype.kind in "iu" and arr.size:
+                info = np.iinfo(np_dtype)
+                if arr.min() < info.min or arr.max() > info.max:
+                    raise TypeError(f"Value {value!r} does not fit in {dtype.name}.")
+            if dtype.is_bool and arr.dtype.kind != "b":
+                raise TypeError(f"Expected bool, but got {value!r} of type "
+                                f"'{type(value).__name__}'.")
+            return arr.astype(np_dtype, copy=False)
+        raise TypeError(f"Failed to convert object of type {type(value)} to Tensor.")
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+    else:
+        arr = np.asarray(value)
+        if arr.dtype == np.float64:
+            arr = arr.astype(np.float32)
+        elif arr.dtype.kind == "i":
+            if arr.size == 0 or (arr.min() >= -2**31 and arr.max() < 2**31):
+                arr = arr.astype(np.int32)
+            else:
+                arr = arr.astype(np.int64)
+    if arr.dtype.kind in "OUS":
+        raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: "
+                        f"{value!r}. Consider casting elements to a supported type.")
+    if _dtypes._FROM_NUMPY.get(arr.dtype) is None:
+        # Other numeric numpy types (int16, uint32, ...) map to the nearest supported one.
+        if arr.dtype.kind == "f":
+            arr = arr.astype(np.float32 if arr.dtype.itemsize <= 4 else np.float64)
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int32 if arr.dtype.itemsize < 4 else np.int64)
+        else:
+            raise TypeError(f"Unsupported numpy dtype {arr.dtype} for a Tensor.")
+    return arr
+
+
+def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
+    """A Const op holding `value` (a Python scalar or list, or a numpy array)."""
+    dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+    arr = _infer_numpy(value, dtype)
+    if shape is not None:
+        shape = [int(d) for d in as_shape(shape).as_list()]
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif verify_shape and list(arr.shape) != shape:
+            raise TypeError(f"Expected Tensor's shape: {tuple(shape)}, got {arr.shape}.")
+        else:
+            if arr.size != int(np.prod(shape)):
+                raise TypeError(f"Eager execution of tf.constant with unsupported shape. Tensor "
+                                f"{arr!r} (converted from {value!r}) has {arr.size} elements, "
+                                f"but got `shape` {tuple(shape)} with {int(np.prod(shape))} "
+                                "elements).")
+            arr = arr.reshape(shape)
+    result_dtype = dtype if dtype is not None else _dtypes._FROM_NUMPY[arr.dtype]
+    if result_dtype == _dtypes.bfloat16:
+        from flowstone.ops import math_ops
+        const = apply_op("Const", [], {"value": arr.astype(np.float32), "dtype": _dtypes.float32},
+                         name=name).outputs[0]
+        return math_ops.cast(const, _dtypes.bfloat16)
+    return apply_op("Const", [], {"value": np.ascontiguousarray(arr), "dtype": result_dtype},
+                    name=name).outputs[0]
+
+
+def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
+    """Converts Tensors, Variables, numpy arrays and Python values to a Tensor."""
+    dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != dtype:
+            raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with "
+                             f"dtype {value.dtype.name}: {value!r}")
+        return value
+    for cls, fn in _conversion_functions:
+        if isinstance(value, cls):
+            return fn(value, dtype=dtype, name=name)
+    if isinstance(value, Operation):
+        raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
+                        f"{dtype}, name={name!r}, as_ref=False)")
+    preferred = preferred_dtype or dtype_hint
+    if dtype is None and preferred is not None:
+        try:
+            return constant(value, dtype=_dtypes.as_dtype(preferred), name=name or "Const")
+        except (TypeError, ValueError):
+            pass
+    return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _attr_for_c(value):
+    if isinstance(value, _dtypes.DType):
+        return value._enum
+    if isinstance(value, TensorShape):
+        return value.as_proto_dims()
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], _dtypes.DType):
+        return [v._enum for v in value]
+    return value
+
+
+def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
+    """Adds an op to the graph of its inputs (or the default graph) and returns it.
+
+    `inputs` items are Tensors (anything convert_to_tensor accepts) or lists of them for list
+    arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
+    """
+    graph = None
+    flat = []
+    for item in inputs:
+        if isinstance(item, (list, tuple)):
+            for sub in item:
+                flat.append(sub)
+        else:
+            flat.append(item)
+    for t in flat:
+        if isinstance(t, Tensor):
+            if graph is None:
+                graph = t.graph
+            elif t.graph is not graph:
+                raise ValueError(f"Tensor {t!r} must be from the same graph as the other inputs "
+                                 f"of {op_type}.")
+    if graph is None:
+        graph = get_default_graph()
+    converted = []
+    for t in flat:
+        if not isinstance(t, Tensor):
+            with graph.as_default():
+                t = convert_to_tensor(t)
+            if t.graph is not graph:
+                raise ValueError(f"Tensor {t!r} must be from the same graph as the other inputs "
+                                 f"of {op_type}.")
+        converted.append(t._as_node_output())
+    c_attrs = {k: _attr_for_c(v) for k, v in (attrs or {}).items() if v is not None}
+    return graph._add_op(op_type, converted, c_attrs, name or op_type, exact_name=exact_name)

@@ -1,0 +1,196 @@
+"""TensorShape and Dimension: static shapes that may be partly unknown."""
+
+__all__ = ["Dimension", "TensorShape", "as_shape", "unknown_shape", "dimension_value"]
+
+
+class Dimension:
+    """One dimension of a static shape; `value` is None when unknown."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value):
+        if isinstance(value, Dimension):
+            value = value.value
+        if value is not None:
+            value = int(value)
+            if value < 0:
+                raise ValueError(f"Dimension {value} must be >= 0")
+        self._value = value
+
+    value = property(lambda self: self._value)
+
+    def is_compatible_with(self, other):
+        other = as_dimension(other)
+        return self._value is None or other.value is None or self._value == other.value
+
+    def merge_with(self, other):
+        other = as_dimension(other)
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {self} and {other} are not compatible")
+        return Dimension(self._value if self._value is not None else other.value)
+
+    def __eq__(self, other):
+        try:
+            other = as_dimension(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        if self._value is None or other.value is None:
+            return None
+        return self._value == other.value
+
+    def __hash__(self):
+        return hash(self._value)
+
+    def __int__(self):
+        return self._value
+
+    __index__ = __int__
+
+    def __repr__(self):
+        return f"Dimension({self._value})"
+
+    def __str__(self):
+        return "?" if self._value is None else str(self._value)
+
+
+def as_dimension(value):
+    return value if isinstance(value, Dimension) else Dimension(value)
+
+
+def dimension_value(dimension):
+    return dimension.value if isinstance(dimension, Dimension) else dimension
+
+
+class TensorShape:
+    """A static shape: unknown rank (dims is None) or a list of dims that may be None."""
+
+    __slots__ = ("_dims",)
+
+    def __init__(self, dims):
+        if dims is None:
+            self._dims = None
+        elif isinstance(dims, TensorShape):
+            self._dims = dims._dims
+        elif isinstance(dims, (int, Dimension)):
+            self._dims = (dimension_value(Dimension(dims)),)
+        else:
+            self._dims = tuple(dimension_value(Dimension(d)) for d in dims)
+
+    @property
+    def rank(self):
+        return None if self._dims is None else len(self._dims)
+
+    ndims = rank
+
+    @property
+    def dims(self):
+        return None if self._dims is None else [Dimension(d) for d in self._dims]
+
+    def as_list(self):
+        if self._dims is None:
+            raise ValueError("as_list() is not defined on an unknown TensorShape.")
+        return list(self._dims)
+
+    def is_fully_defined(self):
+        return self._dims is not None and all(d is not None for d in self._dims)
+
+    def num_elements(self):
+        if not self.is_fully_defined():
+            return None
+        n = 1
+        for d in self._dims:
+            n *= d
+        return n
+
+    def is_compatible_with(self, other):
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        if len(self._dims) != len(other._dims):
+            return False
+        return all(a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
+    def merge_with(self, other):
+        other = as_shape(other)
+        if self._dims is None:
+            return other
+        if other._dims is None:
+            return self
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {other} are not compatible")
+        return TensorShape([a if a is not None else b for a, b in zip(self._dims, other._dims)])
+
+    def assert_is_compatible_with(self, other):
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
+
+    def assert_has_rank(self, rank):
+        if self.rank not in (None, rank):
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def with_rank(self, rank):
+        if self._dims is None:
+            return TensorShape([None] * rank)
+        self.assert_has_rank(rank)
+        return self
+
+    def concatenate(self, other):
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return TensorShape(None)
+        return TensorShape(self._dims + other._dims)
+
+    def __len__(self):
+        if self._dims is None:
+            raise ValueError("Cannot take the length of shape with unknown rank.")
+        return len(self._dims)
+
+    def __iter__(self):
+        if self._dims is None:
+            raise ValueError("Cannot iterate over a shape with unknown rank.")
+        return iter(self._dims)
+
+    def __getitem__(self, key):
+        if self._dims is None:
+            return TensorShape(None) if isinstance(key, slice) else None
+        if isinstance(key, slice):
+            return TensorShape(self._dims[key])
+        return self._dims[key]
+
+    def __eq__(self, other):
+        try:
+            other = as_shape(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return self._dims == other._dims
+
+    def __hash__(self):
+        return hash(self._dims)
+
+    def __bool__(self):
+        return self._dims is not None
+
+    def __repr__(self):
+        if self._dims is None:
+            return "TensorShape(None)"
+        return f"TensorShape({list(self._dims)})"
+
+    def __str__(self):
+        if self._dims is None:
+            return "<unknown>"
+        dims = ["None" if d is None else str(d) for d in self._dims]
+        if len(dims) == 1:
+            return f"({dims[0]},)"
+        return "(" + ", ".join(dims) + ")"
+
+    def as_proto_dims(self):
+        """The shape as the C++ attr expects it: None (unknown rank) or a list with None."""
+        return None if self._dims is None else list(self._dims)
+
+
+def as_shape(shape):
+    return shape if isinstance(shape, TensorShape) else TensorShape(shape)
+
+
+def unknown_shape(rank=None):
+    return TensorShape(None if rank is None else [None] * rank)

@@ -1,0 +1,1 @@
+"""Python wrappers of the C++ ops, one module per op family."""

@@ -1,0 +1,422 @@
+"""Variables: tf.Variable, tf.get_variable, variable scopes and initializers.
+
+A variable is a handle op in the graph; its value lives in each session (see variable_ops.cc).
+"""
+
+import contextlib
+import threading
+
+import numpy as np
+
+from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
+from flowstone.framework.tensor_shape import TensorShape, as_shape
+from flowstone.ops import basic_ops
+
+__all__ = [
+    "Variable", "get_variable", "variable_scope", "get_variable_scope", "VariableScope",
+    "AUTO_REUSE", "global_variables", "trainable_variables", "local_variables",
+    "model_variables", "global_variables_initializer", "initialize_all_variables",
+    "local_variables_initializer", "variables_initializer", "report_uninitialized_variables",
+    "is_variable_initialized", "assign", "assign_add", "assign_sub",
+]
+
+
+class Variable:
+    """A value kept across runs: `w = tf.Variable(tf.zeros([3]), name="w")`."""
+
+    def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
+                 caching_device=None, name=None, variable_def=None, dtype=None,
+                 expected_shape=None, import_scope=None, constraint=None, use_resource=None,
+                 synchronization=None, aggregation=None, shape=None):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        init_from_fn = callable(initial_value)
+        self._trainable = True if trainable is None else bool(trainable)
+        self._constraint = constraint
+        dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+        graph = _ops.get_default_graph()
+        with graph.name_scope(name or "Variable") as scope:
+            handle_name = scope[:-1]
+            with graph.name_scope("Initializer"):
+                value = initial_value() if init_from_fn else initial_value
+                value = _ops.convert_to_tensor(value, dtype=dtype, name="initial_value")
+            if shape is not None:
+                var_shape = as_shape(shape)
+            elif validate_shape:
+                var_shape = value.shape
+            else:
+                var_shape = TensorShape(None)
+            if validate_shape and not var_shape.is_compatible_with(value.shape):
+                raise ValueError(f"Shape of initial value {value.shape} is not compatible with "
+                                 f"the variable shape {var_shape}.")
+            self._dtype = value.dtype
+            self._shape = var_shape
+            self._initial_value = value
+            with graph.colocate_with(None):
+                self._handle = _ops.apply_op(
+                    "VarHandleOp", [],
+                    {"dtype": self._dtype, "shape": var_shape, "shared_name": handle_name},
+                    name=handle_name, exact_name=True).outputs[0]
+            self._initializer_op = _ops.apply_op(
+                "AssignVariableOp", [self._handle, value], {"dtype": self._dtype},
+                name="Assign")
+            with graph.name_scope("Read"):
+                self._value = self._read(name="ReadVariableOp")
+        self._name = handle_name
+        if collections is None:
+            collections = [_ops.GraphKeys.GLOBAL_VARIABLES]
+        collections = list(collections)
+        if self._trainable and _ops.GraphKeys.TRAINABLE_VARIABLES not in collections:
+            collections.append(_ops.GraphKeys.TRAINABLE_VARIABLES)
+        graph.add_to_collections(collections, self)
+
+    # --- reading ----------------------------------------------------------------------------
+    def _read(self, name="ReadVariableOp"):
+        return _ops.apply_op("ReadVariableOp", [self._handle], {
+            "dtype": self._dtype, "value_shape": self._shape}, name=name).outputs[0]
+
+    def value(self):
+        return self._value
+
+    def read_value(self):
+        """A fresh read, ordered after the control dependencies in scope."""
+        with self.graph.name_scope("Read"):
+            return self._read()
+
+    def _as_graph_element(self):
+        return self._value
+
+    def _fetch_value(self):
+        return self._value
+
+    # --- properties ---------------------------------------------------------------------------
+    name = property(lambda self: f"{self._name}:0")
+    op = property(lambda self: self._handle.op)
+    handle = property(lambda self: self._handle)
+    dtype = property(lambda self: self._dtype)
+    shape = property(lambda self: self._shape)
+    graph = property(lambda self: self._handle.graph)
+    device = property(lambda self: self._handle.device)
+    initializer = property(lambda self: self._initializer_op)
+    initial_value = property(lambda self: self._initial_value)
+    trainable = property(lambda self: self._trainable)
+    constraint = property(lambda self: self._constraint)
+
+    def get_shape(self):
+        return self._shape
+
+    def eval(self, session=None):
+        return self._value.eval(session=session)
+
+    def initialized_value(self):
+        with _ops.control_dependencies([self._initializer_op]):
+            return self.read_value()
+
+    def is_initialized(self, name=None):
+        return _ops.apply_op("VarIsInitializedOp", [self._handle],
+                             name=name or f"{self._name}/IsInitialized/VarIsInitializedOp").outputs[0]
+
+    # --- writing ---------------------------------------------------------------------------
+    def _update(self, op_type, value, use_locking, name, read_value):
+        value = _ops.convert_to_tensor(value, dtype=self._dtype)
+        if not self._shape.is_compatible_with(value.shape):
+            raise ValueError(f"Cannot assign a value of shape {value.shape} to variable "
+                             f"'{self._name}' of shape {self._shape}.")
+        op = _ops.apply_op(op_type, [self._handle, value], {"dtype": self._dtype},
+                           name=name or op_type)
+        if not read_value:
+            return op
+        with _ops.control_dependencies([op]):
+            return self.read_value()
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        return self._update("AssignVariableOp", value, use_locking, name, read_value)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        return self._update("AssignAddVariableOp", delta, use_locking, name, read_value)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        return self._update("AssignSubVariableOp", delta, use_locking, name, read_value)
+
+    def load(self, value, session=None):
+        from flowstone.client.session import get_default_session
+        session = session or get_default_session()
+        if session is None:
+            raise ValueError("Either session argument should be provided or default session "
+                             "should be established")
+        placeholder = basic_ops.placeholder(self._dtype, self._shape)
+        session.run(self.assign(placeholder, read_value=False), {placeholder: value})
+
+    def __repr__(self):
+        return (f"<tf.Variable '{self.name}' shape={self._shape} "
+                f"dtype={self._dtype.name}>")
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+    def __iter__(self):
+        return iter(self._value)
+
+    def __array__(self, dtype=None):
+        raise TypeError(f"Variable {self.name} has no value outside a session; use "
+                        "sess.run(var) or var.eval().")
+
+
+def _delegate(name):
+    def method(self, *args, **kwargs):
+        return getattr(self._value, name)(*args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+# Arithmetic on a variable works on its value, as in TensorFlow.
+for _op_name in ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+                 "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
+                 "__rmod__", "__pow__", "__rpow__", "__neg__", "__abs__", "__matmul__",
+                 "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__",
+                 "__invert__", "__getitem__"]:
+    setattr(Variable, _op_name, _delegate(_op_name))
+
+
+def _variable_to_tensor(value, dtype=None, name=None):
+    if dtype is not None and dtype != value.dtype:
+        raise ValueError(f"Incompatible type conversion requested to type '{dtype.name}' for "
+                         f"variable of type '{value.dtype.name}'")
+    return value.value()
+
+
+_ops.register_tensor_conversion(Variable, _variable_to_tensor)
+
+
+# --- variable scopes and get_variable -------------------------------------------------------
+
+class _ReuseMode:
+    def __repr__(self):
+        return "AUTO_REUSE"
+
+
+AUTO_REUSE = _ReuseMode()
+
+
+class VariableScope:
+    """The scope tf.get_variable creates variables in."""
+
+    def __init__(self, reuse, name="", initializer=None, dtype=_dtypes.float32):
+        self.reuse = reuse
+        self.name = name
+        self.initializer = initializer
+        self.dtype = dtype
+        self.original_name_scope = name + "/" if name else ""
+
+    def reuse_variables(self):
+        self.reuse = True
+
+    def get_variable(self, name, *args, **kwargs):
+        return get_variable(name, *args, **kwargs)
+
+
+_root_scopes = threading.local()
+
+
+def _scope_stack(graph):
+    ctx = graph._ctx()
+    if not ctx.var_scope_stack:
+        ctx.var_scope_stack.append(VariableScope(False))
+    return ctx.var_scope_stack
+
+
+def get_variable_scope():
+    return _scope_stack(_ops.get_default_graph())[-1]
+
+
+@contextlib.contextmanager
+def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
+                   regularizer=None, caching_device=None, partitioner=None,
+                   custom_getter=None, reuse=None, dtype=None, use_resource=None,
+                   constraint=None, auxiliary_name_scope=True):
+    """Prefixes get_variable names with the scope name; `reuse=True` shares variables."""
+    graph = _ops.get_default_graph()
+    stack = _scope_stack(graph)
+    parent = stack[-1]
+    if isinstance(name_or_scope, VariableScope):
+        full_name = name_or_scope.name
+        base = name_or_scope
+    else:
+        if name_or_scope is None:
+            if default_name is None:
+                raise TypeError("If default_name is None then name_or_scope is required")
+            prefix = parent.name + "/" if parent.name else ""
+            count = graph._var_scope_counts.get(prefix + default_name, 0)
+            graph._var_scope_counts[prefix + default_name] = count + 1
+            name_or_scope = default_name if count == 0 else f"{default_name}_{count}"
+        full_name = (parent.name + "/" if parent.name else "") + name_or_scope
+        base = parent
+    if reuse is None:
+        reuse = parent.reuse or (isinstance(name_or_scope, VariableScope) and name_or_scope.reuse)
+    scope = VariableScope(reuse, full_name, initializer or base.initializer,
+                          dtype or base.dtype)
+    stack.append(scope)
+    try:
+        if auxiliary_name_scope:
+            with graph.name_scope(full_name.split("/")[-1] if not isinstance(
+                    name_or_scope, VariableScope) else full_name + "/"):
+                yield scope
+        else:
+            yield scope
+    finally:
+        stack.pop()
+
+
+def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
+                 trainable=None, collections=None, caching_device=None, partitioner=None,
+                 validate_shape=True, use_resource=None, custom_getter=None, constraint=None,
+                 synchronization=None, aggregation=None):
+    """Creates a variable in the current variable scope, or returns the existing one when the
+    scope reuses variables."""
+    graph = _ops.get_default_graph()
+    scope = get_variable_scope()
+    full_name = (scope.name + "/" if scope.name else "") + name
+    store = graph._variable_store
+    existing = store.get(full_name)
+    if scope.reuse is True or scope.reuse is AUTO_REUSE:
+        if existing is not None:
+            if shape is not None and not existing.shape.is_compatible_with(as_shape(shape)):
+                raise ValueError(f"Trying to share variable {full_name}, but specified shape "
+                                 f"{as_shape(shape)} and found shape {existing.shape}.")
+            if dtype is not None and _dtypes.as_dtype(dtype) != existing.dtype:
+                raise ValueError(f"Trying to share variable {full_name}, but specified dtype "
+                                 f"{_dtypes.as_dtype(dtype).name} and found dtype "
+                                 f"{existing.dtype.name}.")
+            return existing
+        if scope.reuse is True:
+            raise ValueError(f"Variable {full_name} does not exist, or was not created with "
+                             "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
+                             "VarScope?")
+    elif existing is not None:
+        raise ValueError(f"Variable {full_name} already exists, disallowed. Did you mean to "
+                         "set reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
+    dtype = _dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
+    initializer = initializer if initializer is not None else scope.initializer
+    if initializer is None:
+        from flowstone.ops import init_ops
+        initializer = init_ops.GlorotUniform() if dtype.is_floating else init_ops.Zeros()
+    if isinstance(initializer, type):
+        initializer = initializer(dtype=dtype)
+    if isinstance(initializer, (_ops.Tensor, np.ndarray, int, float, list)) and not callable(
+            initializer):
+        init_value = initializer
+        if shape is not None and not validate_shape:
+            shape = None
+    else:
+        if shape is None:
+            raise ValueError(f"Shape of a new variable ({full_name}) must be fully defined, but "
+                             "instead was <unknown>.")
+        shape = as_shape(shape)
+        if not shape.is_fully_defined():
+            raise ValueError(f"Shape of a new variable ({full_name}) must be fully defined, but "
+                             f"instead was {shape}.")
+        dims = shape.as_list()
+        init_value = lambda: initializer(dims, dtype=dtype)  # noqa: E731
+    with graph.name_scope(None):
+        with graph.name_scope((scope.name + "/") if scope.name else ""):
+            var = Variable(init_value, trainable=trainable, collections=collections, name=name,
+                           dtype=dtype, validate_shape=validate_shape, constraint=constraint)
+    if var._name != full_name:
+        raise ValueError(f"Variable {full_name} would be created as {var._name}: an op with "
+                         "that name already exists in the graph.")
+    store[full_name] = var
+    if regularizer is not None:
+        with graph.name_scope(full_name + "/Regularizer/"):
+            loss = regularizer(var.value())
+        if loss is not None:
+            graph.add_to_collection(_ops.GraphKeys.REGULARIZATION_LOSSES, loss)
+    return var
+
+
+# --- collections and initializers ------------------------------------------------------
+
+def global_variables(scope=None):
+    return _ops.get_collection(_ops.GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def trainable_variables(scope=None):
+    return _ops.get_collection(_ops.GraphKeys.TRAINABLE_VARIABLES, scope)
+
+
+def local_variables(scope=None):
+    return _ops.get_collection(_ops.GraphKeys.LOCAL_VARIABLES, scope)
+
+
+def model_variables(scope=None):
+    return _ops.get_collection(_ops.GraphKeys.MODEL_VARIABLES, scope)
+
+
+def variables_initializer(var_list, name="init"):
+    """An op that initializes the given variables."""
+    if var_list:
+        return basic_ops.group(*[v.initializer for v in var_list], name=name)
+    return basic_ops.no_op(name=name)
+
+
+def global_variables_initializer():
+    return variables_initializer(global_variables(), name="init")
+
+
+initialize_all_variables = global_variables_initializer
+
+
+def local_variables_initializer():
+    return variables_initializer(local_variables(), name="init_1")
+
+
+def is_variable_initialized(variable):
+    return variable.is_initialized()
+
+
+class _UninitializedReport:
+    """Fetching it gives the names of the uninitialized variables as a numpy array of bytes,
+    like TensorFlow's string tensor."""
+
+    def __init__(self, mask, names):
+        self._mask = mask
+        self._names = np.array([n.encode() for n in names], dtype=object)
+
+    def _as_graph_element(self):
+        return self._mask
+
+    def _fetch_postprocess(self, mask):
+        return self._names[mask.astype(bool)] if self._names.size else self._names
+
+    op = property(lambda self: self._mask.op)
+    name = property(lambda self: self._mask.name)
+
+    def eval(self, session=None):
+        return self._fetch_postprocess(self._mask.eval(session=session))
+
+
+def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    """A fetchable listing the names of the variables without a value."""
+    if var_list is None:
+        var_list = global_variables() + local_variables()
+    if not var_list:
+        mask = _ops.constant(np.zeros([0], dtype=bool), name=name)
+        return _UninitializedReport(mask, [])
+    mask = _ops.apply_op("ReportUninitializedVariables", [[v.handle for v in var_list]],
+                         name=name).outputs[0]
+    return _UninitializedReport(mask, [v._name for v in var_list])
+
+
+def assign(ref, value, validate_shape=None, use_locking=None, name=None):
+    return ref.assign(value, name=name)
+
+
+def assign_add(ref, value, use_locking=None, name=None):
+    return ref.assign_add(value, name=name)
+
+
+def assign_sub(ref, value, use_locking=None, name=None):
+    return ref.assign_sub(value, name=name)

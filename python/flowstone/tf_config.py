@@ -1,0 +1,164 @@
+"""tf.config: devices, logical device configuration, memory and threading settings."""
+
+import collections
+import types
+
+from flowstone import _C
+
+__all__ = [
+    "PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration", "list_physical_devices",
+    "list_logical_devices", "get_visible_devices", "set_visible_devices",
+    "get_logical_device_configuration", "set_logical_device_configuration", "experimental",
+    "threading",
+]
+
+PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
+LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])
+
+
+class LogicalDeviceConfiguration(
+        collections.namedtuple("LogicalDeviceConfiguration",
+                               ["memory_limit", "experimental_priority",
+                                "experimental_device_ordinal"])):
+    """A logical device carved out of a physical one; memory_limit is in MB."""
+
+    def __new__(cls, memory_limit=None, experimental_priority=None,
+                experimental_device_ordinal=None):
+        return super().__new__(cls, memory_limit, experimental_priority,
+                               experimental_device_ordinal)
+
+
+VirtualDeviceConfiguration = LogicalDeviceConfiguration
+
+_state = {
+    "initialized": False,
+    "visible": None,          # None = all physical devices
+    "logical": {},            # physical device name -> [LogicalDeviceConfiguration]
+    "memory_growth": {},
+    "intra_op": 0,
+    "inter_op": 0,
+}
+
+
+def _mark_devices_initialized():
+    _state["initialized"] = True
+
+
+def _physical_devices():
+    return [PhysicalDevice("/physical_device:CPU:0", "CPU")]
+
+
+def list_physical_devices(device_type=None):
+    devices = _physical_devices()
+    if device_type is None:
+        return devices
+    return [d for d in devices if d.device_type == device_type.upper()]
+
+
+def get_visible_devices(device_type=None):
+    visible = _state["visible"] if _state["visible"] is not None else _physical_devices()
+    if device_type is None:
+        return list(visible)
+    return [d for d in visible if d.device_type == device_type.upper()]
+
+
+def _check_not_initialized(what):
+    if _state["initialized"]:
+        raise RuntimeError(f"{what} cannot be modified after being initialized")
+
+
+def set_visible_devices(devices, device_type=None):
+    """Chooses the devices the runtime may use; only before devices are initialized."""
+    if isinstance(devices, PhysicalDevice):
+        devices = [devices]
+    physical = _physical_devices()
+    for d in devices:
+        if d not in physical:
+            raise ValueError(f"Unrecognized device: {d!r}")
+    if device_type is not None:
+        devices = [d for d in devices if d.device_type == device_type.upper()]
+        kept = [d for d in get_visible_devices() if d.device_type != device_type.upper()]
+        devices = kept + list(devices)
+    if not any(d.device_type == "CPU" for d in devices):
+        raise ValueError("The CPU must remain visible.")
+    if _state["initialized"] and list(devices) != get_visible_devices():
+        raise RuntimeError("Visible devices cannot be modified after being initialized")
+    _state["visible"] = list(devices)
+
+
+def list_logical_devices(device_type=None):
+    out = []
+    for physical in get_visible_devices():
+        configs = _state["logical"].get(physical.name) or [LogicalDeviceConfiguration()]
+        for i in range(len(configs)):
+            out.append(LogicalDevice(f"/job:localhost/replica:0/task:0/device:"
+                                     f"{physical.device_type}:{i}", physical.device_type))
+    if device_type is None:
+        return out
+    return [d for d in out if d.device_type == device_type.upper()]
+
+
+def get_logical_device_configuration(device):
+    return _state["logical"].get(device.name)
+
+
+def set_logical_device_configuration(device, logical_devices):
+    """Splits a physical device into logical ones. For the CPU, each configuration is one
+    logical CPU device, and `memory_limit` (MB) caps the process's CPU memory."""
+    if _state["initialized"] and _state["logical"].get(device.name) != logical_devices:
+        raise RuntimeError("Virtual devices cannot be modified after being initialized")
+    logical_devices = list(logical_devices) if logical_devices is not None else None
+    _state["logical"][device.name] = logical_devices
+    if device.device_type == "CPU":
+        configs = logical_devices or [LogicalDeviceConfiguration()]
+        _C.set_num_logical_cpus(len(configs))
+        limits = [c.memory_limit for c in configs if c.memory_limit is not None]
+        _C.set_cpu_memory_limit(int(sum(limits) * (1 << 20)) if limits else 0)
+
+
+def _get_memory_info(device):
+    if not device.upper().lstrip("/DEVICE:").startswith("CPU"):
+        raise ValueError(f"No such device: {device}")
+    info = _C.cpu_memory_info()
+    return {"current": info["current"], "peak": info["peak"]}
+
+
+def _set_memory_growth(device, enable):
+    if device.device_type != "GPU":
+        raise ValueError("Cannot set memory growth on non-GPU devices")
+    _check_not_initialized("Memory growth")
+    _state["memory_growth"][device.name] = bool(enable)
+
+
+def _get_memory_growth(device):
+    if device.device_type != "GPU":
+        raise ValueError("Cannot get memory growth on non-GPU devices")
+    return _state["memory_growth"].get(device.name, False)
+
+
+experimental = types.SimpleNamespace(
+    list_physical_devices=list_physical_devices,
+    list_logical_devices=list_logical_devices,
+    get_visible_devices=get_visible_devices,
+    set_visible_devices=set_visible_devices,
+    set_virtual_device_configuration=set_logical_device_configuration,
+    get_virtual_device_configuration=get_logical_device_configuration,
+    VirtualDeviceConfiguration=VirtualDeviceConfiguration,
+    set_memory_growth=_set_memory_growth,
+    get_memory_growth=_get_memory_growth,
+    get_memory_info=_get_memory_info,
+    get_memory_usage=lambda device: _get_memory_info(device)["current"],
+)
+
+
+def _set_threads(key, n):
+    _check_not_initialized("Thread pools")
+    _state[key] = int(n)
+
+
+threading = types.SimpleNamespace(
+    get_intra_op_parallelism_threads=lambda: _state["intra_op"],
+    set_intra_op_parallelism_threads=lambda n: _set_threads("intra_op", n),
+    get_inter_op_parallelism_threads=lambda: _state["inter_op"],
+    set_inter_op_parallelism_threads=lambda n: _set_threads("inter_op", n),
+)
