@@ -1,0 +1,190 @@
+// Graph building, sessions and the executor through the public C++ API.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "flowstone/cc/ops.h"
+#include "flowstone/session.h"
+
+namespace flowstone {
+namespace {
+
+std::unique_ptr<Session> NewSession(const GraphBuilder& b, SessionOptions options = {}) {
+  std::unique_ptr<Session> session;
+  Status s = Session::Create(b.graph(), options, &session);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return session;
+}
+
+TEST(GraphTest, UniqueNamesFollowTensorFlow) {
+  Graph g;
+  EXPECT_EQ(g.UniqueName("Add"), "Add");
+  EXPECT_EQ(g.UniqueName("Add"), "Add_1");
+  EXPECT_EQ(g.UniqueName("add"), "add_2");  // case-insensitive, as in TensorFlow
+  EXPECT_EQ(g.UniqueName("scope/Add"), "scope/Add");
+}
+
+TEST(GraphTest, RejectsUnknownOpsDuplicatesAndDtypeMismatches) {
+  GraphBuilder b;
+  b.Op("NoSuchOp", {});
+  EXPECT_EQ(b.status().code(), Code::kNotFound);
+
+  GraphBuilder c;
+  Endpoint f = c.Const(Tensor::Scalar<float>(1.0f), "f");
+  Endpoint h = c.Placeholder(DType::kInt32, PartialShape::Unknown(), "h");
+  AttrMap attrs;
+  attrs.Set("dtype", DType::kFloat32);
+  NodeSpec spec;
+  spec.name = "f";
+  spec.op = "Identity";
+  spec.inputs = {f};
+  EXPECT_FALSE(c.graph()->AddNode(spec).ok());  // duplicate name
+  spec.name = "assign";
+  spec.op = "AssignVariableOp";
+  Endpoint handle = c.NewVariable("v", f).handle;
+  spec.inputs = {handle, h};
+  spec.attrs = attrs;
+  StatusOr<Node*> bad = c.graph()->AddNode(spec);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().GetPayload("py_type"), "TypeError");
+  EXPECT_NE(bad.status().message().find("int32"), std::string::npos);
+}
+
+TEST(GraphTest, FinalizedGraphRefusesNewNodes) {
+  GraphBuilder b;
+  b.Const(Tensor::Scalar<float>(1.0f));
+  b.graph()->Finalize();
+  b.Const(Tensor::Scalar<float>(2.0f));
+  EXPECT_EQ(b.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(b.status().message().find("finalized"), std::string::npos);
+}
+
+TEST(SessionTest, FetchesFeedsAndValidatesFeedShapes) {
+  GraphBuilder b;
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape({-1, 3}), "x");
+  Endpoint y = b.Op("Identity", {x}, {}, "y");
+  Endpoint c = b.Const(Tensor::FromVector<float>({1, 2}, TensorShape({2})), "c");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  auto session = NewSession(b);
+
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {c}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[1], 2.0f);
+
+  Tensor value = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape({2, 3}));
+  ASSERT_TRUE(session->Run({{x, value}}, {y}, {}, &out).ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({2, 3}));
+  EXPECT_EQ(out[0].data<float>()[5], 6.0f);
+
+  Status missing = session->Run({}, {y}, {}, &out);
+  EXPECT_EQ(missing.code(), Code::kInvalidArgument);
+  EXPECT_NE(missing.message().find(
+                "You must feed a value for placeholder tensor 'x' with dtype float and shape [?,3]"),
+            std::string::npos);
+  EXPECT_EQ(missing.GetPayload("node"), "x");
+
+  Tensor wrong = Tensor::FromVector<float>({1, 2}, TensorShape({2}));
+  Status bad_feed = session->Run({{x, wrong}}, {y}, {}, &out);
+  EXPECT_EQ(bad_feed.code(), Code::kInvalidArgument);
+  EXPECT_NE(bad_feed.message().find(
+                "Cannot feed value of shape (2,) for Tensor 'x:0', which has shape '(?, 3)'"),
+            std::string::npos);
+
+  // The session stays usable after errors.
+  ASSERT_TRUE(session->Run({{x, value}}, {y}, {}, &out).ok());
+  ASSERT_TRUE(session->Close().ok());
+  ASSERT_TRUE(session->Close().ok());  // idempotent
+  Status closed = session->Run({}, {c}, {}, &out);
+  EXPECT_NE(closed.message().find("Attempted to use a closed Session."), std::string::npos);
+}
+
+TEST(SessionTest, VariablesLiveInTheSession) {
+  GraphBuilder b;
+  Endpoint init = b.Const(Tensor::FromVector<float>({1, 2}, TensorShape({2})));
+  auto var = b.NewVariable("w", init);
+  Endpoint one = b.Const(Tensor::FromVector<float>({1, 1}, TensorShape({2})));
+  AttrMap attrs;
+  attrs.Set("dtype", DType::kFloat32);
+  Node* add = b.AddOp("AssignAddVariableOp", {var.handle, one}, attrs, "w/add");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+
+  auto s1 = NewSession(b);
+  auto s2 = NewSession(b);
+  std::vector<Tensor> out;
+  Status uninit = s1->Run({}, {var.value}, {}, &out);
+  EXPECT_EQ(uninit.code(), Code::kFailedPrecondition);
+  EXPECT_NE(uninit.message().find("Attempting to use uninitialized value w"), std::string::npos);
+
+  ASSERT_TRUE(s1->Run({}, {}, {var.initializer}, &out).ok());
+  ASSERT_TRUE(s1->Run({}, {var.value}, {}, &out).ok());
+  Tensor before = out[0];
+  ASSERT_TRUE(s1->Run({}, {}, {add}, &out).ok());
+  ASSERT_TRUE(s1->Run({}, {var.value}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], 2.0f);
+  EXPECT_EQ(before.data<float>()[0], 1.0f);  // a value read earlier never changes
+  // The second session has its own, uninitialized, copy.
+  EXPECT_EQ(s2->Run({}, {var.value}, {}, &out).code(), Code::kFailedPrecondition);
+}
+
+TEST(SessionTest, PlacementErrorsNameTheDeviceAndTheFix) {
+  GraphBuilder b;
+  NodeSpec spec;
+  spec.name = "a";
+  spec.op = "Const";
+  spec.attrs.Set("value", Tensor::Scalar<float>(1.0f));
+  spec.attrs.Set("dtype", DType::kFloat32);
+  spec.device = "/device:GPU:2";
+  StatusOr<Node*> a = b.graph()->AddNode(spec);
+  ASSERT_TRUE(a.ok());
+  auto session = NewSession(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {{*a, 0}}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("Cannot assign a device for operation a"), std::string::npos);
+  EXPECT_NE(s.message().find("allow_soft_placement"), std::string::npos);
+
+  SessionOptions soft;
+  soft.allow_soft_placement = true;
+  auto soft_session = NewSession(b, soft);
+  EXPECT_TRUE(soft_session->Run({}, {{*a, 0}}, {}, &out).ok());
+}
+
+TEST(SessionTest, ManyThreadsRunOneSession) {
+  GraphBuilder b;
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape({-1}), "x");
+  Endpoint y = b.Op("Identity", {x}, {}, "y");
+  auto var = b.NewVariable("counter", b.Const(Tensor::FromVector<float>({0}, TensorShape({1}))));
+  Endpoint one = b.Const(Tensor::FromVector<float>({1}, TensorShape({1})));
+  AttrMap attrs;
+  attrs.Set("dtype", DType::kFloat32);
+  Node* add = b.AddOp("AssignAddVariableOp", {var.handle, one}, attrs, "inc");
+  ASSERT_TRUE(b.status().ok());
+  auto session = NewSession(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {var.initializer}, &out).ok());
+
+  constexpr int kThreads = 8;
+  constexpr int kRuns = 200;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRuns; ++i) {
+        std::vector<Tensor> result;
+        Tensor value = Tensor::FromVector<float>({float(t), float(i)}, TensorShape({2}));
+        Status s = session->Run({{x, value}}, {y}, {add}, &result);
+        if (!s.ok() || result[0].data<float>()[0] != float(t) ||
+            result[0].data<float>()[1] != float(i)) {
+          failures++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_TRUE(session->Run({}, {var.value}, {}, &out).ok());
+  EXPECT_EQ(out[0].data<float>()[0], float(kThreads * kRuns));
+}
+
+}  // namespace
+}  // namespace flowstone
