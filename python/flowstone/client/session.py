@@ -156,6 +156,10 @@ def _convert_feed(value, tensor, np_dtype):
         return value
     try:
         arr = np.asarray(value, dtype=np_dtype)
+    except OverflowError:
+        raise TypeError(f"Type of feed value {value} with type {type(value)} is not compatible "
+                        f"with Tensor type {tensor.dtype.name}. Try explicitly setting the "
+                        "type of the feed tensor to a larger type (e.g. int64).") from None
     except (TypeError, ValueError) as e:
         raise TypeError(f"Cannot feed value {value!r} of type {type(value).__name__} for Tensor "
                         f"{tensor.name!r} with dtype {tensor.dtype.name}: {e}") from None
