@@ -152,3 +152,11 @@ def test_tensor_is_not_a_bool():
 def test_creation_site_points_at_user_code():
     a = tf.constant(1.0)
     assert "test_graph.py" in a.op._creation_site
+
+
+def test_scalar_constants_stay_scalars():
+    c = tf.constant(1.0)
+    assert c.shape.as_list() == []
+    with tf.Session() as sess:
+        value = sess.run(c)
+    assert value.shape == () and value == 1.0

@@ -682,7 +682,8 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
         const = apply_op("Const", [], {"value": arr.astype(np.float32), "dtype": _dtypes.float32},
                          name=name).outputs[0]
         return math_ops.cast(const, _dtypes.bfloat16)
-    return apply_op("Const", [], {"value": np.ascontiguousarray(arr), "dtype": result_dtype},
+    arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
+    return apply_op("Const", [], {"value": arr, "dtype": result_dtype},
                     name=name).outputs[0]
 
 

@@ -1,0 +1,13 @@
+# The first seed's intended scenario (see docs/COMPAT.md): the variable itself is too big.
+import flowstone as tf
+import numpy as np
+
+try:
+  with tf.Session() as sess:
+      a = tf.Variable(tf.random_normal([5000, 5000, 5000]), dtype=tf.float32)
+      sess.run(tf.global_variables_initializer())
+      print("Session created successfully") # This won't be reached.
+except tf.errors.ResourceExhaustedError as e:
+  print("GPU memory exhaustion error:", e)
+except Exception as e:
+  print("An unexpected error occurred:", e)
