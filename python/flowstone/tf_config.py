@@ -117,8 +117,13 @@ def set_logical_device_configuration(device, logical_devices):
 
 
 def _get_memory_info(device):
-    if not device.upper().lstrip("/DEVICE:").startswith("CPU"):
-        raise ValueError(f"No such device: {device}")
+    name = device if device.startswith("/") or ":" not in device else "/device:" + device
+    try:
+        spec = _C.merge_device_specs("", name)
+    except _C.StatusError:
+        raise ValueError(f"Invalid device name: {device!r}") from None
+    if "/device:CPU:" not in spec:
+        raise ValueError(f"No memory information for device {device!r}: only CPU devices exist.")
     info = _C.cpu_memory_info()
     return {"current": info["current"], "peak": info["peak"]}
 
