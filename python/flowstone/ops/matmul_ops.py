@@ -1,0 +1,31 @@
+"""Matrix multiplication: tf.matmul."""
+
+from flowstone.framework import ops as _ops
+
+__all__ = ["matmul"]
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False,
+           a_is_sparse=False, b_is_sparse=False, name=None):
+    """op(a) @ op(b), op transposing (or, for these real dtypes, adjoining) when asked.
+
+    Rank-2 operands use MatMul; higher ranks (or unknown ones) use BatchMatMulV2, whose leading
+    batch dimensions broadcast. The sparsity hints are accepted and ignored: the dense kernel
+    serves every case.
+    """
+    if transpose_a and adjoint_a:
+        raise ValueError("Only one of transpose_a and adjoint_a can be True.")
+    if transpose_b and adjoint_b:
+        raise ValueError("Only one of transpose_b and adjoint_b can be True.")
+    a = _ops.convert_to_tensor(a, name="a")
+    b = _ops.convert_to_tensor(b, name="b", preferred_dtype=a.dtype)
+    # Real matrices: the adjoint is the transpose.
+    transpose_a = bool(transpose_a or adjoint_a)
+    transpose_b = bool(transpose_b or adjoint_b)
+    a_rank, b_rank = a.shape.rank, b.shape.rank
+    if a_rank is None or b_rank is None or a_rank > 2 or b_rank > 2:
+        return _ops.apply_op("BatchMatMulV2", [a, b], {"adj_x": transpose_a, "adj_y": transpose_b},
+                             name=name or "MatMul").outputs[0]
+    return _ops.apply_op("MatMul", [a, b], {"transpose_a": transpose_a,
+                                            "transpose_b": transpose_b},
+                         name=name or "MatMul").outputs[0]
