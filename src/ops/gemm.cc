@@ -27,9 +27,11 @@ namespace {
 #define FS_GEMM_MULTIVERSION
 #endif
 
-// Rows of C per micro-kernel call. With kNR below, 6 rows of 64 bytes are 12 AVX2 registers of
-// accumulators, leaving room for the B row and the A broadcast.
-constexpr int64_t kMR = 6;
+// Rows of C per micro-kernel call. With kNR below, 4 rows of 64 bytes are 8 AVX2 registers of
+// accumulators: enough independent FMA chains to hide their latency, and few enough that GCC
+// keeps all of them in registers (6 rows, BLIS's choice for hand-written kernels, made it spill
+// and run at half the speed).
+constexpr int64_t kMR = 4;
 // Columns of C per micro-kernel call: 64 bytes of one row.
 template <typename T>
 constexpr int64_t kNR = 64 / sizeof(T);
@@ -119,9 +121,13 @@ template <typename T>
   T acc[kMR][nr] = {};
   for (int64_t p = 0; p < kb; ++p) {
     const T* brow = bp + p * nr;
+    const T* acol = ap + p * kMR;
+    // Fully unrolled, both loops become kMR * kNR / (vector width) FMAs on registers; left to
+    // its own heuristics GCC vectorizes across rows instead, with shuffles, many times slower.
+#pragma GCC unroll 4
     for (int64_t r = 0; r < kMR; ++r) {
-      T av = ap[p * kMR + r];
-      for (int64_t j = 0; j < nr; ++j) acc[r][j] += av * brow[j];
+#pragma GCC unroll 16
+      for (int64_t j = 0; j < nr; ++j) acc[r][j] += acol[r] * brow[j];
     }
   }
   for (int64_t r = 0; r < rows; ++r) {

@@ -34,8 +34,10 @@ void SoftmaxRows(KernelContext& ctx, const T* x, T* y, int64_t rows, int64_t dep
       Acc sum = 0;
       if constexpr (kLog) {
         for (int64_t j = 0; j < depth; ++j) sum += std::exp(in[j] - max);
-        T shift = max + static_cast<T>(std::log(sum));
-        for (int64_t j = 0; j < depth; ++j) out[j] = in[j] - shift;
+        // (x - max) first: it is exact for logits near the maximum, where the result is most
+        // sensitive; folding max and log(sum) into one shift would round at the logits' scale.
+        T log_sum = static_cast<T>(std::log(sum));
+        for (int64_t j = 0; j < depth; ++j) out[j] = (in[j] - max) - log_sum;
       } else {
         for (int64_t j = 0; j < depth; ++j) {
           out[j] = std::exp(in[j] - max);
