@@ -180,8 +180,10 @@ constexpr int64_t kPairwiseBlock = 1024;
 constexpr int64_t kColumnBlock = 512;
 // Elements per unit of parallel work when a few long rows must be split.
 constexpr int64_t kChunkElements = 1 << 16;
-// With fewer independent output blocks than this, long rows are split into chunks.
+// With fewer independent output blocks than this, long rows are split into chunks...
 constexpr int64_t kMinParallelUnits = 16;
+// ...but into no more chunks than this, which bounds the memory of the partial results.
+constexpr int64_t kMaxChunks = 64;
 
 template <typename Red, typename In>
 typename Red::Acc ReduceContiguous(const In* x, int64_t n) {
@@ -225,7 +227,7 @@ Status ReducePass(KernelContext& ctx, const In* in, int64_t P, int64_t R, int64_
   // chunk length depends on the shape alone, so the result does not depend on the thread count.
   int64_t chunk = R;
   if (outputs < kMinParallelUnits && R * col_block > 2 * kChunkElements) {
-    chunk = std::max<int64_t>(kChunkElements / col_block, kLanes);
+    chunk = std::max({kChunkElements / col_block, kLanes, (R + kMaxChunks - 1) / kMaxChunks});
   }
   const int64_t chunks = R == 0 ? 1 : (R + chunk - 1) / chunk;
 

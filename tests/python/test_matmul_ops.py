@@ -157,3 +157,13 @@ def test_batch_static_shapes_with_unknown_dims():
     y = tf.placeholder(tf.float32, [4, None])
     assert tf.matmul(x, y).shape.as_list() == [None, 3, None]
     assert tf.matmul(x, x, transpose_b=True).shape.as_list() == [None, 3, 3]
+
+
+def test_op_names_follow_tensorflow():
+    first = tf.matmul([[1.0]], [[2.0]])
+    second = tf.matmul([[1.0]], [[2.0]], name="product")
+    third = tf.matmul(np.ones((2, 1, 1)), np.ones((1, 1)))
+    assert first.op.name == "MatMul" and first.name == "MatMul:0"
+    assert [t.op.name for t in first.op.inputs] == ["MatMul/a", "MatMul/b"]
+    assert second.op.name == "product"
+    assert third.op.name == "MatMul_1" and third.op.type == "BatchMatMulV2"
