@@ -32,7 +32,8 @@ from flowstone import tf_config as config
 from flowstone import tf_test as test
 
 # Op families, each a module with __all__ (see flowstone/ops/).
-_OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops"]
+_OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",
+               "gradients"]
 for _name in _OP_MODULES:
     try:
         _module = _importlib.import_module(f"flowstone.ops.{_name}")
