@@ -292,7 +292,9 @@ def _where(condition, x, y, name, select_name):
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     with _ops.name_scope(name, select_name, [condition, x, y]) as scope:
-        condition = _ops.convert_to_tensor(condition, dtype=_dtypes.bool, name="condition")
+        # A Tensor condition keeps its dtype so that the op reports a non-bool one.
+        condition = _ops.convert_to_tensor(
+            condition, dtype=None if _is_symbolic(condition) else _dtypes.bool, name="condition")
         x, y = _binary_operands(x, y)
         return _finish("SelectV2", [condition, x, y], scope)
 
