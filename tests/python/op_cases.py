@@ -44,7 +44,7 @@ CASES = [
 
 # Ops tested elsewhere, with where.
 EXEMPT = {
-    "Const": "every test; tests/python/test_graph.py",
+    "Const": "tests/python/test_graph.py (and every other test)",
     "Placeholder": "tests/python/test_session.py (feeds and missing-feed errors)",
     "PlaceholderWithDefault": "tests/python/test_session.py",
     "NoOp": "tests/python/test_session.py (fetching operations)",
@@ -62,3 +62,7 @@ EXEMPT = {
     "ResourceApplyCenteredRMSProp": "tests/python/test_optimizers.py",
     "ResourceApplyAdagrad": "tests/python/test_optimizers.py",
 }
+
+# Differentiable ops whose gradients are not written yet (the training work adds them and
+# removes the names here; the conformance test fails if an op here gains a gradient).
+GRADIENT_PENDING = set()
