@@ -39,6 +39,7 @@ class ResourceMgr {
  public:
   // Returns the variable named `name`, creating it on first use.
   Var* LookupOrCreateVar(const std::string& name, DType dtype, const PartialShape& shape);
+  // nullptr when no variable of that name was created in this session yet.
   Var* LookupVar(const std::string& name);
   void Clear();
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -76,6 +77,13 @@ Status ReadVariableShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// The gradient with respect to a variable is the gradient of its value, accumulated at the
+// handle (so that every read of the variable contributes).
+Status ReadVariableGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.output_grad(0));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("ReadVariableOp")
                    .Input("resource", "resource")
                    .Output("value", "dtype")
@@ -83,6 +91,7 @@ FS_REGISTER_OP(OpBuilder("ReadVariableOp")
                    .Attr("value_shape", AttrValue(PartialShape::Unknown()))
                    .Shape(ReadVariableShape)
                    .Kernel("CPU", ReadVariable)
+                   .Gradient(ReadVariableGrad)
                    .Doc("The current value of a variable."));
 
 Status CheckAssignable(const Var& var, const Tensor& value) {
