@@ -175,6 +175,20 @@ def test_float_division_by_zero_gives_inf():
     assert out[0] == np.inf and out[1] == -np.inf and np.isnan(out[2])
 
 
+def test_add_n():
+    a, b, c = (sample(np.float32, (2, 3), seed=i) for i in range(3))
+    total = tf.add_n([tf.constant(a), b, tf.constant(c)])
+    single = tf.add_n([tf.constant(a)])
+    assert total.op.type == "AddN" and total.op.name == "AddN"
+    out, one = run([total, single])
+    np.testing.assert_allclose(out, a + b + c, rtol=1e-6)
+    np.testing.assert_array_equal(one, a)
+    with pytest.raises(ValueError, match="at least one Tensor"):
+        tf.add_n([])
+    with pytest.raises(ValueError, match="same shape"):
+        tf.add_n([tf.constant(a), tf.constant(a[0])])
+
+
 # --- truediv and friends ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype,out_dtype", [(np.int32, np.float64), (np.int64, np.float64),

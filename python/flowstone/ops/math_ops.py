@@ -10,7 +10,7 @@ from flowstone.framework import ops as _ops
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "realdiv", "div", "floordiv", "floormod",
-    "mod", "pow", "maximum", "minimum", "squared_difference",
+    "mod", "pow", "maximum", "minimum", "squared_difference", "add_n",
     "negative", "abs", "square", "sqrt", "rsqrt", "exp", "log", "log1p", "sign", "floor", "ceil",
     "round", "sigmoid", "tanh", "relu",
     "cast", "to_float", "to_double", "to_int32", "to_int64",
@@ -146,6 +146,19 @@ def minimum(x, y, name=None):
 def squared_difference(x, y, name=None):
     """(x - y) ** 2 elementwise, with numpy broadcasting."""
     return _binary("SquaredDifference", x, y, name, "SquaredDifference")
+
+
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of Tensors of one dtype and shape."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype and "
+                         "shape")
+    with _ops.name_scope(name, "AddN", inputs) as scope:
+        inputs = [_ops.convert_to_tensor(t) for t in inputs]
+        if len(inputs) == 1:
+            return _ops.apply_op("Identity", [inputs[0]], name=scope.rstrip("/") or "Identity",
+                                 exact_name=bool(scope)).outputs[0]
+        return _finish("AddN", [inputs], scope)
 
 
 # --- unary math ---------------------------------------------------------------------------------
