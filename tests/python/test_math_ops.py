@@ -249,7 +249,8 @@ BROADCAST_SHAPES = [
     ((3, 1), (1, 4)), ((1, 4), (3, 1)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)),
     ((5,), (2, 3, 5)), ((2, 1, 3), (4, 1)), ((1,), ()), ((1, 1), (1,)),
     ((0, 3), (3,)), ((0, 1), (1, 5)), ((2, 0), (1,)), ((0,), ()), ((2, 0, 3), (2, 1, 3)),
-    ((2, 3, 1, 5), (3, 4, 1)), ((6, 1, 1), (1, 1, 7)), ((2, 1, 3, 1, 2, 1, 2), (1, 2, 1, 3, 1, 2, 1)),
+    ((2, 3, 1, 5), (3, 4, 1)), ((6, 1, 1), (1, 1, 7)),
+    ((2, 1, 3, 1, 2, 1, 2), (1, 2, 1, 3, 1, 2, 1)),
     ((1, 2, 1, 1, 3, 1, 1, 2), (2, 1, 5, 3, 1, 1, 1)),
 ]
 
@@ -376,6 +377,14 @@ def test_python_values_take_the_tensor_dtype():
     assert (tf.constant([1, 2]) + 1).dtype == tf.int32
     assert tf.add(1.5, 2.5).dtype == tf.float32
     np.testing.assert_allclose(run(tf.add([1.5], np.array([2.0]))), [3.5])
+    # numpy values on the left defer to the Tensor's reflected operators.
+    y = tf.constant([1.0, 2.0])
+    left = [np.float32(2) * y, np.array([1.0, 1.0]) + y, np.array([3.0, 1.0]) > y]
+    assert all(isinstance(t, tf.Tensor) for t in left)
+    out = run(left)
+    np.testing.assert_allclose(out[0], [2.0, 4.0])
+    np.testing.assert_allclose(out[1], [2.0, 3.0])
+    np.testing.assert_array_equal(out[2], [True, False])
 
 
 # --- unary ops ----------------------------------------------------------------------------------
