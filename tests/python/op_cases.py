@@ -66,3 +66,8 @@ EXEMPT = {
 # Differentiable ops whose gradients are not written yet (the training work adds them and
 # removes the names here; the conformance test fails if an op here gains a gradient).
 GRADIENT_PENDING = set()
+
+from op_cases_math import CASES as _MATH_CASES, GRADIENT_PENDING as _MATH_PENDING  # noqa: E402
+
+CASES += _MATH_CASES
+GRADIENT_PENDING |= _MATH_PENDING
