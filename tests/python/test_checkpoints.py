@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import flowstone as tf
-import flowstone.train  # noqa: F401 - makes tf.train available until the lead wires it in
 
 VALUES = {
     "f32": np.arange(6, dtype=np.float32).reshape(2, 3) / 7,
@@ -378,7 +377,6 @@ CRASH_CHILD = textwrap.dedent("""
     import sys
     import numpy as np
     import flowstone as tf
-    import flowstone.train
 
     prefix, size = sys.argv[1], int(sys.argv[2])
     value = tf.placeholder(tf.float32, [size])

@@ -1,6 +1,5 @@
-"""tf.train: checkpoints (Saver and the functions that find and read them)."""
+"""tf.train: optimizers, the global step, learning-rate schedules and checkpoints."""
 
-from flowstone.train import saver as _saver
+from flowstone.train.learning_rate import *  # noqa: F401,F403
+from flowstone.train.optimizer import *  # noqa: F401,F403
 from flowstone.train.saver import *  # noqa: F401,F403
-
-__all__ = list(_saver.__all__)
