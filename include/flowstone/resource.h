@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "flowstone/graph.h"
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
 
@@ -39,6 +40,7 @@ class ResourceMgr {
  public:
   // Returns the variable named `name`, creating it on first use.
   Var* LookupOrCreateVar(const std::string& name, DType dtype, const PartialShape& shape);
+  // nullptr when no variable of that name was created in this session yet.
   Var* LookupVar(const std::string& name);
   void Clear();
 
@@ -46,5 +48,10 @@ class ResourceMgr {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Var>> vars_;
 };
+
+// The variable a resource handle tensor (a VarHandleOp's output) points to.
+Var* VarFromHandle(const Tensor& handle);
+// The name a VarHandleOp's variable is stored under: its shared_name, else the node's name.
+std::string VarNameOf(const Node& var_handle_node);
 
 }  // namespace flowstone

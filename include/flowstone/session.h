@@ -18,6 +18,7 @@
 
 #include "flowstone/device.h"
 #include "flowstone/graph.h"
+#include "flowstone/resource.h"
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
 
@@ -68,6 +69,8 @@ class Session {
   virtual bool closed() const = 0;
   virtual std::vector<DeviceAttributes> ListDevices() const = 0;
   virtual const std::shared_ptr<Graph>& graph() const = 0;
+  // The session's variables (for checkpoints); valid until Close().
+  virtual ResourceMgr* resource_manager() = 0;
 };
 
 }  // namespace flowstone

@@ -120,7 +120,8 @@ def error_code_from_exception_type(cls):
     return UNKNOWN
 
 
-_PY_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError}
+_PY_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError,
+             "LookupError": LookupError}
 _DUAL_CLASSES = {}
 
 

@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "flowstone/gradients.h"
 #include "numpy_conversion.h"
 
 namespace flowstone::python {
@@ -226,6 +227,43 @@ void RegisterGraph(nb::module_& m) {
       .def("finalize", &Graph::Finalize)
       .def_prop_ro("finalized", &Graph::finalized)
       .def_prop_rw("seed", &Graph::seed, &Graph::set_seed);
+
+  m.def(
+      "add_gradients",
+      [](Graph& graph, const std::vector<std::pair<NodeRef, int>>& ys,
+         const std::vector<std::pair<NodeRef, int>>& xs, nb::list grad_ys,
+         const std::vector<std::pair<NodeRef, int>>& stop_gradients, const std::string& scope,
+         const std::string& creation_site) {
+        auto endpoints = [](const std::vector<std::pair<NodeRef, int>>& list) {
+          std::vector<Endpoint> out;
+          for (const auto& [ref, i] : list) out.push_back({ref.node, i});
+          return out;
+        };
+        GradientOptions options;
+        for (nb::handle g : grad_ys) {
+          if (g.is_none()) {
+            options.grad_ys.push_back(Endpoint{});
+          } else {
+            auto pair = nb::cast<std::pair<NodeRef, int>>(g);
+            options.grad_ys.push_back({pair.first.node, pair.second});
+          }
+        }
+        options.stop_gradients = endpoints(stop_gradients);
+        options.name_scope = scope;
+        options.creation_site = creation_site;
+        std::vector<Endpoint> grads;
+        ThrowIfError(AddGradients(&graph, endpoints(ys), endpoints(xs), options, &grads));
+        nb::list out;
+        for (const Endpoint& g : grads) {
+          if (g.node == nullptr) {
+            out.append(nb::none());
+          } else {
+            out.append(nb::make_tuple(NodeRef{graph.shared_from_this(), g.node}, g.index));
+          }
+        }
+        return out;
+      },
+      "Adds the ops computing d(ys)/d(xs); returns (node, index) per x, or None.");
 
   m.def("op_names", [] {
     std::vector<std::string> names;

@@ -1,4 +1,5 @@
 // Graph plumbing ops: constants, placeholders, identity and no-op.
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -72,6 +73,11 @@ Status ForwardInput(KernelContext& ctx) {
   return Status::OK();
 }
 
+Status PassGradient(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.output_grad(0));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("PlaceholderWithDefault")
                    .Input("input", "dtype")
                    .Output("output", "dtype")
@@ -79,6 +85,7 @@ FS_REGISTER_OP(OpBuilder("PlaceholderWithDefault")
                    .RequiredAttr("shape", AttrType::kShape)
                    .Shape(PlaceholderWithDefaultShape)
                    .Kernel("CPU", ForwardInput)
+                   .Gradient(PassGradient)
                    .Doc("Its input, unless a value is fed."));
 
 FS_REGISTER_OP(OpBuilder("Identity")
@@ -87,6 +94,7 @@ FS_REGISTER_OP(OpBuilder("Identity")
                    .TypeAttr("T")
                    .Shape(shape_fns::Unchanged)
                    .Kernel("CPU", ForwardInput)
+                   .Gradient(PassGradient)
                    .Doc("Its input, unchanged (no copy)."));
 
 FS_REGISTER_OP(OpBuilder("NoOp")

@@ -3,23 +3,13 @@
 #include <atomic>
 #include <cstring>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 
 namespace flowstone {
 namespace {
-
-Var* HandleToVar(const Tensor& handle) {
-  Var* var;
-  std::memcpy(&var, handle.raw_data(), sizeof(var));
-  return var;
-}
-
-std::string VarName(const Node& node) {
-  std::string shared = node.attrs().GetOr<std::string>("shared_name", "");
-  return shared.empty() ? node.name() : shared;
-}
 
 // Looks up the variable once per session (kernels are per session), then hands out the handle.
 class VarHandleKernel final : public OpKernel {
@@ -29,7 +19,7 @@ class VarHandleKernel final : public OpKernel {
     Var* var = var_.load(std::memory_order_acquire);
     if (var == nullptr) {
       var = ctx.resources()->LookupOrCreateVar(
-          VarName(node()), node().attrs().GetOr<DType>("dtype", DType::kFloat32),
+          VarNameOf(node()), node().attrs().GetOr<DType>("dtype", DType::kFloat32),
           node().attrs().GetOr<PartialShape>("shape", PartialShape::Unknown()));
       var_.store(var, std::memory_order_release);
     }
@@ -63,7 +53,7 @@ Status UninitializedError(const Var& var) {
 }
 
 Status ReadVariable(KernelContext& ctx) {
-  Var* var = HandleToVar(ctx.input(0));
+  Var* var = VarFromHandle(ctx.input(0));
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
   ctx.SetOutput(0, var->value());
@@ -76,6 +66,13 @@ Status ReadVariableShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// The gradient with respect to a variable is the gradient of its value, accumulated at the
+// handle (so that every read of the variable contributes).
+Status ReadVariableGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.output_grad(0));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("ReadVariableOp")
                    .Input("resource", "resource")
                    .Output("value", "dtype")
@@ -83,6 +80,7 @@ FS_REGISTER_OP(OpBuilder("ReadVariableOp")
                    .Attr("value_shape", AttrValue(PartialShape::Unknown()))
                    .Shape(ReadVariableShape)
                    .Kernel("CPU", ReadVariable)
+                   .Gradient(ReadVariableGrad)
                    .Doc("The current value of a variable."));
 
 Status CheckAssignable(const Var& var, const Tensor& value) {
@@ -100,7 +98,7 @@ Status CheckAssignable(const Var& var, const Tensor& value) {
 }
 
 Status AssignVariable(KernelContext& ctx) {
-  Var* var = HandleToVar(ctx.input(0));
+  Var* var = VarFromHandle(ctx.input(0));
   const Tensor& value = ctx.input(1);
   FS_RETURN_IF_ERROR(CheckAssignable(*var, value));
   std::lock_guard<std::mutex> lock(var->mu());
@@ -123,7 +121,7 @@ FS_REGISTER_OP(OpBuilder("AssignVariableOp")
 // var <- var + sign * delta, in place when no fetched value still shares the buffer.
 template <int kSign>
 Status AssignUpdate(KernelContext& ctx) {
-  Var* var = HandleToVar(ctx.input(0));
+  Var* var = VarFromHandle(ctx.input(0));
   const Tensor& delta = ctx.input(1);
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
@@ -181,7 +179,7 @@ FS_REGISTER_OP(OpBuilder("VarIsInitializedOp")
                    .Shape(shape_fns::Scalar)
                    .Kernel("CPU",
                            [](KernelContext& ctx) {
-                             Var* var = HandleToVar(ctx.input(0));
+                             Var* var = VarFromHandle(ctx.input(0));
                              Tensor* out;
                              FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
                              std::lock_guard<std::mutex> lock(var->mu());
@@ -202,7 +200,7 @@ Status ReportUninitialized(KernelContext& ctx) {
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{ctx.num_inputs()}, &out));
   for (int i = 0; i < ctx.num_inputs(); ++i) {
-    Var* var = HandleToVar(ctx.input(i));
+    Var* var = VarFromHandle(ctx.input(i));
     std::lock_guard<std::mutex> lock(var->mu());
     out->data<bool>()[i] = !var->initialized();
   }

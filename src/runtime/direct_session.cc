@@ -161,6 +161,7 @@ class DirectSession final : public Session {
   }
 
   const std::shared_ptr<Graph>& graph() const override { return graph_; }
+  ResourceMgr* resource_manager() override { return &resources_; }
 
  private:
   // Counts a run in flight so Close() can wait for it.

@@ -447,9 +447,14 @@ class Graph:
                                         self._current_device(op_type), _creation_site())
             except _C.StatusError as e:
                 raise _errors.from_status_error(e, as_op_error=False) from None
-            op = Operation(self, node)
-            self._ops.append(op)
-        return op
+            self._sync_ops()
+            return self._ops[node.id]
+
+    def _sync_ops(self):
+        """Wraps nodes the C++ side added (gradients, for instance) in Operations."""
+        with self._lock:
+            for node_id in range(len(self._ops), self._c.num_nodes):
+                self._ops.append(Operation(self, self._c.node(node_id)))
 
 
 def _device_spec_string(spec):

@@ -1,0 +1,65 @@
+"""tf.gradients and tf.stop_gradient: symbolic differentiation, done by the C++ graph."""
+
+from flowstone import _C
+from flowstone import errors as _errors
+from flowstone.framework import ops as _ops
+
+__all__ = ["gradients", "stop_gradient"]
+
+
+def _as_endpoint(value, what):
+    handle = getattr(value, "handle", None)
+    if handle is not None and not isinstance(value, _ops.Tensor):
+        return handle  # a Variable: gradients accumulate at its handle, over every read
+    try:
+        return _ops.convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"tf.gradients: {what} {value!r} is not a Tensor or Variable ({e})") from None
+
+
+def _as_list(value):
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
+              gate_gradients=False, aggregation_method=None, stop_gradients=None,
+              unconnected_gradients="none"):
+    """Symbolic derivatives of sum(ys) with respect to each of xs (None where unconnected)."""
+    ys = [_as_endpoint(y, "y") for y in _as_list(ys)]
+    xs_list = _as_list(xs)
+    xs_t = [_as_endpoint(x, "x") for x in xs_list]
+    grad_ys = _as_list(grad_ys)
+    if grad_ys and len(grad_ys) != len(ys):
+        raise ValueError(f"Passed {len(grad_ys)} grad_ys for {len(ys)} ys")
+    graph = ys[0].graph if ys else _ops.get_default_graph()
+    seeds = [None if g is None else _ops.convert_to_tensor(g, dtype=y.dtype)._as_node_output()
+             for g, y in zip(grad_ys, ys)] if grad_ys else [None] * len(ys)
+    stops = [_ops.convert_to_tensor(s)._as_node_output() for s in _as_list(stop_gradients)]
+    with graph.as_default(), graph.name_scope(name) as scope:
+        try:
+            results = _C.add_gradients(graph._c, [y._as_node_output() for y in ys],
+                                       [x._as_node_output() for x in xs_t], seeds, stops,
+                                       scope.rstrip("/"), _ops._creation_site())
+        except _C.StatusError as e:
+            raise _errors.from_status_error(e, as_op_error=False) from None
+    graph._sync_ops()
+    out = []
+    for x, r in zip(xs_t, results):
+        if r is None:
+            if unconnected_gradients == "zero":
+                from flowstone.ops import array_ops
+                out.append(array_ops.zeros_like(x))
+            else:
+                out.append(None)
+        else:
+            node, index = r
+            out.append(graph._ops[node.id].outputs[index])
+    return out
+
+
+def stop_gradient(input, name=None):  # noqa: A002 - TensorFlow's name
+    """Its input, treated as a constant by tf.gradients."""
+    value = _ops.convert_to_tensor(input)
+    return _ops.apply_op("StopGradient", [value], name=name or "StopGradient").outputs[0]
