@@ -204,7 +204,7 @@ def test_static_shapes():
 
 def test_axis_out_of_range_is_a_graph_error():
     x = np.ones((2, 3), np.float32)
-    with pytest.raises(ValueError, match="Invalid reduction dimension 2 for input with 2 dimensions"):
+    with pytest.raises(ValueError, match="Invalid reduction dimension 2 for input with 2 dim"):
         tf.reduce_sum(x, 2)
     with pytest.raises(ValueError, match="Invalid reduction dimension -3"):
         tf.reduce_mean(x, [0, -3])
