@@ -32,7 +32,8 @@ bootstrap: $(BUILD)/.system-deps $(VENV)/.deps
 # package into .venv (incrementally: the build tree is kept in $(BUILD)).
 install: bootstrap
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(VPY) -m pip install -q --no-build-isolation \
-	  -Cbuild-dir=$(BUILD) -Ccmake.define.FLOWSTONE_BUILD_TESTS=ON .
+	  -Cbuild-dir=$(BUILD) -Ccmake.define.FLOWSTONE_BUILD_TESTS=ON \
+	  -Ccmake.define.CMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) .
 
 cpp-test: install
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -56,6 +57,7 @@ bench: install
 tsan: $(BUILD)/.system-deps $(VENV)/.deps
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DFLOWSTONE_SANITIZE=thread -DFLOWSTONE_BUILD_PYTHON=OFF -DFLOWSTONE_BUILD_TESTS=ON \
+	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) \
 	  -DCMAKE_MAKE_PROGRAM=$(CURDIR)/$(VENV)/bin/ninja
 	cmake --build build/tsan -j$(JOBS)
 	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure
@@ -63,6 +65,7 @@ tsan: $(BUILD)/.system-deps $(VENV)/.deps
 asan: $(BUILD)/.system-deps $(VENV)/.deps
 	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DFLOWSTONE_SANITIZE=address -DFLOWSTONE_BUILD_PYTHON=OFF -DFLOWSTONE_BUILD_TESTS=ON \
+	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) \
 	  -DCMAKE_MAKE_PROGRAM=$(CURDIR)/$(VENV)/bin/ninja
 	cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure

@@ -30,6 +30,7 @@ from flowstone.ops.variables import *  # noqa: F401,F403
 from flowstone.ops import init_ops as _init_ops
 from flowstone import tf_config as config
 from flowstone import tf_test as test
+from flowstone import train
 
 # Op families, each a module with __all__ (see flowstone/ops/).
 _OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",

@@ -1,0 +1,287 @@
+// Optimizer update rules, applied in place to resource variables (and their slots). Each kernel
+// locks the variables it updates; a value still shared with a reader is copied before writing.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+namespace {
+
+Var* HandleToVar(const Tensor& handle) {
+  Var* var;
+  std::memcpy(&var, handle.raw_data(), sizeof(var));
+  return var;
+}
+
+// Locks the variables named by resource inputs `indices` (in address order, so concurrent
+// steps cannot deadlock), checks them, and makes their buffers private for writing.
+class LockedVars {
+ public:
+  LockedVars(KernelContext& ctx, const std::vector<int>& indices) {
+    for (int i : indices) vars_.push_back(HandleToVar(ctx.input(i)));
+    std::vector<Var*> order = vars_;
+    std::sort(order.begin(), order.end());
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    for (Var* v : order) locks_.emplace_back(v->mu());
+    for (Var* v : vars_) {
+      if (!v->initialized()) {
+        status_ = errors::FailedPrecondition(
+            "Attempting to use uninitialized value ", v->name(),
+            ". Run the variables' initializers (tf.global_variables_initializer()) after "
+            "creating the optimizer: its slot variables need initializing too.");
+        return;
+      }
+    }
+    const Tensor& grad_like = vars_[0]->value();
+    for (Var* v : vars_) {
+      if (v->value().shape() != grad_like.shape() || v->value().dtype() != grad_like.dtype()) {
+        status_ = errors::InvalidArgument("Slot ", v->name(), " has shape ",
+                                          v->value().shape().ToString(), " but variable ",
+                                          vars_[0]->name(), " has ", grad_like.shape().ToString());
+        return;
+      }
+    }
+    for (Var* v : vars_) {
+      if (!status_.ok()) break;
+      if (!v->value().RefCountIsOne()) {
+        Tensor copy;
+        status_ = ctx.AllocateTemp(v->value().dtype(), v->value().shape(), &copy);
+        if (status_.ok()) {
+          std::memcpy(copy.raw_data(), v->value().raw_data(), v->value().bytes());
+          v->value() = copy;
+        }
+      }
+    }
+  }
+  const Status& status() const { return status_; }
+  template <typename T>
+  T* data(int k) {
+    return vars_[k]->value().template data<T>();
+  }
+  int64_t size() const { return vars_[0]->value().num_elements(); }
+  const TensorShape& shape() const { return vars_[0]->value().shape(); }
+
+ private:
+  std::vector<Var*> vars_;
+  std::vector<std::unique_lock<std::mutex>> locks_;
+  Status status_;
+};
+
+template <typename T>
+T ScalarInput(KernelContext& ctx, int i) {
+  return static_cast<T>(ctx.input(i).ElementAsDouble(0));
+}
+
+Status CheckGrad(KernelContext& ctx, LockedVars& vars, int grad_index) {
+  FS_RETURN_IF_ERROR(vars.status());
+  const Tensor& grad = ctx.input(grad_index);
+  if (grad.shape() != vars.shape()) {
+    return errors::InvalidArgument("Gradient of shape ", grad.shape().ToString(),
+                                   " does not match variable shape ", vars.shape().ToString());
+  }
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (i != grad_index && ctx.input(i).dtype() != DType::kResource &&
+        ctx.input(i).num_elements() != 1) {
+      return errors::InvalidArgument("Input ", i, " of ", ctx.node().type(),
+                                     " must be a scalar, got shape ",
+                                     ctx.input(i).shape().ToString());
+    }
+  }
+  return Status::OK();
+}
+
+// Runs fn(begin, end) over the elements on the intra-op threads.
+template <typename F>
+void ForEachBlock(KernelContext& ctx, int64_t n, F&& fn) {
+  ctx.ParallelFor(n, 10, fn);
+}
+
+Status ApplyGradientDescent(KernelContext& ctx) {
+  LockedVars vars(ctx, {0});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 2));
+  return DispatchDType<float, double>(ctx.input(2).dtype(), "ResourceApplyGradientDescent",
+                                      [&]<typename T>() -> Status {
+    T* w = vars.data<T>(0);
+    const T* g = ctx.input(2).data<T>();
+    const T lr = ScalarInput<T>(ctx, 1);
+    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) w[i] -= lr * g[i];
+    });
+    return Status::OK();
+  });
+}
+
+Status ApplyMomentum(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
+  return DispatchDType<float, double>(ctx.input(3).dtype(), "ResourceApplyMomentum",
+                                      [&]<typename T>() -> Status {
+    T* w = vars.data<T>(0);
+    T* accum = vars.data<T>(1);
+    const T lr = ScalarInput<T>(ctx, 2);
+    const T* g = ctx.input(3).data<T>();
+    const T momentum = ScalarInput<T>(ctx, 4);
+    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        accum[i] = accum[i] * momentum + g[i];
+        w[i] -= nesterov ? g[i] * lr + accum[i] * momentum * lr : lr * accum[i];
+      }
+    });
+    return Status::OK();
+  });
+}
+
+Status ApplyAdam(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1, 2});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 9));
+  const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
+  return DispatchDType<float, double>(ctx.input(9).dtype(), "ResourceApplyAdam",
+                                      [&]<typename T>() -> Status {
+    T* w = vars.data<T>(0);
+    T* m = vars.data<T>(1);
+    T* v = vars.data<T>(2);
+    const T beta1_power = ScalarInput<T>(ctx, 3);
+    const T beta2_power = ScalarInput<T>(ctx, 4);
+    const T lr = ScalarInput<T>(ctx, 5);
+    const T beta1 = ScalarInput<T>(ctx, 6);
+    const T beta2 = ScalarInput<T>(ctx, 7);
+    const T epsilon = ScalarInput<T>(ctx, 8);
+    const T* g = ctx.input(9).data<T>();
+    const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        m[i] += (g[i] - m[i]) * (T(1) - beta1);
+        v[i] += (g[i] * g[i] - v[i]) * (T(1) - beta2);
+        T step = nesterov ? m[i] * beta1 + (T(1) - beta1) * g[i] : m[i];
+        w[i] -= lr_t * step / (std::sqrt(v[i]) + epsilon);
+      }
+    });
+    return Status::OK();
+  });
+}
+
+Status ApplyRMSProp(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1, 2});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 7));
+  return DispatchDType<float, double>(ctx.input(7).dtype(), "ResourceApplyRMSProp",
+                                      [&]<typename T>() -> Status {
+    T* w = vars.data<T>(0);
+    T* ms = vars.data<T>(1);
+    T* mom = vars.data<T>(2);
+    const T lr = ScalarInput<T>(ctx, 3);
+    const T rho = ScalarInput<T>(ctx, 4);
+    const T momentum = ScalarInput<T>(ctx, 5);
+    const T epsilon = ScalarInput<T>(ctx, 6);
+    const T* g = ctx.input(7).data<T>();
+    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
+        mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] + epsilon);
+        w[i] -= mom[i];
+      }
+    });
+    return Status::OK();
+  });
+}
+
+Status ApplyCenteredRMSProp(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1, 2, 3});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 8));
+  return DispatchDType<float, double>(ctx.input(8).dtype(), "ResourceApplyCenteredRMSProp",
+                                      [&]<typename T>() -> Status {
+    T* w = vars.data<T>(0);
+    T* mg = vars.data<T>(1);
+    T* ms = vars.data<T>(2);
+    T* mom = vars.data<T>(3);
+    const T lr = ScalarInput<T>(ctx, 4);
+    const T rho = ScalarInput<T>(ctx, 5);
+    const T momentum = ScalarInput<T>(ctx, 6);
+    const T epsilon = ScalarInput<T>(ctx, 7);
+    const T* g = ctx.input(8).data<T>();
+    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
+        mg[i] += (g[i] - mg[i]) * (T(1) - rho);
+        mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] - mg[i] * mg[i] + epsilon);
+        w[i] -= mom[i];
+      }
+    });
+    return Status::OK();
+  });
+}
+
+Status ApplyAdagrad(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  const bool update_slots = ctx.attrs().GetOr<bool>("update_slots", true);
+  return DispatchDType<float, double>(ctx.input(3).dtype(), "ResourceApplyAdagrad",
+                                      [&]<typename T>() -> Status {
+    T* w = vars.data<T>(0);
+    T* accum = vars.data<T>(1);
+    const T lr = ScalarInput<T>(ctx, 2);
+    const T* g = ctx.input(3).data<T>();
+    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        if (update_slots) accum[i] += g[i] * g[i];
+        w[i] -= lr * g[i] / std::sqrt(accum[i]);
+      }
+    });
+    return Status::OK();
+  });
+}
+
+Status NoOutputs(InferenceContext&) { return Status::OK(); }
+
+// Declares a resource-apply op: `resources` resource inputs, then scalar/tensor inputs of T.
+OpBuilder ApplyOp(const std::string& name, const std::vector<std::string>& resources,
+                  const std::vector<std::string>& inputs) {
+  OpBuilder b(name);
+  for (const std::string& r : resources) b.Input(r, "resource");
+  for (const std::string& in : inputs) b.Input(in, "T");
+  b.TypeAttr("T", kFloatTypes).Attr("use_locking", false).Stateful().Shape(NoOutputs)
+      .NotDifferentiable();
+  return b;
+}
+
+FS_REGISTER_OP(ApplyOp("ResourceApplyGradientDescent", {"var"}, {"alpha", "delta"})
+                   .Kernel("CPU", ApplyGradientDescent)
+                   .Doc("var -= alpha * delta"));
+
+FS_REGISTER_OP(ApplyOp("ResourceApplyMomentum", {"var", "accum"}, {"lr", "grad", "momentum"})
+                   .Attr("use_nesterov", false)
+                   .Kernel("CPU", ApplyMomentum)
+                   .Doc("accum = accum * momentum + grad; var -= lr * accum (or the Nesterov "
+                        "form: var -= lr * grad + lr * momentum * accum)"));
+
+FS_REGISTER_OP(ApplyOp("ResourceApplyAdam", {"var", "m", "v"},
+                       {"beta1_power", "beta2_power", "lr", "beta1", "beta2", "epsilon", "grad"})
+                   .Attr("use_nesterov", false)
+                   .Kernel("CPU", ApplyAdam)
+                   .Doc("lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m += (g - m)(1 - beta1); "
+                        "v += (g^2 - v)(1 - beta2); var -= lr_t * m / (sqrt(v) + epsilon)"));
+
+FS_REGISTER_OP(ApplyOp("ResourceApplyRMSProp", {"var", "ms", "mom"},
+                       {"lr", "rho", "momentum", "epsilon", "grad"})
+                   .Kernel("CPU", ApplyRMSProp)
+                   .Doc("ms += (g^2 - ms)(1 - rho); mom = mom * momentum + lr * g / "
+                        "sqrt(ms + epsilon); var -= mom"));
+
+FS_REGISTER_OP(ApplyOp("ResourceApplyCenteredRMSProp", {"var", "mg", "ms", "mom"},
+                       {"lr", "rho", "momentum", "epsilon", "grad"})
+                   .Kernel("CPU", ApplyCenteredRMSProp)
+                   .Doc("RMSProp normalized by the centered second moment ms - mg^2."));
+
+FS_REGISTER_OP(ApplyOp("ResourceApplyAdagrad", {"var", "accum"}, {"lr", "grad"})
+                   .Attr("update_slots", true)
+                   .Kernel("CPU", ApplyAdagrad)
+                   .Doc("accum += g^2; var -= lr * g / sqrt(accum)"));
+
+}  // namespace
+}  // namespace flowstone
