@@ -133,7 +133,7 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
     """Removes dimensions of size 1: those in `axis`, or all of them."""
     if squeeze_dims is not None:
         if axis is not None:
-            raise ValueError("Cannot specify both 'squeeze_dims' and 'axis'")
+            raise ValueError("Cannot specify both 'axis' and 'squeeze_dims'")
         axis = squeeze_dims
     if axis is None:
         axis = []
