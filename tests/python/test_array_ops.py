@@ -333,6 +333,11 @@ def test_stack_matches_numpy():
         v = sample((2,), dtype)
         np.testing.assert_array_equal(run(tf.stack([tf.constant(v)] * 2, 1)), np.stack([v] * 2, 1))
     assert static(tf.stack([tf.zeros([0, 2])] * 3, 1)) == [0, 3, 2]
+    v = tf.Variable([1.0, 2.0])
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(sess.run(tf.stack([v, [3.0, 4.0]])), [[1, 2], [3, 4]])
+        np.testing.assert_array_equal(sess.run(v[::-1]), [2, 1])
 
 
 def test_stack_errors():

@@ -173,8 +173,12 @@ def concat(values, axis, name="concat"):
 def stack(values, axis=0, name="stack"):
     """Stacks tensors of one shape along a new dimension `axis`."""
     if axis == 0 and values and _tensor_of(values) is None:
-        # All Python or numpy values: one constant, as TensorFlow makes.
-        return _ops.convert_to_tensor(list(values), name=name)
+        # Python or numpy values: one constant, as TensorFlow makes. Other tensor-likes (such as
+        # Variables) do not convert as a list and are packed below.
+        try:
+            return _ops.convert_to_tensor(list(values), name=name)
+        except (TypeError, ValueError):
+            pass
     return _apply("Pack", [_convert_list(values, "stack")], {"axis": int(axis)}, name=name)[0]
 
 
@@ -223,7 +227,9 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     paddings = _index_tensor(paddings)
     mode = mode.upper()
     if mode == "CONSTANT":
-        if not isinstance(constant_values, _ops.Tensor) and np.all(np.asarray(constant_values) == 0):
+        is_zero = not isinstance(constant_values, _ops.Tensor) and np.all(
+            np.asarray(constant_values) == 0)
+        if is_zero:
             return _apply("Pad", [value, paddings], name=name)[0]
         fill_value = _ops.convert_to_tensor(constant_values, dtype=value.dtype)
         return _apply("PadV2", [value, paddings, fill_value], name=name)[0]
