@@ -42,14 +42,14 @@ def _tensor_of(values):
 def _convert_list(values, name):
     """Converts a list of tensor-likes, giving Python values the dtype of the first Tensor in the
     list (as TensorFlow does for list arguments such as tf.concat's values)."""
-    if isinstance(values, _ops.Tensor) or not isinstance(values, (list, tuple)):
+    if not isinstance(values, (list, tuple)):
         raise TypeError(f"{name} expects a list of tensors, got {type(values).__name__}")
     first = _tensor_of(values)
     dtype = None if first is None else first.dtype
     return [_ops.convert_to_tensor(v, preferred_dtype=dtype) for v in values]
 
 
-def _index_tensor(value, name="Const"):
+def _index_tensor(value):
     """A shape-like argument (a list of ints, a TensorShape, a Tensor, or a list mixing ints and
     scalar Tensors such as `[tf.shape(x)[0], -1]`) as an int32/int64 Tensor."""
     if isinstance(value, _ops.Tensor):
@@ -59,8 +59,8 @@ def _index_tensor(value, name="Const"):
             raise ValueError(f"Cannot convert a partially known TensorShape {value} to a Tensor.")
         value = value.as_list()
     if isinstance(value, (list, tuple)) and _tensor_of(value) is not None:
-        return stack([_as_int_scalar(v, _tensor_of(value).dtype) for v in value], name=name)
-    return _ops.convert_to_tensor(value, name=name, preferred_dtype=_dtypes.int32)
+        return stack([_as_int_scalar(v, _tensor_of(value).dtype) for v in value])
+    return _ops.convert_to_tensor(value, preferred_dtype=_dtypes.int32)
 
 
 def _as_int_scalar(value, dtype):
@@ -74,9 +74,8 @@ def _static_dims(shape):
     if isinstance(shape, numbers.Integral):
         return [int(shape)]
     if isinstance(shape, (list, tuple, np.ndarray)):
-        dims = list(np.asarray(shape).reshape(-1)) if isinstance(shape, np.ndarray) else shape
-        if all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims):
-            return [int(d) for d in dims]
+        if all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in shape):
+            return [int(d) for d in shape]
     return None
 
 
@@ -249,7 +248,7 @@ def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's name
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
                   new_axis_mask=0, shrink_axis_mask=0, var=None, name=None):
     """The StridedSlice op that `tensor[...]` builds; see TensorFlow's documentation of the
-    masks."""
+    masks. Strides default to 1; `var` (for sliced assignment in TensorFlow) is not used."""
     begin = _index_tensor(begin)
     end = _index_tensor(end)
     if strides is None:
