@@ -129,7 +129,7 @@ FS_REGISTER_OP(OpBuilder("Cast")
                    .Output("y", "DstT")
                    .TypeAttr("SrcT", kAllTypes)
                    .TypeAttr("DstT", kAllTypes)
-                   .Attr("Truncate", AttrValue(false))
+                   .Attr("Truncate", false)
                    .Shape(shape_fns::Unchanged)
                    .KernelClass<CastKernel>("CPU")
                    .Doc("x converted to DstT. Floats to integers truncate toward zero and saturate "
