@@ -1,6 +1,6 @@
 // General matrix multiply for the MatMul family. Every matrix product in Flowstone's CPU kernels
-// goes through Gemm, so a faster library (oneDNN, a BLAS) can replace the body of gemm.cc without
-// touching the kernels.
+// goes through Gemm: float32 runs on oneDNN's sgemm, float64 and the integers on a hand-written
+// blocked kernel (gemm.cc).
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,10 @@ namespace flowstone {
 //   op(A) is m x k: A is stored m x k, or k x m when transpose_a (leading dimension lda).
 //   op(B) is k x n: B is stored k x n, or n x k when transpose_b (leading dimension ldb).
 //   C is m x n with leading dimension ldc; its previous contents are overwritten.
-// Work is split over ctx's intra-op threads; scratch memory comes from ctx's allocator, so
-// running out of it is reported as ResourceExhausted. Integer products wrap around on overflow.
+// Work is split over ctx's intra-op threads, in pieces that depend on the shape only, so results
+// do not depend on the number of threads. The hand-written path takes its scratch memory from
+// ctx's allocator and oneDNN's sgemm its (small) packing buffers from the heap; running out of
+// either is reported as ResourceExhausted. Integer products wrap around on overflow.
 // Instantiated for float, double, int32_t and int64_t.
 template <typename T>
 Status Gemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,

@@ -71,6 +71,26 @@ def test_sizes_spanning_several_cache_blocks():
                                                          transpose_b=True)), (a @ b).T)
 
 
+def test_float32_tiles_every_transpose_combination_and_batches():
+    # Several tiles of C in both directions (float32 runs tile by tile), with edges that are not
+    # multiples of anything; integer values make every result exact.
+    rng = np.random.default_rng(9)
+    a = rng.integers(-4, 5, size=(3, 290, 150)).astype(np.float32)
+    b = rng.integers(-4, 5, size=(150, 613)).astype(np.float32)
+    expected = a @ b
+    t = lambda x: np.swapaxes(x, -1, -2).copy()  # noqa: E731
+    outs = [tf.matmul(a[1], b), tf.matmul(t(a[1]), b, transpose_a=True),
+            tf.matmul(a[1], t(b), transpose_b=True),
+            tf.matmul(t(a[1]), t(b), transpose_a=True, transpose_b=True),
+            tf.matmul(a, b), tf.matmul(t(a), t(b), adjoint_a=True, adjoint_b=True)]
+    with tf.Session() as sess:
+        got = sess.run(outs)
+    for g in got[:4]:
+        np.testing.assert_array_equal(g, expected[1])
+    for g in got[4:]:
+        np.testing.assert_array_equal(g, expected)
+
+
 def test_empty_matrices():
     with tf.Session() as sess:
         assert sess.run(tf.matmul(np.zeros((0, 3), np.float32),
