@@ -452,12 +452,6 @@ class CheckpointReader {
 // ---------------------------------------------------------------------------------------------
 // Variables.
 
-// The variable a VarHandleOp names, as its kernel looks it up (see variable_ops.cc).
-std::string VarName(const Node& node) {
-  std::string shared = node.attrs().GetOr<std::string>("shared_name", "");
-  return shared.empty() ? node.name() : shared;
-}
-
 DType VarDType(const Node& node) { return node.attrs().GetOr<DType>("dtype", DType::kFloat32); }
 
 PartialShape VarShape(const Node& node) {
@@ -495,7 +489,7 @@ Status SnapshotVariables(Session& session, const CheckpointVars& vars,
                                      " is given for two variables; "
                                      "every saved variable needs its own key");
     }
-    std::string name = VarName(*node);
+    std::string name = VarNameOf(*node);
     Tensor value;
     if (Var* var = resources->LookupVar(name)) {
       std::lock_guard<std::mutex> lock(var->mu());
@@ -608,7 +602,7 @@ Status ReadCheckpointForVariables(const CheckpointVars& vars, const std::string&
     FS_RETURN_IF_ERROR(reader.Find(key, &found[i]));
     const CheckpointEntry& stored = found[i]->entry;
     if (stored.dtype != VarDType(*node)) {
-      return errors::InvalidArgument("Cannot restore variable ", VarName(*node),
+      return errors::InvalidArgument("Cannot restore variable ", VarNameOf(*node),
                                      " from checkpoint ", path,
                                      ": the "
                                      "variable has dtype ",
@@ -618,7 +612,7 @@ Status ReadCheckpointForVariables(const CheckpointVars& vars, const std::string&
     PartialShape shape = VarShape(*node);
     if (!shape.IsCompatibleWith(stored.shape)) {
       return errors::InvalidArgument(
-          "Cannot restore variable ", VarName(*node), " from checkpoint ", path,
+          "Cannot restore variable ", VarNameOf(*node), " from checkpoint ", path,
           ": the "
           "variable has shape ",
           shape.ToString(), " but the checkpoint stores key ", key, " with shape ",
@@ -646,7 +640,7 @@ Status AssignVariables(Session& session, const CheckpointVars& vars,
   for (size_t i = 0; i < vars.size(); ++i) {
     const auto& [key, node] = vars[i];
     FS_RETURN_IF_ERROR(CheckVarHandle(key, node));
-    const Var* var = resources->LookupVar(VarName(*node));
+    const Var* var = resources->LookupVar(VarNameOf(*node));
     if (var != nullptr && (var->dtype() != values[i].dtype() ||
                            !var->declared_shape().IsCompatibleWith(values[i].shape()))) {
       return errors::InvalidArgument("Cannot restore variable ", var->name(), " of ",
@@ -657,7 +651,7 @@ Status AssignVariables(Session& session, const CheckpointVars& vars,
   }
   for (size_t i = 0; i < vars.size(); ++i) {
     const Node& node = *vars[i].second;
-    Var* var = resources->LookupOrCreateVar(VarName(node), VarDType(node), VarShape(node));
+    Var* var = resources->LookupOrCreateVar(VarNameOf(node), VarDType(node), VarShape(node));
     std::lock_guard<std::mutex> lock(var->mu());
     var->value() = values[i];
   }
