@@ -100,7 +100,7 @@ OpBuilder EqualityOp(const char* name, bool value_on_mismatch) {
       .Input("y", "T")
       .Output("z", "bool")
       .TypeAttr("T", EqualityTypeList::DTypes())
-      .Attr("incompatible_shape_error", AttrValue(true))
+      .Attr("incompatible_shape_error", true)
       .Shape(EqualityShape)
       .Kernel("CPU", EqualityKernel<Fn>(value_on_mismatch))
       .NotDifferentiable();

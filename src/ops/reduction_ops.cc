@@ -421,7 +421,7 @@ OpBuilder ReductionOp(const char* name, const char* doc) {
       .Output("output", "T")
       .TypeAttr("T", kNumericTypes)
       .TypeAttr("Tidx", {DType::kInt32, DType::kInt64}, DType::kInt32)
-      .Attr("keep_dims", AttrValue(false))
+      .Attr("keep_dims", false)
       .Shape(ReductionShape)
       .KernelClass<ReductionKernel<kKind>>("CPU")
       .Doc(doc);
