@@ -936,15 +936,17 @@ Status TileGrad(GradientContext& ctx) {
   const DType index_type = ctx.input_type(1);
   AttrMap pack;
   pack.Set("axis", int64_t{1});
-  Endpoint pairs =
-      ctx.Op("Pack", {ctx.input(1), array_util::ShapeAs(ctx, ctx.input(0), index_type)}, pack);
+  const Endpoint input_shape = array_util::ShapeAs(ctx, ctx.input(0), index_type);
+  Endpoint pairs = ctx.Op("Pack", {ctx.input(1), input_shape}, pack);
   Endpoint split_shape = ctx.Op("Reshape", {pairs, IndexConst(ctx, {-1}, DType::kInt32)});
   Endpoint copy_axes =
       ctx.Op("Range", {IndexScalar(ctx, 0), ctx.Op("Size", {split_shape}), IndexScalar(ctx, 2)});
   AttrMap sum;
   sum.Set("keep_dims", false);
-  ctx.SetInputGrad(
-      0, ctx.Op("Sum", {ctx.Op("Reshape", {ctx.output_grad(0), split_shape}), copy_axes}, sum));
+  Endpoint summed =
+      ctx.Op("Sum", {ctx.Op("Reshape", {ctx.output_grad(0), split_shape}), copy_axes}, sum);
+  // Already of the input's shape; the reshape (no copy) gives it the input's static shape too.
+  ctx.SetInputGrad(0, ctx.Op("Reshape", {summed, input_shape}));
   return Status::OK();
 }
 

@@ -719,7 +719,10 @@ Status GatherGrad(GradientContext& ctx) {
   }
   Endpoint back = Concat(ctx, {batch_range, range(IndexScalar(ctx, batch_dims + 1), after_axis),
                                vec(b), range(after_axis, rank)});
-  ctx.SetInputGrad(0, ctx.Op("Transpose", {grad, back}));
+  grad = ctx.Op("Transpose", {grad, back});
+  // A reshape to params' own shape (no copy) gives the gradient params' static shape, which the
+  // run-time permutations above hide from shape inference.
+  ctx.SetInputGrad(0, ctx.Op("Reshape", {grad, shape}));
   return Status::OK();
 }
 

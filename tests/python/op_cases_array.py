@@ -69,7 +69,11 @@ CASES = [
     Case("Split", [_i32(1), rand(2, 4)], lambda d, x: tuple(np.split(x, 2, 1)),
          attrs={"num_split": 2}, outputs=2, grad=[1]),
     Case("SplitV", [rand(5, 2), _i64([2, -1, 0]), _i32(0)],
-         lambda x, s, d: (x[:2], x[2:], x[5:]), attrs={"num_split": 3}, outputs=3, grad=[0]),
+         lambda x, s, d: (x[:2], x[2:], x[5:]), attrs={"num_split": 3}, outputs=3),
+    # (The gradient check weights output 0 by an array shaped like all outputs: pieces of one
+    # shape.)
+    Case("SplitV", [rand(4, 3), _i64([-1, 2]), _i32(0)], lambda x, s, d: (x[:2], x[2:]),
+         attrs={"num_split": 2}, outputs=2, grad=[0]),
     Case("Tile", [rand(2, 3), _i32([2, 1])], lambda x, m: np.tile(x, m), grad=[0]),
     Case("Tile", [rand(1, 2, 2), _i64([3, 2, 1])], lambda x, m: np.tile(x, m), grad=[0]),
     # Slicing and gathering.
