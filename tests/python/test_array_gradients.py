@@ -314,3 +314,20 @@ def test_mirror_pad_grad_checks_paddings():
         _run(out, {grad: _rand(2, 4)})  # rows: 2 - 1 - 1 = 0, too few to mirror
     with pytest.raises(ValueError, match="exceed its size 4"):
         apply_op("MirrorPadGrad", [grad, tf.constant([[0, 0], [3, 2]])], {"mode": "SYMMETRIC"})
+
+
+def test_gather_gradient_with_params_of_unknown_rank():
+    params = tf.placeholder(tf.float64, None)
+    (g,), w = _weighted_grads(tf.gather(params, [1, 1], axis=1), [params])
+    wv = _rand(2, 2, 3)
+    expected = np.zeros((2, 3, 3))
+    expected[:, 1] = wv.sum(axis=1)
+    np.testing.assert_allclose(_run(g, {params: _rand(2, 3, 3), w: wv}), expected)
+
+
+def test_gather_gradient_needs_the_indices_rank_for_negative_batch_dims():
+    params = tf.placeholder(tf.float64, [2, 3])
+    indices = tf.placeholder(tf.int32, None)
+    y = tf.gather(params, indices, axis=1, batch_dims=-1)
+    with pytest.raises(ValueError, match="needs indices of known rank"):
+        tf.gradients(tf.reduce_sum(y), [params])

@@ -27,6 +27,7 @@ def test_zeros_and_fill_with_run_time_dims():
     p = tf.placeholder(tf.float32, [None, 3, None])
     assert tf.ones([tf.shape(p)[1], tf.shape(p)[-1], 5]).shape.as_list() == [3, None, 5]
     assert tf.fill(tf.shape(p), 1.0).shape.as_list() == [None, 3, None]
+    assert tf.random_uniform(tf.stack([n, 3])).shape.as_list() == [None, 3]
     assert _run(tf.zeros([n, 2]), {n: 3}).shape == (3, 2)
 
 
