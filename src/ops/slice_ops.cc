@@ -666,6 +666,14 @@ Status GatherGrad(GradientContext& ctx) {
     axis = ctx.Op("Cast", {axis}, cast);
   }
   axis = ctx.Op("FloorMod", {axis, rank});  // negative axes count from the end
+  // The usual gather (axis 0, or the first axis after the batch dims, given as a constant) needs
+  // no transposes.
+  const Endpoint axis_in = ctx.input(2);
+  const AttrValue* axis_value =
+      axis_in.node->type() == "Const" ? axis_in.node->attrs().Find("value") : nullptr;
+  const bool moves_axis =
+      axis_value == nullptr || std::get<Tensor>(*axis_value).ElementAsInt64(0) != batch_dims;
+
   const Endpoint after_axis = ctx.Op("AddV2", {axis, IndexScalar(ctx, 1)});
   auto vec = [&](Endpoint scalar) {
     return ctx.Op("Reshape", {scalar, IndexConst(ctx, {1}, DType::kInt32)});
@@ -674,26 +682,28 @@ Status GatherGrad(GradientContext& ctx) {
     return ctx.Op("Range", {begin, end, IndexScalar(ctx, 1)});
   };
   auto slice = [&](Endpoint begin, Endpoint size) { return ctx.Op("Slice", {shape, begin, size}); };
+  const Endpoint b = IndexScalar(ctx, batch_dims);
+  const Endpoint b_vec = IndexConst(ctx, {batch_dims}, DType::kInt32);
+  const Endpoint minus_one = IndexConst(ctx, {-1}, DType::kInt32);
   std::vector<int64_t> batch_axes(batch_dims);
   std::iota(batch_axes.begin(), batch_axes.end(), 0);
   const Endpoint batch_range = IndexConst(ctx, batch_axes, DType::kInt32);
-  const Endpoint b = IndexScalar(ctx, batch_dims);
 
-  const Endpoint batch = slice(IndexConst(ctx, {0}, DType::kInt32), vec(b));
-  const Endpoint outer = slice(vec(b), vec(ctx.Op("Sub", {axis, b})));
+  const Endpoint batch = slice(IndexConst(ctx, {0}, DType::kInt32), b_vec);
+  const Endpoint outer = slice(b_vec, vec(ctx.Op("Sub", {axis, b})));
   const Endpoint gathered = slice(vec(axis), IndexConst(ctx, {1}, DType::kInt32));
-  const Endpoint inner = slice(vec(after_axis), IndexConst(ctx, {-1}, DType::kInt32));
+  const Endpoint inner = slice(vec(after_axis), minus_one);
 
   // The gradient as [batch..., outer..., m, inner...] with all m gathered rows on one axis,
   // moved next to the batch dims: [batch..., m, outer..., inner...].
   Endpoint values =
-      ctx.Op("Reshape", {ctx.output_grad(0),
-                         Concat(ctx, {batch, outer, IndexConst(ctx, {-1}, DType::kInt32), inner})});
-  Endpoint to_front =
-      Concat(ctx, {batch_range, vec(axis), range(b, axis), range(after_axis, rank)});
-  values = ctx.Op("Transpose", {values, to_front});
-  Endpoint ids =
-      ctx.Op("Reshape", {ctx.input(1), Concat(ctx, {batch, IndexConst(ctx, {-1}, DType::kInt32)})});
+      ctx.Op("Reshape", {ctx.output_grad(0), Concat(ctx, {batch, outer, minus_one, inner})});
+  if (moves_axis) {
+    values = ctx.Op(
+        "Transpose",
+        {values, Concat(ctx, {batch_range, vec(axis), range(b, axis), range(after_axis, rank)})});
+  }
+  Endpoint ids = ctx.Op("Reshape", {ctx.input(1), Concat(ctx, {batch, minus_one})});
   Endpoint num_segments =
       ctx.Op("Reshape", {gathered, IndexConst(ctx, {}, DType::kInt32)});  // a scalar
   if (batch_dims > 0) {
@@ -717,11 +727,14 @@ Status GatherGrad(GradientContext& ctx) {
   if (batch_dims > 0) {
     grad = ctx.Op("Reshape", {grad, Concat(ctx, {batch, gathered, outer, inner})});
   }
-  Endpoint back = Concat(ctx, {batch_range, range(IndexScalar(ctx, batch_dims + 1), after_axis),
-                               vec(b), range(after_axis, rank)});
-  grad = ctx.Op("Transpose", {grad, back});
+  if (moves_axis) {
+    grad =
+        ctx.Op("Transpose",
+               {grad, Concat(ctx, {batch_range, range(IndexScalar(ctx, batch_dims + 1), after_axis),
+                                   b_vec, range(after_axis, rank)})});
+  }
   // A reshape to params' own shape (no copy) gives the gradient params' static shape, which the
-  // run-time permutations above hide from shape inference.
+  // run-time shapes above hide from shape inference.
   ctx.SetInputGrad(0, ctx.Op("Reshape", {grad, shape}));
   return Status::OK();
 }
