@@ -74,10 +74,9 @@ class BiasAddKernel final : public OpKernel {
     }
     const int channel_dim = ChannelDim(nchw_, value.rank());
     if (bias.dim(0) != value.dim(channel_dim)) {
-      return errors::InvalidArgument("Must provide as many biases as the ",
-                                     nchw_ ? "channel dimension (1)" : "last dimension",
-                                     " of the input tensor: ", bias.shape().ToString(), " vs. ",
-                                     value.shape().ToString());
+      return errors::InvalidArgument(
+          "Must provide as many biases as the ", nchw_ ? "channel dimension (1)" : "last dimension",
+          " of the input tensor: ", bias.shape().ToString(), " vs. ", value.shape().ToString());
     }
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, value.shape(), &out));
@@ -129,8 +128,7 @@ class BiasAddGradKernel final : public OpKernel {
   Status Compute(KernelContext& ctx) override {
     const Tensor& grad = ctx.input(0);
     if (grad.rank() < 2) {
-      return errors::InvalidArgument("Input tensor must be at least 2D: ",
-                                     grad.shape().ToString());
+      return errors::InvalidArgument("Input tensor must be at least 2D: ", grad.shape().ToString());
     }
     const ChannelView view(grad.shape(), ChannelDim(nchw_, grad.rank()));
     Tensor* out;

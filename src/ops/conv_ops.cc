@@ -54,8 +54,7 @@ Status ConvOutput(const WindowAttrs& attrs, bool depthwise, const Image& in, con
     const int64_t channels = Known(in.c) ? in.c : filter.in;
     out->c = Known(channels) && Known(filter.out) ? channels * filter.out : -1;
   } else {
-    if (Known(in.c) && Known(filter.in) &&
-        (filter.in == 0 ? in.c != 0 : in.c % filter.in != 0)) {
+    if (Known(in.c) && Known(filter.in) && (filter.in == 0 ? in.c != 0 : in.c % filter.in != 0)) {
       return errors::InvalidArgument("Depth of input (", in.c,
                                      ") is not a multiple of input depth of filter (", filter.in,
                                      ")");
@@ -74,13 +73,16 @@ Status CheckBackprop(const std::string& op, const WindowAttrs& attrs, bool depth
   Image expected;
   FS_RETURN_IF_ERROR(ConvOutput(attrs, depthwise, in, filter, &expected));
   if (Known(in.n) && Known(dy.n) && in.n != dy.n) {
-    return errors::InvalidArgument(op, ": input and out_backprop must have the same batch size, "
-                                   "but are ", in.n, " and ", dy.n);
+    return errors::InvalidArgument(op,
+                                   ": input and out_backprop must have the same batch size, "
+                                   "but are ",
+                                   in.n, " and ", dy.n);
   }
   if (Known(expected.c) && Known(dy.c) && expected.c != dy.c) {
-    return errors::InvalidArgument(op, ": filter and out_backprop must have the same out_depth, "
-                                   "but the filter gives ", expected.c, " and out_backprop has ",
-                                   dy.c);
+    return errors::InvalidArgument(op,
+                                   ": filter and out_backprop must have the same out_depth, "
+                                   "but the filter gives ",
+                                   expected.c, " and out_backprop has ", dy.c);
   }
   const conv::Layout layout = conv::Layout::Of(attrs.format);
   const int64_t in_size[2] = {in.h, in.w}, filter_size[2] = {filter.h, filter.w};
@@ -107,8 +109,8 @@ struct ConvProblem {
   Window rows, cols;
 };
 
-Status MakeProblem(const WindowAttrs& attrs, bool depthwise, const Image& in,
-                   const Filter& filter, ConvProblem* p) {
+Status MakeProblem(const WindowAttrs& attrs, bool depthwise, const Image& in, const Filter& filter,
+                   ConvProblem* p) {
   p->format = attrs.format;
   p->depthwise = depthwise;
   p->in = in;
@@ -146,8 +148,7 @@ inline int64_t OutputPos(const Window& w, int64_t in_pos, int64_t tap) {
 struct ChannelMap {
   int64_t fanout;  // filter entries per input channel
   bool depthwise;
-  explicit ChannelMap(const ConvProblem& p)
-      : fanout(p.filter.out), depthwise(p.depthwise) {}
+  explicit ChannelMap(const ConvProblem& p) : fanout(p.filter.out), depthwise(p.depthwise) {}
   int64_t first_out(int64_t ic) const { return depthwise ? ic * fanout : 0; }
 };
 
@@ -256,7 +257,7 @@ void RefBackpropFilter(KernelContext& ctx, const ConvProblem& p, const T* x, con
 using dnnl::memory;
 
 memory::desc ImageDesc(const Image& image, DataFormat format, bool any_layout) {
-  memory::format_tag tag = any_layout                      ? memory::format_tag::any
+  memory::format_tag tag = any_layout                    ? memory::format_tag::any
                            : format == DataFormat::kNHWC ? memory::format_tag::nhwc
                                                          : memory::format_tag::nchw;
   return memory::desc({image.n, image.c, image.h, image.w}, memory::data_type::f32, tag);
@@ -307,56 +308,67 @@ struct CachedConv {
 
 enum class ConvPass { kForward, kBackpropInput, kBackpropFilter };
 
-Status BuildConv(const ConvProblem& p, ConvPass pass, CachedConv* out) {
+// The primitive for one pass, with the activations in the tensors' own layout or, when
+// `any_layout`, in whatever layout oneDNN prefers. Throws dnnl::error when oneDNN has no
+// implementation.
+onednn::Primitive MakeConvPrimitive(const ConvProblem& p, ConvPass pass, bool any_layout) {
   const memory::desc src = ImageDesc(p.in, p.format, false);
   const memory::desc weights = FilterDesc(p, false);
   const memory::desc dst = ImageDesc(p.out, p.format, false);
   const ConvDims d(p);
-  Status s = onednn::Guard("create a convolution", [&] {
-    switch (pass) {
-      case ConvPass::kForward: {
-        auto pd = onednn::ChoosePd([&](bool any) {
-          return ForwardPd(p, any, dnnl::prop_kind::forward_inference);
-        });
-        out->primitive.emplace(dnnl::convolution_forward(pd), pd,
-                               std::vector<onednn::ArgSpec>{{DNNL_ARG_SRC, src, false},
-                                                            {DNNL_ARG_WEIGHTS, weights, false},
-                                                            {DNNL_ARG_DST, dst, true}});
-        break;
-      }
-      case ConvPass::kBackpropInput: {
-        auto pd = onednn::ChoosePd([&](bool any) {
-          return dnnl::convolution_backward_data::primitive_desc(
-              onednn::Engine(), dnnl::algorithm::convolution_direct,
-              ImageDesc(p.in, p.format, any), FilterDesc(p, true),
-              ImageDesc(p.out, p.format, any), d.strides, d.dilates, d.pad_l, d.pad_r,
-              ForwardPd(p, any, dnnl::prop_kind::forward_training), onednn::DefaultAttr());
-        });
-        out->primitive.emplace(dnnl::convolution_backward_data(pd), pd,
-                               std::vector<onednn::ArgSpec>{{DNNL_ARG_WEIGHTS, weights, false},
-                                                            {DNNL_ARG_DIFF_DST, dst, false},
-                                                            {DNNL_ARG_DIFF_SRC, src, true}});
-        break;
-      }
-      case ConvPass::kBackpropFilter: {
-        auto pd = onednn::ChoosePd([&](bool any) {
-          return dnnl::convolution_backward_weights::primitive_desc(
-              onednn::Engine(), dnnl::algorithm::convolution_direct,
-              ImageDesc(p.in, p.format, any), FilterDesc(p, true),
-              ImageDesc(p.out, p.format, any), d.strides, d.dilates, d.pad_l, d.pad_r,
-              ForwardPd(p, any, dnnl::prop_kind::forward_training), onednn::DefaultAttr());
-        });
-        out->primitive.emplace(dnnl::convolution_backward_weights(pd), pd,
-                               std::vector<onednn::ArgSpec>{{DNNL_ARG_SRC, src, false},
-                                                            {DNNL_ARG_DIFF_DST, dst, false},
-                                                            {DNNL_ARG_DIFF_WEIGHTS, weights, true}});
-        break;
-      }
+  const memory::desc pd_src = ImageDesc(p.in, p.format, any_layout);
+  const memory::desc pd_dst = ImageDesc(p.out, p.format, any_layout);
+  switch (pass) {
+    case ConvPass::kForward: {
+      auto pd = ForwardPd(p, any_layout, dnnl::prop_kind::forward_inference);
+      return onednn::Primitive(dnnl::convolution_forward(pd), pd,
+                               {{DNNL_ARG_SRC, src, false},
+                                {DNNL_ARG_WEIGHTS, weights, false},
+                                {DNNL_ARG_DST, dst, true}});
     }
-  });
-  // oneDNN declines some problems (it throws "could not create a primitive descriptor"); the
-  // reference loops handle every problem, so that is not an error.
-  if (!s.ok()) out->primitive.reset();
+    case ConvPass::kBackpropInput: {
+      dnnl::convolution_backward_data::primitive_desc pd(
+          onednn::Engine(), dnnl::algorithm::convolution_direct, pd_src, FilterDesc(p, true),
+          pd_dst, d.strides, d.dilates, d.pad_l, d.pad_r,
+          ForwardPd(p, any_layout, dnnl::prop_kind::forward_training), onednn::DefaultAttr());
+      return onednn::Primitive(dnnl::convolution_backward_data(pd), pd,
+                               {{DNNL_ARG_WEIGHTS, weights, false},
+                                {DNNL_ARG_DIFF_DST, dst, false},
+                                {DNNL_ARG_DIFF_SRC, src, true}});
+    }
+    case ConvPass::kBackpropFilter:
+      break;
+  }
+  dnnl::convolution_backward_weights::primitive_desc pd(
+      onednn::Engine(), dnnl::algorithm::convolution_direct, pd_src, FilterDesc(p, true), pd_dst,
+      d.strides, d.dilates, d.pad_l, d.pad_r,
+      ForwardPd(p, any_layout, dnnl::prop_kind::forward_training), onednn::DefaultAttr());
+  return onednn::Primitive(dnnl::convolution_backward_weights(pd), pd,
+                           {{DNNL_ARG_SRC, src, false},
+                            {DNNL_ARG_DIFF_DST, dst, false},
+                            {DNNL_ARG_DIFF_WEIGHTS, weights, true}});
+}
+
+// Builds the primitive for a new problem. Whether blocked activation layouts pay for their
+// reorders depends on the shapes and the machine, so when oneDNN would use different layouts
+// given the choice, both primitives are timed on this call's tensors and the faster is kept.
+Status BuildConv(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
+                 const std::vector<void*>& data, CachedConv* out) {
+  std::vector<onednn::Primitive> candidates;
+  for (bool any_layout : {false, true}) {
+    // oneDNN declines some problems (it throws "could not create a primitive descriptor");
+    // the reference loops handle every problem, so that is not an error.
+    (void)onednn::Guard("create a convolution", [&] {
+      onednn::Primitive prim = MakeConvPrimitive(p, pass, any_layout);
+      if (candidates.empty() || !prim.SameLayoutsAs(candidates.front())) {
+        candidates.push_back(std::move(prim));
+      }
+    });
+  }
+  if (candidates.empty()) return Status::OK();
+  size_t best = 0;
+  if (candidates.size() > 1) FS_RETURN_IF_ERROR(onednn::PickFastest(ctx, candidates, data, &best));
+  out->primitive.emplace(std::move(candidates[best]));
   return Status::OK();
 }
 
@@ -386,8 +398,8 @@ Status CheckRank4(const std::string& op, const char* name, const Tensor& t) {
 // Reads a shape argument (input_sizes, filter_sizes) of `allowed` lengths.
 Status ReadSizes(const std::string& op, const char* name, const Tensor& t, bool allow_spatial,
                  std::vector<int64_t>* out) {
-  const bool ok_len = t.rank() == 1 && (t.num_elements() == 4 ||
-                                        (allow_spatial && t.num_elements() == 2));
+  const bool ok_len =
+      t.rank() == 1 && (t.num_elements() == 4 || (allow_spatial && t.num_elements() == 2));
   if (!ok_len) {
     return errors::InvalidArgument(op, ": ", name, " must be a vector of 4",
                                    allow_spatial ? " or 2" : "", " sizes, but has shape ",
@@ -432,14 +444,14 @@ class ConvKernel : public OpKernel {
     if (dtype == DType::kFloat32 && onednn::Enabled()) {
       std::shared_ptr<const CachedConv> cached;
       FS_RETURN_IF_ERROR(cache_.Get(
-          ProblemKey(p), [&](CachedConv* c) { return BuildConv(p, pass, c); }, &cached));
+          ProblemKey(p), [&](CachedConv* c) { return BuildConv(ctx, p, pass, onednn_args, c); },
+          &cached));
       if (cached->primitive) return cached->primitive->Execute(ctx, onednn_args);
     }
-    return DispatchDType<float, double>(dtype, node().type().c_str(),
-                                        [&]<typename T>() -> Status {
-                                          reference(T());
-                                          return Status::OK();
-                                        });
+    return DispatchDType<float, double>(dtype, node().type().c_str(), [&]<typename T>() -> Status {
+      reference(T());
+      return Status::OK();
+    });
   }
 
   WindowAttrs attrs_;
@@ -459,10 +471,10 @@ class ConvForwardKernel final : public ConvKernel {
     FS_RETURN_IF_ERROR(CheckRank4(op, "input", x));
     FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
     ConvProblem p;
-    FS_RETURN_IF_ERROR(WithShapes(
-        MakeProblem(attrs_, depthwise_, conv::ImageOf(x.shape().dims(), attrs_.format),
-                    Filter::Of(f.shape().dims()), &p),
-        Describe("input", x) + ", " + Describe("filter", f)));
+    FS_RETURN_IF_ERROR(
+        WithShapes(MakeProblem(attrs_, depthwise_, conv::ImageOf(x.shape().dims(), attrs_.format),
+                               Filter::Of(f.shape().dims()), &p),
+                   Describe("input", x) + ", " + Describe("filter", f)));
     FS_RETURN_IF_ERROR(CheckNotGrouped(p));
     Tensor* y;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.out, p.format)), &y));
@@ -499,8 +511,7 @@ class ConvBackpropInputKernel final : public ConvKernel {
     const std::string shapes = StrCat("input_sizes ", TensorShape(sizes).ToString(), ", ",
                                       Describe("filter", f), ", ", Describe("out_backprop", dy));
     ConvProblem p;
-    FS_RETURN_IF_ERROR(
-        WithShapes(CheckBackprop(op, attrs_, depthwise_, in, filter, out), shapes));
+    FS_RETURN_IF_ERROR(WithShapes(CheckBackprop(op, attrs_, depthwise_, in, filter, out), shapes));
     FS_RETURN_IF_ERROR(WithShapes(MakeProblem(attrs_, depthwise_, in, filter, &p), shapes));
     FS_RETURN_IF_ERROR(CheckNotGrouped(p));
     Tensor* dx;
@@ -510,10 +521,9 @@ class ConvBackpropInputKernel final : public ConvKernel {
       FillZero(dx);
       return Status::OK();
     }
-    return Run(ctx, p, ConvPass::kBackpropInput, {Ptr(f), Ptr(dy), Ptr(*dx)},
-               [&]<typename T>(T) {
-                 RefBackpropInput<T>(ctx, p, f.data<T>(), dy.data<T>(), dx->data<T>());
-               });
+    return Run(ctx, p, ConvPass::kBackpropInput, {Ptr(f), Ptr(dy), Ptr(*dx)}, [&]<typename T>(T) {
+      RefBackpropInput<T>(ctx, p, f.data<T>(), dy.data<T>(), dx->data<T>());
+    });
   }
 };
 
@@ -531,12 +541,11 @@ class ConvBackpropFilterKernel final : public ConvKernel {
     const Filter filter = Filter::Of(Dims(sizes));
     const Image in = conv::ImageOf(x.shape().dims(), attrs_.format);
     const Image out = conv::ImageOf(dy.shape().dims(), attrs_.format);
-    const std::string shapes = StrCat(Describe("input", x), ", filter_sizes ",
-                                      TensorShape(sizes).ToString(), ", ",
-                                      Describe("out_backprop", dy));
+    const std::string shapes =
+        StrCat(Describe("input", x), ", filter_sizes ", TensorShape(sizes).ToString(), ", ",
+               Describe("out_backprop", dy));
     ConvProblem p;
-    FS_RETURN_IF_ERROR(
-        WithShapes(CheckBackprop(op, attrs_, depthwise_, in, filter, out), shapes));
+    FS_RETURN_IF_ERROR(WithShapes(CheckBackprop(op, attrs_, depthwise_, in, filter, out), shapes));
     FS_RETURN_IF_ERROR(WithShapes(MakeProblem(attrs_, depthwise_, in, filter, &p), shapes));
     FS_RETURN_IF_ERROR(CheckNotGrouped(p));
     Tensor* df;
@@ -546,10 +555,9 @@ class ConvBackpropFilterKernel final : public ConvKernel {
       FillZero(df);
       return Status::OK();
     }
-    return Run(ctx, p, ConvPass::kBackpropFilter, {Ptr(x), Ptr(dy), Ptr(*df)},
-               [&]<typename T>(T) {
-                 RefBackpropFilter<T>(ctx, p, x.data<T>(), dy.data<T>(), df->data<T>());
-               });
+    return Run(ctx, p, ConvPass::kBackpropFilter, {Ptr(x), Ptr(dy), Ptr(*df)}, [&]<typename T>(T) {
+      RefBackpropFilter<T>(ctx, p, x.data<T>(), dy.data<T>(), df->data<T>());
+    });
   }
 };
 
@@ -579,8 +587,8 @@ Status SizesShape(InferenceContext& ctx, int i, const char* name, bool allow_spa
     *out = PartialShape::UnknownOfRank(4);
   } else if (out->rank() != 4 && !(allow_spatial && out->rank() == 2)) {
     return errors::InvalidArgument(ctx.op_type(), ": ", name, " must be a vector of 4",
-                                   allow_spatial ? " or 2" : "", " sizes, but has ",
-                                   out->rank(), " entries");
+                                   allow_spatial ? " or 2" : "", " sizes, but has ", out->rank(),
+                                   " entries");
   }
   return Status::OK();
 }
@@ -609,10 +617,9 @@ Status ConvBackpropFilterShape(InferenceContext& ctx, bool depthwise) {
   FS_RETURN_IF_ERROR(ctx.WithRank(2, 4, &dy_shape));
   WindowAttrs attrs;
   FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
-  FS_RETURN_IF_ERROR(CheckBackprop(ctx.op_type(), attrs, depthwise,
-                                   conv::ImageOf(input_shape.dims(), attrs.format),
-                                   Filter::Of(sizes.dims()),
-                                   conv::ImageOf(dy_shape.dims(), attrs.format)));
+  FS_RETURN_IF_ERROR(CheckBackprop(
+      ctx.op_type(), attrs, depthwise, conv::ImageOf(input_shape.dims(), attrs.format),
+      Filter::Of(sizes.dims()), conv::ImageOf(dy_shape.dims(), attrs.format)));
   ctx.set_output(0, sizes);
   return Status::OK();
 }
@@ -623,8 +630,8 @@ Status ConvBackpropFilterShape(InferenceContext& ctx, bool depthwise) {
 
 AttrMap WindowAttrsOf(const GradientContext& ctx) {
   AttrMap out;
-  for (const char* name :
-       {"strides", "padding", "explicit_paddings", "data_format", "dilations", "use_cudnn_on_gpu"}) {
+  for (const char* name : {"strides", "padding", "explicit_paddings", "data_format", "dilations",
+                           "use_cudnn_on_gpu"}) {
     if (const AttrValue* v = ctx.attrs().Find(name)) out.Set(name, *v);
   }
   return out;
@@ -711,18 +718,23 @@ void RegisterConvFamily(const std::string& prefix, bool conv2d) {
   OpRegistry::Global().Register(forward.Build());
 
   OpBuilder input(prefix + "BackpropInput");
-  input.Input("input_sizes", "int32").Input("filter", "T").Input("out_backprop", "T")
+  input.Input("input_sizes", "int32")
+      .Input("filter", "T")
+      .Input("out_backprop", "T")
       .Output("output", "T");
   WindowAttrDefs(input, conv2d)
       .Shape([depthwise](InferenceContext& c) { return ConvBackpropInputShape(c, depthwise); })
       .KernelClass<ConvBackpropInputKernel>("CPU")
       .Gradient(ConvBackpropInputGrad)
-      .Doc("Gradient of the convolution with respect to its input; also the transposed "
-           "convolution.");
+      .Doc(
+          "Gradient of the convolution with respect to its input; also the transposed "
+          "convolution.");
   OpRegistry::Global().Register(input.Build());
 
   OpBuilder filter(prefix + "BackpropFilter");
-  filter.Input("input", "T").Input("filter_sizes", "int32").Input("out_backprop", "T")
+  filter.Input("input", "T")
+      .Input("filter_sizes", "int32")
+      .Input("out_backprop", "T")
       .Output("output", "T");
   WindowAttrDefs(filter, conv2d)
       .Shape([depthwise](InferenceContext& c) { return ConvBackpropFilterShape(c, depthwise); })

@@ -69,8 +69,10 @@ Status ParseFourDims(const AttrMap& attrs, const std::string& name, const Layout
   }
   const char* field = name == "strides" ? (pooling ? "stride" : "strides") : name.c_str();
   if (values.size() != 4) {
-    return errors::InvalidArgument("Sliding window ", field, " field must specify 4 dimensions, "
-                                   "but got ", ListString(values));
+    return errors::InvalidArgument("Sliding window ", field,
+                                   " field must specify 4 dimensions, "
+                                   "but got ",
+                                   ListString(values));
   }
   if (values[layout.n] != 1 || values[layout.c] != 1) {
     if (pooling) {
@@ -118,25 +120,33 @@ Status ParsePadding(const AttrMap& attrs, const Layout& layout, WindowAttrs* out
   std::vector<int64_t> pads = attrs.GetOr<std::vector<int64_t>>("explicit_paddings", {});
   if (out->padding != Padding::kExplicit) {
     if (!pads.empty()) {
-      return errors::InvalidArgument("explicit_paddings attribute must be empty if the padding "
-                                     "attribute is not EXPLICIT, but got ", ListString(pads));
+      return errors::InvalidArgument(
+          "explicit_paddings attribute must be empty if the padding "
+          "attribute is not EXPLICIT, but got ",
+          ListString(pads));
     }
     return Status::OK();
   }
   if (pads.size() != 8) {
-    return errors::InvalidArgument("explicit_paddings attribute must contain 8 values (a before "
-                                   "and after pair for each dimension), but got: ", pads.size());
+    return errors::InvalidArgument(
+        "explicit_paddings attribute must contain 8 values (a before "
+        "and after pair for each dimension), but got: ",
+        pads.size());
   }
   for (int64_t p : pads) {
     if (p < 0) {
-      return errors::InvalidArgument("All elements of explicit_paddings must be nonnegative, but "
-                                     "got ", ListString(pads));
+      return errors::InvalidArgument(
+          "All elements of explicit_paddings must be nonnegative, but "
+          "got ",
+          ListString(pads));
     }
   }
   if (pads[2 * layout.n] || pads[2 * layout.n + 1] || pads[2 * layout.c] ||
       pads[2 * layout.c + 1]) {
-    return errors::InvalidArgument("Nonzero explicit padding in the batch or depth dimensions is "
-                                   "not supported, but got ", ListString(pads));
+    return errors::InvalidArgument(
+        "Nonzero explicit padding in the batch or depth dimensions is "
+        "not supported, but got ",
+        ListString(pads));
   }
   const int spatial[2] = {layout.h, layout.w};
   for (int d = 0; d < 2; ++d) {
@@ -176,17 +186,17 @@ Status ParsePoolAttrs(const AttrMap& attrs, WindowAttrs* out) {
   return Status::OK();
 }
 
-Status ComputeWindow(const WindowAttrs& attrs, int dim, int64_t in, int64_t kernel,
-                     Window* out) {
+Status ComputeWindow(const WindowAttrs& attrs, int dim, int64_t in, int64_t kernel, Window* out) {
   Window w;
   w.in = in;
   w.kernel = kernel;
   w.stride = attrs.stride[dim];
   w.dilation = attrs.dilation[dim];
   if (in < 0 || kernel < 1) {
-    return errors::InvalidArgument("Sliding window sizes must be non-negative and kernels "
-                                   "positive, but got input size ", in, " and kernel size ",
-                                   kernel);
+    return errors::InvalidArgument(
+        "Sliding window sizes must be non-negative and kernels "
+        "positive, but got input size ",
+        in, " and kernel size ", kernel);
   }
   const int64_t eff = w.effective_kernel();
   switch (attrs.padding) {

@@ -69,8 +69,7 @@ struct Window {
 //   VALID:    out = ceil((in - eff + 1) / stride), no padding
 //   EXPLICIT: out = floor((in + before + after - eff) / stride) + 1
 // where eff = (kernel - 1) * dilation + 1. Fails when the output size would be negative.
-Status ComputeWindow(const WindowAttrs& attrs, int dim, int64_t in, int64_t kernel,
-                     Window* out);
+Status ComputeWindow(const WindowAttrs& attrs, int dim, int64_t in, int64_t kernel, Window* out);
 // The output size for graph building: -1 when `in` or `kernel` is unknown.
 Status WindowOutputSize(const WindowAttrs& attrs, int dim, int64_t in, int64_t kernel,
                         int64_t* out);

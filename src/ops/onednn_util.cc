@@ -1,7 +1,9 @@
 #include "ops/onednn_util.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 
 namespace flowstone::onednn {
@@ -50,14 +52,43 @@ Primitive::Primitive(dnnl::primitive prim, const dnnl::primitive_desc_base& pd,
     if (arg.internal != arg.user) {
       arg.needs_convert = true;
       const dnnl::engine& engine = Engine();
-      arg.convert = spec.output
-                        ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, arg.internal,
-                                                                      engine, arg.user))
-                        : dnnl::reorder(dnnl::reorder::primitive_desc(engine, arg.user, engine,
-                                                                      arg.internal));
+      arg.convert =
+          spec.output
+              ? dnnl::reorder(dnnl::reorder::primitive_desc(engine, arg.internal, engine, arg.user))
+              : dnnl::reorder(
+                    dnnl::reorder::primitive_desc(engine, arg.user, engine, arg.internal));
     }
     args_.push_back(std::move(arg));
   }
+}
+
+bool Primitive::SameLayoutsAs(const Primitive& other) const {
+  if (args_.size() != other.args_.size()) return false;
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (args_[i].internal != other.args_[i].internal) return false;
+  }
+  return true;
+}
+
+Status PickFastest(KernelContext& ctx, const std::vector<Primitive>& candidates,
+                   const std::vector<void*>& data, size_t* best) {
+  // The first run of a primitive is slower (page faults, cold caches), so each gets a warm-up;
+  // the minimum of the timed runs is the least disturbed by other work on the machine.
+  constexpr int kTimedRuns = 2;
+  double best_seconds = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    FS_RETURN_IF_ERROR(candidates[i].Execute(ctx, data));
+    for (int run = 0; run < kTimedRuns; ++run) {
+      auto start = std::chrono::steady_clock::now();
+      FS_RETURN_IF_ERROR(candidates[i].Execute(ctx, data));
+      std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      if (took.count() < best_seconds) {
+        best_seconds = took.count();
+        *best = i;
+      }
+    }
+  }
+  return Status::OK();
 }
 
 namespace {

@@ -11,10 +11,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <utility>
 #include <vector>
-
-#include <oneapi/dnnl/dnnl.hpp>
 
 #include "flowstone/kernel.h"
 #include "flowstone/status.h"
@@ -60,7 +59,8 @@ class Primitive {
   // construction); temporaries come from the kernel's device allocator.
   Status Execute(KernelContext& ctx, const std::vector<void*>& data) const;
 
-  const dnnl::memory::desc& internal_desc(int i) const { return args_[i].internal; }
+  // True when both primitives want every argument in the same layout.
+  bool SameLayoutsAs(const Primitive& other) const;
 
  private:
   dnnl::primitive prim_;
@@ -85,6 +85,12 @@ auto ChoosePd(const MakePd& make) {
   return pd;
 }
 
+// Runs each candidate (primitives computing the same thing with different internal layouts) a
+// few times on the kernel's arguments and sets *best to the index of the fastest. Every run
+// writes the complete outputs, so they are valid afterwards.
+Status PickFastest(KernelContext& ctx, const std::vector<Primitive>& candidates,
+                   const std::vector<void*>& data, size_t* best);
+
 // Attributes every primitive is created with: the scratchpad is passed to each execution, so
 // concurrent executions of one primitive never share one.
 dnnl::primitive_attr DefaultAttr();
@@ -100,8 +106,7 @@ class ShapeCache {
   using Key = std::vector<int64_t>;
 
   // The value for `key`, built by make(&value) on first use; a failed build is not cached.
-  Status Get(const Key& key, const std::function<Status(V*)>& make,
-             std::shared_ptr<const V>* out) {
+  Status Get(const Key& key, const std::function<Status(V*)>& make, std::shared_ptr<const V>* out) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [k, v] : entries_) {
       if (k == key) {

@@ -63,10 +63,10 @@ Status CheckPooledShape(const std::string& op, const char* name, const WindowAtt
   const int64_t g[4] = {got.n, got.h, got.w, got.c};
   for (int i = 0; i < 4; ++i) {
     if (Known(e[i]) && Known(g[i]) && e[i] != g[i]) {
-      return errors::InvalidArgument(
-          op, ": ", name, " must have the shape of the pooled input, ",
-          PartialShape(conv::DimsOf(expected, attrs.format)).ToString(), ", but has shape ",
-          PartialShape(conv::DimsOf(got, attrs.format)).ToString());
+      return errors::InvalidArgument(op, ": ", name, " must have the shape of the pooled input, ",
+                                     PartialShape(conv::DimsOf(expected, attrs.format)).ToString(),
+                                     ", but has shape ",
+                                     PartialShape(conv::DimsOf(got, attrs.format)).ToString());
     }
   }
   return Status::OK();
@@ -171,8 +171,8 @@ void RefAvgPoolGrad(KernelContext& ctx, const PoolProblem& p, const T* dy, T* dx
         const Span ry = WindowSpan(p.rows, oy);
         for (int64_t ox = 0; ox < p.out.w; ++ox) {
           const Span rx = WindowSpan(p.cols, ox);
-          const T share = dy[ys(b, oy, ox, c)] /
-                          static_cast<T>((ry.end - ry.begin) * (rx.end - rx.begin));
+          const T share =
+              dy[ys(b, oy, ox, c)] / static_cast<T>((ry.end - ry.begin) * (rx.end - rx.begin));
           for (int64_t iy = ry.begin; iy < ry.end; ++iy) {
             for (int64_t ix = rx.begin; ix < rx.end; ++ix) dx[xs(b, iy, ix, c)] += share;
           }
@@ -188,7 +188,7 @@ void RefAvgPoolGrad(KernelContext& ctx, const PoolProblem& p, const T* dy, T* dx
 using dnnl::memory;
 
 memory::desc ImageDesc(const Image& image, DataFormat format, bool any_layout) {
-  memory::format_tag tag = any_layout                      ? memory::format_tag::any
+  memory::format_tag tag = any_layout                    ? memory::format_tag::any
                            : format == DataFormat::kNHWC ? memory::format_tag::nhwc
                                                          : memory::format_tag::nchw;
   return memory::desc({image.n, image.c, image.h, image.w}, memory::data_type::f32, tag);
@@ -227,17 +227,15 @@ Status BuildPool(PoolKind kind, PoolPass pass, const PoolProblem& p, CachedPool*
   const memory::desc dst = ImageDesc(p.out, p.format, false);
   Status s = onednn::Guard("create a pooling primitive", [&] {
     if (pass == PoolPass::kForward) {
-      auto pd = onednn::ChoosePd([&](bool any) {
-        return ForwardPd(kind, p, any, dnnl::prop_kind::forward_inference);
-      });
-      out->forward.emplace(dnnl::pooling_forward(pd), pd,
-                           std::vector<onednn::ArgSpec>{{DNNL_ARG_SRC, src, false},
-                                                        {DNNL_ARG_DST, dst, true}});
+      auto pd = onednn::ChoosePd(
+          [&](bool any) { return ForwardPd(kind, p, any, dnnl::prop_kind::forward_inference); });
+      out->forward.emplace(
+          dnnl::pooling_forward(pd), pd,
+          std::vector<onednn::ArgSpec>{{DNNL_ARG_SRC, src, false}, {DNNL_ARG_DST, dst, true}});
       return;
     }
-    auto fwd = onednn::ChoosePd([&](bool any) {
-      return ForwardPd(kind, p, any, dnnl::prop_kind::forward_training);
-    });
+    auto fwd = onednn::ChoosePd(
+        [&](bool any) { return ForwardPd(kind, p, any, dnnl::prop_kind::forward_training); });
     const bool any = fwd.src_desc() != src;
     dnnl::pooling_backward::primitive_desc bwd(
         onednn::Engine(), Algorithm(kind), ImageDesc(p.in, p.format, any),
@@ -247,14 +245,16 @@ Status BuildPool(PoolKind kind, PoolPass pass, const PoolProblem& p, CachedPool*
         onednn::DefaultAttr());
     if (kind == PoolKind::kMax) {
       out->workspace = fwd.workspace_desc();
-      out->forward.emplace(dnnl::pooling_forward(fwd), fwd,
-                           std::vector<onednn::ArgSpec>{{DNNL_ARG_SRC, src, false},
-                                                        {DNNL_ARG_DST, dst, true},
-                                                        {DNNL_ARG_WORKSPACE, out->workspace, true}});
-      out->backward.emplace(dnnl::pooling_backward(bwd), bwd,
-                            std::vector<onednn::ArgSpec>{{DNNL_ARG_DIFF_DST, dst, false},
-                                                         {DNNL_ARG_WORKSPACE, out->workspace, false},
-                                                         {DNNL_ARG_DIFF_SRC, src, true}});
+      out->forward.emplace(
+          dnnl::pooling_forward(fwd), fwd,
+          std::vector<onednn::ArgSpec>{{DNNL_ARG_SRC, src, false},
+                                       {DNNL_ARG_DST, dst, true},
+                                       {DNNL_ARG_WORKSPACE, out->workspace, true}});
+      out->backward.emplace(
+          dnnl::pooling_backward(bwd), bwd,
+          std::vector<onednn::ArgSpec>{{DNNL_ARG_DIFF_DST, dst, false},
+                                       {DNNL_ARG_WORKSPACE, out->workspace, false},
+                                       {DNNL_ARG_DIFF_SRC, src, true}});
     } else {
       out->backward.emplace(dnnl::pooling_backward(bwd), bwd,
                             std::vector<onednn::ArgSpec>{{DNNL_ARG_DIFF_DST, dst, false},
@@ -280,9 +280,7 @@ Status CheckRank4(const std::string& op, const char* name, const Tensor& t) {
   return Status::OK();
 }
 
-std::vector<int64_t> ProblemKey(const PoolProblem& p) {
-  return {p.in.n, p.in.h, p.in.w, p.in.c};
-}
+std::vector<int64_t> ProblemKey(const PoolProblem& p) { return {p.in.n, p.in.h, p.in.w, p.in.c}; }
 
 class PoolKernel : public OpKernel {
  public:
@@ -327,7 +325,8 @@ class PoolForwardKernel final : public PoolKernel {
     if (y->num_elements() == 0) return Status::OK();
     std::shared_ptr<const CachedPool> cached;
     FS_RETURN_IF_ERROR(OneDnn(p, x.dtype(), &cached));
-    if (cached && cached->forward) return cached->forward->Execute(ctx, {x.raw_data(), y->raw_data()});
+    if (cached && cached->forward)
+      return cached->forward->Execute(ctx, {x.raw_data(), y->raw_data()});
     return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
         x.dtype(), node().type().c_str(), [&]<typename T>() -> Status {
           RefPool<T>(ctx, kKind, p, x.data<T>(), y->data<T>());
@@ -353,8 +352,8 @@ class MaxPoolGradKernel final : public PoolKernel {
     FS_RETURN_IF_ERROR(Problem(x, in, &p));
     FS_RETURN_IF_ERROR(CheckPooledShape(op, "orig_output", attrs_, in,
                                         conv::ImageOf(y.shape().dims(), attrs_.format)));
-    FS_RETURN_IF_ERROR(CheckPooledShape(op, "grad", attrs_, in,
-                                        conv::ImageOf(dy.shape().dims(), attrs_.format)));
+    FS_RETURN_IF_ERROR(
+        CheckPooledShape(op, "grad", attrs_, in, conv::ImageOf(dy.shape().dims(), attrs_.format)));
     Tensor* dx;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, x.shape(), &dx));
     if (dx->num_elements() == 0) return Status::OK();
@@ -370,8 +369,8 @@ class MaxPoolGradKernel final : public PoolKernel {
       FS_RETURN_IF_ERROR(ctx.AllocateTemp(
           DType::kUInt8, TensorShape{static_cast<int64_t>(cached->workspace.get_size())},
           &workspace));
-      FS_RETURN_IF_ERROR(cached->forward->Execute(
-          ctx, {x.raw_data(), pooled.raw_data(), workspace.raw_data()}));
+      FS_RETURN_IF_ERROR(
+          cached->forward->Execute(ctx, {x.raw_data(), pooled.raw_data(), workspace.raw_data()}));
       return cached->backward->Execute(ctx, {dy.raw_data(), workspace.raw_data(), dx->raw_data()});
     }
     return DispatchDType<float, double>(x.dtype(), op.c_str(), [&]<typename T>() -> Status {
@@ -390,16 +389,19 @@ class AvgPoolGradKernel final : public PoolKernel {
     const Tensor& sizes = ctx.input(0);
     const Tensor& dy = ctx.input(1);
     if (sizes.rank() != 1 || sizes.num_elements() != 4) {
-      return errors::InvalidArgument(op, ": orig_input_shape must be a vector of 4 sizes, but "
-                                     "has shape ", sizes.shape().ToString());
+      return errors::InvalidArgument(op,
+                                     ": orig_input_shape must be a vector of 4 sizes, but "
+                                     "has shape ",
+                                     sizes.shape().ToString());
     }
     FS_RETURN_IF_ERROR(CheckRank4(op, "grad", dy));
     std::vector<int64_t> dims;
     for (int i = 0; i < 4; ++i) dims.push_back(sizes.ElementAsInt64(i));
     if (!ValidateDims(dims).ok()) {
-      return errors::InvalidArgument(op, ": orig_input_shape must hold non-negative sizes, but "
-                                     "is [", dims[0], ",", dims[1], ",", dims[2], ",", dims[3],
-                                     "]");
+      return errors::InvalidArgument(op,
+                                     ": orig_input_shape must hold non-negative sizes, but "
+                                     "is [",
+                                     dims[0], ",", dims[1], ",", dims[2], ",", dims[3], "]");
     }
     const TensorShape in_shape(dims);
     const Image in = conv::ImageOf(in_shape.dims(), attrs_.format);
@@ -407,8 +409,8 @@ class AvgPoolGradKernel final : public PoolKernel {
     Status s = MakeProblem(attrs_, in, &p);
     if (!s.ok()) s.Append(StrCat(" (orig_input_shape ", in_shape.ToString(), ")"));
     FS_RETURN_IF_ERROR(s);
-    FS_RETURN_IF_ERROR(CheckPooledShape(op, "grad", attrs_, in,
-                                        conv::ImageOf(dy.shape().dims(), attrs_.format)));
+    FS_RETURN_IF_ERROR(
+        CheckPooledShape(op, "grad", attrs_, in, conv::ImageOf(dy.shape().dims(), attrs_.format)));
     Tensor* dx;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, in_shape, &dx));
     if (dx->num_elements() == 0) return Status::OK();
@@ -452,8 +454,8 @@ Status MaxPoolGradShape(InferenceContext& ctx) {
   const Image in = conv::ImageOf(input.dims(), attrs.format);
   FS_RETURN_IF_ERROR(CheckPooledShape(ctx.op_type(), "orig_output", attrs, in,
                                       conv::ImageOf(pooled.dims(), attrs.format)));
-  FS_RETURN_IF_ERROR(CheckPooledShape(ctx.op_type(), "grad", attrs, in,
-                                      conv::ImageOf(grad.dims(), attrs.format)));
+  FS_RETURN_IF_ERROR(
+      CheckPooledShape(ctx.op_type(), "grad", attrs, in, conv::ImageOf(grad.dims(), attrs.format)));
   ctx.set_output(0, input);
   return Status::OK();
 }
@@ -464,8 +466,10 @@ Status AvgPoolGradShape(InferenceContext& ctx) {
   FS_RETURN_IF_ERROR(ctx.InputAsShape(0, &sizes));
   if (!sizes.known_rank()) sizes = PartialShape::UnknownOfRank(4);
   if (sizes.rank() != 4) {
-    return errors::InvalidArgument("AvgPoolGrad: orig_input_shape must be a vector of 4 sizes, "
-                                   "but has ", sizes.rank(), " entries");
+    return errors::InvalidArgument(
+        "AvgPoolGrad: orig_input_shape must be a vector of 4 sizes, "
+        "but has ",
+        sizes.rank(), " entries");
   }
   FS_RETURN_IF_ERROR(ctx.WithRank(1, 4, &grad));
   WindowAttrs attrs;
@@ -504,8 +508,8 @@ Endpoint ShapeOf(GradientContext& ctx, Endpoint x) {
 }
 
 Status AvgPoolGrad(GradientContext& ctx) {
-  ctx.SetInputGrad(0, ctx.Op("AvgPoolGrad", {ShapeOf(ctx, ctx.input(0)), ctx.output_grad(0)},
-                             PoolAttrsOf(ctx)));
+  ctx.SetInputGrad(
+      0, ctx.Op("AvgPoolGrad", {ShapeOf(ctx, ctx.input(0)), ctx.output_grad(0)}, PoolAttrsOf(ctx)));
   return ctx.status();
 }
 
@@ -537,24 +541,37 @@ void Register(OpBuilder& b, const std::vector<DType>& types, bool explicit_paddi
 struct Registrar {
   Registrar() {
     OpBuilder max_pool("MaxPool");
-    max_pool.Input("input", "T").Output("output", "T").Shape(PoolShape).Gradient(MaxPoolGrad)
+    max_pool.Input("input", "T")
+        .Output("output", "T")
+        .Shape(PoolShape)
+        .Gradient(MaxPoolGrad)
         .Doc("Max pooling over 2-D windows.");
     Register<PoolForwardKernel<PoolKind::kMax>>(max_pool, kNumericTypes, true);
 
     OpBuilder max_pool_grad("MaxPoolGrad");
-    max_pool_grad.Input("orig_input", "T").Input("orig_output", "T").Input("grad", "T")
-        .Output("output", "T").Shape(MaxPoolGradShape).NotDifferentiable()
+    max_pool_grad.Input("orig_input", "T")
+        .Input("orig_output", "T")
+        .Input("grad", "T")
+        .Output("output", "T")
+        .Shape(MaxPoolGradShape)
+        .NotDifferentiable()
         .Doc("Gradient of MaxPool: each output's gradient goes to its window's first maximum.");
     Register<MaxPoolGradKernel>(max_pool_grad, kFloatTypes, true);
 
     OpBuilder avg_pool("AvgPool");
-    avg_pool.Input("value", "T").Output("output", "T").Shape(PoolShape).Gradient(AvgPoolGrad)
+    avg_pool.Input("value", "T")
+        .Output("output", "T")
+        .Shape(PoolShape)
+        .Gradient(AvgPoolGrad)
         .Doc("Average pooling over 2-D windows; padding is not counted.");
     Register<PoolForwardKernel<PoolKind::kAvg>>(avg_pool, kFloatTypes, false);
 
     OpBuilder avg_pool_grad("AvgPoolGrad");
-    avg_pool_grad.Input("orig_input_shape", "int32").Input("grad", "T").Output("output", "T")
-        .Shape(AvgPoolGradShape).Gradient(AvgPoolGradGrad)
+    avg_pool_grad.Input("orig_input_shape", "int32")
+        .Input("grad", "T")
+        .Output("output", "T")
+        .Shape(AvgPoolGradShape)
+        .Gradient(AvgPoolGradGrad)
         .Doc("Gradient of AvgPool: each output's gradient spread evenly over its window.");
     Register<AvgPoolGradKernel>(avg_pool_grad, kFloatTypes, false);
   }
