@@ -48,10 +48,11 @@ demo: install
 
 bench: install
 	@if [ ! -x $(PEERS)/bin/python ]; then \
-	  $(PYTHON) -m venv $(PEERS) && $(PEERS)/bin/pip install -q tensorflow-cpu numpy || \
-	  echo "TensorFlow could not be installed; benchmarking Flowstone alone"; \
+	  $(PYTHON) -m venv $(PEERS) && $(PEERS)/bin/pip install -q tensorflow-cpu torch==2.13.0 numpy || \
+	  echo "TensorFlow/PyTorch could not be installed; benchmarking Flowstone alone"; \
 	fi
 	$(VPY) bench/bench_session.py --peer-python $(PEERS)/bin/python
+	$(VPY) bench/bench_training.py --peer-python $(PEERS)/bin/python
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
 tsan: $(BUILD)/.system-deps $(VENV)/.deps

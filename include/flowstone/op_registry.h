@@ -129,6 +129,7 @@ class OpBuilder {
   OpBuilder& Attr(const std::string& name, AttrValue default_value);
   OpBuilder& Attr(const std::string& name, const char* default_value);
   OpBuilder& Attr(const std::string& name, int default_value);
+  OpBuilder& Attr(const std::string& name, bool default_value);
   OpBuilder& Attr(const std::string& name, float default_value);
 
   OpBuilder& Shape(ShapeFn fn);

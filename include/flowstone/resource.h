@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "flowstone/graph.h"
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
 
@@ -47,5 +48,10 @@ class ResourceMgr {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Var>> vars_;
 };
+
+// The variable a resource handle tensor (a VarHandleOp's output) points to.
+Var* VarFromHandle(const Tensor& handle);
+// The name a VarHandleOp's variable is stored under: its shared_name, else the node's name.
+std::string VarNameOf(const Node& var_handle_node);
 
 }  // namespace flowstone

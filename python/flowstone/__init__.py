@@ -18,7 +18,7 @@ from flowstone.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, 
 from flowstone.framework.ops import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
                                      add_to_collections, colocate_with, control_dependencies,
                                      convert_to_tensor, device, get_collection, get_collection_ref,
-                                     get_default_graph, get_seed, is_tensor, name_scope,
+                                     get_default_graph, is_tensor, name_scope,
                                      reset_default_graph, set_random_seed)
 from flowstone.framework.tensor_shape import Dimension, TensorShape
 from flowstone.client.session import InteractiveSession, Session, get_default_session
@@ -31,6 +31,7 @@ from flowstone.ops import init_ops as _init_ops
 from flowstone import tf_config as config
 from flowstone import tf_test as test
 from flowstone import train
+from flowstone import layers, losses
 
 # Op families, each a module with __all__ (see flowstone/ops/).
 _OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",

@@ -11,6 +11,7 @@ NB_MODULE(_C, m) {
   RegisterGraph(m);
   RegisterSession(m);
   RegisterRuntime(m);
+  RegisterCheckpoint(m);
 }
 
 }  // namespace flowstone::python

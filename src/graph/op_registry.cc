@@ -181,6 +181,10 @@ OpBuilder& OpBuilder::Attr(const std::string& name, int default_value) {
   return Attr(name, AttrValue(static_cast<int64_t>(default_value)));
 }
 
+OpBuilder& OpBuilder::Attr(const std::string& name, bool default_value) {
+  return Attr(name, AttrValue(default_value));
+}
+
 OpBuilder& OpBuilder::Attr(const std::string& name, float default_value) {
   return Attr(name, AttrValue(static_cast<double>(default_value)));
 }

@@ -103,9 +103,26 @@ Status BroadcastShapes(const PartialShape& a, const PartialShape& b, PartialShap
 }
 
 Status BroadcastShapes(const TensorShape& a, const TensorShape& b, TensorShape* out) {
-  PartialShape result;
-  FS_RETURN_IF_ERROR(BroadcastShapes(PartialShape(a), PartialShape(b), &result));
-  *out = result.ToTensorShape();
+  // Runs once per elementwise kernel call, so it stays allocation-free for common ranks.
+  if (a == b) {
+    *out = a;
+    return Status::OK();
+  }
+  const int rank = std::max(a.rank(), b.rank());
+  Dims dims;
+  dims.resize(rank);
+  for (int i = 0; i < rank; ++i) {
+    const int ia = a.rank() - rank + i;
+    const int ib = b.rank() - rank + i;
+    const int64_t da = ia >= 0 ? a.dim(ia) : 1;
+    const int64_t db = ib >= 0 ? b.dim(ib) : 1;
+    if (da != db && da != 1 && db != 1) {
+      return errors::InvalidArgument("Incompatible shapes: ", a.ToString(), " vs. ",
+                                     b.ToString());
+    }
+    dims[i] = da == 1 ? db : da;
+  }
+  *out = TensorShape(dims);
   return Status::OK();
 }
 

@@ -13,18 +13,12 @@
 namespace flowstone {
 namespace {
 
-Var* HandleToVar(const Tensor& handle) {
-  Var* var;
-  std::memcpy(&var, handle.raw_data(), sizeof(var));
-  return var;
-}
-
 // Locks the variables named by resource inputs `indices` (in address order, so concurrent
 // steps cannot deadlock), checks them, and makes their buffers private for writing.
 class LockedVars {
  public:
   LockedVars(KernelContext& ctx, const std::vector<int>& indices) {
-    for (int i : indices) vars_.push_back(HandleToVar(ctx.input(i)));
+    for (int i : indices) vars_.push_back(VarFromHandle(ctx.input(i)));
     std::vector<Var*> order = vars_;
     std::sort(order.begin(), order.end());
     order.erase(std::unique(order.begin(), order.end()), order.end());

@@ -11,17 +11,6 @@
 namespace flowstone {
 namespace {
 
-Var* HandleToVar(const Tensor& handle) {
-  Var* var;
-  std::memcpy(&var, handle.raw_data(), sizeof(var));
-  return var;
-}
-
-std::string VarName(const Node& node) {
-  std::string shared = node.attrs().GetOr<std::string>("shared_name", "");
-  return shared.empty() ? node.name() : shared;
-}
-
 // Looks up the variable once per session (kernels are per session), then hands out the handle.
 class VarHandleKernel final : public OpKernel {
  public:
@@ -30,7 +19,7 @@ class VarHandleKernel final : public OpKernel {
     Var* var = var_.load(std::memory_order_acquire);
     if (var == nullptr) {
       var = ctx.resources()->LookupOrCreateVar(
-          VarName(node()), node().attrs().GetOr<DType>("dtype", DType::kFloat32),
+          VarNameOf(node()), node().attrs().GetOr<DType>("dtype", DType::kFloat32),
           node().attrs().GetOr<PartialShape>("shape", PartialShape::Unknown()));
       var_.store(var, std::memory_order_release);
     }
@@ -64,7 +53,7 @@ Status UninitializedError(const Var& var) {
 }
 
 Status ReadVariable(KernelContext& ctx) {
-  Var* var = HandleToVar(ctx.input(0));
+  Var* var = VarFromHandle(ctx.input(0));
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
   ctx.SetOutput(0, var->value());
@@ -109,7 +98,7 @@ Status CheckAssignable(const Var& var, const Tensor& value) {
 }
 
 Status AssignVariable(KernelContext& ctx) {
-  Var* var = HandleToVar(ctx.input(0));
+  Var* var = VarFromHandle(ctx.input(0));
   const Tensor& value = ctx.input(1);
   FS_RETURN_IF_ERROR(CheckAssignable(*var, value));
   std::lock_guard<std::mutex> lock(var->mu());
@@ -132,7 +121,7 @@ FS_REGISTER_OP(OpBuilder("AssignVariableOp")
 // var <- var + sign * delta, in place when no fetched value still shares the buffer.
 template <int kSign>
 Status AssignUpdate(KernelContext& ctx) {
-  Var* var = HandleToVar(ctx.input(0));
+  Var* var = VarFromHandle(ctx.input(0));
   const Tensor& delta = ctx.input(1);
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
@@ -190,7 +179,7 @@ FS_REGISTER_OP(OpBuilder("VarIsInitializedOp")
                    .Shape(shape_fns::Scalar)
                    .Kernel("CPU",
                            [](KernelContext& ctx) {
-                             Var* var = HandleToVar(ctx.input(0));
+                             Var* var = VarFromHandle(ctx.input(0));
                              Tensor* out;
                              FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
                              std::lock_guard<std::mutex> lock(var->mu());
@@ -211,7 +200,7 @@ Status ReportUninitialized(KernelContext& ctx) {
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{ctx.num_inputs()}, &out));
   for (int i = 0; i < ctx.num_inputs(); ++i) {
-    Var* var = HandleToVar(ctx.input(i));
+    Var* var = VarFromHandle(ctx.input(i));
     std::lock_guard<std::mutex> lock(var->mu());
     out->data<bool>()[i] = !var->initialized();
   }

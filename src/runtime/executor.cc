@@ -169,6 +169,7 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
   for (size_t f = 0; f < feed_slots.size(); ++f) {
     state->slots[feed_slots[f]] = std::move(feed_values[f]);
   }
+  for (const auto& [slot, value] : constants) state->slots[slot] = value;
   Status s = parallel && inter_op_pool != nullptr && inter_op_pool->num_threads() > 0
                  ? RunParallel(*state, resources, inter_op_pool, step_id)
                  : RunSequential(*state, resources, step_id);

@@ -1,5 +1,7 @@
 #include "flowstone/resource.h"
 
+#include <cstring>
+
 namespace flowstone {
 
 Var* ResourceMgr::LookupOrCreateVar(const std::string& name, DType dtype,
@@ -19,6 +21,17 @@ Var* ResourceMgr::LookupVar(const std::string& name) {
 void ResourceMgr::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   vars_.clear();
+}
+
+Var* VarFromHandle(const Tensor& handle) {
+  Var* var;
+  std::memcpy(&var, handle.raw_data(), sizeof(var));
+  return var;
+}
+
+std::string VarNameOf(const Node& var_handle_node) {
+  std::string shared = var_handle_node.attrs().GetOr<std::string>("shared_name", "");
+  return shared.empty() ? var_handle_node.name() : shared;
 }
 
 }  // namespace flowstone

@@ -44,7 +44,7 @@ CASES = [
 
 # Ops tested elsewhere, with where.
 EXEMPT = {
-    "Const": "every test; tests/python/test_graph.py",
+    "Const": "tests/python/test_graph.py (and every other test)",
     "Placeholder": "tests/python/test_session.py (feeds and missing-feed errors)",
     "PlaceholderWithDefault": "tests/python/test_session.py",
     "NoOp": "tests/python/test_session.py (fetching operations)",
@@ -62,3 +62,24 @@ EXEMPT = {
     "ResourceApplyCenteredRMSProp": "tests/python/test_optimizers.py",
     "ResourceApplyAdagrad": "tests/python/test_optimizers.py",
 }
+
+# Differentiable ops whose gradients are not written yet (the training work adds them and
+# removes the names here; the conformance test fails if an op here gains a gradient).
+GRADIENT_PENDING = set()
+
+from op_cases_math import CASES as _MATH_CASES, GRADIENT_PENDING as _MATH_PENDING  # noqa: E402
+
+CASES += _MATH_CASES
+GRADIENT_PENDING |= _MATH_PENDING
+
+from op_cases_array import CASES as _ARRAY_CASES, GRADIENT_PENDING as _ARRAY_PENDING  # noqa: E402
+
+CASES += _ARRAY_CASES
+GRADIENT_PENDING |= _ARRAY_PENDING
+
+from op_cases_reduce import (CASES as _REDUCE_CASES, EXEMPT as _REDUCE_EXEMPT,  # noqa: E402
+                             GRADIENT_PENDING as _REDUCE_PENDING)
+
+CASES += _REDUCE_CASES
+EXEMPT.update(_REDUCE_EXEMPT)
+GRADIENT_PENDING |= _REDUCE_PENDING

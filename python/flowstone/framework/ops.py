@@ -16,7 +16,7 @@ __all__ = [
     "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph", "name_scope",
     "control_dependencies", "device", "colocate_with", "apply_op", "convert_to_tensor",
     "GraphKeys", "add_to_collection", "add_to_collections", "get_collection",
-    "get_collection_ref", "set_random_seed", "get_seed", "is_tensor", "register_tensor_conversion",
+    "get_collection_ref", "set_random_seed", "is_tensor", "register_tensor_conversion",
 ]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -516,25 +516,6 @@ def reset_default_graph():
 def set_random_seed(seed):
     """Sets the graph-level random seed of the default graph."""
     get_default_graph().seed = seed
-
-
-DEFAULT_GRAPH_SEED = 87654321
-_MAXINT32 = 2**31 - 1
-
-
-def get_seed(op_seed):
-    """TensorFlow's seed rules: (graph seed, op seed) for a random op."""
-    graph_seed = get_default_graph().seed
-    if graph_seed is not None:
-        seed = graph_seed
-        seed2 = op_seed if op_seed is not None else get_default_graph()._last_id
-    elif op_seed is not None:
-        seed, seed2 = DEFAULT_GRAPH_SEED, op_seed
-    else:
-        seed, seed2 = None, None
-    if seed == 0 and seed2 == 0:
-        seed2 = _MAXINT32
-    return seed, seed2
 
 
 @contextlib.contextmanager

@@ -46,11 +46,13 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             raise _errors.from_status_error(e, as_op_error=False) from None
     graph._sync_ops()
     out = []
-    for x, r in zip(xs_t, results):
+    for x, original, r in zip(xs_t, xs_list, results):
         if r is None:
             if unconnected_gradients == "zero":
                 from flowstone.ops import array_ops
-                out.append(array_ops.zeros_like(x))
+                like = original.value() if hasattr(original, "value") and callable(
+                    original.value) else x
+                out.append(array_ops.zeros_like(like))
             else:
                 out.append(None)
         else:

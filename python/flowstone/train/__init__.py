@@ -2,3 +2,4 @@
 
 from flowstone.train.learning_rate import *  # noqa: F401,F403
 from flowstone.train.optimizer import *  # noqa: F401,F403
+from flowstone.train.saver import *  # noqa: F401,F403

@@ -1,0 +1,150 @@
+"""Training-step time for Flowstone, TensorFlow (compat.v1 graph mode) and PyTorch (CPU), in one
+run on the same machine.
+
+    .venv/bin/python bench/bench_training.py [--peer-python .venv-peers/bin/python]
+
+Models: (a) an MLP 784-512-512-10 at batch 128; (b) LeNet-5 on 28x28x1 inputs at batch 64
+(conv 5x5x6 same, max pool 2, conv 5x5x16 valid, max pool 2, dense 120, 84, 10), both with
+softmax cross entropy and Adam. Each framework runs in its own process; the figure is the median
+of the per-step times after warm-up.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+MODELS = ["mlp", "lenet5"]
+BATCH = {"mlp": 128, "lenet5": 64}
+WARMUP = 10
+STEPS = 40
+
+
+def data(model, seed=0):
+    rng = np.random.RandomState(seed)
+    if model == "mlp":
+        x = rng.rand(BATCH[model], 784).astype(np.float32)
+    else:
+        x = rng.rand(BATCH[model], 28, 28, 1).astype(np.float32)
+    y = rng.randint(0, 10, size=BATCH[model]).astype(np.int64)
+    return x, y
+
+
+def time_steps(step):
+    for _ in range(WARMUP):
+        step()
+    times = []
+    for _ in range(STEPS):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def tf1_graph(tf, model):
+    graph = tf.Graph()
+    with graph.as_default():
+        if model == "mlp":
+            x = tf.placeholder(tf.float32, [None, 784])
+            h = tf.layers.dense(x, 512, activation=tf.nn.relu)
+            h = tf.layers.dense(h, 512, activation=tf.nn.relu)
+        else:
+            x = tf.placeholder(tf.float32, [None, 28, 28, 1])
+            h = tf.layers.conv2d(x, 6, 5, padding="same", activation=tf.nn.relu)
+            h = tf.layers.max_pooling2d(h, 2, 2)
+            h = tf.layers.conv2d(h, 16, 5, padding="valid", activation=tf.nn.relu)
+            h = tf.layers.max_pooling2d(h, 2, 2)
+            h = tf.layers.flatten(h)
+            h = tf.layers.dense(h, 120, activation=tf.nn.relu)
+            h = tf.layers.dense(h, 84, activation=tf.nn.relu)
+        logits = tf.layers.dense(h, 10)
+        y = tf.placeholder(tf.int64, [None])
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        init = tf.global_variables_initializer()
+    sess = tf.Session(graph=graph)
+    sess.run(init)
+    xv, yv = data(model)
+    return lambda: sess.run(train, {x: xv, y: yv})
+
+
+def run_flowstone(model):
+    import flowstone as tf
+    return time_steps(tf1_graph(tf, model))
+
+
+def run_tensorflow(model):
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow.compat.v1 as tf
+    tf.disable_eager_execution()
+    return time_steps(tf1_graph(tf, model))
+
+
+def run_torch(model):
+    import torch
+    from torch import nn
+    torch.manual_seed(0)
+    if model == "mlp":
+        net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                            nn.Linear(512, 10))
+    else:
+        net = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+                            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                            nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
+                            nn.Linear(84, 10))
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    xv, yv = data(model)
+    x = torch.from_numpy(xv if model == "mlp" else xv.transpose(0, 3, 1, 2).copy())
+    y = torch.from_numpy(yv)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+    return time_steps(step)
+
+
+RUNNERS = {"flowstone": run_flowstone, "tensorflow": run_tensorflow, "pytorch": run_torch}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--peer-python", default=None,
+                        help="a Python with tensorflow-cpu and torch installed")
+    args = parser.parse_args()
+    if args.framework:
+        print(json.dumps({m: RUNNERS[args.framework](m) for m in MODELS}))
+        return
+    results = {}
+    for name in ["flowstone", "tensorflow", "pytorch"]:
+        python = sys.executable if name == "flowstone" else args.peer_python
+        if not python or not os.path.exists(python):
+            continue
+        proc = subprocess.run([python, __file__, "--framework", name], capture_output=True,
+                              text=True)
+        if proc.returncode == 0:
+            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
+        else:
+            print(f"{name} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+    print(f"{'model':<10}" + "".join(f"{n + ' ms':>16}" for n in results) +
+          f"{'vs tf':>8}{'vs torch':>10}")
+    for model in MODELS:
+        row = f"{model:<10}" + "".join(f"{results[n][model]:>16.2f}" for n in results)
+        ours = results.get("flowstone", {}).get(model)
+        for peer in ["tensorflow", "pytorch"]:
+            theirs = results.get(peer, {}).get(model)
+            row += f"{theirs / ours:>8.2f}x" if ours and theirs else f"{'-':>9}"
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""tf.layers: TF1's functional layers, creating variables through tf.get_variable."""
+
+import numpy as np
+
+from flowstone.framework import ops as _ops
+from flowstone.ops import init_ops, variables
+
+__all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout",
+           "batch_normalization"]
+
+
+def _pair(value, name):
+    if isinstance(value, int):
+        return [value, value]
+    value = list(value)
+    if len(value) != 2:
+        raise ValueError(f"The `{name}` argument must be an int or a tuple of 2 ints, got "
+                         f"{value}")
+    return [int(v) for v in value]
+
+
+def _add_bias_and_activate(outputs, bias, activation, data_format="NHWC"):
+    from flowstone.ops import conv_ops
+    if bias is not None:
+        outputs = conv_ops.bias_add(outputs, bias, data_format=data_format)
+    if activation is not None:
+        outputs = activation(outputs)
+    return outputs
+
+
+def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
+          bias_initializer=init_ops.Zeros(), kernel_regularizer=None, bias_regularizer=None,
+          activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+          trainable=True, name=None, reuse=None):
+    """activation(inputs @ kernel + bias), with kernel [in, units] (glorot uniform) and bias."""
+    from flowstone.ops import array_ops, matmul_ops
+    inputs = _ops.convert_to_tensor(inputs)
+    in_dim = inputs.shape[-1] if inputs.shape.rank else None
+    if in_dim is None:
+        raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found "
+                         "`None`.")
+    with variables.variable_scope(name, default_name="dense", reuse=reuse):
+        kernel = variables.get_variable("kernel", [in_dim, units], dtype=inputs.dtype,
+                                        initializer=kernel_initializer,
+                                        regularizer=kernel_regularizer, trainable=trainable,
+                                        constraint=kernel_constraint)
+        bias = None
+        if use_bias:
+            bias = variables.get_variable("bias", [units], dtype=inputs.dtype,
+                                          initializer=bias_initializer,
+                                          regularizer=bias_regularizer, trainable=trainable,
+                                          constraint=bias_constraint)
+        if inputs.shape.rank > 2:
+            flat = array_ops.reshape(inputs, [-1, in_dim])
+            out = matmul_ops.matmul(flat, kernel)
+            out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
+            out = array_ops.reshape(out, out_shape)
+        else:
+            out = matmul_ops.matmul(inputs, kernel)
+        return _add_bias_and_activate(out, bias, activation)
+
+
+def _data_format(data_format):
+    if data_format in ("channels_last", "NHWC", None):
+        return "NHWC"
+    if data_format in ("channels_first", "NCHW"):
+        return "NCHW"
+    raise ValueError(f"The `data_format` argument must be one of \"channels_first\", "
+                     f"\"channels_last\". Received: {data_format}")
+
+
+def _padding(padding):
+    padding = padding.upper()
+    if padding not in ("SAME", "VALID"):
+        raise ValueError(f"The `padding` argument must be one of \"valid\", \"same\". "
+                         f"Received: {padding.lower()}")
+    return padding
+
+
+def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+           data_format="channels_last", dilation_rate=(1, 1), activation=None, use_bias=True,
+           kernel_initializer=None, bias_initializer=init_ops.Zeros(), kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+    """A 2-D convolution layer with a [kh, kw, in, filters] kernel and a bias."""
+    from flowstone.ops import conv_ops
+    inputs = _ops.convert_to_tensor(inputs)
+    fmt = _data_format(data_format)
+    if inputs.shape.rank != 4:
+        raise ValueError(f"Input 0 of layer conv2d is incompatible with the layer: expected "
+                         f"ndim=4, found ndim={inputs.shape.rank}. Full shape received: "
+                         f"{inputs.shape}")
+    channels = inputs.shape[3] if fmt == "NHWC" else inputs.shape[1]
+    if channels is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`.")
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation_rate, "dilation_rate")
+    with variables.variable_scope(name, default_name="conv2d", reuse=reuse):
+        kernel = variables.get_variable("kernel", [kh, kw, channels, filters], dtype=inputs.dtype,
+                                        initializer=kernel_initializer,
+                                        regularizer=kernel_regularizer, trainable=trainable,
+                                        constraint=kernel_constraint)
+        bias = None
+        if use_bias:
+            bias = variables.get_variable("bias", [filters], dtype=inputs.dtype,
+                                          initializer=bias_initializer,
+                                          regularizer=bias_regularizer, trainable=trainable,
+                                          constraint=bias_constraint)
+        strides4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
+        dilations4 = [1, dh, dw, 1] if fmt == "NHWC" else [1, 1, dh, dw]
+        out = conv_ops.conv2d(inputs, kernel, strides4, _padding(padding), data_format=fmt,
+                              dilations=dilations4)
+        return _add_bias_and_activate(out, bias, activation, fmt)
+
+
+def _pool(op_name, inputs, pool_size, strides, padding, data_format, name):
+    from flowstone.ops import conv_ops
+    fmt = _data_format(data_format)
+    ph, pw = _pair(pool_size, "pool_size")
+    sh, sw = _pair(strides, "strides")
+    ksize = [1, ph, pw, 1] if fmt == "NHWC" else [1, 1, ph, pw]
+    stride4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
+    fn = conv_ops.max_pool if op_name == "max" else conv_ops.avg_pool
+    return fn(inputs, ksize, stride4, _padding(padding), data_format=fmt, name=name)
+
+
+def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    return _pool("max", inputs, pool_size, strides, padding, data_format, name)
+
+
+def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                      name=None):
+    return _pool("avg", inputs, pool_size, strides, padding, data_format, name)
+
+
+def flatten(inputs, name=None, data_format="channels_last"):
+    """Reshapes [batch, ...] to [batch, prod(...)]."""
+    from flowstone.ops import array_ops
+    inputs = _ops.convert_to_tensor(inputs)
+    with _ops.name_scope(name, "flatten"):
+        if _data_format(data_format) == "NCHW" and inputs.shape.rank and inputs.shape.rank > 2:
+            perm = [0] + list(range(2, inputs.shape.rank)) + [1]
+            inputs = array_ops.transpose(inputs, perm)
+        rest = inputs.shape[1:]
+        if rest.is_fully_defined():
+            return array_ops.reshape(inputs, [-1, int(np.prod(rest.as_list()))])
+        return array_ops.reshape(inputs, array_ops.stack([array_ops.shape(inputs)[0], -1]))
+
+
+def _select_training(training, train_value, infer_value):
+    """`training` may be a Python bool or a bool tensor (then both branches are built)."""
+    if isinstance(training, bool):
+        return train_value() if training else infer_value()
+    from flowstone.ops import math_ops
+    return math_ops.where(_ops.convert_to_tensor(training), train_value(), infer_value())
+
+
+def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
+    """Dropout at training time, identity at inference time."""
+    from flowstone.ops import nn_impl
+    inputs = _ops.convert_to_tensor(inputs)
+    with _ops.name_scope(name, "dropout"):
+        return _select_training(
+            training, lambda: nn_impl.dropout(inputs, rate=rate, noise_shape=noise_shape,
+                                              seed=seed), lambda: inputs)
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                        beta_initializer=init_ops.Zeros(), gamma_initializer=init_ops.Ones(),
+                        moving_mean_initializer=init_ops.Zeros(),
+                        moving_variance_initializer=init_ops.Ones(), beta_regularizer=None,
+                        gamma_regularizer=None, beta_constraint=None, gamma_constraint=None,
+                        training=False, trainable=True, name=None, reuse=None, renorm=False,
+                        renorm_clipping=None, renorm_momentum=0.99, fused=None,
+                        virtual_batch_size=None, adjustment=None):
+    """Batch normalization over `axis`. In training it normalizes with the batch statistics and
+    adds the moving-average updates to tf.GraphKeys.UPDATE_OPS (run them with the train op)."""
+    from flowstone.ops import nn_impl
+    inputs = _ops.convert_to_tensor(inputs)
+    rank = inputs.shape.rank
+    axis = axis % rank
+    depth = inputs.shape[axis]
+    if depth is None:
+        raise ValueError(f"Axis {axis} of input tensor should have a defined dimension but the "
+                         f"layer received an input with shape {inputs.shape}.")
+    reduce_axes = [a for a in range(rank) if a != axis]
+    broadcast = [1] * rank
+    broadcast[axis] = depth
+    with variables.variable_scope(name, default_name="batch_normalization", reuse=reuse):
+        dtype = inputs.dtype
+        beta = variables.get_variable("beta", [depth], dtype, beta_initializer,
+                                      regularizer=beta_regularizer,
+                                      trainable=trainable) if center else None
+        gamma = variables.get_variable("gamma", [depth], dtype, gamma_initializer,
+                                       regularizer=gamma_regularizer,
+                                       trainable=trainable) if scale else None
+        moving_mean = variables.get_variable("moving_mean", [depth], dtype,
+                                             moving_mean_initializer, trainable=False)
+        moving_var = variables.get_variable("moving_variance", [depth], dtype,
+                                            moving_variance_initializer, trainable=False)
+
+        def reshape(v):
+            from flowstone.ops import array_ops
+            return None if v is None else (v if axis == rank - 1 else
+                                           array_ops.reshape(v, broadcast))
+
+        def train_branch():
+            from flowstone.ops import math_ops
+            mean, variance = nn_impl.moments(inputs, reduce_axes)
+            decay = 1.0 - momentum
+            update_mean = moving_mean.assign_sub(
+                math_ops.multiply(math_ops.subtract(moving_mean.read_value(), mean), decay),
+                read_value=False)
+            update_var = moving_var.assign_sub(
+                math_ops.multiply(math_ops.subtract(moving_var.read_value(), variance), decay),
+                read_value=False)
+            _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, update_mean)
+            _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, update_var)
+            return nn_impl.batch_normalization(inputs, reshape(mean), reshape(variance),
+                                               reshape(beta), reshape(gamma), epsilon)
+
+        def infer_branch():
+            return nn_impl.batch_normalization(inputs, reshape(moving_mean.value()),
+                                               reshape(moving_var.value()), reshape(beta),
+                                               reshape(gamma), epsilon)
+
+        return _select_training(training, train_branch, infer_branch)

@@ -1,0 +1,5 @@
+"""tf.math: elementwise math, reductions and comparisons."""
+
+from flowstone.ops.math_ops import *  # noqa: F401,F403
+from flowstone.ops.reduction_ops import *  # noqa: F401,F403
+from flowstone.ops.nn_ops import softmax, log_softmax  # noqa: F401

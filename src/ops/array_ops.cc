@@ -1,0 +1,991 @@
+// Array ops that rearrange elements: Transpose, ConcatV2, Pack, Unpack, Split, SplitV, Tile and
+// the padding ops Pad, PadV2 and MirrorPad. Kernels move bytes (or elements of the dtype's size)
+// and so serve every dtype.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "array_util.h"
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+namespace {
+
+using array_util::DimProduct;
+using array_util::IntValues;
+using array_util::JoinInts;
+using array_util::kIndexTypes;
+using array_util::KnownProduct;
+
+// Each output row is assembled from one row of each input, in order: concatenation when the rows
+// are the trailing dims from the axis on. `row_bytes[i]` is input i's row size; rows = outer.
+void ConcatRows(KernelContext& ctx, const std::vector<const char*>& inputs,
+                const std::vector<int64_t>& row_bytes, int64_t rows, char* out) {
+  const int64_t out_row = std::accumulate(row_bytes.begin(), row_bytes.end(), int64_t{0});
+  if (out_row == 0) return;
+  ctx.ParallelFor(rows, out_row / 4 + 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      char* dst = out + r * out_row;
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        std::memcpy(dst, inputs[i] + r * row_bytes[i], row_bytes[i]);
+        dst += row_bytes[i];
+      }
+    }
+  });
+}
+
+// The inverse of ConcatRows: each input row is cut into consecutive pieces, one per output.
+void SplitRows(KernelContext& ctx, const char* in, int64_t rows,
+               const std::vector<int64_t>& row_bytes, const std::vector<char*>& outputs) {
+  const int64_t in_row = std::accumulate(row_bytes.begin(), row_bytes.end(), int64_t{0});
+  if (in_row == 0) return;
+  ctx.ParallelFor(rows, in_row / 4 + 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const char* src = in + r * in_row;
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        std::memcpy(outputs[i] + r * row_bytes[i], src, row_bytes[i]);
+        src += row_bytes[i];
+      }
+    }
+  });
+}
+
+// --- Transpose ------------------------------------------------------------------------------
+
+// Checks that `perm` is a permutation of [0, rank).
+Status ValidatePerm(const std::vector<int64_t>& perm, int rank) {
+  if (static_cast<int64_t>(perm.size()) != rank) {
+    return errors::InvalidArgument("transpose expects a vector of size ", rank,
+                                   ". But input(1) is a vector of size ", perm.size());
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank) {
+      return errors::InvalidArgument(p, " is out of range [0 .. ", rank, ")");
+    }
+    seen[p] = true;
+  }
+  for (int i = 0; i < rank; ++i) {
+    if (!seen[i]) return errors::InvalidArgument(i, " is missing from ", JoinInts(perm), ".");
+  }
+  return Status::OK();
+}
+
+Status TransposeShape(InferenceContext& ctx) {
+  PartialShape perm_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &perm_shape));
+  const PartialShape& in = ctx.input(0);
+  int rank = in.rank();
+  if (rank < 0) rank = static_cast<int>(perm_shape.dim(0));
+  if (rank < 0) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  if (perm_shape.dim(0) >= 0 && perm_shape.dim(0) != rank) {
+    return errors::InvalidArgument("Dimension must be ", rank, " but is ", perm_shape.dim(0));
+  }
+  const Tensor* perm_value = ctx.input_value(1);
+  if (perm_value == nullptr || !in.known_rank()) {
+    ctx.set_output(0, PartialShape::UnknownOfRank(rank));
+    return Status::OK();
+  }
+  std::vector<int64_t> perm = IntValues(*perm_value);
+  FS_RETURN_IF_ERROR(ValidatePerm(perm, rank));
+  std::vector<int64_t> dims(rank);
+  for (int i = 0; i < rank; ++i) dims[i] = in.dim(static_cast<int>(perm[i]));
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+Status TransposeKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Tensor& perm_t = ctx.input(1);
+  if (perm_t.rank() != 1) {
+    return errors::InvalidArgument("perm must be a vector, not ", perm_t.shape().ToString());
+  }
+  const int rank = in.rank();
+  std::vector<int64_t> perm = IntValues(perm_t);
+  FS_RETURN_IF_ERROR(ValidatePerm(perm, rank));
+  TensorShape out_shape;
+  for (int i = 0; i < rank; ++i) out_shape.AddDim(in.dim(static_cast<int>(perm[i])));
+
+  // Size-1 dims do not affect the memory order, and input dims that stay adjacent and in order
+  // move as one: merge both away. An identity permutation is left is a reshape (no copy).
+  std::vector<int> kept_new_index(rank, -1);
+  std::vector<int64_t> kept_dims;
+  for (int k = 0; k < rank; ++k) {
+    if (in.dim(k) != 1) {
+      kept_new_index[k] = static_cast<int>(kept_dims.size());
+      kept_dims.push_back(in.dim(k));
+    }
+  }
+  std::vector<int> order;  // the output's order of the kept input dims
+  for (int64_t p : perm) {
+    if (kept_new_index[p] >= 0) order.push_back(kept_new_index[p]);
+  }
+  // Merge runs k, k+1 that appear consecutively in `order`.
+  std::vector<int64_t> merged_dims;  // indexed by merged input dim
+  std::vector<int> group_of(kept_dims.size());
+  for (size_t k = 0; k < kept_dims.size(); ++k) {
+    auto pos = std::find(order.begin(), order.end(), static_cast<int>(k));
+    bool joins_previous = k > 0 && pos != order.begin() && *(pos - 1) == static_cast<int>(k) - 1;
+    if (joins_previous) {
+      merged_dims.back() *= kept_dims[k];
+    } else {
+      merged_dims.push_back(kept_dims[k]);
+    }
+    group_of[k] = static_cast<int>(merged_dims.size()) - 1;
+  }
+  std::vector<int> merged_order;
+  for (int k : order) {
+    if (merged_order.empty() || merged_order.back() != group_of[k]) {
+      merged_order.push_back(group_of[k]);
+    }
+  }
+  bool identity = true;
+  for (size_t i = 0; i < merged_order.size(); ++i) {
+    identity = identity && merged_order[i] == static_cast<int>(i);
+  }
+  if (identity) {
+    ctx.SetOutput(0, in.Reshaped(out_shape));
+    return Status::OK();
+  }
+
+  const int m = static_cast<int>(merged_dims.size());
+  std::vector<int64_t> in_strides(m, 1);
+  for (int k = m - 2; k >= 0; --k) in_strides[k] = in_strides[k + 1] * merged_dims[k + 1];
+  std::vector<int64_t> out_dims(m), out_in_strides(m);
+  for (int i = 0; i < m; ++i) {
+    out_dims[i] = merged_dims[merged_order[i]];
+    out_in_strides[i] = in_strides[merged_order[i]];
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+  return array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
+    array_util::StridedGather<U>(ctx, in.data<U>(), out_dims, out_in_strides, out->data<U>());
+    return Status::OK();
+  });
+}
+
+FS_REGISTER_OP(OpBuilder("Transpose")
+                   .Input("x", "T")
+                   .Input("perm", "Tperm")
+                   .Output("y", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tperm", kIndexTypes, DType::kInt32)
+                   .Shape(TransposeShape)
+                   .Kernel("CPU", TransposeKernel)
+                   .Doc("Permutes dimensions: y.shape[i] = x.shape[perm[i]]. A permutation that "
+                        "keeps the memory order (e.g. moving size-1 dims) shares the buffer."));
+
+// --- ConcatV2 -------------------------------------------------------------------------------
+
+std::string ConcatAxisError(int64_t axis, int rank) {
+  return StrCat("ConcatOp : Expected concatenating dimensions in the range [", -rank, ", ", rank,
+                "), but got ", axis);
+}
+
+Status ConcatShape(InferenceContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  PartialShape axis_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(n, 0, &axis_shape));
+  int rank = -1;
+  for (int i = 0; i < n; ++i) {
+    const PartialShape& s = ctx.input(i);
+    if (!s.known_rank()) continue;
+    if (rank < 0) {
+      rank = s.rank();
+    } else if (s.rank() != rank) {
+      return errors::InvalidArgument("Shape must be rank ", rank, " but is rank ", s.rank());
+    }
+  }
+  if (rank == 0) {
+    return errors::InvalidArgument("Can't concatenate scalars (use tf.stack instead)");
+  }
+  const Tensor* axis_value = ctx.input_value(n);
+  if (rank < 0) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  if (axis_value == nullptr) {
+    ctx.set_output(0, PartialShape::UnknownOfRank(rank));
+    return Status::OK();
+  }
+  int64_t axis_arg = axis_value->ElementAsInt64(0);
+  if (axis_arg < -rank || axis_arg >= rank) {
+    return errors::InvalidArgument(ConcatAxisError(axis_arg, rank));
+  }
+  const int axis = static_cast<int>(axis_arg < 0 ? axis_arg + rank : axis_arg);
+  std::vector<int64_t> dims(rank, -1);
+  std::vector<int> source(rank, -1);  // the input that fixed each dim, for messages
+  int64_t axis_size = 0;
+  for (int i = 0; i < n; ++i) {
+    const PartialShape& s = ctx.input(i);
+    if (!s.known_rank()) {
+      axis_size = -1;
+      continue;
+    }
+    for (int d = 0; d < rank; ++d) {
+      if (d == axis || s.dim(d) < 0) continue;
+      if (dims[d] >= 0 && dims[d] != s.dim(d)) {
+        return errors::InvalidArgument("Dimension ", d, " in both shapes must be equal, but are ",
+                                       dims[d], " and ", s.dim(d), ". Shapes are ",
+                                       ctx.input(source[d]).ToString(), " and ", s.ToString(), ".");
+      }
+      dims[d] = s.dim(d);
+      source[d] = i;
+    }
+    if (axis_size >= 0) axis_size = s.dim(axis) >= 0 ? axis_size + s.dim(axis) : -1;
+  }
+  dims[axis] = axis_size;
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+Status ConcatKernel(KernelContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  int64_t axis_arg = 0;
+  FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(n), "axis", &axis_arg));
+  const TensorShape& first = ctx.input(0).shape();
+  const int rank = first.rank();
+  if (rank == 0) {
+    return errors::InvalidArgument("Can't concatenate scalars (use tf.stack instead)");
+  }
+  if (axis_arg < -rank || axis_arg >= rank) {
+    return errors::InvalidArgument(ConcatAxisError(axis_arg, rank));
+  }
+  const int axis = static_cast<int>(axis_arg < 0 ? axis_arg + rank : axis_arg);
+  TensorShape out_shape = first;
+  int64_t axis_size = 0;
+  for (int i = 0; i < n; ++i) {
+    const TensorShape& s = ctx.input(i).shape();
+    if (s.rank() != rank) {
+      return errors::InvalidArgument(
+          "ConcatOp : Ranks of all input tensors should match: "
+          "shape[0] = ",
+          first.ToString(), " vs. shape[", i, "] = ", s.ToString());
+    }
+    for (int d = 0; d < rank; ++d) {
+      if (d != axis && s.dim(d) != first.dim(d)) {
+        return errors::InvalidArgument("ConcatOp : Dimensions of inputs should match: shape[0] = ",
+                                       first.ToString(), " vs. shape[", i, "] = ", s.ToString());
+      }
+    }
+    axis_size += s.dim(axis);
+  }
+  out_shape.set_dim(axis, axis_size);
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+  const size_t elem = DTypeSize(out->dtype());
+  std::vector<const char*> inputs;
+  std::vector<int64_t> row_bytes;
+  for (int i = 0; i < n; ++i) {
+    const Tensor& t = ctx.input(i);
+    inputs.push_back(static_cast<const char*>(t.raw_data()));
+    row_bytes.push_back(DimProduct(t.shape(), axis, rank) * static_cast<int64_t>(elem));
+  }
+  ConcatRows(ctx, inputs, row_bytes, DimProduct(out_shape, 0, axis),
+             static_cast<char*>(out->raw_data()));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("ConcatV2")
+                   .InputList("values", "T", "N")
+                   .Input("axis", "Tidx")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tidx", kIndexTypes, DType::kInt32)
+                   .Shape(ConcatShape)
+                   .Kernel("CPU", ConcatKernel)
+                   .Doc("Joins N tensors of one rank along `axis` (negative counts from the "
+                        "end); the other dimensions must agree."));
+
+// --- Pack / Unpack --------------------------------------------------------------------------
+
+// Maps Pack's axis into [0, rank]: the output has one more dimension than each value.
+Status PackAxis(int64_t axis, int value_rank, int* out) {
+  const int expanded = value_rank + 1;
+  if (axis < -expanded || axis >= expanded) {
+    return errors::InvalidArgument("axis = ", axis, " not in [", -expanded, ", ", expanded, ")");
+  }
+  *out = static_cast<int>(axis < 0 ? axis + expanded : axis);
+  return Status::OK();
+}
+
+Status PackShape(InferenceContext& ctx) {
+  PartialShape merged = ctx.input(0);
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    PartialShape next;
+    if (!merged.Merge(ctx.input(i), &next).ok()) {
+      return errors::InvalidArgument(
+          "Shapes of all inputs must match: values[0].shape = ", ctx.input(0).ToString(),
+          " != values[", i, "].shape = ", ctx.input(i).ToString());
+    }
+    merged = next;
+  }
+  int64_t axis_arg = 0;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("axis", &axis_arg));
+  if (!merged.known_rank()) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  int axis = 0;
+  FS_RETURN_IF_ERROR(PackAxis(axis_arg, merged.rank(), &axis));
+  Dims dims = merged.dims();
+  dims.insert(axis, ctx.num_inputs());
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+class PackKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override { return node().attrs().Get("axis", &axis_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const TensorShape& first = ctx.input(0).shape();
+    for (int i = 1; i < ctx.num_inputs(); ++i) {
+      if (ctx.input(i).shape() != first) {
+        return errors::InvalidArgument(
+            "Shapes of all inputs must match: values[0].shape = ", first.ToString(), " != values[",
+            i, "].shape = ", ctx.input(i).shape().ToString());
+      }
+    }
+    int axis = 0;
+    FS_RETURN_IF_ERROR(PackAxis(axis_, first.rank(), &axis));
+    TensorShape out_shape = first;
+    out_shape.mutable_dims().insert(axis, ctx.num_inputs());
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+    const int64_t row =
+        DimProduct(first, axis, first.rank()) * static_cast<int64_t>(DTypeSize(out->dtype()));
+    std::vector<const char*> inputs;
+    for (int i = 0; i < ctx.num_inputs(); ++i) {
+      inputs.push_back(static_cast<const char*>(ctx.input(i).raw_data()));
+    }
+    ConcatRows(ctx, inputs, std::vector<int64_t>(inputs.size(), row), DimProduct(first, 0, axis),
+               static_cast<char*>(out->raw_data()));
+    return Status::OK();
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+FS_REGISTER_OP(OpBuilder("Pack")
+                   .InputList("values", "T", "N")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .Attr("axis", 0)
+                   .Shape(PackShape)
+                   .KernelClass<PackKernel>("CPU")
+                   .Doc("Stacks N tensors of one shape along a new dimension `axis` (tf.stack)."));
+
+Status UnpackAxis(int64_t axis, int rank, int* out) {
+  if (axis < -rank || axis >= rank) {
+    return errors::InvalidArgument("axis = ", axis, " not in [", -rank, ", ", rank, ")");
+  }
+  *out = static_cast<int>(axis < 0 ? axis + rank : axis);
+  return Status::OK();
+}
+
+Status UnpackShape(InferenceContext& ctx) {
+  const PartialShape& in = ctx.input(0);
+  int64_t num = 0, axis_arg = 0;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("num", &num));
+  FS_RETURN_IF_ERROR(ctx.GetAttr("axis", &axis_arg));
+  PartialShape piece = PartialShape::Unknown();
+  if (in.known_rank()) {
+    int axis = 0;
+    FS_RETURN_IF_ERROR(UnpackAxis(axis_arg, in.rank(), &axis));
+    if (in.dim(axis) >= 0 && in.dim(axis) != num) {
+      return errors::InvalidArgument("Dimension must be ", num, " but is ", in.dim(axis));
+    }
+    Dims dims = in.dims();
+    dims.erase(axis);
+    piece = PartialShape(dims);
+  }
+  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, piece);
+  return Status::OK();
+}
+
+class UnpackKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override { return node().attrs().Get("axis", &axis_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& in = ctx.input(0);
+    const int num = ctx.num_outputs();
+    int axis = 0;
+    FS_RETURN_IF_ERROR(UnpackAxis(axis_, in.rank(), &axis));
+    if (in.dim(axis) != num) {
+      return errors::InvalidArgument("Input shape axis ", axis, " must equal ", num, ", got shape ",
+                                     in.shape().ToString());
+    }
+    TensorShape piece = in.shape();
+    piece.mutable_dims().erase(axis);
+    std::vector<char*> outputs;
+    for (int i = 0; i < num; ++i) {
+      Tensor* out;
+      FS_RETURN_IF_ERROR(ctx.AllocateOutput(i, piece, &out));
+      outputs.push_back(static_cast<char*>(out->raw_data()));
+    }
+    const int64_t row =
+        DimProduct(in.shape(), axis + 1, in.rank()) * static_cast<int64_t>(DTypeSize(in.dtype()));
+    SplitRows(ctx, static_cast<const char*>(in.raw_data()), DimProduct(in.shape(), 0, axis),
+              std::vector<int64_t>(num, row), outputs);
+    return Status::OK();
+  }
+
+ private:
+  int64_t axis_ = 0;
+};
+
+FS_REGISTER_OP(OpBuilder("Unpack")
+                   .Input("value", "T")
+                   .OutputList("output", "T", "num")
+                   .TypeAttr("T", kAllTypes)
+                   .Attr("axis", 0)
+                   .Shape(UnpackShape)
+                   .KernelClass<UnpackKernel>("CPU")
+                   .Doc("Splits a tensor into `num` tensors along `axis`, removing it "
+                        "(tf.unstack)."));
+
+// --- Split / SplitV -------------------------------------------------------------------------
+
+Status SplitAxis(int64_t split_dim, int rank, int* out) {
+  if (split_dim < -rank || split_dim >= rank) {
+    return errors::InvalidArgument("-input rank(-", rank, ") <= split_dim < input rank (", rank,
+                                   "), but got ", split_dim);
+  }
+  *out = static_cast<int>(split_dim < 0 ? split_dim + rank : split_dim);
+  return Status::OK();
+}
+
+// Resolves SplitV's size_splits against the split dimension's size (`dim` < 0: unknown, and a -1
+// entry then stays unknown).
+Status ResolveSplitSizes(const std::vector<int64_t>& sizes, int64_t num_split, int64_t dim,
+                         std::vector<int64_t>* out) {
+  if (static_cast<int64_t>(sizes.size()) != num_split) {
+    return errors::InvalidArgument("Length of size_splits (", sizes.size(),
+                                   ") should be equal to num_split (", num_split, ")");
+  }
+  int infer = -1;
+  int64_t total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1) {
+      if (infer >= 0) {
+        return errors::InvalidArgument(
+            "size_splits may contain only one -1, but has -1 at "
+            "indices ",
+            infer, " and ", i);
+      }
+      infer = static_cast<int>(i);
+    } else if (sizes[i] < 0) {
+      return errors::InvalidArgument("Split size at index ", i, " must be >= 0. Got: ", sizes[i]);
+    } else {
+      total += sizes[i];
+    }
+  }
+  *out = sizes;
+  if (dim < 0) return Status::OK();
+  if ((infer < 0 && total != dim) || (infer >= 0 && total > dim)) {
+    return errors::InvalidArgument(
+        "Determined shape must either match input shape along split_dim exactly if fully "
+        "specified, or be less than the size of the input along split_dim if not fully "
+        "specified. Got: ",
+        total, " (size_splits ", JoinInts(sizes), " for a dimension of size ", dim, ")");
+  }
+  if (infer >= 0) (*out)[infer] = dim - total;
+  return Status::OK();
+}
+
+// Splits `in` along `axis` into pieces of the given sizes (all known).
+Status SplitKernelCommon(KernelContext& ctx, const Tensor& in, int axis,
+                         const std::vector<int64_t>& sizes) {
+  std::vector<char*> outputs;
+  std::vector<int64_t> row_bytes;
+  const int64_t inner =
+      DimProduct(in.shape(), axis + 1, in.rank()) * static_cast<int64_t>(DTypeSize(in.dtype()));
+  if (sizes.size() == 1) {
+    ctx.SetOutput(0, in);  // one piece: the input itself
+    return Status::OK();
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    TensorShape piece = in.shape();
+    piece.set_dim(axis, sizes[i]);
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(static_cast<int>(i), piece, &out));
+    outputs.push_back(static_cast<char*>(out->raw_data()));
+    row_bytes.push_back(sizes[i] * inner);
+  }
+  SplitRows(ctx, static_cast<const char*>(in.raw_data()), DimProduct(in.shape(), 0, axis),
+            row_bytes, outputs);
+  return Status::OK();
+}
+
+Status SplitShape(InferenceContext& ctx) {
+  PartialShape dim_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 0, &dim_shape));
+  const PartialShape& in = ctx.input(1);
+  const int num_split = ctx.num_outputs();
+  if (num_split < 1) {
+    return errors::InvalidArgument("num_split must be at least 1, got ", num_split);
+  }
+  PartialShape piece = PartialShape::Unknown();
+  const Tensor* dim_value = ctx.input_value(0);
+  if (in.known_rank() && dim_value == nullptr) {
+    piece = PartialShape::UnknownOfRank(in.rank());
+  } else if (in.known_rank()) {
+    int axis = 0;
+    FS_RETURN_IF_ERROR(SplitAxis(dim_value->ElementAsInt64(0), in.rank(), &axis));
+    std::vector<int64_t> dims = in.ToVector();
+    if (dims[axis] >= 0) {
+      if (dims[axis] % num_split != 0) {
+        return errors::InvalidArgument("Dimension size must be evenly divisible by ", num_split,
+                                       " but is ", dims[axis]);
+      }
+      dims[axis] /= num_split;
+    }
+    piece = PartialShape(dims);
+  }
+  for (int i = 0; i < num_split; ++i) ctx.set_output(i, piece);
+  return Status::OK();
+}
+
+Status SplitKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(1);
+  const int num_split = ctx.num_outputs();
+  int64_t split_dim = 0;
+  FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(0), "split_dim", &split_dim));
+  int axis = 0;
+  FS_RETURN_IF_ERROR(SplitAxis(split_dim, in.rank(), &axis));
+  if (in.dim(axis) % num_split != 0) {
+    return errors::InvalidArgument(
+        "Number of ways to split should evenly divide the split dimension, but got split_dim ",
+        split_dim, " (size = ", in.dim(axis), ") and num_split ", num_split);
+  }
+  return SplitKernelCommon(ctx, in, axis,
+                           std::vector<int64_t>(num_split, in.dim(axis) / num_split));
+}
+
+FS_REGISTER_OP(OpBuilder("Split")
+                   .Input("split_dim", "int32")
+                   .Input("value", "T")
+                   .OutputList("output", "T", "num_split")
+                   .TypeAttr("T", kAllTypes)
+                   .Shape(SplitShape)
+                   .Kernel("CPU", SplitKernel)
+                   .Doc("Splits `value` along `split_dim` into num_split equal pieces."));
+
+Status SplitVShape(InferenceContext& ctx) {
+  PartialShape unused;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &unused));
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &unused));
+  const PartialShape& in = ctx.input(0);
+  const int num_split = ctx.num_outputs();
+  if (num_split < 1) {
+    return errors::InvalidArgument("num_split must be at least 1, got ", num_split);
+  }
+  const Tensor* sizes_value = ctx.input_value(1);
+  const Tensor* dim_value = ctx.input_value(2);
+  int axis = -1;
+  if (in.known_rank() && dim_value != nullptr) {
+    FS_RETURN_IF_ERROR(SplitAxis(dim_value->ElementAsInt64(0), in.rank(), &axis));
+  }
+  std::vector<int64_t> sizes(num_split, -1);
+  if (sizes_value != nullptr) {
+    FS_RETURN_IF_ERROR(ResolveSplitSizes(IntValues(*sizes_value), num_split,
+                                         axis >= 0 ? in.dim(axis) : -1, &sizes));
+  }
+  for (int i = 0; i < num_split; ++i) {
+    if (!in.known_rank()) {
+      ctx.set_output(i, PartialShape::Unknown());
+    } else if (axis < 0) {
+      ctx.set_output(i, PartialShape::UnknownOfRank(in.rank()));
+    } else {
+      std::vector<int64_t> dims = in.ToVector();
+      dims[axis] = sizes[i];
+      ctx.set_output(i, PartialShape(dims));
+    }
+  }
+  return Status::OK();
+}
+
+Status SplitVKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Tensor& sizes_t = ctx.input(1);
+  if (sizes_t.rank() != 1) {
+    return errors::InvalidArgument("size_splits must be a vector, not ",
+                                   sizes_t.shape().ToString());
+  }
+  int64_t split_dim = 0;
+  FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(2), "split_dim", &split_dim));
+  int axis = 0;
+  FS_RETURN_IF_ERROR(SplitAxis(split_dim, in.rank(), &axis));
+  std::vector<int64_t> sizes;
+  FS_RETURN_IF_ERROR(
+      ResolveSplitSizes(IntValues(sizes_t), ctx.num_outputs(), in.dim(axis), &sizes));
+  return SplitKernelCommon(ctx, in, axis, sizes);
+}
+
+FS_REGISTER_OP(OpBuilder("SplitV")
+                   .Input("value", "T")
+                   .Input("size_splits", "Tlen")
+                   .Input("split_dim", "int32")
+                   .OutputList("output", "T", "num_split")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tlen", kIndexTypes, DType::kInt64)
+                   .Shape(SplitVShape)
+                   .Kernel("CPU", SplitVKernel)
+                   .Doc("Splits `value` along `split_dim` into pieces of size_splits sizes (one "
+                        "may be -1: the rest)."));
+
+// --- Tile -----------------------------------------------------------------------------------
+
+Status CheckMultiples(const std::vector<int64_t>& multiples, int rank) {
+  if (static_cast<int64_t>(multiples.size()) != rank) {
+    return errors::InvalidArgument("Expected multiples argument to be a vector of length ", rank,
+                                   " but got length ", multiples.size());
+  }
+  for (size_t i = 0; i < multiples.size(); ++i) {
+    if (multiples[i] < 0) {
+      return errors::InvalidArgument("Expected multiples[", i, "] >= 0, but got ", multiples[i]);
+    }
+  }
+  return Status::OK();
+}
+
+Status TileShape(InferenceContext& ctx) {
+  PartialShape multiples_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &multiples_shape));
+  const PartialShape& in = ctx.input(0);
+  int rank = in.known_rank() ? in.rank() : static_cast<int>(multiples_shape.dim(0));
+  if (rank < 0) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  if (multiples_shape.dim(0) >= 0 && multiples_shape.dim(0) != rank) {
+    return errors::InvalidArgument("Expected multiples argument to be a vector of length ", rank,
+                                   " but got length ", multiples_shape.dim(0));
+  }
+  const Tensor* multiples_value = ctx.input_value(1);
+  std::vector<int64_t> dims(rank, -1);
+  if (multiples_value != nullptr) {
+    std::vector<int64_t> multiples = IntValues(*multiples_value);
+    FS_RETURN_IF_ERROR(CheckMultiples(multiples, rank));
+    for (int i = 0; i < rank; ++i) {
+      int64_t d = in.known_rank() ? in.dim(i) : -1;
+      dims[i] = multiples[i] == 0 ? 0 : (d < 0 ? -1 : d * multiples[i]);
+    }
+  }
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+Status TileKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const Tensor& multiples_t = ctx.input(1);
+  if (multiples_t.rank() != 1) {
+    return errors::InvalidArgument("Expected multiples argument to be a vector, but got shape ",
+                                   multiples_t.shape().ToString());
+  }
+  const int rank = in.rank();
+  std::vector<int64_t> multiples = IntValues(multiples_t);
+  FS_RETURN_IF_ERROR(CheckMultiples(multiples, rank));
+  TensorShape out_shape;
+  bool unchanged = true;
+  for (int i = 0; i < rank; ++i) {
+    out_shape.AddDim(in.dim(i) * multiples[i]);
+    unchanged = unchanged && multiples[i] == 1;
+  }
+  if (unchanged) {
+    ctx.SetOutput(0, in);
+    return Status::OK();
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+  if (out->num_elements() == 0) return Status::OK();
+  // Each output row (all dims but the last) is its input row, repeated multiples[last] times.
+  const size_t elem = DTypeSize(in.dtype());
+  const int64_t in_row = in.dim(rank - 1);
+  const int64_t out_row = out_shape.dim(rank - 1);
+  const int64_t rows = DimProduct(out_shape, 0, rank - 1);
+  const char* src = static_cast<const char*>(in.raw_data());
+  char* dst = static_cast<char*>(out->raw_data());
+  ctx.ParallelFor(rows, out_row, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t in_r = 0, rest = r, scale = 1;
+      for (int d = rank - 2; d >= 0; --d) {
+        in_r += (rest % out_shape.dim(d)) % in.dim(d) * scale;
+        rest /= out_shape.dim(d);
+        scale *= in.dim(d);
+      }
+      char* row = dst + r * out_row * elem;
+      for (int64_t m = 0; m < multiples[rank - 1]; ++m) {
+        std::memcpy(row + m * in_row * elem, src + in_r * in_row * elem, in_row * elem);
+      }
+    }
+  });
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("Tile")
+                   .Input("input", "T")
+                   .Input("multiples", "Tmultiples")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tmultiples", kIndexTypes, DType::kInt32)
+                   .Shape(TileShape)
+                   .Kernel("CPU", TileKernel)
+                   .Doc("Repeats the input multiples[i] times along dimension i."));
+
+// --- Pad, PadV2, MirrorPad ------------------------------------------------------------------
+
+enum class PadMode { kConstant, kReflect, kSymmetric };
+
+// Validates paddings (a [rank, 2] matrix of before/after counts) for an input of `dims` (-1:
+// unknown), and computes the padded dims.
+Status PaddedDims(const std::vector<int64_t>& dims, const std::vector<int64_t>& paddings,
+                  PadMode mode, std::vector<int64_t>* out) {
+  out->resize(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t before = paddings[2 * i], after = paddings[2 * i + 1];
+    if (before < 0 || after < 0) {
+      return errors::InvalidArgument("Paddings must be non-negative: ", before, " ", after);
+    }
+    if (dims[i] >= 0 && mode == PadMode::kReflect && (before >= dims[i] || after >= dims[i])) {
+      return errors::InvalidArgument("paddings must be less than the dimension size: ", before,
+                                     ", ", after, " not less than ", dims[i],
+                                     " (REFLECT mode mirrors without repeating the edge)");
+    }
+    if (dims[i] >= 0 && mode == PadMode::kSymmetric && (before > dims[i] || after > dims[i])) {
+      return errors::InvalidArgument("paddings must be no greater than the dimension size: ",
+                                     before, ", ", after, " greater than ", dims[i]);
+    }
+    (*out)[i] = dims[i] < 0 ? -1 : dims[i] + before + after;
+  }
+  return Status::OK();
+}
+
+Status PadShapeCommon(InferenceContext& ctx, PadMode mode) {
+  PartialShape paddings_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 2, &paddings_shape));
+  if (paddings_shape.dim(1) >= 0 && paddings_shape.dim(1) != 2) {
+    return errors::InvalidArgument("Dimension must be 2 but is ", paddings_shape.dim(1));
+  }
+  const PartialShape& in = ctx.input(0);
+  int rank = in.known_rank() ? in.rank() : static_cast<int>(paddings_shape.dim(0));
+  if (rank < 0) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  if (paddings_shape.dim(0) >= 0 && paddings_shape.dim(0) != rank) {
+    return errors::InvalidArgument(
+        "The first dimension of paddings must be the rank of inputs: "
+        "paddings have shape ",
+        paddings_shape.ToString(), " for an input of rank ", rank);
+  }
+  const Tensor* paddings = ctx.input_value(1);
+  if (paddings == nullptr) {
+    ctx.set_output(0, PartialShape::UnknownOfRank(rank));
+    return Status::OK();
+  }
+  std::vector<int64_t> dims = in.known_rank() ? in.ToVector() : std::vector<int64_t>(rank, -1);
+  std::vector<int64_t> out;
+  FS_RETURN_IF_ERROR(PaddedDims(dims, IntValues(*paddings), mode, &out));
+  ctx.set_output(0, PartialShape(out));
+  return Status::OK();
+}
+
+Status PadShape(InferenceContext& ctx) { return PadShapeCommon(ctx, PadMode::kConstant); }
+
+Status PadV2Shape(InferenceContext& ctx) {
+  PartialShape unused;
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &unused));
+  return PadShapeCommon(ctx, PadMode::kConstant);
+}
+
+// Reads and checks paddings for `in`, computing the output shape.
+Status ReadPaddings(const Tensor& in, const Tensor& paddings_t, PadMode mode,
+                    std::vector<int64_t>* paddings, TensorShape* out_shape) {
+  const TensorShape& ps = paddings_t.shape();
+  if (ps.rank() != 2 || ps.dim(0) != in.rank() || ps.dim(1) != 2) {
+    return errors::InvalidArgument(
+        "The first dimension of paddings must be the rank of inputs"
+        " and the second 2: paddings have shape ",
+        ps.ToString(), ", input has shape ", in.shape().ToString());
+  }
+  *paddings = IntValues(paddings_t);
+  std::vector<int64_t> out;
+  FS_RETURN_IF_ERROR(PaddedDims(in.shape().ToVector(), *paddings, mode, &out));
+  *out_shape = TensorShape(out);
+  return Status::OK();
+}
+
+// Copies the input into the interior of an output already filled with the pad value.
+void CopyInterior(KernelContext& ctx, const Tensor& in, const std::vector<int64_t>& paddings,
+                  Tensor* out) {
+  const int rank = in.rank();
+  if (in.num_elements() == 0) return;
+  const size_t elem = DTypeSize(in.dtype());
+  const int64_t row = in.dim(rank - 1);
+  const int64_t rows = DimProduct(in.shape(), 0, rank - 1);
+  const char* src = static_cast<const char*>(in.raw_data());
+  char* dst = static_cast<char*>(out->raw_data());
+  ctx.ParallelFor(rows, row, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      // Output offset of input row r: each index shifted by its dimension's leading padding.
+      int64_t offset = paddings[2 * (rank - 1)], rest = r, scale = out->dim(rank - 1);
+      for (int d = rank - 2; d >= 0; --d) {
+        offset += (rest % in.dim(d) + paddings[2 * d]) * scale;
+        rest /= in.dim(d);
+        scale *= out->dim(d);
+      }
+      std::memcpy(dst + offset * elem, src + r * row * elem, row * elem);
+    }
+  });
+}
+
+// Pad fills with zeros, PadV2 with its constant_values input.
+Status ConstantPadKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const bool has_value = ctx.num_inputs() == 3;
+  if (has_value && ctx.input(2).rank() != 0) {
+    return errors::InvalidArgument("constant_values must be a scalar. Shape of constant_values: ",
+                                   ctx.input(2).shape().ToString());
+  }
+  std::vector<int64_t> paddings;
+  TensorShape out_shape;
+  FS_RETURN_IF_ERROR(ReadPaddings(in, ctx.input(1), PadMode::kConstant, &paddings, &out_shape));
+  if (out_shape == in.shape()) {
+    ctx.SetOutput(0, in);
+    return Status::OK();
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+  FS_RETURN_IF_ERROR(
+      array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
+        U value{};  // all-zero bits: 0 (or false) in every dtype
+        if (has_value) std::memcpy(&value, ctx.input(2).raw_data(), sizeof(U));
+        std::fill_n(out->data<U>(), out->num_elements(), value);
+        return Status::OK();
+      }));
+  CopyInterior(ctx, in, paddings, out);
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("Pad")
+                   .Input("input", "T")
+                   .Input("paddings", "Tpaddings")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tpaddings", kIndexTypes, DType::kInt32)
+                   .Shape(PadShape)
+                   .Kernel("CPU", ConstantPadKernel)
+                   .Doc("Pads with zeros: paddings[i] = [before, after] for dimension i."));
+
+FS_REGISTER_OP(OpBuilder("PadV2")
+                   .Input("input", "T")
+                   .Input("paddings", "Tpaddings")
+                   .Input("constant_values", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tpaddings", kIndexTypes, DType::kInt32)
+                   .Shape(PadV2Shape)
+                   .Kernel("CPU", ConstantPadKernel)
+                   .Doc("Pads with a scalar constant_values."));
+
+Status ParsePadMode(const AttrMap& attrs, PadMode* mode) {
+  std::string text;
+  FS_RETURN_IF_ERROR(attrs.Get("mode", &text));
+  if (text == "REFLECT") {
+    *mode = PadMode::kReflect;
+  } else if (text == "SYMMETRIC") {
+    *mode = PadMode::kSymmetric;
+  } else {
+    return errors::InvalidArgument("MirrorPad mode must be REFLECT or SYMMETRIC, got '", text, "'");
+  }
+  return Status::OK();
+}
+
+Status MirrorPadShape(InferenceContext& ctx) {
+  PadMode mode;
+  FS_RETURN_IF_ERROR(ParsePadMode(ctx.attrs(), &mode));
+  return PadShapeCommon(ctx, mode);
+}
+
+class MirrorPadKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override { return ParsePadMode(node().attrs(), &mode_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& in = ctx.input(0);
+    std::vector<int64_t> paddings;
+    TensorShape out_shape;
+    FS_RETURN_IF_ERROR(ReadPaddings(in, ctx.input(1), mode_, &paddings, &out_shape));
+    if (out_shape == in.shape()) {
+      ctx.SetOutput(0, in);
+      return Status::OK();
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+    if (out->num_elements() == 0) return Status::OK();
+    // Padding is not empty, so rank >= 1 from here on.
+    const int rank = in.rank();
+    // Output index j of a dimension reads input index Source(j): the mirror image at the edges.
+    const int64_t edge = mode_ == PadMode::kReflect ? 0 : 1;
+    auto source = [&](int d, int64_t j) {
+      int64_t k = j - paddings[2 * d];
+      const int64_t n = in.dim(d);
+      if (k < 0) return -k - edge;
+      if (k >= n) return 2 * n - 2 + edge - k;
+      return k;
+    };
+    return array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
+      const U* src = in.data<U>();
+      U* dst = out->data<U>();
+      const int64_t out_row = out_shape.dim(rank - 1);
+      const int64_t rows = out->num_elements() / out_row;
+      ctx.ParallelFor(rows, out_row, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          int64_t in_row = 0, rest = r, scale = 1;
+          for (int d = rank - 2; d >= 0; --d) {
+            in_row += source(d, rest % out_shape.dim(d)) * scale;
+            rest /= out_shape.dim(d);
+            scale *= in.dim(d);
+          }
+          const U* s = src + in_row * in.dim(rank - 1);
+          U* o = dst + r * out_row;
+          for (int64_t j = 0; j < out_row; ++j) o[j] = s[source(rank - 1, j)];
+        }
+      });
+      return Status::OK();
+    });
+  }
+
+ private:
+  PadMode mode_ = PadMode::kReflect;
+};
+
+FS_REGISTER_OP(OpBuilder("MirrorPad")
+                   .Input("input", "T")
+                   .Input("paddings", "Tpaddings")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tpaddings", kIndexTypes, DType::kInt32)
+                   .RequiredAttr("mode", AttrType::kString)
+                   .Shape(MirrorPadShape)
+                   .KernelClass<MirrorPadKernel>("CPU")
+                   .Doc("Pads by mirroring the input at its edges: REFLECT excludes the edge "
+                        "element, SYMMETRIC repeats it."));
+
+}  // namespace
+}  // namespace flowstone

@@ -1,0 +1,133 @@
+// Helpers shared by the array op families (shape_ops.cc, array_ops.cc, slice_ops.cc,
+// fill_ops.cc). Array ops move elements without looking at them, so their kernels work on
+// unsigned integers of the element's size and serve every dtype with one instantiation per size.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "flowstone/kernel.h"
+#include "flowstone/shape.h"
+#include "flowstone/status.h"
+#include "flowstone/tensor.h"
+#include "flowstone/types.h"
+
+namespace flowstone {
+namespace array_util {
+
+// The index dtypes TensorFlow allows for shape-like inputs (Tshape, Tidx, Tperm, ...).
+inline const std::vector<DType> kIndexTypes = {DType::kInt32, DType::kInt64};
+
+// The values of an integer tensor, whatever its rank.
+inline std::vector<int64_t> IntValues(const Tensor& t) {
+  std::vector<int64_t> out(static_cast<size_t>(t.num_elements()));
+  for (int64_t i = 0; i < t.num_elements(); ++i) out[i] = t.ElementAsInt64(i);
+  return out;
+}
+
+// Calls fn.template operator()<U>() with the unsigned integer type U of `bytes` bytes; copying a U
+// copies one element of any dtype of that size exactly.
+template <typename F>
+Status DispatchElementSize(size_t bytes, F&& fn) {
+  switch (bytes) {
+    case 1:
+      return fn.template operator()<uint8_t>();
+    case 2:
+      return fn.template operator()<uint16_t>();
+    case 4:
+      return fn.template operator()<uint32_t>();
+    case 8:
+      return fn.template operator()<uint64_t>();
+    default:
+      return errors::Internal("no array kernel for elements of ", bytes, " bytes");
+  }
+}
+
+// Product of dims [begin, end) of a shape.
+inline int64_t DimProduct(const TensorShape& shape, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= shape.dim(i);
+  return n;
+}
+
+// Product of dims [begin, end) of a partial shape, or -1 when one of them is unknown.
+inline int64_t KnownProduct(const PartialShape& shape, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) {
+    if (shape.dim(i) < 0) return -1;
+    n *= shape.dim(i);
+  }
+  return n;
+}
+
+// Maps an axis in [-rank, rank) to [0, rank); `what` names it in the error ("axis", "dim").
+inline Status CanonicalAxis(int64_t axis, int rank, const char* what, int* out) {
+  if (axis < -rank || axis >= rank) {
+    return errors::InvalidArgument("Expected ", what, " in the range [", -rank, ", ", rank,
+                                   "), but got ", axis);
+  }
+  *out = static_cast<int>(axis < 0 ? axis + rank : axis);
+  return Status::OK();
+}
+
+// Reads a scalar (or one-element) integer input such as an axis; fails naming the argument.
+inline Status ScalarIndex(const Tensor& t, const char* what, int64_t* out) {
+  if (t.num_elements() != 1 || t.rank() > 1) {
+    return errors::InvalidArgument(what, " must be a scalar, but got a tensor of shape ",
+                                   t.shape().ToString());
+  }
+  *out = t.ElementAsInt64(0);
+  return Status::OK();
+}
+
+// "[1,2]" for a list of ints, as TensorFlow's messages print index vectors.
+inline std::string JoinInts(const std::vector<int64_t>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += StrCat(i ? "," : "", values[i]);
+  return out + "]";
+}
+
+// Output element (i_0, ..., i_{m-1}) is input element at offset sum_j i_j * in_strides[j], for
+// the output dims `out_dims`. Output rows (all but the last dim) are spread over threads; the
+// innermost loop is a memcpy when the last output dim is contiguous in the input.
+template <typename U>
+void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& out_dims,
+                   const std::vector<int64_t>& in_strides, U* out) {
+  const int m = static_cast<int>(out_dims.size());
+  const int64_t row_len = out_dims[m - 1];
+  const int64_t row_stride = in_strides[m - 1];
+  int64_t rows = 1;
+  for (int j = 0; j + 1 < m; ++j) rows *= out_dims[j];
+  if (rows == 0 || row_len == 0) return;
+  ctx.ParallelFor(rows, row_len, [&](int64_t begin, int64_t end) {
+    // The multi-index of row `begin`, then advanced like an odometer.
+    std::vector<int64_t> index(std::max(m - 1, 0));
+    int64_t offset = 0;
+    for (int64_t j = m - 2, r = begin; j >= 0; --j) {
+      index[j] = r % out_dims[j];
+      r /= out_dims[j];
+      offset += index[j] * in_strides[j];
+    }
+    for (int64_t r = begin; r < end; ++r) {
+      U* dst = out + r * row_len;
+      const U* src = in + offset;
+      if (row_stride == 1) {
+        std::memcpy(dst, src, row_len * sizeof(U));
+      } else {
+        for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k * row_stride];
+      }
+      for (int j = m - 2; j >= 0; --j) {
+        offset += in_strides[j];
+        if (++index[j] < out_dims[j]) break;
+        offset -= index[j] * in_strides[j];
+        index[j] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace array_util
+}  // namespace flowstone

@@ -1,0 +1,240 @@
+// A cache-blocked GEMM in portable C++ (the classic Goto/BLIS structure):
+//
+//   * B is packed once into panels of kNR columns, kKC rows deep, so the micro-kernel reads it
+//     contiguously; transposition is absorbed by the packing.
+//   * C is cut into tiles of kMC rows x kNC columns, the units of parallel work. A tile packs its
+//     rows of A into panels of kMR rows per kKC block and runs the micro-kernel over every
+//     (A panel, B panel) pair.
+//   * The micro-kernel keeps a kMR x kNR block of C in local accumulators and walks k with one
+//     broadcast of A and one contiguous row of B per step: plain loops GCC vectorizes without
+//     reassociating any sum, so results do not depend on the vector width.
+//
+// The tile routine is compiled twice (AVX2+FMA and baseline x86-64) and picked at load time, so
+// one binary runs everywhere and is fast on current CPUs.
+#include "ops/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+namespace flowstone {
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FS_GEMM_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define FS_GEMM_MULTIVERSION
+#endif
+
+// Rows of C per micro-kernel call. With kNR below, 4 rows of 64 bytes are 8 AVX2 registers of
+// accumulators: enough independent FMA chains to hide their latency, and few enough that GCC
+// keeps all of them in registers (6 rows, BLIS's choice for hand-written kernels, made it spill
+// and run at half the speed).
+constexpr int64_t kMR = 4;
+// Columns of C per micro-kernel call: 64 bytes of one row.
+template <typename T>
+constexpr int64_t kNR = 64 / sizeof(T);
+// Depth of one packed block: a kKC x kNR panel of B (16 KiB of floats) stays in L1 while it
+// meets every row panel of the packed A block, which (kMC x kKC) stays in L2.
+constexpr int64_t kKC = 256;
+constexpr int64_t kMC = 72;   // a multiple of kMR
+constexpr int64_t kNC = 256;  // a multiple of kNR
+// Below this many multiply-adds, packing costs more than it saves.
+constexpr int64_t kSmallProduct = 16 * 16 * 16;
+
+// Element (row, col) of op(X) for a row-major X that may be stored transposed.
+template <typename T>
+struct Operand {
+  const T* data;
+  int64_t ld;
+  bool transposed;
+  T operator()(int64_t row, int64_t col) const {
+    return transposed ? data[col * ld + row] : data[row * ld + col];
+  }
+};
+
+int64_t RoundUp(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+
+// Direct loops for tiny products (typical of per-example math in small models).
+template <typename T>
+void SmallGemm(const Operand<T>& a, const Operand<T>& b, int64_t m, int64_t n, int64_t k, T* c,
+               int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    T* crow = c + i * ldc;
+    std::fill(crow, crow + n, T(0));
+    for (int64_t p = 0; p < k; ++p) {
+      T aip = a(i, p);
+      for (int64_t j = 0; j < n; ++j) crow[j] += aip * b(p, j);
+    }
+  }
+}
+
+// Packs rows [i0, i0 + rows) x depth [p0, p0 + kb) of op(A) into panels of kMR rows: panel q
+// holds, for each depth index, kMR consecutive row values (zero past the last row).
+template <typename T>
+void PackA(const Operand<T>& a, int64_t i0, int64_t rows, int64_t p0, int64_t kb, T* out) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+    int64_t panel_rows = std::min(kMR, rows - r0);
+    T* panel = out + r0 * kb;
+    if (panel_rows < kMR) std::fill(panel, panel + kb * kMR, T(0));
+    if (a.transposed) {
+      for (int64_t p = 0; p < kb; ++p) {
+        const T* src = a.data + (p0 + p) * a.ld + i0 + r0;
+        for (int64_t r = 0; r < panel_rows; ++r) panel[p * kMR + r] = src[r];
+      }
+    } else {
+      for (int64_t r = 0; r < panel_rows; ++r) {
+        const T* src = a.data + (i0 + r0 + r) * a.ld + p0;
+        for (int64_t p = 0; p < kb; ++p) panel[p * kMR + r] = src[p];
+      }
+    }
+  }
+}
+
+// Packs columns [j0, j0 + kNR) x depth [p0, p0 + kb) of op(B) into one panel: for each depth
+// index, kNR consecutive column values (zero past the last column n).
+template <typename T>
+void PackBPanel(const Operand<T>& b, int64_t n, int64_t j0, int64_t p0, int64_t kb, T* panel) {
+  constexpr int64_t nr = kNR<T>;
+  int64_t cols = std::min(nr, n - j0);
+  if (cols < nr) std::fill(panel, panel + kb * nr, T(0));
+  if (b.transposed) {
+    for (int64_t col = 0; col < cols; ++col) {
+      const T* src = b.data + (j0 + col) * b.ld + p0;
+      for (int64_t p = 0; p < kb; ++p) panel[p * nr + col] = src[p];
+    }
+  } else {
+    for (int64_t p = 0; p < kb; ++p) {
+      const T* src = b.data + (p0 + p) * b.ld + j0;
+      std::memcpy(panel + p * nr, src, cols * sizeof(T));
+    }
+  }
+}
+
+// C[rows x cols] (= or +=) A panel (kb x kMR) * B panel (kb x kNR).
+template <typename T>
+[[gnu::always_inline]] inline void MicroKernel(int64_t kb, const T* ap, const T* bp, T* c,
+                                               int64_t ldc, int64_t rows, int64_t cols,
+                                               bool accumulate) {
+  constexpr int64_t nr = kNR<T>;
+  T acc[kMR][nr] = {};
+  for (int64_t p = 0; p < kb; ++p) {
+    const T* brow = bp + p * nr;
+    const T* acol = ap + p * kMR;
+    // Fully unrolled, both loops become kMR * kNR / (vector width) FMAs on registers; left to
+    // its own heuristics GCC vectorizes across rows instead, with shuffles, many times slower.
+#pragma GCC unroll 4
+    for (int64_t r = 0; r < kMR; ++r) {
+#pragma GCC unroll 16
+      for (int64_t j = 0; j < nr; ++j) acc[r][j] += acol[r] * brow[j];
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    T* crow = c + r * ldc;
+    if (accumulate) {
+      for (int64_t j = 0; j < cols; ++j) crow[j] += acc[r][j];
+    } else {
+      for (int64_t j = 0; j < cols; ++j) crow[j] = acc[r][j];
+    }
+  }
+}
+
+// One depth block of one C tile: every A panel of `a_packed` (rows x kb) against the B panels
+// starting at `b_panels` covering `cols` columns.
+template <typename T>
+FS_GEMM_MULTIVERSION void TileBlock(const T* a_packed, const T* b_panels, int64_t kb, int64_t rows,
+                                    int64_t cols, T* c, int64_t ldc, bool accumulate) {
+  constexpr int64_t nr = kNR<T>;
+  for (int64_t j0 = 0; j0 < cols; j0 += nr) {
+    const T* bp = b_panels + (j0 / nr) * kb * nr;
+    for (int64_t r0 = 0; r0 < rows; r0 += kMR) {
+      MicroKernel(kb, a_packed + r0 * kb, bp, c + r0 * ldc + j0, ldc, std::min(kMR, rows - r0),
+                  std::min(nr, cols - j0), accumulate);
+    }
+  }
+}
+
+template <typename T>
+Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b, int64_t m,
+                   int64_t n, int64_t k, T* c, int64_t ldc) {
+  constexpr int64_t nr = kNR<T>;
+  const int64_t n_padded = RoundUp(n, nr);
+  const int64_t panels = n_padded / nr;
+  const int64_t depth_blocks = (k + kKC - 1) / kKC;
+
+  // Packed B: depth block d (rows [d*kKC, ...)) starts at d*kKC*n_padded and holds its panels
+  // one after another.
+  Tensor packed_b;
+  FS_RETURN_IF_ERROR(ctx.AllocateTemp(
+      DType::kUInt8, TensorShape{k * n_padded * static_cast<int64_t>(sizeof(T))}, &packed_b));
+  T* bpack = static_cast<T*>(packed_b.raw_data());
+  ctx.ParallelFor(depth_blocks * panels, kKC * nr, [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t d = u / panels, q = u % panels;
+      int64_t p0 = d * kKC, kb = std::min(kKC, k - p0);
+      PackBPanel(b, n, q * nr, p0, kb, bpack + p0 * n_padded + q * kb * nr);
+    }
+  });
+
+  const int64_t row_tiles = (m + kMC - 1) / kMC;
+  const int64_t col_tiles = (n + kNC - 1) / kNC;
+  ctx.ParallelFor(row_tiles * col_tiles, 2 * kMC * kNC * k, [&](int64_t begin, int64_t end) {
+    std::vector<T> apack(kMC * std::min(kKC, k));
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t i0 = (u / col_tiles) * kMC, j0 = (u % col_tiles) * kNC;
+      int64_t rows = std::min(kMC, m - i0), cols = std::min(kNC, n - j0);
+      for (int64_t p0 = 0; p0 < k; p0 += kKC) {
+        int64_t kb = std::min(kKC, k - p0);
+        PackA(a, i0, rows, p0, kb, apack.data());
+        TileBlock(apack.data(), bpack + p0 * n_padded + (j0 / nr) * kb * nr, kb, rows, cols,
+                  c + i0 * ldc + j0, ldc, p0 > 0);
+      }
+    }
+  });
+  return Status::OK();
+}
+
+template <typename T>
+Status GemmImpl(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
+                int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return Status::OK();
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    return Status::OK();
+  }
+  Operand<T> op_a{a, lda, transpose_a};
+  Operand<T> op_b{b, ldb, transpose_b};
+  if (m * n * k <= kSmallProduct) {
+    SmallGemm(op_a, op_b, m, n, k, c, ldc);
+    return Status::OK();
+  }
+  return BlockedGemm(ctx, op_a, op_b, m, n, k, c, ldc);
+}
+
+}  // namespace
+
+template <typename T>
+Status Gemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+            const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (std::is_integral_v<T>) {
+    // Two's-complement products and sums are the same bits in unsigned arithmetic, which wraps
+    // on overflow by definition (signed overflow would be undefined behaviour).
+    using U = std::make_unsigned_t<T>;
+    return GemmImpl<U>(ctx, transpose_a, transpose_b, m, n, k, reinterpret_cast<const U*>(a), lda,
+                       reinterpret_cast<const U*>(b), ldb, reinterpret_cast<U*>(c), ldc);
+  } else {
+    return GemmImpl<T>(ctx, transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
+  }
+}
+
+template Status Gemm<float>(KernelContext&, bool, bool, int64_t, int64_t, int64_t, const float*,
+                            int64_t, const float*, int64_t, float*, int64_t);
+template Status Gemm<double>(KernelContext&, bool, bool, int64_t, int64_t, int64_t, const double*,
+                             int64_t, const double*, int64_t, double*, int64_t);
+template Status Gemm<int32_t>(KernelContext&, bool, bool, int64_t, int64_t, int64_t, const int32_t*,
+                              int64_t, const int32_t*, int64_t, int32_t*, int64_t);
+template Status Gemm<int64_t>(KernelContext&, bool, bool, int64_t, int64_t, int64_t, const int64_t*,
+                              int64_t, const int64_t*, int64_t, int64_t*, int64_t);
+
+}  // namespace flowstone

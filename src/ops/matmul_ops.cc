@@ -1,0 +1,263 @@
+// Matrix products: MatMul (two matrices) and BatchMatMulV2 (stacks of matrices whose batch
+// dimensions broadcast like numpy's). Both compute through Gemm (gemm.h).
+#include <algorithm>
+#include <vector>
+
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+#include "ops/gemm.h"
+
+namespace flowstone {
+namespace {
+
+// Rows and columns of op(X) for a matrix X of shape [rows, cols] (dims may be unknown, -1).
+struct MatrixDims {
+  int64_t rows;
+  int64_t cols;
+};
+MatrixDims Op(int64_t rows, int64_t cols, bool transpose) {
+  return transpose ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatMul
+
+Status MatMulShape(InferenceContext& ctx) {
+  PartialShape a, b;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 2, &a));
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 2, &b));
+  MatrixDims op_a = Op(a.dim(0), a.dim(1), ctx.attrs().GetOr<bool>("transpose_a", false));
+  MatrixDims op_b = Op(b.dim(0), b.dim(1), ctx.attrs().GetOr<bool>("transpose_b", false));
+  int64_t inner;
+  FS_RETURN_IF_ERROR(ctx.MergeDim(op_a.cols, op_b.rows, &inner));
+  ctx.set_output(0, PartialShape({op_a.rows, op_b.cols}));
+  return Status::OK();
+}
+
+class MatMulKernel final : public OpKernel {
+ public:
+  explicit MatMulKernel(const Node& node) : OpKernel(node) {}
+
+  Status Init() override {
+    transpose_a_ = node().attrs().GetOr<bool>("transpose_a", false);
+    transpose_b_ = node().attrs().GetOr<bool>("transpose_b", false);
+    return Status::OK();
+  }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    if (a.rank() != 2 || b.rank() != 2) {
+      return errors::InvalidArgument("MatMul multiplies matrices (rank 2), but got shapes ",
+                                     a.shape().ToString(), " and ", b.shape().ToString(),
+                                     "; use tf.matmul, which handles batches of matrices");
+    }
+    MatrixDims op_a = Op(a.dim(0), a.dim(1), transpose_a_);
+    MatrixDims op_b = Op(b.dim(0), b.dim(1), transpose_b_);
+    if (op_a.cols != op_b.rows) {
+      return errors::InvalidArgument(
+          "Matrix size-incompatible: In[0]: ", a.shape().ToString(),
+          ", In[1]: ", b.shape().ToString(), " (transpose_a=", transpose_a_,
+          ", transpose_b=", transpose_b_,
+          "): the columns of the first operand must equal the rows of the second");
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{op_a.rows, op_b.cols}, &out));
+    return DispatchDType<float, double, int32_t, int64_t>(
+        a.dtype(), "MatMul", [&]<typename T>() -> Status {
+          return Gemm<T>(ctx, transpose_a_, transpose_b_, op_a.rows, op_b.cols, op_a.cols,
+                         a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), out->data<T>(), op_b.cols);
+        });
+  }
+
+ private:
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+};
+
+FS_REGISTER_OP(OpBuilder("MatMul")
+                   .Input("a", "T")
+                   .Input("b", "T")
+                   .Output("product", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .Attr("transpose_a", false)
+                   .Attr("transpose_b", false)
+                   .Shape(MatMulShape)
+                   .KernelClass<MatMulKernel>("CPU")
+                   .Doc("The matrix product op(a) * op(b), op transposing when asked."));
+
+// ---------------------------------------------------------------------------------------------
+// BatchMatMulV2
+
+// Splits a shape of rank >= 2 into its batch dimensions and its matrix dimensions.
+PartialShape BatchPart(const PartialShape& s) {
+  std::vector<int64_t> dims = s.ToVector();
+  dims.resize(dims.size() - 2);
+  return PartialShape(dims);
+}
+
+Status BatchMatMulShape(InferenceContext& ctx) {
+  FS_RETURN_IF_ERROR(ctx.WithRankAtLeast(0, 2));
+  FS_RETURN_IF_ERROR(ctx.WithRankAtLeast(1, 2));
+  const PartialShape& x = ctx.input(0);
+  const PartialShape& y = ctx.input(1);
+  if (!x.known_rank() || !y.known_rank()) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  int rx = x.rank(), ry = y.rank();
+  MatrixDims op_x = Op(x.dim(rx - 2), x.dim(rx - 1), ctx.attrs().GetOr<bool>("adj_x", false));
+  MatrixDims op_y = Op(y.dim(ry - 2), y.dim(ry - 1), ctx.attrs().GetOr<bool>("adj_y", false));
+  int64_t inner;
+  FS_RETURN_IF_ERROR(ctx.MergeDim(op_x.cols, op_y.rows, &inner));
+  PartialShape batch;
+  FS_RETURN_IF_ERROR(BroadcastShapes(BatchPart(x), BatchPart(y), &batch));
+  std::vector<int64_t> dims = batch.ToVector();
+  dims.push_back(op_x.rows);
+  dims.push_back(op_y.cols);
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+// For each matrix of the broadcast batch, the index of the matrix it reads in x and in y.
+struct BatchPlan {
+  std::vector<int64_t> out_dims;  // broadcast batch dimensions
+  std::vector<int64_t> x_index;
+  std::vector<int64_t> y_index;
+};
+
+Status PlanBatches(const TensorShape& x, const TensorShape& y, BatchPlan* plan) {
+  int rank = std::max(x.rank(), y.rank()) - 2;
+  auto batch_dim = [rank](const TensorShape& s, int i) {
+    int j = i - (rank - (s.rank() - 2));
+    return j >= 0 ? s.dim(j) : int64_t{1};
+  };
+  plan->out_dims.assign(rank, 1);
+  for (int i = 0; i < rank; ++i) {
+    int64_t dx = batch_dim(x, i), dy = batch_dim(y, i);
+    if (dx != dy && dx != 1 && dy != 1) {
+      return errors::InvalidArgument(
+          "In[0] and In[1] must have compatible batch dimensions: ", x.ToString(), " vs. ",
+          y.ToString(),
+          ". Batch dimensions broadcast like numpy's: each pair must be equal or "
+          "one of them 1");
+    }
+    plan->out_dims[i] = dx == 1 ? dy : dx;
+  }
+  int64_t batches = 1;
+  for (int64_t d : plan->out_dims) batches *= d;
+  plan->x_index.assign(batches, 0);
+  plan->y_index.assign(batches, 0);
+  // Walk the output batch index like an odometer, tracking the flat index into each operand
+  // (a broadcast dimension does not advance its operand).
+  std::vector<int64_t> counter(rank, 0);
+  std::vector<int64_t> x_stride(rank), y_stride(rank);
+  int64_t xs = 1, ys = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    int64_t dx = batch_dim(x, i), dy = batch_dim(y, i);
+    x_stride[i] = dx == 1 ? 0 : xs;
+    y_stride[i] = dy == 1 ? 0 : ys;
+    xs *= dx;
+    ys *= dy;
+  }
+  int64_t xi = 0, yi = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    plan->x_index[b] = xi;
+    plan->y_index[b] = yi;
+    for (int i = rank - 1; i >= 0; --i) {
+      xi += x_stride[i];
+      yi += y_stride[i];
+      if (++counter[i] < plan->out_dims[i]) break;
+      xi -= x_stride[i] * counter[i];
+      yi -= y_stride[i] * counter[i];
+      counter[i] = 0;
+    }
+  }
+  return Status::OK();
+}
+
+// Below this many multiply-adds per matrix, batches run in parallel, each product on one thread.
+constexpr int64_t kSmallMatrixWork = 64 * 64 * 64;
+
+class BatchMatMulKernel final : public OpKernel {
+ public:
+  explicit BatchMatMulKernel(const Node& node) : OpKernel(node) {}
+
+  Status Init() override {
+    adj_x_ = node().attrs().GetOr<bool>("adj_x", false);
+    adj_y_ = node().attrs().GetOr<bool>("adj_y", false);
+    return Status::OK();
+  }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    const Tensor& y = ctx.input(1);
+    if (x.rank() < 2 || y.rank() < 2) {
+      return errors::InvalidArgument(
+          "BatchMatMulV2 needs inputs of rank >= 2 (matrices or "
+          "batches of them), but got shapes ",
+          x.shape().ToString(), " and ", y.shape().ToString());
+    }
+    int rx = x.rank(), ry = y.rank();
+    MatrixDims op_x = Op(x.dim(rx - 2), x.dim(rx - 1), adj_x_);
+    MatrixDims op_y = Op(y.dim(ry - 2), y.dim(ry - 1), adj_y_);
+    if (op_x.cols != op_y.rows) {
+      return errors::InvalidArgument(
+          "Matrix size-incompatible: In[0]: ", x.shape().ToString(),
+          ", In[1]: ", y.shape().ToString(), " (adj_x=", adj_x_, ", adj_y=", adj_y_,
+          "): the columns of each matrix of the first operand must equal the rows of each "
+          "matrix of the second");
+    }
+    BatchPlan plan;
+    FS_RETURN_IF_ERROR(PlanBatches(x.shape(), y.shape(), &plan));
+    const int64_t m = op_x.rows, n = op_y.cols, k = op_x.cols;
+    std::vector<int64_t> out_dims = plan.out_dims;
+    out_dims.push_back(m);
+    out_dims.push_back(n);
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(out_dims), &out));
+    const int64_t batches = static_cast<int64_t>(plan.x_index.size());
+    if (out->num_elements() == 0) return Status::OK();
+    const int64_t x_size = x.dim(rx - 2) * x.dim(rx - 1);
+    const int64_t y_size = y.dim(ry - 2) * y.dim(ry - 1);
+    return DispatchDType<float, double, int32_t, int64_t>(
+        x.dtype(), "BatchMatMulV2", [&]<typename T>() -> Status {
+          auto one = [&](int64_t b) {
+            return Gemm<T>(ctx, adj_x_, adj_y_, m, n, k, x.data<T>() + plan.x_index[b] * x_size,
+                           x.dim(rx - 1), y.data<T>() + plan.y_index[b] * y_size, y.dim(ry - 1),
+                           out->data<T>() + b * m * n, n);
+          };
+          if (batches == 1 || m * n * k > kSmallMatrixWork) {
+            for (int64_t b = 0; b < batches; ++b) FS_RETURN_IF_ERROR(one(b));
+            return Status::OK();
+          }
+          // Small products: one batch per task; a product split again from a worker thread runs
+          // inline there.
+          std::vector<Status> status(batches);
+          ctx.ParallelFor(batches, 2 * m * n * k + m * n, [&](int64_t begin, int64_t end) {
+            for (int64_t b = begin; b < end; ++b) status[b] = one(b);
+          });
+          for (const Status& s : status) FS_RETURN_IF_ERROR(s);
+          return Status::OK();
+        });
+  }
+
+ private:
+  bool adj_x_ = false;
+  bool adj_y_ = false;
+};
+
+FS_REGISTER_OP(OpBuilder("BatchMatMulV2")
+                   .Input("x", "T")
+                   .Input("y", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .Attr("adj_x", false)
+                   .Attr("adj_y", false)
+                   .Shape(BatchMatMulShape)
+                   .KernelClass<BatchMatMulKernel>("CPU")
+                   .Doc("Batched matrix products; batch dimensions broadcast."));
+
+}  // namespace
+}  // namespace flowstone

@@ -1,0 +1,358 @@
+// Random number ops: RandomStandardNormal, RandomUniform, RandomUniformInt, TruncatedNormal.
+//
+// Numbers come from Philox4x32-10, a counter-based generator (Salmon, Moraes, Dror and Shaw,
+// "Parallel Random Numbers: As Easy as 1, 2, 3", SC'11): block i of the stream is a pure
+// function of (key, counter = i), so any thread can produce any part of an output without
+// sharing generator state. The key is the op's `seed`, the upper half of the counter its `seed2`
+// and the lower half the block index.
+//
+// Each kernel instance (one per node per session) owns an atomic block counter. A run reserves
+// the blocks it needs with one fetch_add, so concurrent runs draw disjoint numbers, repeated runs
+// draw new ones, and a fresh session with the same seeds replays the same sequence. With
+// seed = seed2 = 0 the kernel picks a random key instead (TensorFlow's "nondeterministic" seed).
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Philox4x32-10
+
+using PhiloxBlock = std::array<uint32_t, 4>;
+
+PhiloxBlock Philox4x32(PhiloxBlock counter, std::array<uint32_t, 2> key) {
+  // Multipliers and Weyl key increments from the paper.
+  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57;
+  constexpr uint32_t kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key[0] += kW0;
+      key[1] += kW1;
+    }
+    uint64_t p0 = uint64_t{kM0} * counter[0];
+    uint64_t p1 = uint64_t{kM1} * counter[2];
+    counter = {static_cast<uint32_t>(p1 >> 32) ^ counter[1] ^ key[0], static_cast<uint32_t>(p1),
+               static_cast<uint32_t>(p0 >> 32) ^ counter[3] ^ key[1], static_cast<uint32_t>(p0)};
+  }
+  return counter;
+}
+
+// One (seed, seed2) stream.
+class PhiloxStream {
+ public:
+  PhiloxStream(uint64_t seed, uint64_t seed2)
+      : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
+        seed2_lo_(static_cast<uint32_t>(seed2)),
+        seed2_hi_(static_cast<uint32_t>(seed2 >> 32)) {}
+
+  PhiloxBlock Block(uint64_t index) const {
+    return Philox4x32(
+        {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), seed2_lo_, seed2_hi_},
+        key_);
+  }
+
+ private:
+  std::array<uint32_t, 2> key_;
+  uint32_t seed2_lo_;
+  uint32_t seed2_hi_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// From random bits to distributions
+
+// Uniform in [0, 1) on a grid of 2^-24 (float) from one word, 2^-53 (double) from two.
+float UniformFloat(uint32_t w) { return static_cast<float>(w >> 8) * 0x1p-24f; }
+double UniformDouble(uint32_t hi, uint32_t lo) {
+  return static_cast<double>(((uint64_t{hi} << 32) | lo) >> 11) * 0x1p-53;
+}
+
+// Box-Muller: two independent standard normals from two uniforms. u1 is moved to (0, 1] so the
+// logarithm is finite.
+template <typename T>
+void BoxMuller(T u1, T u2, T* z0, T* z1) {
+  T radius = std::sqrt(T(-2) * std::log(T(1) - u1));
+  T theta = T(2) * std::numbers::pi_v<T> * u2;
+  *z0 = radius * std::cos(theta);
+  *z1 = radius * std::sin(theta);
+}
+
+// Values of type T one Philox block yields: 4 floats or 2 doubles (53-bit uniforms need two
+// words each).
+template <typename T>
+constexpr int kPerBlock = sizeof(T) == 4 ? 4 : 2;
+
+template <typename T>
+void UniformBlock(const PhiloxBlock& w, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (int i = 0; i < 4; ++i) out[i] = UniformFloat(w[i]);
+  } else {
+    out[0] = UniformDouble(w[0], w[1]);
+    out[1] = UniformDouble(w[2], w[3]);
+  }
+}
+
+template <typename T>
+void NormalBlock(const PhiloxBlock& w, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    BoxMuller(UniformFloat(w[0]), UniformFloat(w[1]), &out[0], &out[1]);
+    BoxMuller(UniformFloat(w[2]), UniformFloat(w[3]), &out[2], &out[3]);
+  } else {
+    BoxMuller(UniformDouble(w[0], w[1]), UniformDouble(w[2], w[3]), &out[0], &out[1]);
+  }
+}
+
+// TruncatedNormal keeps normals with |z| < 2 (about 95.4% of them). Each group of kPerBlock
+// outputs owns a fixed range of this many blocks, so groups can be filled in parallel and in any
+// order. Failing to find kPerBlock accepted values in 8 blocks has probability below 1e-14; a
+// group that does keeps reading the following blocks, which are then shared with the next group
+// and only cost independence in that vanishingly rare case.
+constexpr uint64_t kTruncatedBlocksPerGroup = 8;
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+
+Status ReadShape(const Tensor& shape, TensorShape* out) {
+  if (shape.rank() != 1) {
+    return errors::InvalidArgument("shape must be a vector of dimensions, but has shape ",
+                                   shape.shape().ToString());
+  }
+  std::vector<int64_t> dims(shape.num_elements());
+  for (int64_t i = 0; i < shape.num_elements(); ++i) dims[i] = shape.ElementAsInt64(i);
+  Status s = ValidateDims(dims);
+  if (!s.ok()) return errors::InvalidArgument("Invalid shape for a random tensor: ", s.message());
+  *out = TensorShape(dims);
+  return Status::OK();
+}
+
+// The seeds, the stream and the block counter shared by all random kernels.
+class RandomKernel : public OpKernel {
+ public:
+  explicit RandomKernel(const Node& node) : OpKernel(node), stream_(0, 0) {}
+
+  Status Init() override {
+    uint64_t seed = static_cast<uint64_t>(node().attrs().GetOr<int64_t>("seed", 0));
+    uint64_t seed2 = static_cast<uint64_t>(node().attrs().GetOr<int64_t>("seed2", 0));
+    if (seed == 0 && seed2 == 0) {
+      seed = FreshSeed();
+      seed2 = FreshSeed();
+    }
+    stream_ = PhiloxStream(seed, seed2);
+    return Status::OK();
+  }
+
+ protected:
+  // Reserves `blocks` consecutive blocks of the stream for one run; returns the first index.
+  uint64_t Reserve(uint64_t blocks) {
+    return next_block_.fetch_add(blocks, std::memory_order_relaxed);
+  }
+  const PhiloxStream& stream() const { return stream_; }
+
+  // Fills `n` outputs in groups of `group` elements; group g calls fill(g, out, count) with its
+  // part of the output. Groups are independent, so they run in parallel.
+  template <typename T, typename Fill>
+  static void FillGroups(KernelContext& ctx, T* out, int64_t n, int64_t group,
+                         int64_t cost_per_group, Fill fill) {
+    int64_t groups = (n + group - 1) / group;
+    ctx.ParallelFor(groups, cost_per_group, [&](int64_t begin, int64_t end) {
+      for (int64_t g = begin; g < end; ++g) {
+        int64_t first = g * group;
+        fill(g, out + first, std::min(group, n - first));
+      }
+    });
+  }
+
+ private:
+  static uint64_t FreshSeed() {
+    try {
+      std::random_device device;
+      return (uint64_t{device()} << 32) | device();
+    } catch (const std::exception&) {
+      // No entropy device: the clock still differs from run to run.
+      return static_cast<uint64_t>(
+          std::chrono::high_resolution_clock::now().time_since_epoch().count());
+    }
+  }
+
+  PhiloxStream stream_;
+  std::atomic<uint64_t> next_block_{0};
+};
+
+// RandomUniform (kind kUniform), RandomStandardNormal (kNormal), TruncatedNormal (kTruncated).
+enum class Dist { kUniform, kNormal, kTruncated };
+
+template <Dist kDist>
+class RandomFloatKernel final : public RandomKernel {
+ public:
+  using RandomKernel::RandomKernel;
+
+  Status Compute(KernelContext& ctx) override {
+    TensorShape shape;
+    FS_RETURN_IF_ERROR(ReadShape(ctx.input(0), &shape));
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
+    return DispatchDType<float, double>(out->dtype(), node().type().c_str(),
+                                        [&]<typename T>() -> Status {
+                                          Generate<T>(ctx, out->data<T>(), out->num_elements());
+                                          return Status::OK();
+                                        });
+  }
+
+ private:
+  template <typename T>
+  void Generate(KernelContext& ctx, T* out, int64_t n) {
+    constexpr int64_t per = kPerBlock<T>;
+    const int64_t groups = (n + per - 1) / per;
+    const uint64_t blocks_per_group = kDist == Dist::kTruncated ? kTruncatedBlocksPerGroup : 1;
+    const uint64_t base = Reserve(static_cast<uint64_t>(groups) * blocks_per_group);
+    const PhiloxStream& s = stream();
+    FillGroups(ctx, out, n, per, kDist == Dist::kUniform ? 30 : 150,
+               [&](int64_t g, T* dst, int64_t count) {
+                 uint64_t block = base + static_cast<uint64_t>(g) * blocks_per_group;
+                 T values[per];
+                 if constexpr (kDist == Dist::kUniform) {
+                   UniformBlock(s.Block(block), values);
+                   std::copy(values, values + count, dst);
+                 } else if constexpr (kDist == Dist::kNormal) {
+                   NormalBlock(s.Block(block), values);
+                   std::copy(values, values + count, dst);
+                 } else {
+                   int64_t filled = 0;
+                   while (filled < count) {
+                     NormalBlock(s.Block(block++), values);
+                     for (int64_t i = 0; i < per && filled < count; ++i) {
+                       if (std::abs(values[i]) < T(2)) dst[filled++] = values[i];
+                     }
+                   }
+                 }
+               });
+  }
+};
+
+class RandomUniformIntKernel final : public RandomKernel {
+ public:
+  using RandomKernel::RandomKernel;
+
+  Status Compute(KernelContext& ctx) override {
+    TensorShape shape;
+    FS_RETURN_IF_ERROR(ReadShape(ctx.input(0), &shape));
+    const Tensor& minval = ctx.input(1);
+    const Tensor& maxval = ctx.input(2);
+    if (minval.rank() != 0 || maxval.rank() != 0) {
+      return errors::InvalidArgument("minval and maxval must be scalars, but have shapes ",
+                                     minval.shape().ToString(), " and ", maxval.shape().ToString());
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
+    if (out->num_elements() == 0) return Status::OK();
+    int64_t lo = minval.ElementAsInt64(0), hi = maxval.ElementAsInt64(0);
+    if (lo >= hi) {
+      return errors::InvalidArgument("Need minval < maxval: ", lo, " >= ", hi,
+                                     " (values are drawn from [minval, maxval))");
+    }
+    return DispatchDType<int32_t, int64_t>(
+        out->dtype(), "RandomUniformInt", [&]<typename T>() -> Status {
+          Generate<T>(ctx, static_cast<T>(lo), static_cast<T>(hi), out->data<T>(),
+                      out->num_elements());
+          return Status::OK();
+        });
+  }
+
+ private:
+  // Maps random words onto [lo, hi) by scaling (Lemire's multiply-shift) rather than by modulo:
+  // the bias is at most range / 2^32 (int32) or range / 2^64 (int64).
+  template <typename T>
+  void Generate(KernelContext& ctx, T lo, T hi, T* out, int64_t n) {
+    using U = std::make_unsigned_t<T>;
+    const U range = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
+    constexpr int64_t per = kPerBlock<T>;
+    const uint64_t base = Reserve(static_cast<uint64_t>((n + per - 1) / per));
+    const PhiloxStream& s = stream();
+    FillGroups(ctx, out, n, per, 30, [&](int64_t g, T* dst, int64_t count) {
+      PhiloxBlock w = s.Block(base + static_cast<uint64_t>(g));
+      for (int64_t i = 0; i < count; ++i) {
+        U offset;
+        if constexpr (sizeof(T) == 4) {
+          offset = static_cast<U>((uint64_t{w[i]} * range) >> 32);
+        } else {
+          uint64_t bits = (uint64_t{w[2 * i]} << 32) | w[2 * i + 1];
+          offset = static_cast<U>((static_cast<unsigned __int128>(bits) * range) >> 64);
+        }
+        dst[i] = static_cast<T>(static_cast<U>(lo) + offset);
+      }
+    });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Schemas
+
+Status RandomShape(InferenceContext& ctx) {
+  PartialShape shape_vector;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 1, &shape_vector));
+  PartialShape out;
+  FS_RETURN_IF_ERROR(ctx.InputAsShape(0, &out));
+  ctx.set_output(0, out);
+  return Status::OK();
+}
+
+Status RandomUniformIntShape(InferenceContext& ctx) {
+  PartialShape scalar;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 0, &scalar));
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &scalar));
+  return RandomShape(ctx);
+}
+
+template <Dist kDist>
+OpBuilder RandomFloatOp(const char* name, const char* doc) {
+  OpBuilder builder(name);
+  builder.Input("shape", "T")
+      .Output("output", "dtype")
+      .Attr("seed", 0)
+      .Attr("seed2", 0)
+      .TypeAttr("dtype", kFloatTypes)
+      .TypeAttr("T", {DType::kInt32, DType::kInt64})
+      .Stateful()
+      .Shape(RandomShape)
+      .KernelClass<RandomFloatKernel<kDist>>("CPU")
+      .NotDifferentiable()
+      .Doc(doc);
+  return builder;
+}
+
+FS_REGISTER_OP(RandomFloatOp<Dist::kUniform>("RandomUniform", "Uniform random values in [0, 1)."));
+FS_REGISTER_OP(RandomFloatOp<Dist::kNormal>("RandomStandardNormal",
+                                            "Normal random values, mean 0 and stddev 1."));
+FS_REGISTER_OP(RandomFloatOp<Dist::kTruncated>(
+    "TruncatedNormal",
+    "Normal random values (mean 0, stddev 1) redrawn until within 2 of the mean."));
+
+FS_REGISTER_OP(OpBuilder("RandomUniformInt")
+                   .Input("shape", "T")
+                   .Input("minval", "Tout")
+                   .Input("maxval", "Tout")
+                   .Output("output", "Tout")
+                   .Attr("seed", 0)
+                   .Attr("seed2", 0)
+                   .TypeAttr("Tout", {DType::kInt32, DType::kInt64})
+                   .TypeAttr("T", {DType::kInt32, DType::kInt64})
+                   .Stateful()
+                   .Shape(RandomUniformIntShape)
+                   .KernelClass<RandomUniformIntKernel>("CPU")
+                   .NotDifferentiable()
+                   .Doc("Uniform random integers in [minval, maxval)."));
+
+}  // namespace
+}  // namespace flowstone

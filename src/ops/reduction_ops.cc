@@ -1,0 +1,572 @@
+// Reductions: Sum, Mean, Max, Min, Prod over any set of axes, and ArgMax/ArgMin along one axis.
+//
+// A reduction is computed on a canonical view of the input: dimensions of size 1 are dropped and
+// neighbouring dimensions that are all reduced (or all kept) are merged, leaving alternating
+// groups such as [kept, reduced, kept]. Each pass reduces the last reduced group, seen as a 3-D
+// array [P, R, Q] -> [P, Q]:
+//   * Q == 1 reduces contiguous rows, with several independent accumulators so the loop
+//     vectorizes, and pairwise splitting so float rounding error grows with log(R), not R;
+//   * Q > 1 accumulates whole rows of Q into a block of column accumulators (vectorizes across
+//     columns without reordering any sum).
+// Inputs with several reduced groups ([R, K, R]) take one pass per group. float32 sums
+// accumulate in double. Work is split into units whose boundaries depend only on the shape, so
+// results are bitwise reproducible whatever the number of threads.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Axes and shapes
+
+// Marks the axes listed in `axes` (a scalar or vector of int32/int64, negative values counting
+// from the end; repeats allowed) in `reduced`, which gets one entry per input dimension.
+Status ReadReductionAxes(const Tensor& axes, int rank, std::vector<bool>* reduced) {
+  if (axes.rank() > 1) {
+    return errors::InvalidArgument("reduction_indices must be a scalar or a vector, but has shape ",
+                                   axes.shape().ToString());
+  }
+  reduced->assign(rank, false);
+  for (int64_t i = 0; i < axes.num_elements(); ++i) {
+    int64_t axis = axes.ElementAsInt64(i);
+    if (axis < -rank || axis >= rank) {
+      return errors::InvalidArgument("Invalid reduction dimension ", axis, " for input with ", rank,
+                                     " dimensions: axes must be in [", -rank, ", ", rank, ")");
+    }
+    (*reduced)[axis < 0 ? axis + rank : axis] = true;
+  }
+  return Status::OK();
+}
+
+// The reduced shape: reduced dimensions become 1 (keep_dims) or disappear.
+std::vector<int64_t> ReducedDims(const Dims& dims, const std::vector<bool>& reduced,
+                                 bool keep_dims) {
+  std::vector<int64_t> out;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (!reduced[i]) {
+      out.push_back(dims[i]);
+    } else if (keep_dims) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
+Status ReductionShape(InferenceContext& ctx) {
+  const PartialShape& input = ctx.input(0);
+  const PartialShape& axes_shape = ctx.input(1);
+  bool keep_dims = ctx.attrs().GetOr<bool>("keep_dims", false);
+  if (axes_shape.known_rank() && axes_shape.rank() > 1) {
+    return errors::InvalidArgument("reduction_indices must be a scalar or a vector, but has rank ",
+                                   axes_shape.rank());
+  }
+  const Tensor* axes = ctx.input_value(1);
+  if (axes == nullptr) {
+    if (axes_shape.known_rank() && axes_shape.rank() == 1 && axes_shape.dim(0) == 0) {
+      ctx.set_output(0, input);  // an empty axis list reduces nothing
+    } else if (keep_dims && input.known_rank()) {
+      ctx.set_output(0, PartialShape::UnknownOfRank(input.rank()));
+    } else {
+      ctx.set_output(0, PartialShape::Unknown());
+    }
+    return Status::OK();
+  }
+  if (!input.known_rank()) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  std::vector<bool> reduced;
+  FS_RETURN_IF_ERROR(ReadReductionAxes(*axes, input.rank(), &reduced));
+  ctx.set_output(0, PartialShape(ReducedDims(input.dims(), reduced, keep_dims)));
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reducers. Each has an accumulator type, an identity (the result over zero elements) and an
+// associative Combine. Integer arithmetic wraps around as TensorFlow's does (done in unsigned
+// arithmetic, where wrapping is defined).
+
+template <typename T>
+T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+
+template <typename T>
+T WrapMul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
+// float32 sums and products accumulate in double: ample precision at the same memory traffic.
+template <typename T>
+using WideAcc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+
+// Means of integers accumulate in int64, so that (say) the mean of uint8 pixels is exact.
+template <typename T>
+using MeanAcc = std::conditional_t<std::is_integral_v<T>, int64_t, WideAcc<T>>;
+
+template <typename T, typename AccT = WideAcc<T>>
+struct SumReducer {
+  using Acc = AccT;
+  static constexpr bool kPairwise = true;
+  static Acc Identity() { return Acc(0); }
+  static Acc Combine(Acc a, Acc b) { return WrapAdd(a, b); }
+};
+
+template <typename T>
+struct ProdReducer {
+  using Acc = WideAcc<T>;
+  static constexpr bool kPairwise = false;
+  static Acc Identity() { return Acc(1); }
+  static Acc Combine(Acc a, Acc b) { return WrapMul(a, b); }
+};
+
+// Max and Min propagate NaN as numpy does (`a != a` is false for integers and folds away).
+template <typename T>
+struct MaxReducer {
+  using Acc = T;
+  static constexpr bool kPairwise = false;
+  static Acc Identity() {
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      return -std::numeric_limits<T>::infinity();
+    } else {
+      return std::numeric_limits<T>::lowest();
+    }
+  }
+  static Acc Combine(Acc a, Acc b) { return (a > b || a != a) ? a : b; }
+};
+
+template <typename T>
+struct MinReducer {
+  using Acc = T;
+  static constexpr bool kPairwise = false;
+  static Acc Identity() {
+    if constexpr (std::numeric_limits<T>::has_infinity) {
+      return std::numeric_limits<T>::infinity();
+    } else {
+      return std::numeric_limits<T>::max();
+    }
+  }
+  static Acc Combine(Acc a, Acc b) { return (a < b || a != a) ? a : b; }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Reduction passes
+
+// Independent accumulators per contiguous row: enough to fill a vector register and to hide the
+// latency of floating-point adds.
+constexpr int64_t kLanes = 8;
+// Pairwise summation splits rows longer than this.
+constexpr int64_t kPairwiseBlock = 1024;
+// Columns accumulated together when Q > 1 (the accumulators stay in L1).
+constexpr int64_t kColumnBlock = 512;
+// Elements per unit of parallel work when a few long rows must be split.
+constexpr int64_t kChunkElements = 1 << 16;
+// With fewer independent output blocks than this, long rows are split into chunks...
+constexpr int64_t kMinParallelUnits = 16;
+// ...but into no more chunks than this, which bounds the memory of the partial results.
+constexpr int64_t kMaxChunks = 64;
+
+template <typename Red, typename In>
+typename Red::Acc ReduceContiguous(const In* x, int64_t n) {
+  using Acc = typename Red::Acc;
+  if (Red::kPairwise && n > kPairwiseBlock) {
+    int64_t half = (n / 2 + kLanes - 1) / kLanes * kLanes;
+    return Red::Combine(ReduceContiguous<Red>(x, half), ReduceContiguous<Red>(x + half, n - half));
+  }
+  Acc lanes[kLanes];
+  for (int64_t l = 0; l < kLanes; ++l) lanes[l] = Red::Identity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] = Red::Combine(lanes[l], Acc(x[i + l]));
+  }
+  Acc result = Red::Identity();
+  for (int64_t l = 0; l < kLanes; ++l) result = Red::Combine(result, lanes[l]);
+  for (; i < n; ++i) result = Red::Combine(result, Acc(x[i]));
+  return result;
+}
+
+// acc[j] = Combine(acc[j], x[r * stride + j]) for r < rows, j < cols.
+template <typename Red, typename In>
+void ReduceColumns(const In* x, int64_t rows, int64_t stride, int64_t cols,
+                   typename Red::Acc* acc) {
+  using Acc = typename Red::Acc;
+  for (int64_t r = 0; r < rows; ++r) {
+    const In* row = x + r * stride;
+    for (int64_t j = 0; j < cols; ++j) acc[j] = Red::Combine(acc[j], Acc(row[j]));
+  }
+}
+
+// out[p, q] = finish(reduce over r of in[p, r, q]) for an input viewed as [P, R, Q].
+template <typename Red, typename In, typename Out, typename Finish>
+Status ReducePass(KernelContext& ctx, const In* in, int64_t P, int64_t R, int64_t Q, Out* out,
+                  Finish finish) {
+  using Acc = typename Red::Acc;
+  const int64_t col_block = std::min(Q, kColumnBlock);
+  const int64_t col_blocks = (Q + col_block - 1) / col_block;
+  const int64_t outputs = P * col_blocks;
+  // Split R into chunks when there are too few independent outputs to keep threads busy. The
+  // chunk length depends on the shape alone, so the result does not depend on the thread count.
+  int64_t chunk = R;
+  if (outputs < kMinParallelUnits && R * col_block > 2 * kChunkElements) {
+    chunk = std::max({kChunkElements / col_block, kLanes, (R + kMaxChunks - 1) / kMaxChunks});
+  }
+  const int64_t chunks = R == 0 ? 1 : (R + chunk - 1) / chunk;
+
+  // Reduces chunk c of output block u into acc[0, cols).
+  auto reduce_unit = [&](int64_t u, int64_t c, Acc* acc) {
+    int64_t p = u / col_blocks, q0 = (u % col_blocks) * col_block;
+    int64_t cols = std::min(col_block, Q - q0);
+    int64_t r0 = c * chunk, rows = std::min(chunk, R - r0);
+    const In* base = in + (p * R + r0) * Q + q0;
+    if (Q == 1) {
+      acc[0] = ReduceContiguous<Red>(base, rows);
+    } else {
+      std::fill(acc, acc + cols, Red::Identity());
+      ReduceColumns<Red>(base, rows, Q, cols, acc);
+    }
+  };
+  auto store = [&](int64_t u, const Acc* acc) {
+    int64_t p = u / col_blocks, q0 = (u % col_blocks) * col_block;
+    int64_t cols = std::min(col_block, Q - q0);
+    Out* dst = out + p * Q + q0;
+    for (int64_t j = 0; j < cols; ++j) dst[j] = finish(acc[j]);
+  };
+
+  if (chunks == 1) {
+    ctx.ParallelFor(outputs, std::max<int64_t>(R * col_block, 1), [&](int64_t begin, int64_t end) {
+      std::vector<Acc> acc(col_block);
+      for (int64_t u = begin; u < end; ++u) {
+        reduce_unit(u, 0, acc.data());
+        store(u, acc.data());
+      }
+    });
+    return Status::OK();
+  }
+  // Partial results per (output block, chunk), combined in chunk order afterwards.
+  std::vector<Acc> partial(outputs * chunks * col_block);
+  ctx.ParallelFor(outputs * chunks, chunk * col_block, [&](int64_t begin, int64_t end) {
+    for (int64_t w = begin; w < end; ++w) {
+      reduce_unit(w / chunks, w % chunks, partial.data() + w * col_block);
+    }
+  });
+  std::vector<Acc> acc(col_block);
+  for (int64_t u = 0; u < outputs; ++u) {
+    std::fill(acc.begin(), acc.end(), Red::Identity());
+    for (int64_t c = 0; c < chunks; ++c) {
+      const Acc* part = partial.data() + (u * chunks + c) * col_block;
+      for (int64_t j = 0; j < col_block; ++j) acc[j] = Red::Combine(acc[j], part[j]);
+    }
+    store(u, acc.data());
+  }
+  return Status::OK();
+}
+
+struct Group {
+  int64_t size;
+  bool reduced;
+};
+
+// The canonical view of `shape` (see the top of the file). Always holds a reduced group.
+std::vector<Group> CanonicalGroups(const TensorShape& shape, const std::vector<bool>& reduced) {
+  std::vector<Group> groups;
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (shape.dim(i) == 1) continue;
+    if (!groups.empty() && groups.back().reduced == reduced[i]) {
+      groups.back().size *= shape.dim(i);
+    } else {
+      groups.push_back({shape.dim(i), reduced[i]});
+    }
+  }
+  // Nothing to reduce: a single pass over R = 1 copies (and finishes, e.g. casts) the input.
+  bool any_reduced =
+      std::any_of(groups.begin(), groups.end(), [](const Group& g) { return g.reduced; });
+  if (!any_reduced) groups.push_back({1, true});
+  return groups;
+}
+
+// Reduces `input` into `output`; `finish` maps the final accumulator to the output value.
+template <typename Red, typename T, typename Finish>
+Status RunReduction(KernelContext& ctx, const Tensor& input, const std::vector<bool>& reduced,
+                    Tensor* output, Finish finish) {
+  using Acc = typename Red::Acc;
+  T* out = output->data<T>();
+  if (output->num_elements() == 0) return Status::OK();
+  if (input.num_elements() == 0) {
+    // Only reduced dimensions can be empty here: every output is the reduction of nothing.
+    std::fill(out, out + output->num_elements(), finish(Red::Identity()));
+    return Status::OK();
+  }
+  std::vector<Group> groups = CanonicalGroups(input.shape(), reduced);
+  const void* current = input.raw_data();  // T for the first pass, Acc afterwards
+  bool first = true;
+  Tensor scratch;
+  for (;;) {
+    int g = static_cast<int>(groups.size()) - 1;
+    while (!groups[g].reduced) --g;
+    int64_t P = 1, Q = 1;
+    for (int i = 0; i < g; ++i) P *= groups[i].size;
+    for (size_t i = g + 1; i < groups.size(); ++i) Q *= groups[i].size;
+    int64_t R = groups[g].size;
+    bool last =
+        std::none_of(groups.begin(), groups.begin() + g, [](const Group& x) { return x.reduced; });
+    if (last) {
+      return first ? ReducePass<Red>(ctx, static_cast<const T*>(current), P, R, Q, out, finish)
+                   : ReducePass<Red>(ctx, static_cast<const Acc*>(current), P, R, Q, out, finish);
+    }
+    // An intermediate pass keeps full accumulator precision.
+    Tensor next;
+    FS_RETURN_IF_ERROR(ctx.AllocateTemp(
+        DType::kUInt8, TensorShape{P * Q * static_cast<int64_t>(sizeof(Acc))}, &next));
+    Acc* next_data = static_cast<Acc*>(next.raw_data());
+    auto keep = [](Acc a) { return a; };
+    FS_RETURN_IF_ERROR(
+        first ? ReducePass<Red>(ctx, static_cast<const T*>(current), P, R, Q, next_data, keep)
+              : ReducePass<Red>(ctx, static_cast<const Acc*>(current), P, R, Q, next_data, keep));
+    scratch = std::move(next);
+    current = scratch.raw_data();
+    first = false;
+    // The kept groups on both sides of the reduced one are now adjacent: merge them.
+    groups[g - 1].size *= Q;
+    groups.resize(g);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels
+
+enum class ReduceKind { kSum, kMean, kProd, kMax, kMin };
+
+template <ReduceKind kKind>
+class ReductionKernel final : public OpKernel {
+ public:
+  explicit ReductionKernel(const Node& node) : OpKernel(node) {}
+
+  Status Init() override {
+    keep_dims_ = node().attrs().GetOr<bool>("keep_dims", false);
+    return Status::OK();
+  }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& input = ctx.input(0);
+    std::vector<bool> reduced;
+    FS_RETURN_IF_ERROR(ReadReductionAxes(ctx.input(1), input.rank(), &reduced));
+    Tensor* output;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(
+        0, TensorShape(ReducedDims(input.shape().dims(), reduced, keep_dims_)), &output));
+    int64_t count = 1;  // elements reduced into each output, for Mean
+    for (int i = 0; i < input.rank(); ++i) {
+      if (reduced[i]) count *= input.dim(i);
+    }
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+        input.dtype(), node().type().c_str(), [&]<typename T>() -> Status {
+          if constexpr (kKind == ReduceKind::kSum) {
+            return RunReduction<SumReducer<T>, T>(ctx, input, reduced, output,
+                                                  [](WideAcc<T> a) { return T(a); });
+          } else if constexpr (kKind == ReduceKind::kMean) {
+            return RunReduction<SumReducer<T, MeanAcc<T>>, T>(
+                ctx, input, reduced, output, [count](MeanAcc<T> a) { return MeanOf<T>(a, count); });
+          } else if constexpr (kKind == ReduceKind::kProd) {
+            return RunReduction<ProdReducer<T>, T>(ctx, input, reduced, output,
+                                                   [](WideAcc<T> a) { return T(a); });
+          } else if constexpr (kKind == ReduceKind::kMax) {
+            return RunReduction<MaxReducer<T>, T>(ctx, input, reduced, output,
+                                                  [](T a) { return a; });
+          } else {
+            return RunReduction<MinReducer<T>, T>(ctx, input, reduced, output,
+                                                  [](T a) { return a; });
+          }
+        });
+  }
+
+ private:
+  // Floats divide (0 / 0 gives NaN for an empty mean); integers divide with truncation, as
+  // TensorFlow does, and the mean of nothing is 0 rather than a division by zero.
+  template <typename T>
+  static T MeanOf(MeanAcc<T> sum, int64_t count) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return static_cast<T>(sum / static_cast<MeanAcc<T>>(count));
+    } else {
+      return count == 0 ? T(0) : static_cast<T>(sum / count);
+    }
+  }
+
+  bool keep_dims_ = false;
+};
+
+// The five reductions share one schema.
+template <ReduceKind kKind>
+OpBuilder ReductionOp(const char* name, const char* doc) {
+  OpBuilder builder(name);
+  builder.Input("input", "T")
+      .Input("reduction_indices", "Tidx")
+      .Output("output", "T")
+      .TypeAttr("T", kNumericTypes)
+      .TypeAttr("Tidx", {DType::kInt32, DType::kInt64}, DType::kInt32)
+      .Attr("keep_dims", false)
+      .Shape(ReductionShape)
+      .KernelClass<ReductionKernel<kKind>>("CPU")
+      .Doc(doc);
+  return builder;
+}
+
+FS_REGISTER_OP(ReductionOp<ReduceKind::kSum>("Sum", "Sum of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kMean>("Mean", "Mean of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kProd>("Prod",
+                                              "Product of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kMax>("Max", "Maximum of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kMin>("Min", "Minimum of elements across the given axes."));
+
+// ---------------------------------------------------------------------------------------------
+// ArgMax / ArgMin
+
+Status ReadArgAxis(const Tensor& dimension, int rank, int* axis) {
+  if (dimension.rank() != 0) {
+    return errors::InvalidArgument("dimension must be a scalar, but has shape ",
+                                   dimension.shape().ToString());
+  }
+  int64_t d = dimension.ElementAsInt64(0);
+  if (d < -rank || d >= rank) {
+    return errors::InvalidArgument("Expected dimension in the range [", -rank, ", ", rank,
+                                   "), but got ", d);
+  }
+  *axis = static_cast<int>(d < 0 ? d + rank : d);
+  return Status::OK();
+}
+
+Status ArgReductionShape(InferenceContext& ctx) {
+  const PartialShape& input = ctx.input(0);
+  PartialShape dim_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 0, &dim_shape));
+  if (!input.known_rank()) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  const Tensor* dimension = ctx.input_value(1);
+  if (dimension == nullptr) {
+    if (input.rank() == 0) {
+      return errors::InvalidArgument(
+          "Expected dimension in the range [0, 0): a scalar has no "
+          "axis to take the arg max/min along");
+    }
+    ctx.set_output(0, PartialShape::UnknownOfRank(input.rank() - 1));
+    return Status::OK();
+  }
+  int axis;
+  FS_RETURN_IF_ERROR(ReadArgAxis(*dimension, input.rank(), &axis));
+  std::vector<int64_t> dims = input.ToVector();
+  dims.erase(dims.begin() + axis);
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+// True when `v` should replace `best`: strictly better (so ties keep the first index), or the
+// first NaN, which wins as in numpy.
+template <bool kMax, typename T>
+bool Better(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v != v) return best == best;
+  }
+  return kMax ? v > best : v < best;
+}
+
+template <bool kMax, typename T, typename Index>
+void ArgReduce(KernelContext& ctx, const T* in, int64_t P, int64_t R, int64_t Q, Index* out) {
+  const int64_t col_block = std::min(Q, kColumnBlock);
+  const int64_t col_blocks = (Q + col_block - 1) / col_block;
+  ctx.ParallelFor(P * col_blocks, R * col_block, [&](int64_t begin, int64_t end) {
+    std::vector<T> best(col_block);
+    for (int64_t u = begin; u < end; ++u) {
+      int64_t p = u / col_blocks, q0 = (u % col_blocks) * col_block;
+      int64_t cols = std::min(col_block, Q - q0);
+      const T* base = in + p * R * Q + q0;
+      Index* dst = out + p * Q + q0;
+      std::copy(base, base + cols, best.begin());
+      std::fill(dst, dst + cols, Index(0));
+      for (int64_t r = 1; r < R; ++r) {
+        const T* row = base + r * Q;
+        for (int64_t j = 0; j < cols; ++j) {
+          if (Better<kMax>(row[j], best[j])) {
+            best[j] = row[j];
+            dst[j] = static_cast<Index>(r);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <bool kMax>
+Status ArgReductionKernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  int axis;
+  FS_RETURN_IF_ERROR(ReadArgAxis(ctx.input(1), input.rank(), &axis));
+  std::vector<int64_t> dims = input.shape().ToVector();
+  if (dims[axis] == 0) {
+    return errors::InvalidArgument("Reduction axis ", axis, " is empty in shape ",
+                                   input.shape().ToString(),
+                                   ": there is no element to take the arg max/min of");
+  }
+  int64_t P = 1, Q = 1, R = dims[axis];
+  for (int i = 0; i < axis; ++i) P *= dims[i];
+  for (size_t i = axis + 1; i < dims.size(); ++i) Q *= dims[i];
+  dims.erase(dims.begin() + axis);
+  Tensor* output;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(dims), &output));
+  if (output->num_elements() == 0) return Status::OK();
+  bool int32_out = ctx.output_type(0) == DType::kInt32;
+  return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+      input.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        if (int32_out) {
+          ArgReduce<kMax>(ctx, input.data<T>(), P, R, Q, output->data<int32_t>());
+        } else {
+          ArgReduce<kMax>(ctx, input.data<T>(), P, R, Q, output->data<int64_t>());
+        }
+        return Status::OK();
+      });
+}
+
+FS_REGISTER_OP(OpBuilder("ArgMax")
+                   .Input("input", "T")
+                   .Input("dimension", "Tidx")
+                   .Output("output", "output_type")
+                   .TypeAttr("T", kNumericTypes)
+                   .TypeAttr("Tidx", {DType::kInt32, DType::kInt64}, DType::kInt32)
+                   .TypeAttr("output_type", {DType::kInt32, DType::kInt64}, DType::kInt64)
+                   .Shape(ArgReductionShape)
+                   .Kernel("CPU", ArgReductionKernel<true>)
+                   .NotDifferentiable()
+                   .Doc("Index of the largest value along an axis (the first one on ties)."));
+
+FS_REGISTER_OP(OpBuilder("ArgMin")
+                   .Input("input", "T")
+                   .Input("dimension", "Tidx")
+                   .Output("output", "output_type")
+                   .TypeAttr("T", kNumericTypes)
+                   .TypeAttr("Tidx", {DType::kInt32, DType::kInt64}, DType::kInt32)
+                   .TypeAttr("output_type", {DType::kInt32, DType::kInt64}, DType::kInt64)
+                   .Shape(ArgReductionShape)
+                   .Kernel("CPU", ArgReductionKernel<false>)
+                   .NotDifferentiable()
+                   .Doc("Index of the smallest value along an axis (the first one on ties)."));
+
+}  // namespace
+}  // namespace flowstone
