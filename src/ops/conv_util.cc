@@ -36,6 +36,9 @@ ImageStrides::ImageStrides(const Image& image, DataFormat format) {
 
 namespace {
 
+// Window attrs beyond int32 serve no real input and would overflow the size arithmetic.
+constexpr int64_t kMaxWindowAttr = 0x7fffffff;
+
 Status ParseDataFormat(const AttrMap& attrs, DataFormat* out) {
   std::string format = attrs.GetOr<std::string>("data_format", "NHWC");
   if (format == "NHWC") {
@@ -98,6 +101,10 @@ Status ParseFourDims(const AttrMap& attrs, const std::string& name, const Layout
     return errors::InvalidArgument("Row and column strides should be larger than 0, but got ",
                                    ListString(values));
   }
+  if (out[0] > kMaxWindowAttr || out[1] > kMaxWindowAttr) {
+    return errors::InvalidArgument(name, " must be at most ", kMaxWindowAttr, ", but got ",
+                                   ListString(values));
+  }
   return Status::OK();
 }
 
@@ -134,10 +141,14 @@ Status ParsePadding(const AttrMap& attrs, const Layout& layout, WindowAttrs* out
         pads.size());
   }
   for (int64_t p : pads) {
+    if (p > kMaxWindowAttr) {
+      return errors::InvalidArgument("explicit_paddings must be at most ", kMaxWindowAttr,
+                                     ", but got ", ListString(pads));
+    }
     if (p < 0) {
       return errors::InvalidArgument(
-          "All elements of explicit_paddings must be nonnegative, but "
-          "got ",
+          "All elements of explicit_paddings must be nonnegative, "
+          "but got ",
           ListString(pads));
     }
   }
