@@ -93,13 +93,16 @@ class KernelContext {
 // InvalidArgument naming the op and the dtype.
 template <typename... Ts, typename F>
 Status DispatchDType(DType dtype, const char* op_name, F&& fn) {
-  Status result = errors::InvalidArgument(op_name, " has no kernel for dtype ",
-                                          DTypeName(dtype));
+  Status result;
   bool matched = false;
   ((!matched && DTypeOf<Ts>::value == dtype
         ? (matched = true, result = fn.template operator()<Ts>(), 0)
         : 0),
    ...);
+  // Built only on a miss: formatting a message costs more than many small kernels.
+  if (!matched) {
+    result = errors::InvalidArgument(op_name, " has no kernel for dtype ", DTypeName(dtype));
+  }
   return result;
 }
 

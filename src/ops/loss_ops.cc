@@ -45,6 +45,10 @@ Status XentShape(InferenceContext& ctx) {
 template <typename T>
 void XentRow(const T* logits, int64_t classes, const T* dense_labels, int64_t label, T* loss,
              T* backprop) {
+  if (classes == 0) {  // an empty distribution: nothing to compare, so no loss
+    *loss = T(0);
+    return;
+  }
   T max_logit = logits[0];
   for (int64_t c = 1; c < classes; ++c) max_logit = std::max(max_logit, logits[c]);
   double sum_exp = 0;
@@ -70,10 +74,19 @@ Status XentKernel(KernelContext& ctx) {
   }
   const int64_t batch = logits.dim(0);
   const int64_t classes = logits.dim(1);
-  if (sparse ? (labels.rank() != 1 || labels.dim(0) != batch) : (labels.shape() != logits.shape())) {
+  if (sparse && (labels.rank() != 1 || labels.dim(0) != batch)) {
     return errors::InvalidArgument("logits and labels must have the same first dimension, got "
                                    "logits shape ", logits.shape().ToString(),
                                    " and labels shape ", labels.shape().ToString());
+  }
+  if (!sparse && labels.shape() != logits.shape()) {
+    return errors::InvalidArgument("logits and labels must be same size: logits_size=",
+                                   logits.shape().ToString(),
+                                   " labels_size=", labels.shape().ToString());
+  }
+  if (sparse && batch > 0 && classes == 0) {
+    return errors::InvalidArgument("Must have at least one class, but got logits shape ",
+                                   logits.shape().ToString());
   }
   if (sparse) {
     for (int64_t b = 0; b < batch; ++b) {

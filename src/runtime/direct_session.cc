@@ -307,13 +307,21 @@ class DirectSession final : public Session {
         if (!needed[dep->id()]) stack.push_back(dep);
     }
 
-    // Node ids are a topological order: inputs always exist before their consumers.
+    // Node ids are a topological order: inputs always exist before their consumers. Constants
+    // are placed like any node but not executed: their values are put in their slots directly.
     std::unordered_map<int, int> plan_index;
+    std::unordered_map<int, int> constant_slot;
     std::vector<Node*> order;
+    std::vector<Node*> constants;
     for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
       if (!needed[id]) continue;
+      Node* n = graph_->node_unlocked(id);
+      if (n->type() == "Const" && n->control_inputs().empty()) {
+        constants.push_back(n);
+        continue;
+      }
       plan_index[id] = static_cast<int>(order.size());
-      order.push_back(graph_->node_unlocked(id));
+      order.push_back(n);
     }
 
     std::lock_guard<std::mutex> lock(mu_);
@@ -321,6 +329,12 @@ class DirectSession final : public Session {
     plan->feeds = feeds;
     int slot = 0;
     for (size_t f = 0; f < feeds.size(); ++f) plan->feed_slots.push_back(slot++);
+    for (Node* n : constants) {
+      Device* device;
+      FS_RETURN_IF_ERROR(PlaceLocked(*n, &device));
+      constant_slot[n->id()] = slot;
+      plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
+    }
     plan->nodes.resize(order.size());
     for (size_t i = 0; i < order.size(); ++i) {
       Node* n = order[i];
@@ -333,6 +347,14 @@ class DirectSession final : public Session {
     }
     plan->num_slots = slot;
     plan->slot_consumers.assign(slot, 0);
+    // The slot holding an endpoint's value in this plan.
+    auto slot_of = [&](const Endpoint& e) {
+      int f = fed_index(e);
+      if (f >= 0) return plan->feed_slots[f];
+      auto c = constant_slot.find(e.node->id());
+      if (c != constant_slot.end()) return c->second;
+      return plan->nodes[plan_index[e.node->id()]].output_base + e.index;
+    };
     int input_count = 0;
     for (size_t i = 0; i < order.size(); ++i) {
       Node* n = order[i];
@@ -341,23 +363,23 @@ class DirectSession final : public Session {
       input_count += n->num_inputs();
       std::unordered_set<int> preds;
       for (const Endpoint& in : n->inputs()) {
-        int f = fed_index(in);
-        int s = f >= 0 ? plan->feed_slots[f]
-                       : plan->nodes[plan_index[in.node->id()]].output_base + in.index;
+        int s = slot_of(in);
         pn.input_slots.push_back(s);
         ++plan->slot_consumers[s];
-        if (f < 0) preds.insert(plan_index[in.node->id()]);
+        auto p = plan_index.find(in.node->id());
+        if (fed_index(in) < 0 && p != plan_index.end()) preds.insert(p->second);
       }
-      for (Node* dep : n->control_inputs()) preds.insert(plan_index[dep->id()]);
+      for (Node* dep : n->control_inputs()) {
+        auto p = plan_index.find(dep->id());
+        if (p != plan_index.end()) preds.insert(p->second);
+      }
       pn.num_predecessors = static_cast<int>(preds.size());
       for (int p : preds) plan->nodes[p].successors.push_back(static_cast<int>(i));
       if (preds.empty()) plan->roots.push_back(static_cast<int>(i));
     }
     plan->num_inputs = input_count;
     for (const Endpoint& e : fetches) {
-      int f = fed_index(e);
-      int s = f >= 0 ? plan->feed_slots[f]
-                     : plan->nodes[plan_index[e.node->id()]].output_base + e.index;
+      int s = slot_of(e);
       plan->fetch_slots.push_back(s);
       ++plan->slot_consumers[s];
     }

@@ -40,6 +40,8 @@ class ExecutionPlan {
   int num_inputs = 0;
   std::vector<int> feed_slots;
   std::vector<int> fetch_slots;
+  // Constants are not executed: each run starts with their values in their slots.
+  std::vector<std::pair<int, Tensor>> constants;
   std::vector<std::string> feed_names;  // for messages
   std::vector<Endpoint> feeds;
   std::vector<int> roots;
