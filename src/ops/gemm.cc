@@ -14,7 +14,8 @@
 //
 // float32 products go to oneDNN's sgemm, whose JIT kernels use the widest vector units of the CPU
 // (AVX-512 where present): 2-2.5x the kernel above on an AVX-512 machine for the shapes of a
-// small MLP. See OneDnnGemm for how its threads fit with the intra-op pool.
+// small MLP (FLOWSTONE_ONEDNN=0 turns it off, as for the other oneDNN kernels). See OneDnnGemm for
+// how its threads fit with the intra-op pool.
 #include "ops/gemm.h"
 
 #include <omp.h>
@@ -22,10 +23,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
+
+#include "ops/onednn_util.h"
 
 namespace flowstone {
 namespace {
@@ -220,16 +222,6 @@ Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b,
 // counts, as on the hand-written path (oneDNN's rounding can depend on the size of the product it
 // is given).
 
-// False when the environment sets FLOWSTONE_ONEDNN=0: float32 then takes the hand-written path,
-// for debugging and for comparing the two.
-bool OneDnnEnabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("FLOWSTONE_ONEDNN");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
-  return enabled;
-}
-
 // oneDNN uses as many threads as OpenMP allows the calling thread; this allows one for the
 // object's lifetime and then restores the caller's limit (OpenMP keeps it per thread), so other
 // oneDNN users on the thread keep their setting.
@@ -307,7 +299,7 @@ Status GemmImpl(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t 
     return Status::OK();
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (m * n * k > kOneDnnMinProduct && OneDnnEnabled()) {
+    if (m * n * k > kOneDnnMinProduct && onednn::Enabled()) {
       return OneDnnGemm(ctx, transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
     }
   }
