@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -432,59 +433,66 @@ Endpoint CastTo(GradientContext& ctx, Endpoint x, DType dtype) {
   return ctx.Op("Cast", {x}, attrs);
 }
 
-// How a reduction's output maps back onto its input x, as int32 vectors: `kept` is the output's
-// shape with the reduced axes kept as 1 (so it broadcasts against x) and `multiples` the Tile
-// multiples that expand a tensor of shape `kept` to x's shape.
-struct KeptDims {
-  Endpoint kept;
-  Endpoint multiples;
+// Which axes of the input x a reduction reduced: known while building when the axes are a constant
+// and x's rank is known (the usual case), else computed at run time as a bool vector.
+struct ReducedAxes {
+  bool known = false;
+  std::vector<bool> reduced;  // when known
+  Endpoint is_reduced;        // when not
 };
 
-KeptDims KeptDimsOf(GradientContext& ctx) {
+ReducedAxes ReducedAxesOf(GradientContext& ctx) {
   const Endpoint x = ctx.input(0);
   const PartialShape& shape = x.node->output_shape(x.index);
   const Node& axes_node = *ctx.input(1).node;
-  const AttrValue* axes_value =
-      axes_node.type() == "Const" ? axes_node.attrs().Find("value") : nullptr;
-  std::vector<bool> reduced;
-  if (axes_value != nullptr && shape.known_rank() &&
-      ReadReductionAxes(std::get<Tensor>(*axes_value), shape.rank(), &reduced).ok()) {
-    // Axes known while building (the usual case): the mask is a constant, and so is everything
-    // when x's shape is fully known.
-    const int rank = shape.rank();
-    if (shape.IsFullyDefined()) {
-      std::vector<int32_t> kept(rank), multiples(rank);
-      for (int i = 0; i < rank; ++i) {
-        kept[i] = reduced[i] ? 1 : static_cast<int32_t>(shape.dim(i));
-        multiples[i] = reduced[i] ? static_cast<int32_t>(shape.dim(i)) : 1;
-      }
-      return {Int32Vector(ctx, kept), Int32Vector(ctx, multiples)};
-    }
-    Endpoint dims = ctx.Shape(x);
-    Endpoint ones = Int32Vector(ctx, std::vector<int32_t>(rank, 1));
-    if (std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; })) {
-      return {ones, dims};
-    }
-    Tensor mask = Tensor::Host(DType::kBool, TensorShape{rank});
-    std::copy(reduced.begin(), reduced.end(), mask.data<bool>());
-    Endpoint is_reduced = ctx.Const(mask);
-    return {ctx.Op("SelectV2", {is_reduced, ones, dims}),
-            ctx.Op("SelectV2", {is_reduced, dims, ones})};
+  const AttrValue* value = axes_node.type() == "Const" ? axes_node.attrs().Find("value") : nullptr;
+  ReducedAxes axes;
+  if (value != nullptr && shape.known_rank() &&
+      ReadReductionAxes(std::get<Tensor>(*value), shape.rank(), &axes.reduced).ok()) {
+    axes.known = true;
+    return axes;
   }
-  // Axes computed at run time: axis i is reduced when some entry of axes equals i modulo rank.
+  // Axis i is reduced when some entry of the axes equals i modulo the rank.
   Endpoint rank = ctx.Op("Rank", {x});
-  Endpoint axes = ctx.input(1);
-  if (ctx.input_type(1) != DType::kInt32) axes = CastTo(ctx, axes, DType::kInt32);
-  axes = ctx.Op("FloorMod", {ctx.Op("Reshape", {axes, Int32Vector(ctx, {-1})}), rank});
+  Endpoint list = ctx.input(1);
+  if (ctx.input_type(1) != DType::kInt32) list = CastTo(ctx, list, DType::kInt32);
+  list = ctx.Op("FloorMod", {ctx.Op("Reshape", {list, Int32Vector(ctx, {-1})}), rank});
   Endpoint zero = ctx.Const(Tensor::Scalar<int32_t>(0));
   Endpoint one = ctx.Const(Tensor::Scalar<int32_t>(1));
   Endpoint column = ctx.Op("ExpandDims", {ctx.Op("Range", {zero, rank, one}), one});
-  Endpoint hits = CastTo(ctx, ctx.Op("Equal", {column, axes}), DType::kInt32);  // [rank, axes]
-  Endpoint is_reduced = ctx.Op("Greater", {ctx.Op("Sum", {hits, one}), zero});
-  Endpoint dims = ctx.Shape(x);
-  Endpoint ones = ctx.Op("OnesLike", {dims});
-  return {ctx.Op("SelectV2", {is_reduced, ones, dims}),
-          ctx.Op("SelectV2", {is_reduced, dims, ones})};
+  Endpoint hits = CastTo(ctx, ctx.Op("Equal", {column, list}), DType::kInt32);  // [rank, axes]
+  axes.is_reduced = ctx.Op("Greater", {ctx.Op("Sum", {hits, one}), zero});
+  return axes;
+}
+
+// x's dimensions as an int32 vector, with 1 in place of the reduced ones (`ones_where_reduced`:
+// the shape of the reduction's output with its dimensions kept, which broadcasts against x) or
+// in place of the others (the Tile multiples that expand such an output back to x's shape).
+// Constant where the shapes allow.
+Endpoint DimsOrOnes(GradientContext& ctx, const ReducedAxes& axes, bool ones_where_reduced) {
+  const Endpoint x = ctx.input(0);
+  if (!axes.known) {
+    Endpoint dims = ctx.Shape(x);
+    Endpoint ones = ctx.Op("OnesLike", {dims});
+    return ones_where_reduced ? ctx.Op("SelectV2", {axes.is_reduced, ones, dims})
+                              : ctx.Op("SelectV2", {axes.is_reduced, dims, ones});
+  }
+  const PartialShape& shape = x.node->output_shape(x.index);
+  const int rank = shape.rank();
+  std::vector<int32_t> values(rank);
+  Tensor is_one = Tensor::Host(DType::kBool, TensorShape{rank});
+  bool all_known = true, any_one = false;
+  for (int i = 0; i < rank; ++i) {
+    const bool one = axes.reduced[i] == ones_where_reduced;
+    is_one.data<bool>()[i] = one;
+    values[i] = one ? 1 : static_cast<int32_t>(shape.dim(i));
+    all_known = all_known && values[i] >= 0;
+    any_one = any_one || one;
+  }
+  if (all_known) return Int32Vector(ctx, values);
+  if (!any_one) return ctx.Shape(x);
+  return ctx.Op("SelectV2",
+                {ctx.Const(is_one), Int32Vector(ctx, std::vector<int32_t>(rank, 1)), ctx.Shape(x)});
 }
 
 // True when x's shape is known and the same as the gradient's: nothing was reduced away.
@@ -495,17 +503,21 @@ bool SameStaticShape(GradientContext& ctx, Endpoint grad) {
   return xs.IsFullyDefined() && xs == grad.node->output_shape(grad.index);
 }
 
-// The gradient with the reduced axes kept as 1, which broadcasts against the input.
-Endpoint GradWithKeptDims(GradientContext& ctx, Endpoint grad, const KeptDims& dims) {
-  return ctx.attrs().GetOr<bool>("keep_dims", false) ? grad : ctx.Op("Reshape", {grad, dims.kept});
+// `outputs` (the reduction's result or its gradient) with the reduced dimensions kept as 1, so
+// that they broadcast against x.
+void KeepDimsOf(GradientContext& ctx, std::initializer_list<Endpoint*> outputs) {
+  if (ctx.attrs().GetOr<bool>("keep_dims", false)) return;
+  Endpoint kept = DimsOrOnes(ctx, ReducedAxesOf(ctx), true);
+  for (Endpoint* e : outputs) *e = ctx.Op("Reshape", {*e, kept});
 }
 
 // Sum: every input element contributes once to its output element, so the gradient is the output
 // gradient copied back over the reduced axes.
 Endpoint ExpandGrad(GradientContext& ctx, Endpoint grad) {
   if (SameStaticShape(ctx, grad)) return grad;
-  KeptDims dims = KeptDimsOf(ctx);
-  return ctx.Op("Tile", {ctx.Op("Reshape", {grad, dims.kept}), dims.multiples});
+  ReducedAxes axes = ReducedAxesOf(ctx);
+  Endpoint kept = ctx.Op("Reshape", {grad, DimsOrOnes(ctx, axes, true)});
+  return ctx.Op("Tile", {kept, DimsOrOnes(ctx, axes, false)});
 }
 
 Status SumGrad(GradientContext& ctx) {
@@ -544,9 +556,8 @@ Status MeanGrad(GradientContext& ctx) {
 // ties.
 Status MinOrMaxGrad(GradientContext& ctx) {
   const Endpoint x = ctx.input(0);
-  KeptDims dims = KeptDimsOf(ctx);
-  Endpoint y = GradWithKeptDims(ctx, ctx.output(0), dims);
-  Endpoint grad = GradWithKeptDims(ctx, ctx.output_grad(0), dims);
+  Endpoint y = ctx.output(0), grad = ctx.output_grad(0);
+  KeepDimsOf(ctx, {&y, &grad});
   Endpoint selected = CastTo(ctx, ctx.Op("Equal", {y, x}), ctx.input_type(0));
   Endpoint ties = ctx.Op("Sum", {selected, ctx.input(1)}, KeepDims());
   ctx.SetInputGrad(0, ctx.Op("Mul", {selected, ctx.Op("RealDiv", {grad, ties})}));
@@ -563,8 +574,8 @@ Status MinOrMaxGrad(GradientContext& ctx) {
 Status ProdGrad(GradientContext& ctx) {
   const Endpoint x = ctx.input(0);
   const Endpoint axes = ctx.input(1);
-  KeptDims dims = KeptDimsOf(ctx);
-  Endpoint grad = GradWithKeptDims(ctx, ctx.output_grad(0), dims);
+  Endpoint grad = ctx.output_grad(0);
+  KeepDimsOf(ctx, {&grad});
   Endpoint is_zero = ctx.Op("Equal", {x, ctx.ScalarLike(x, 0)});
   Endpoint zero_flag = CastTo(ctx, is_zero, ctx.input_type(0));
   Endpoint zeros = ctx.Op("Sum", {zero_flag, axes}, KeepDims());
