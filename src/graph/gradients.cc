@@ -66,10 +66,20 @@ Endpoint GradientContext::ScalarLike(Endpoint like, double value) {
   DType dtype = like.node ? like.node->output_type(like.index) : DType::kFloat32;
   Tensor t = Tensor::Host(dtype, TensorShape{});
   switch (dtype) {
+    case DType::kFloat32: *t.data<float>() = static_cast<float>(value); break;
     case DType::kFloat64: *t.data<double>() = value; break;
     case DType::kInt32: *t.data<int32_t>() = static_cast<int32_t>(value); break;
     case DType::kInt64: *t.data<int64_t>() = static_cast<int64_t>(value); break;
-    default: *t.data<float>() = static_cast<float>(value); break;
+    case DType::kUInt8: *t.data<uint8_t>() = static_cast<uint8_t>(value); break;
+    case DType::kBool: *t.data<bool>() = value != 0; break;
+    case DType::kFloat16: *t.data<Half>() = Half(static_cast<float>(value)); break;
+    case DType::kBFloat16: *t.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
+    default:
+      if (status_.ok()) {
+        status_ = errors::Internal("no scalar of dtype ", DTypeName(dtype), " in the gradient of ",
+                                   node_.name());
+      }
+      return Endpoint{};
   }
   return Const(t);
 }

@@ -1,10 +1,11 @@
 // Binary arithmetic with numpy broadcasting: AddV2, Sub, Mul, RealDiv, Div, FloorDiv, FloorMod,
-// Pow, Maximum, Minimum, SquaredDifference.
+// Pow, Maximum, Minimum, SquaredDifference, and their gradients (TensorFlow's formulas).
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "elementwise.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -225,15 +226,121 @@ OpBuilder BinaryOp(const char* name, List types, int64_t cost_per_element) {
   return builder;
 }
 
+// ----------------------------------------------------------------------------------------------
+// Gradients. The output has the broadcast shape of x and y, so each input's gradient is summed
+// over the axes along which that input was broadcast (ReduceToShapeOf), at run time when the
+// shapes are not known while building the graph.
+
+// The gradient of x from gx, and of y from gy, both of the output's shape.
+void SetReducedInputGrads(GradientContext& ctx, Endpoint gx, Endpoint gy) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  ctx.SetInputGrad(0, ctx.ReduceToShapeOf(gx, x, y));
+  ctx.SetInputGrad(1, ctx.ReduceToShapeOf(gy, y, x));
+}
+
+Status AddGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  SetReducedInputGrads(ctx, grad, grad);
+  return Status::OK();
+}
+
+Status SubGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  ctx.SetInputGrad(0, ctx.ReduceToShapeOf(grad, x, y));
+  // Negating after the reduction touches fewer elements when y was broadcast.
+  ctx.SetInputGrad(1, ctx.Op("Neg", {ctx.ReduceToShapeOf(grad, y, x)}));
+  return Status::OK();
+}
+
+Status MulGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  SetReducedInputGrads(ctx, ctx.Op("Mul", {grad, ctx.input(1)}),
+                       ctx.Op("Mul", {ctx.input(0), grad}));
+  return Status::OK();
+}
+
+// RealDiv and Div (whose gradient only floating inputs receive): d(x/y)/dx = 1/y and
+// d(x/y)/dy = -x/y^2, computed as (-x / y) / y so that y*y cannot overflow.
+Status DivGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  const Endpoint neg_x_over_y2 = ctx.Op("RealDiv", {ctx.Op("RealDiv", {ctx.Op("Neg", {x}), y}), y});
+  SetReducedInputGrads(ctx, ctx.Op("RealDiv", {grad, y}), ctx.Op("Mul", {grad, neg_x_over_y2}));
+  return Status::OK();
+}
+
+// d(x mod y)/dx = 1 and d(x mod y)/dy = -floor(x / y), away from the jumps.
+Status FloorModGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint floor_xy = ctx.Op("FloorDiv", {ctx.input(0), ctx.input(1)});
+  SetReducedInputGrads(ctx, grad, ctx.Op("Mul", {grad, ctx.Op("Neg", {floor_xy})}));
+  return Status::OK();
+}
+
+// z = x^y: dz/dx = y * x^(y-1) and dz/dy = z * log(x). log(x) is only taken where x > 0 and
+// counts as 0 elsewhere, as TensorFlow does: at x = 0 the exponent's gradient is 0 instead of
+// the NaN that 0 * log(0) would give, and negative bases (real only for integral y) get 0 too.
+Status PowGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  const Endpoint z = ctx.output(0);
+  const Endpoint y_minus_1 = ctx.Op("Sub", {y, ctx.ScalarLike(y, 1)});
+  const Endpoint gx = ctx.Op("Mul", {ctx.Op("Mul", {grad, y}), ctx.Op("Pow", {x, y_minus_1})});
+  const Endpoint positive = ctx.Op("Greater", {x, ctx.ScalarLike(x, 0)});
+  const Endpoint safe_x = ctx.Op("SelectV2", {positive, x, ctx.ScalarLike(x, 1)});
+  const Endpoint log_x =
+      ctx.Op("SelectV2", {positive, ctx.Op("Log", {safe_x}), ctx.ScalarLike(x, 0)});
+  const Endpoint gy = ctx.Op("Mul", {ctx.Op("Mul", {grad, z}), log_x});
+  SetReducedInputGrads(ctx, gx, gy);
+  return Status::OK();
+}
+
+// Maximum and Minimum pass the gradient to the input they selected. `selector` (GreaterEqual
+// for Maximum, LessEqual for Minimum) is true where x was selected, ties included, so on a tie
+// x gets the whole gradient and y none, as in TensorFlow.
+Status SelectedInputGrad(GradientContext& ctx, const char* selector) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint x_selected = ctx.Op(selector, {ctx.input(0), ctx.input(1)});
+  const Endpoint zero = ctx.ScalarLike(grad, 0);
+  SetReducedInputGrads(ctx, ctx.Op("SelectV2", {x_selected, grad, zero}),
+                       ctx.Op("SelectV2", {x_selected, zero, grad}));
+  return Status::OK();
+}
+
+Status MaximumGrad(GradientContext& ctx) { return SelectedInputGrad(ctx, "GreaterEqual"); }
+Status MinimumGrad(GradientContext& ctx) { return SelectedInputGrad(ctx, "LessEqual"); }
+
+// d(x-y)^2/dx = 2(x-y) = -d(x-y)^2/dy.
+Status SquaredDifferenceGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  const Endpoint gx =
+      ctx.Op("Mul", {ctx.ScalarLike(grad, 2), ctx.Op("Mul", {grad, ctx.Op("Sub", {x, y})})});
+  ctx.SetInputGrad(0, ctx.ReduceToShapeOf(gx, x, y));
+  ctx.SetInputGrad(1, ctx.Op("Neg", {ctx.ReduceToShapeOf(gx, y, x)}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(BinaryOp<AddFn>("AddV2", NumericTypeList{}, kCheapCost)
+                   .Gradient(AddGrad)
                    .Doc("x + y elementwise, with numpy broadcasting. Integers wrap on overflow."));
 FS_REGISTER_OP(BinaryOp<SubFn>("Sub", NumericTypeList{}, kCheapCost)
+                   .Gradient(SubGrad)
                    .Doc("x - y elementwise, with numpy broadcasting."));
 FS_REGISTER_OP(BinaryOp<MulFn>("Mul", NumericTypeList{}, kCheapCost)
+                   .Gradient(MulGrad)
                    .Doc("x * y elementwise, with numpy broadcasting."));
 FS_REGISTER_OP(BinaryOp<DivFn>("RealDiv", FloatTypeList{}, kDivCost)
+                   .Gradient(DivGrad)
                    .Doc("x / y elementwise for floating types, with numpy broadcasting."));
 FS_REGISTER_OP(BinaryOp<DivFn>("Div", NumericTypeList{}, kDivCost)
+                   .Gradient(DivGrad)
                    .Doc("x / y elementwise; integer division truncates toward zero and fails on "
                         "a zero divisor."));
 // TensorFlow defines no gradient for FloorDiv (its result is piecewise constant).
@@ -242,15 +349,20 @@ FS_REGISTER_OP(BinaryOp<FloorDivFn>("FloorDiv", NumericTypeList{}, kFloorDivCost
                    .Doc("floor(x / y) elementwise, like Python's //; integer division fails on a "
                         "zero divisor."));
 FS_REGISTER_OP(BinaryOp<FloorModFn>("FloorMod", NumericTypeList{}, kFloorDivCost)
+                   .Gradient(FloorModGrad)
                    .Doc("x - floor(x / y) * y elementwise, like Python's % (the result has the "
                         "sign of y); integer division fails on a zero divisor."));
 FS_REGISTER_OP(BinaryOp<PowFn>("Pow", RealTypeList{}, kPowCost)
+                   .Gradient(PowGrad)
                    .Doc("x ** y elementwise; negative integer exponents of integers fail."));
 FS_REGISTER_OP(BinaryOp<MaximumFn>("Maximum", NumericTypeList{}, kCheapCost)
+                   .Gradient(MaximumGrad)
                    .Doc("max(x, y) elementwise, propagating NaN."));
 FS_REGISTER_OP(BinaryOp<MinimumFn>("Minimum", NumericTypeList{}, kCheapCost)
+                   .Gradient(MinimumGrad)
                    .Doc("min(x, y) elementwise, propagating NaN."));
 FS_REGISTER_OP(BinaryOp<SquaredDifferenceFn>("SquaredDifference", RealTypeList{}, kCheapCost)
+                   .Gradient(SquaredDifferenceGrad)
                    .Doc("(x - y) * (x - y) elementwise, with numpy broadcasting."));
 
 }  // namespace

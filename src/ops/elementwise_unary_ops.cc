@@ -1,10 +1,12 @@
 // Unary elementwise math: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Log, Log1p, Sign, Floor, Ceil,
-// Round, Sigmoid, Tanh, Relu, and LogicalNot.
+// Round, Sigmoid, Tanh, Relu, and LogicalNot; and the gradients of the differentiable ones, with
+// TensorFlow's formulas (in terms of the output y where TensorFlow uses it).
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "elementwise.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -176,22 +178,108 @@ OpBuilder UnaryOp(const char* name, List types, int64_t cost_per_element, const 
   return builder;
 }
 
+// ----------------------------------------------------------------------------------------------
+// Gradients, as graph ops (so that they can be differentiated again).
+
+// The gradient of x: the incoming gradient times dy/dx (`derivative`, of x's shape).
+Status SetScaledGrad(GradientContext& ctx, Endpoint derivative) {
+  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.output_grad(0), derivative}));
+  return Status::OK();
+}
+
+Status NegGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("Neg", {ctx.output_grad(0)}));
+  return Status::OK();
+}
+
+// d|x|/dx = sign(x), taken as 0 at x = 0.
+Status AbsGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Sign", {ctx.input(0)})); }
+
+Status SquareGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  return SetScaledGrad(ctx, ctx.Op("Mul", {x, ctx.ScalarLike(x, 2)}));
+}
+
+// d sqrt(x)/dx = 0.5 / y.
+Status SqrtGrad(GradientContext& ctx) {
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint half_grad = ctx.Op("Mul", {grad, ctx.ScalarLike(grad, 0.5)});
+  ctx.SetInputGrad(0, ctx.Op("RealDiv", {half_grad, ctx.output(0)}));
+  return Status::OK();
+}
+
+// d x^(-1/2)/dx = -0.5 * y^3.
+Status RsqrtGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  const Endpoint y_cubed = ctx.Op("Mul", {ctx.Op("Square", {y}), y});
+  return SetScaledGrad(ctx, ctx.Op("Mul", {y_cubed, ctx.ScalarLike(y, -0.5)}));
+}
+
+Status ExpGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.output(0)); }
+
+Status LogGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), ctx.input(0)}));
+  return Status::OK();
+}
+
+Status Log1pGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint one_plus_x = ctx.Op("AddV2", {ctx.ScalarLike(x, 1), x});
+  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), one_plus_x}));
+  return Status::OK();
+}
+
+// The gradient of Sign is zero wherever it exists; TensorFlow returns zeros rather than no
+// gradient.
+Status SignGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("ZerosLike", {ctx.input(0)}));
+  return Status::OK();
+}
+
+// d sigmoid(x)/dx = y * (1 - y).
+Status SigmoidGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  const Endpoint one_minus_y = ctx.Op("Sub", {ctx.ScalarLike(y, 1), y});
+  return SetScaledGrad(ctx, ctx.Op("Mul", {y, one_minus_y}));
+}
+
+// d tanh(x)/dx = 1 - y^2.
+Status TanhGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  return SetScaledGrad(ctx, ctx.Op("Sub", {ctx.ScalarLike(y, 1), ctx.Op("Square", {y})}));
+}
+
+// The gradient passes where the output is positive (which is where the input is).
+Status ReluGradFn(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("ReluGrad", {ctx.output_grad(0), ctx.output(0)}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(UnaryOp<NegFn>("Neg", RealTypeList{}, kCheapCost)
+                   .Gradient(NegGrad)
                    .Doc("-x elementwise. Integers wrap on overflow."));
-FS_REGISTER_OP(UnaryOp<AbsFn>("Abs", RealTypeList{}, kCheapCost).Doc("|x| elementwise."));
 FS_REGISTER_OP(
-    UnaryOp<SquareFn>("Square", NumericTypeList{}, kCheapCost).Doc("x * x elementwise."));
-FS_REGISTER_OP(UnaryOp<SqrtFn>("Sqrt", FloatTypeList{}, kSqrtCost).Doc("sqrt(x) elementwise."));
-FS_REGISTER_OP(
-    UnaryOp<RsqrtFn>("Rsqrt", FloatTypeList{}, kSqrtCost).Doc("1 / sqrt(x) elementwise."));
-FS_REGISTER_OP(
-    UnaryOp<ExpFn>("Exp", FloatTypeList{}, kTranscendentalCost).Doc("e ** x elementwise."));
+    UnaryOp<AbsFn>("Abs", RealTypeList{}, kCheapCost).Gradient(AbsGrad).Doc("|x| elementwise."));
+FS_REGISTER_OP(UnaryOp<SquareFn>("Square", NumericTypeList{}, kCheapCost)
+                   .Gradient(SquareGrad)
+                   .Doc("x * x elementwise."));
+FS_REGISTER_OP(UnaryOp<SqrtFn>("Sqrt", FloatTypeList{}, kSqrtCost)
+                   .Gradient(SqrtGrad)
+                   .Doc("sqrt(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<RsqrtFn>("Rsqrt", FloatTypeList{}, kSqrtCost)
+                   .Gradient(RsqrtGrad)
+                   .Doc("1 / sqrt(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<ExpFn>("Exp", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(ExpGrad)
+                   .Doc("e ** x elementwise."));
 FS_REGISTER_OP(UnaryOp<LogFn>("Log", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(LogGrad)
                    .Doc("Natural logarithm elementwise."));
 FS_REGISTER_OP(UnaryOp<Log1pFn>("Log1p", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(Log1pGrad)
                    .Doc("log(1 + x) elementwise, accurate for small x."));
 FS_REGISTER_OP(UnaryOp<SignFn>("Sign", RealTypeList{}, kCheapCost)
-                   .NotDifferentiable()
+                   .Gradient(SignGrad)
                    .Doc("-1, 0 or 1 by the sign of x (NaN stays NaN)."));
 FS_REGISTER_OP(UnaryOp<FloorFn>("Floor", FloatTypeList{}, kCheapCost)
                    .NotDifferentiable()
@@ -203,10 +291,13 @@ FS_REGISTER_OP(UnaryOp<RoundFn>("Round", RealTypeList{}, kCheapCost)
                    .NotDifferentiable()
                    .Doc("x rounded to the nearest integer, halves to even, elementwise."));
 FS_REGISTER_OP(UnaryOp<SigmoidFn>("Sigmoid", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(SigmoidGrad)
                    .Doc("1 / (1 + exp(-x)) elementwise."));
 FS_REGISTER_OP(UnaryOp<TanhFn>("Tanh", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(TanhGrad)
                    .Doc("Hyperbolic tangent elementwise."));
 FS_REGISTER_OP(UnaryOp<ReluFn>("Relu", NumericTypeList{}, kCheapCost, "features", "activations")
+                   .Gradient(ReluGradFn)
                    .Doc("max(features, 0) elementwise."));
 
 FS_REGISTER_OP(OpBuilder("LogicalNot")

@@ -1,5 +1,5 @@
 // Type conversion and selection: Cast, SelectV2 (tf.where with three arguments) and Where
-// (tf.where with one argument).
+// (tf.where with one argument), with the gradients of Cast and SelectV2.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "elementwise.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -122,8 +123,21 @@ class CastKernel final : public OpKernel {
 
 #undef FS_ALL_CAST_TYPES
 
-// Cast is differentiable between floating types only; the gradient work handles that per dtype,
-// so the op carries no NotDifferentiable mark.
+// Between floating types the gradient is the incoming one cast back to SrcT. Casts from or to
+// other types have none: integers and bools are not differentiable, as in TensorFlow.
+Status CastGrad(GradientContext& ctx) {
+  DType src = DType::kInvalid;
+  DType dst = DType::kInvalid;
+  FS_RETURN_IF_ERROR(ctx.attrs().Get("SrcT", &src));
+  FS_RETURN_IF_ERROR(ctx.attrs().Get("DstT", &dst));
+  if (!IsFloating(src) || !IsFloating(dst)) return Status::OK();
+  AttrMap attrs;
+  attrs.Set("SrcT", dst);
+  attrs.Set("DstT", src);
+  ctx.SetInputGrad(0, ctx.Op("Cast", {ctx.output_grad(0)}, attrs));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Cast")
                    .Input("x", "SrcT")
                    .Output("y", "DstT")
@@ -132,6 +146,7 @@ FS_REGISTER_OP(OpBuilder("Cast")
                    .Attr("Truncate", false)
                    .Shape(shape_fns::Unchanged)
                    .KernelClass<CastKernel>("CPU")
+                   .Gradient(CastGrad)
                    .Doc("x converted to DstT. Floats to integers truncate toward zero and saturate "
                         "(NaN gives 0); integers narrow modulo 2^bits; nonzero is true. With "
                         "Truncate, floats to half/bfloat16 truncate instead of rounding."));
@@ -205,6 +220,28 @@ Status SelectV2Kernel(KernelContext& ctx) {
   }
 }
 
+// A scalar zero of any dtype (all of whose zeros are all-zero bits), cheaper than ZerosLike of
+// a whole gradient.
+Endpoint ZeroScalar(GradientContext& ctx, DType dtype) {
+  Tensor zero = Tensor::Host(dtype, TensorShape{});
+  std::memset(zero.raw_data(), 0, DTypeSize(dtype));
+  return ctx.Const(zero);
+}
+
+// The gradient goes to t where the condition held and to e elsewhere, each summed over the
+// axes along which that input was broadcast; the condition gets none.
+Status SelectV2Grad(GradientContext& ctx) {
+  const Endpoint cond = ctx.input(0);
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint out = ctx.output(0);
+  const Endpoint zero = ZeroScalar(ctx, ctx.input_type(1));
+  const Endpoint gt = ctx.Op("SelectV2", {cond, grad, zero});
+  const Endpoint ge = ctx.Op("SelectV2", {cond, zero, grad});
+  ctx.SetInputGrad(1, ctx.ReduceToShapeOf(gt, ctx.input(1), out));
+  ctx.SetInputGrad(2, ctx.ReduceToShapeOf(ge, ctx.input(2), out));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("SelectV2")
                    .Input("condition", "bool")
                    .Input("t", "T")
@@ -213,6 +250,7 @@ FS_REGISTER_OP(OpBuilder("SelectV2")
                    .TypeAttr("T", kAllTypes)
                    .Shape(SelectV2Shape)
                    .Kernel("CPU", SelectV2Kernel)
+                   .Gradient(SelectV2Grad)
                    .Doc("condition ? t : e elementwise, the three broadcast together like numpy."));
 
 // ----------------------------------------------------------------------------------------------

@@ -1,0 +1,220 @@
+// BiasAdd (adding a per-channel bias) and its gradient BiasAddGrad (summing over everything but
+// the channels). The channels are the last dimension for NHWC data and dimension 1 for NCHW.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "flowstone/gradients.h"
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+namespace {
+
+Status ParseFormat(const AttrMap& attrs, bool* nchw) {
+  std::string format = attrs.GetOr<std::string>("data_format", "NHWC");
+  if (format != "NHWC" && format != "NCHW") {
+    return errors::InvalidArgument("Value for attr 'data_format' of \"", format,
+                                   "\" is not in the list of allowed values: \"NHWC\", \"NCHW\"");
+  }
+  *nchw = format == "NCHW";
+  return Status::OK();
+}
+
+int ChannelDim(bool nchw, int rank) { return nchw ? 1 : rank - 1; }
+
+// A tensor viewed as [outer, channels, inner]: the channel dimension with the products of the
+// dimensions before and after it.
+struct ChannelView {
+  int64_t outer = 1, channels = 1, inner = 1;
+  ChannelView(const TensorShape& shape, int channel_dim) {
+    for (int i = 0; i < shape.rank(); ++i) {
+      if (i < channel_dim) outer *= shape.dim(i);
+      if (i == channel_dim) channels = shape.dim(i);
+      if (i > channel_dim) inner *= shape.dim(i);
+    }
+  }
+};
+
+Status BiasAddShape(InferenceContext& ctx) {
+  bool nchw;
+  FS_RETURN_IF_ERROR(ParseFormat(ctx.attrs(), &nchw));
+  FS_RETURN_IF_ERROR(ctx.WithRankAtLeast(0, 2));
+  PartialShape bias;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &bias));
+  const PartialShape& value = ctx.input(0);
+  if (!value.known_rank()) {
+    ctx.set_output(0, value);
+    return Status::OK();
+  }
+  const int channel_dim = ChannelDim(nchw, value.rank());
+  int64_t merged;
+  FS_RETURN_IF_ERROR(ctx.MergeDim(value.dim(channel_dim), bias.dim(0), &merged));
+  Dims dims = value.dims();
+  dims[channel_dim] = merged;
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+class BiasAddKernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Init() override { return ParseFormat(node().attrs(), &nchw_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& value = ctx.input(0);
+    const Tensor& bias = ctx.input(1);
+    if (value.rank() < 2) {
+      return errors::InvalidArgument("Input tensor must be at least 2D: ",
+                                     value.shape().ToString());
+    }
+    if (bias.rank() != 1) {
+      return errors::InvalidArgument("Biases must be 1D: ", bias.shape().ToString());
+    }
+    const int channel_dim = ChannelDim(nchw_, value.rank());
+    if (bias.dim(0) != value.dim(channel_dim)) {
+      return errors::InvalidArgument(
+          "Must provide as many biases as the ", nchw_ ? "channel dimension (1)" : "last dimension",
+          " of the input tensor: ", bias.shape().ToString(), " vs. ", value.shape().ToString());
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, value.shape(), &out));
+    const ChannelView view(value.shape(), channel_dim);
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+        value.dtype(), "BiasAdd", [&]<typename T>() -> Status {
+          const T* x = value.data<T>();
+          const T* b = bias.data<T>();
+          T* y = out->data<T>();
+          // One unit is a run of `inner` elements sharing a bias (NCHW planes), or one row of
+          // channels (NHWC, inner = 1).
+          const int64_t rows = view.outer * (view.inner == 1 ? 1 : view.channels);
+          const int64_t row_len = view.inner == 1 ? view.channels : view.inner;
+          ctx.ParallelFor(rows, row_len, [&](int64_t begin, int64_t end) {
+            for (int64_t r = begin; r < end; ++r) {
+              const T* src = x + r * row_len;
+              T* dst = y + r * row_len;
+              if (view.inner == 1) {
+                for (int64_t c = 0; c < row_len; ++c) dst[c] = src[c] + b[c];
+              } else {
+                const T add = b[r % view.channels];
+                for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k] + add;
+              }
+            }
+          });
+          return Status::OK();
+        });
+  }
+
+ private:
+  bool nchw_ = false;
+};
+
+Status BiasAddGradShape(InferenceContext& ctx) {
+  bool nchw;
+  FS_RETURN_IF_ERROR(ParseFormat(ctx.attrs(), &nchw));
+  FS_RETURN_IF_ERROR(ctx.WithRankAtLeast(0, 2));
+  const PartialShape& grad = ctx.input(0);
+  ctx.set_output(0, grad.known_rank() ? PartialShape{grad.dim(ChannelDim(nchw, grad.rank()))}
+                                      : PartialShape::UnknownOfRank(1));
+  return Status::OK();
+}
+
+class BiasAddGradKernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Init() override { return ParseFormat(node().attrs(), &nchw_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& grad = ctx.input(0);
+    if (grad.rank() < 2) {
+      return errors::InvalidArgument("Input tensor must be at least 2D: ", grad.shape().ToString());
+    }
+    const ChannelView view(grad.shape(), ChannelDim(nchw_, grad.rank()));
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{view.channels}, &out));
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+        grad.dtype(), "BiasAddGrad", [&]<typename T>() -> Status {
+          Sum<T>(ctx, view, grad.data<T>(), out->data<T>());
+          return Status::OK();
+        });
+  }
+
+ private:
+  // Sums [outer, channels, inner] over outer and inner. Blocks of `outer` are summed in parallel
+  // into partial sums, which also keeps float rounding error growing with the block size rather
+  // than the whole tensor.
+  template <typename T>
+  static void Sum(KernelContext& ctx, const ChannelView& view, const T* g, T* out) {
+    constexpr int64_t kBlock = 256;
+    const int64_t blocks = (view.outer + kBlock - 1) / kBlock;
+    const int64_t c = view.channels;
+    std::vector<T> partial(std::max<int64_t>(blocks, 1) * c, T(0));
+    ctx.ParallelFor(blocks, kBlock * c * view.inner, [&](int64_t begin, int64_t end) {
+      for (int64_t blk = begin; blk < end; ++blk) {
+        T* acc = partial.data() + blk * c;
+        const int64_t last = std::min(view.outer, (blk + 1) * kBlock);
+        for (int64_t o = blk * kBlock; o < last; ++o) {
+          const T* slab = g + o * c * view.inner;
+          for (int64_t ch = 0; ch < c; ++ch) {
+            const T* run = slab + ch * view.inner;
+            T s = 0;
+            for (int64_t k = 0; k < view.inner; ++k) s += run[k];
+            acc[ch] += s;
+          }
+        }
+      }
+    });
+    std::fill(out, out + c, T(0));
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      for (int64_t ch = 0; ch < c; ++ch) out[ch] += partial[blk * c + ch];
+    }
+  }
+
+  bool nchw_ = false;
+};
+
+AttrMap FormatAttr(const GradientContext& ctx) {
+  AttrMap attrs;
+  attrs.Set("data_format", ctx.attrs().GetOr<std::string>("data_format", "NHWC"));
+  return attrs;
+}
+
+Status BiasAddGrad(GradientContext& ctx) {
+  Endpoint dy = ctx.output_grad(0);
+  ctx.SetInputGrad(0, dy);
+  ctx.SetInputGrad(1, ctx.Op("BiasAddGrad", {dy}, FormatAttr(ctx)));
+  return ctx.status();
+}
+
+// BiasAddGrad sums over all but the channels; its adjoint broadcasts a per-channel gradient back
+// over the summed dimensions, which is adding it as a bias to zeros.
+Status BiasAddGradGrad(GradientContext& ctx) {
+  Endpoint zeros = ctx.Op("ZerosLike", {ctx.input(0)});
+  ctx.SetInputGrad(0, ctx.Op("BiasAdd", {zeros, ctx.output_grad(0)}, FormatAttr(ctx)));
+  return ctx.status();
+}
+
+FS_REGISTER_OP(OpBuilder("BiasAdd")
+                   .Input("value", "T")
+                   .Input("bias", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kNumericTypes)
+                   .Attr("data_format", "NHWC")
+                   .Shape(BiasAddShape)
+                   .KernelClass<BiasAddKernel>("CPU")
+                   .Gradient(BiasAddGrad)
+                   .Doc("Adds a 1-D bias along the channel dimension."));
+
+FS_REGISTER_OP(OpBuilder("BiasAddGrad")
+                   .Input("out_backprop", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kNumericTypes)
+                   .Attr("data_format", "NHWC")
+                   .Shape(BiasAddGradShape)
+                   .KernelClass<BiasAddGradKernel>("CPU")
+                   .Gradient(BiasAddGradGrad)
+                   .Doc("Sums a gradient over all but the channel dimension."));
+
+}  // namespace
+}  // namespace flowstone

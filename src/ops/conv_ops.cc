@@ -1,0 +1,755 @@
+// 2-D convolutions: Conv2D and DepthwiseConv2dNative with their input and filter backprops
+// (which also implement conv2d_transpose), all differentiable twice.
+//
+// float32 runs on oneDNN; float64 (and float32 when FLOWSTONE_ONEDNN=0) runs the reference loops
+// below, which are also the oracle the oneDNN path is tested against.
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "flowstone/gradients.h"
+#include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
+#include "ops/conv_util.h"
+#include "ops/onednn_util.h"
+
+namespace flowstone {
+namespace {
+
+using conv::ComputeWindow;
+using conv::DataFormat;
+using conv::Image;
+using conv::ImageStrides;
+using conv::Window;
+using conv::WindowAttrs;
+
+// ---------------------------------------------------------------------------------------------
+// Geometry and checks, shared by the shape functions (where sizes may be unknown, -1) and the
+// kernels (where all are known).
+
+// A filter's dimensions: [rows, cols, in_channels, out_channels] for Conv2D, [rows, cols,
+// channels, multiplier] for depthwise convolutions.
+struct Filter {
+  int64_t h = -1, w = -1, in = -1, out = -1;
+  static Filter Of(const Dims& d) { return Filter{d[0], d[1], d[2], d[3]}; }
+};
+
+bool Known(int64_t d) { return d >= 0; }
+
+// The output image of convolving `in` with `filter`, -1 where unknown.
+Status ConvOutput(const WindowAttrs& attrs, bool depthwise, const Image& in, const Filter& filter,
+                  Image* out) {
+  if ((Known(filter.h) && filter.h < 1) || (Known(filter.w) && filter.w < 1)) {
+    return errors::InvalidArgument("Filter rows and columns must be positive, but the filter is ",
+                                   filter.h, "x", filter.w);
+  }
+  if (depthwise) {
+    if (Known(in.c) && Known(filter.in) && in.c != filter.in) {
+      return errors::InvalidArgument("input and filter must have the same depth: ", in.c, " vs ",
+                                     filter.in);
+    }
+    const int64_t channels = Known(in.c) ? in.c : filter.in;
+    out->c = Known(channels) && Known(filter.out) ? channels * filter.out : -1;
+  } else {
+    if (Known(in.c) && Known(filter.in) && (filter.in == 0 ? in.c != 0 : in.c % filter.in != 0)) {
+      return errors::InvalidArgument("Depth of input (", in.c,
+                                     ") is not a multiple of input depth of filter (", filter.in,
+                                     ")");
+    }
+    out->c = filter.out;
+  }
+  out->n = in.n;
+  FS_RETURN_IF_ERROR(conv::WindowOutputSize(attrs, 0, in.h, filter.h, &out->h));
+  return conv::WindowOutputSize(attrs, 1, in.w, filter.w, &out->w);
+}
+
+// Checks that out_backprop has the shape the convolution of `in` with `filter` produces, with
+// TensorFlow's messages.
+Status CheckBackprop(const std::string& op, const WindowAttrs& attrs, bool depthwise,
+                     const Image& in, const Filter& filter, const Image& dy) {
+  Image expected;
+  FS_RETURN_IF_ERROR(ConvOutput(attrs, depthwise, in, filter, &expected));
+  if (Known(in.n) && Known(dy.n) && in.n != dy.n) {
+    return errors::InvalidArgument(op,
+                                   ": input and out_backprop must have the same batch size, "
+                                   "but are ",
+                                   in.n, " and ", dy.n);
+  }
+  if (Known(expected.c) && Known(dy.c) && expected.c != dy.c) {
+    return errors::InvalidArgument(op,
+                                   ": filter and out_backprop must have the same out_depth, "
+                                   "but the filter gives ",
+                                   expected.c, " and out_backprop has ", dy.c);
+  }
+  const conv::Layout layout = conv::Layout::Of(attrs.format);
+  const int64_t in_size[2] = {in.h, in.w}, filter_size[2] = {filter.h, filter.w};
+  const int64_t actual[2] = {dy.h, dy.w}, computed[2] = {expected.h, expected.w};
+  const int tensor_dim[2] = {layout.h, layout.w};
+  for (int d = 0; d < 2; ++d) {
+    if (Known(actual[d]) && Known(computed[d]) && actual[d] != computed[d]) {
+      return errors::InvalidArgument(
+          op, ": Size of out_backprop doesn't match computed: actual = ", actual[d],
+          ", computed = ", computed[d], " spatial_dim: ", tensor_dim[d], " input: ", in_size[d],
+          " filter: ", filter_size[d], " output: ", actual[d], " stride: ", attrs.stride[d],
+          " dilation: ", attrs.dilation[d]);
+    }
+  }
+  return Status::OK();
+}
+
+// A convolution with every size known.
+struct ConvProblem {
+  DataFormat format = DataFormat::kNHWC;
+  bool depthwise = false;
+  Image in, out;
+  Filter filter;
+  Window rows, cols;
+};
+
+Status MakeProblem(const WindowAttrs& attrs, bool depthwise, const Image& in, const Filter& filter,
+                   ConvProblem* p) {
+  p->format = attrs.format;
+  p->depthwise = depthwise;
+  p->in = in;
+  p->filter = filter;
+  FS_RETURN_IF_ERROR(ConvOutput(attrs, depthwise, in, filter, &p->out));
+  FS_RETURN_IF_ERROR(ComputeWindow(attrs, 0, in.h, filter.h, &p->rows));
+  return ComputeWindow(attrs, 1, in.w, filter.w, &p->cols);
+}
+
+// The key a kernel caches its oneDNN primitives under.
+std::vector<int64_t> ProblemKey(const ConvProblem& p) {
+  return {p.in.n, p.in.h, p.in.w, p.in.c, p.filter.h, p.filter.w, p.filter.in, p.filter.out};
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reference implementation: direct loops over any data format, parallel over independent
+// output rows (or filter taps for the filter gradient).
+
+// The input position a kernel tap reads for an output position, or -1 in the padding.
+inline int64_t InputPos(const Window& w, int64_t out_pos, int64_t tap) {
+  int64_t pos = out_pos * w.stride - w.pad_before + tap * w.dilation;
+  return pos >= 0 && pos < w.in ? pos : -1;
+}
+
+// The output position that a kernel tap maps onto an input position, or -1 when none does.
+inline int64_t OutputPos(const Window& w, int64_t in_pos, int64_t tap) {
+  int64_t t = in_pos + w.pad_before - tap * w.dilation;
+  if (t < 0 || t % w.stride != 0) return -1;
+  t /= w.stride;
+  return t < w.out ? t : -1;
+}
+
+// Output channels fed by one input channel: all of them for Conv2D, `multiplier` consecutive
+// ones for depthwise convolutions.
+struct ChannelMap {
+  int64_t fanout;  // filter entries per input channel
+  bool depthwise;
+  explicit ChannelMap(const ConvProblem& p) : fanout(p.filter.out), depthwise(p.depthwise) {}
+  int64_t first_out(int64_t ic) const { return depthwise ? ic * fanout : 0; }
+};
+
+template <typename T>
+void RefForward(KernelContext& ctx, const ConvProblem& p, const T* x, const T* f, T* y) {
+  const ImageStrides xs(p.in, p.format), ys(p.out, p.format);
+  const ChannelMap map(p);
+  const int64_t taps_cost = p.filter.h * p.filter.w * p.in.c * map.fanout * p.out.w;
+  ctx.ParallelFor(p.out.n * p.out.h, taps_cost, [&](int64_t begin, int64_t end) {
+    std::vector<T> acc(p.out.c);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / p.out.h, oy = row % p.out.h;
+      for (int64_t ox = 0; ox < p.out.w; ++ox) {
+        std::fill(acc.begin(), acc.end(), T(0));
+        for (int64_t ky = 0; ky < p.filter.h; ++ky) {
+          const int64_t iy = InputPos(p.rows, oy, ky);
+          if (iy < 0) continue;
+          for (int64_t kx = 0; kx < p.filter.w; ++kx) {
+            const int64_t ix = InputPos(p.cols, ox, kx);
+            if (ix < 0) continue;
+            const T* taps = f + (ky * p.filter.w + kx) * p.filter.in * map.fanout;
+            for (int64_t ic = 0; ic < p.in.c; ++ic) {
+              const T v = x[xs(b, iy, ix, ic)];
+              const T* w = taps + ic * map.fanout;
+              T* a = acc.data() + map.first_out(ic);
+              for (int64_t o = 0; o < map.fanout; ++o) a[o] += v * w[o];
+            }
+          }
+        }
+        for (int64_t oc = 0; oc < p.out.c; ++oc) y[ys(b, oy, ox, oc)] = acc[oc];
+      }
+    }
+  });
+}
+
+template <typename T>
+void RefBackpropInput(KernelContext& ctx, const ConvProblem& p, const T* f, const T* dy, T* dx) {
+  const ImageStrides xs(p.in, p.format), ys(p.out, p.format);
+  const ChannelMap map(p);
+  const int64_t cost = p.filter.h * p.filter.w * p.in.c * map.fanout * p.in.w;
+  ctx.ParallelFor(p.in.n * p.in.h, cost, [&](int64_t begin, int64_t end) {
+    std::vector<T> acc(p.in.c);
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t b = row / p.in.h, iy = row % p.in.h;
+      for (int64_t ix = 0; ix < p.in.w; ++ix) {
+        std::fill(acc.begin(), acc.end(), T(0));
+        for (int64_t ky = 0; ky < p.filter.h; ++ky) {
+          const int64_t oy = OutputPos(p.rows, iy, ky);
+          if (oy < 0) continue;
+          for (int64_t kx = 0; kx < p.filter.w; ++kx) {
+            const int64_t ox = OutputPos(p.cols, ix, kx);
+            if (ox < 0) continue;
+            const T* taps = f + (ky * p.filter.w + kx) * p.filter.in * map.fanout;
+            const int64_t base = ys(b, oy, ox, 0);
+            for (int64_t ic = 0; ic < p.in.c; ++ic) {
+              const T* w = taps + ic * map.fanout;
+              const int64_t first = map.first_out(ic);
+              T sum = 0;
+              for (int64_t o = 0; o < map.fanout; ++o) sum += dy[base + (first + o) * ys.c] * w[o];
+              acc[ic] += sum;
+            }
+          }
+        }
+        for (int64_t ic = 0; ic < p.in.c; ++ic) dx[xs(b, iy, ix, ic)] = acc[ic];
+      }
+    }
+  });
+}
+
+template <typename T>
+void RefBackpropFilter(KernelContext& ctx, const ConvProblem& p, const T* x, const T* dy, T* df) {
+  const ImageStrides xs(p.in, p.format), ys(p.out, p.format);
+  const ChannelMap map(p);
+  const int64_t tap_size = p.filter.in * map.fanout;
+  const int64_t cost = p.out.n * p.out.h * p.out.w * tap_size;
+  // Each filter tap (ky, kx) owns its slice of df, so taps run in parallel without races.
+  ctx.ParallelFor(p.filter.h * p.filter.w, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t tap = begin; tap < end; ++tap) {
+      const int64_t ky = tap / p.filter.w, kx = tap % p.filter.w;
+      T* slice = df + tap * tap_size;
+      std::fill(slice, slice + tap_size, T(0));
+      for (int64_t b = 0; b < p.out.n; ++b) {
+        for (int64_t oy = 0; oy < p.out.h; ++oy) {
+          const int64_t iy = InputPos(p.rows, oy, ky);
+          if (iy < 0) continue;
+          for (int64_t ox = 0; ox < p.out.w; ++ox) {
+            const int64_t ix = InputPos(p.cols, ox, kx);
+            if (ix < 0) continue;
+            const int64_t base = ys(b, oy, ox, 0);
+            for (int64_t ic = 0; ic < p.in.c; ++ic) {
+              const T v = x[xs(b, iy, ix, ic)];
+              T* w = slice + ic * map.fanout;
+              const int64_t first = map.first_out(ic);
+              for (int64_t o = 0; o < map.fanout; ++o) w[o] += v * dy[base + (first + o) * ys.c];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// oneDNN implementation (float32).
+
+using dnnl::memory;
+
+memory::desc ImageDesc(const Image& image, DataFormat format, bool any_layout) {
+  memory::format_tag tag = any_layout                    ? memory::format_tag::any
+                           : format == DataFormat::kNHWC ? memory::format_tag::nhwc
+                                                         : memory::format_tag::nchw;
+  return memory::desc({image.n, image.c, image.h, image.w}, memory::data_type::f32, tag);
+}
+
+// oneDNN's weights are [out, in, rows, cols]; a depthwise filter is a grouped one with one group
+// per input channel: [channels, multiplier, 1, rows, cols]. TensorFlow's filter layouts are hwio
+// and hwigo.
+memory::desc FilterDesc(const ConvProblem& p, bool any_layout) {
+  const Filter& f = p.filter;
+  if (p.depthwise) {
+    return memory::desc({f.in, f.out, 1, f.h, f.w}, memory::data_type::f32,
+                        any_layout ? memory::format_tag::any : memory::format_tag::hwigo);
+  }
+  return memory::desc({f.out, f.in, f.h, f.w}, memory::data_type::f32,
+                      any_layout ? memory::format_tag::any : memory::format_tag::hwio);
+}
+
+struct ConvDims {
+  memory::dims strides, dilates, pad_l, pad_r;
+  explicit ConvDims(const ConvProblem& p)
+      : strides{p.rows.stride, p.cols.stride},
+        // oneDNN counts dilation from 0 (no gaps), TensorFlow from 1.
+        dilates{p.rows.dilation - 1, p.cols.dilation - 1},
+        pad_l{p.rows.pad_before, p.cols.pad_before},
+        // oneDNN wants the padding that makes its floor formula give the output size; for VALID
+        // windows that leave input rows unread that is 0, not TensorFlow's negative remainder.
+        pad_r{std::max<int64_t>(p.rows.pad_after, 0), std::max<int64_t>(p.cols.pad_after, 0)} {}
+};
+
+// The forward descriptor; the activations keep the tensors' layout unless `any_layout`, and the
+// weights take whatever layout oneDNN prefers (they are small, so reordering them is cheap).
+dnnl::convolution_forward::primitive_desc ForwardPd(const ConvProblem& p, bool any_layout,
+                                                    dnnl::prop_kind prop) {
+  ConvDims d(p);
+  return dnnl::convolution_forward::primitive_desc(
+      onednn::Engine(), prop, dnnl::algorithm::convolution_direct,
+      ImageDesc(p.in, p.format, any_layout), FilterDesc(p, true), memory::desc(),
+      ImageDesc(p.out, p.format, any_layout), d.strides, d.dilates, d.pad_l, d.pad_r,
+      onednn::DefaultAttr());
+}
+
+// A cached primitive, or nothing when oneDNN cannot run this problem (the kernel then uses the
+// reference loops).
+struct CachedConv {
+  std::optional<onednn::Primitive> primitive;
+};
+
+enum class ConvPass { kForward, kBackpropInput, kBackpropFilter };
+
+// The primitive for one pass, with the activations in the tensors' own layout or, when
+// `any_layout`, in whatever layout oneDNN prefers. Throws dnnl::error when oneDNN has no
+// implementation.
+onednn::Primitive MakeConvPrimitive(const ConvProblem& p, ConvPass pass, bool any_layout) {
+  const memory::desc src = ImageDesc(p.in, p.format, false);
+  const memory::desc weights = FilterDesc(p, false);
+  const memory::desc dst = ImageDesc(p.out, p.format, false);
+  const ConvDims d(p);
+  const memory::desc pd_src = ImageDesc(p.in, p.format, any_layout);
+  const memory::desc pd_dst = ImageDesc(p.out, p.format, any_layout);
+  switch (pass) {
+    case ConvPass::kForward: {
+      auto pd = ForwardPd(p, any_layout, dnnl::prop_kind::forward_inference);
+      return onednn::Primitive(dnnl::convolution_forward(pd), pd,
+                               {{DNNL_ARG_SRC, src, false},
+                                {DNNL_ARG_WEIGHTS, weights, false},
+                                {DNNL_ARG_DST, dst, true}});
+    }
+    case ConvPass::kBackpropInput: {
+      dnnl::convolution_backward_data::primitive_desc pd(
+          onednn::Engine(), dnnl::algorithm::convolution_direct, pd_src, FilterDesc(p, true),
+          pd_dst, d.strides, d.dilates, d.pad_l, d.pad_r,
+          ForwardPd(p, any_layout, dnnl::prop_kind::forward_training), onednn::DefaultAttr());
+      return onednn::Primitive(dnnl::convolution_backward_data(pd), pd,
+                               {{DNNL_ARG_WEIGHTS, weights, false},
+                                {DNNL_ARG_DIFF_DST, dst, false},
+                                {DNNL_ARG_DIFF_SRC, src, true}});
+    }
+    case ConvPass::kBackpropFilter:
+      break;
+  }
+  dnnl::convolution_backward_weights::primitive_desc pd(
+      onednn::Engine(), dnnl::algorithm::convolution_direct, pd_src, FilterDesc(p, true), pd_dst,
+      d.strides, d.dilates, d.pad_l, d.pad_r,
+      ForwardPd(p, any_layout, dnnl::prop_kind::forward_training), onednn::DefaultAttr());
+  return onednn::Primitive(dnnl::convolution_backward_weights(pd), pd,
+                           {{DNNL_ARG_SRC, src, false},
+                            {DNNL_ARG_DIFF_DST, dst, false},
+                            {DNNL_ARG_DIFF_WEIGHTS, weights, true}});
+}
+
+// Builds the primitive for a new problem. Whether blocked activation layouts pay for their
+// reorders depends on the shapes and the machine, so when oneDNN would use different layouts
+// given the choice, both primitives are timed on this call's tensors and the faster is kept.
+Status BuildConv(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
+                 const std::vector<void*>& data, CachedConv* out) {
+  std::vector<onednn::Primitive> candidates;
+  for (bool any_layout : {false, true}) {
+    // oneDNN declines some problems (it throws "could not create a primitive descriptor");
+    // the reference loops handle every problem, so that is not an error.
+    (void)onednn::Guard("create a convolution", [&] {
+      onednn::Primitive prim = MakeConvPrimitive(p, pass, any_layout);
+      if (candidates.empty() || !prim.SameLayoutsAs(candidates.front())) {
+        candidates.push_back(std::move(prim));
+      }
+    });
+  }
+  if (candidates.empty()) return Status::OK();
+  size_t best = 0;
+  if (candidates.size() > 1) FS_RETURN_IF_ERROR(onednn::PickFastest(ctx, candidates, data, &best));
+  out->primitive.emplace(std::move(candidates[best]));
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Kernels.
+
+void* Ptr(const Tensor& t) { return t.raw_data(); }
+
+std::string Describe(const char* name, const Tensor& t) {
+  return StrCat(name, " shape ", t.shape().ToString());
+}
+
+// Appends the shapes of the tensors involved to a run-time error.
+Status WithShapes(Status s, const std::string& shapes) {
+  if (!s.ok()) s.Append(StrCat(" (", shapes, ")"));
+  return s;
+}
+
+Status CheckRank4(const std::string& op, const char* name, const Tensor& t) {
+  if (t.rank() != 4) {
+    return errors::InvalidArgument(op, ": ", name, " must be 4-dimensional, but got shape ",
+                                   t.shape().ToString());
+  }
+  return Status::OK();
+}
+
+// Reads a shape argument (input_sizes, filter_sizes) of `allowed` lengths.
+Status ReadSizes(const std::string& op, const char* name, const Tensor& t, bool allow_spatial,
+                 std::vector<int64_t>* out) {
+  const bool ok_len =
+      t.rank() == 1 && (t.num_elements() == 4 || (allow_spatial && t.num_elements() == 2));
+  if (!ok_len) {
+    return errors::InvalidArgument(op, ": ", name, " must be a vector of 4",
+                                   allow_spatial ? " or 2" : "", " sizes, but has shape ",
+                                   t.shape().ToString());
+  }
+  out->clear();
+  for (int64_t i = 0; i < t.num_elements(); ++i) out->push_back(t.ElementAsInt64(i));
+  if (!ValidateDims(*out).ok()) {
+    std::string values;
+    for (int64_t v : *out) values += StrCat(values.empty() ? "" : ",", v);
+    return errors::InvalidArgument(op, ": ", name, " must hold non-negative sizes, but is [",
+                                   values, "]");
+  }
+  return Status::OK();
+}
+
+void FillZero(Tensor* t) { std::memset(t->raw_data(), 0, t->bytes()); }
+
+class ConvKernel : public OpKernel {
+ public:
+  explicit ConvKernel(const Node& node)
+      : OpKernel(node), depthwise_(node.type().rfind("Depthwise", 0) == 0) {}
+  Status Init() override { return conv::ParseConvAttrs(node().attrs(), &attrs_); }
+
+ protected:
+  // Grouped convolutions (input depth a multiple of the filter's) pass shape inference, as in
+  // TensorFlow, but have no CPU kernel there either.
+  Status CheckNotGrouped(const ConvProblem& p) const {
+    if (!p.depthwise && p.in.c != p.filter.in) {
+      return errors::Unimplemented(
+          node().type(), " does not support grouped convolutions on the CPU: the input depth (",
+          p.in.c, ") differs from the filter's input depth (", p.filter.in, ")");
+    }
+    return Status::OK();
+  }
+
+  // Runs one pass: through oneDNN for float32, else through `reference`.
+  template <typename Reference>
+  Status Run(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
+             const std::vector<void*>& onednn_args, const Reference& reference) {
+    DType dtype = ctx.output_type(0);
+    if (dtype == DType::kFloat32 && onednn::Enabled()) {
+      std::shared_ptr<const CachedConv> cached;
+      FS_RETURN_IF_ERROR(cache_.Get(
+          ProblemKey(p), [&](CachedConv* c) { return BuildConv(ctx, p, pass, onednn_args, c); },
+          &cached));
+      if (cached->primitive) return cached->primitive->Execute(ctx, onednn_args);
+    }
+    return DispatchDType<float, double>(dtype, node().type().c_str(), [&]<typename T>() -> Status {
+      reference(T());
+      return Status::OK();
+    });
+  }
+
+  WindowAttrs attrs_;
+  const bool depthwise_;
+
+ private:
+  onednn::ShapeCache<CachedConv> cache_;
+};
+
+class ConvForwardKernel final : public ConvKernel {
+ public:
+  using ConvKernel::ConvKernel;
+  Status Compute(KernelContext& ctx) override {
+    const std::string& op = node().type();
+    const Tensor& x = ctx.input(0);
+    const Tensor& f = ctx.input(1);
+    FS_RETURN_IF_ERROR(CheckRank4(op, "input", x));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
+    ConvProblem p;
+    FS_RETURN_IF_ERROR(
+        WithShapes(MakeProblem(attrs_, depthwise_, conv::ImageOf(x.shape().dims(), attrs_.format),
+                               Filter::Of(f.shape().dims()), &p),
+                   Describe("input", x) + ", " + Describe("filter", f)));
+    FS_RETURN_IF_ERROR(CheckNotGrouped(p));
+    Tensor* y;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.out, p.format)), &y));
+    if (y->num_elements() == 0) return Status::OK();
+    if (x.num_elements() == 0 || f.num_elements() == 0) {
+      FillZero(y);
+      return Status::OK();
+    }
+    return Run(ctx, p, ConvPass::kForward, {Ptr(x), Ptr(f), Ptr(*y)}, [&]<typename T>(T) {
+      RefForward<T>(ctx, p, x.data<T>(), f.data<T>(), y->data<T>());
+    });
+  }
+};
+
+class ConvBackpropInputKernel final : public ConvKernel {
+ public:
+  using ConvKernel::ConvKernel;
+  Status Compute(KernelContext& ctx) override {
+    const std::string& op = node().type();
+    const Tensor& f = ctx.input(1);
+    const Tensor& dy = ctx.input(2);
+    std::vector<int64_t> sizes;
+    FS_RETURN_IF_ERROR(ReadSizes(op, "input_sizes", ctx.input(0), true, &sizes));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "out_backprop", dy));
+    const Filter filter = Filter::Of(f.shape().dims());
+    const Image out = conv::ImageOf(dy.shape().dims(), attrs_.format);
+    Image in;
+    if (sizes.size() == 4) {
+      in = conv::ImageOf(Dims(sizes), attrs_.format);
+    } else {
+      in = Image{out.n, sizes[0], sizes[1], filter.in};
+    }
+    const std::string shapes = StrCat("input_sizes ", TensorShape(sizes).ToString(), ", ",
+                                      Describe("filter", f), ", ", Describe("out_backprop", dy));
+    ConvProblem p;
+    FS_RETURN_IF_ERROR(WithShapes(CheckBackprop(op, attrs_, depthwise_, in, filter, out), shapes));
+    FS_RETURN_IF_ERROR(WithShapes(MakeProblem(attrs_, depthwise_, in, filter, &p), shapes));
+    FS_RETURN_IF_ERROR(CheckNotGrouped(p));
+    Tensor* dx;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.in, p.format)), &dx));
+    if (dx->num_elements() == 0) return Status::OK();
+    if (dy.num_elements() == 0 || f.num_elements() == 0) {
+      FillZero(dx);
+      return Status::OK();
+    }
+    return Run(ctx, p, ConvPass::kBackpropInput, {Ptr(f), Ptr(dy), Ptr(*dx)}, [&]<typename T>(T) {
+      RefBackpropInput<T>(ctx, p, f.data<T>(), dy.data<T>(), dx->data<T>());
+    });
+  }
+};
+
+class ConvBackpropFilterKernel final : public ConvKernel {
+ public:
+  using ConvKernel::ConvKernel;
+  Status Compute(KernelContext& ctx) override {
+    const std::string& op = node().type();
+    const Tensor& x = ctx.input(0);
+    const Tensor& dy = ctx.input(2);
+    std::vector<int64_t> sizes;
+    FS_RETURN_IF_ERROR(CheckRank4(op, "input", x));
+    FS_RETURN_IF_ERROR(ReadSizes(op, "filter_sizes", ctx.input(1), false, &sizes));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "out_backprop", dy));
+    const Filter filter = Filter::Of(Dims(sizes));
+    const Image in = conv::ImageOf(x.shape().dims(), attrs_.format);
+    const Image out = conv::ImageOf(dy.shape().dims(), attrs_.format);
+    const std::string shapes =
+        StrCat(Describe("input", x), ", filter_sizes ", TensorShape(sizes).ToString(), ", ",
+               Describe("out_backprop", dy));
+    ConvProblem p;
+    FS_RETURN_IF_ERROR(WithShapes(CheckBackprop(op, attrs_, depthwise_, in, filter, out), shapes));
+    FS_RETURN_IF_ERROR(WithShapes(MakeProblem(attrs_, depthwise_, in, filter, &p), shapes));
+    FS_RETURN_IF_ERROR(CheckNotGrouped(p));
+    Tensor* df;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(Dims(sizes)), &df));
+    if (df->num_elements() == 0) return Status::OK();
+    if (x.num_elements() == 0 || dy.num_elements() == 0) {
+      FillZero(df);
+      return Status::OK();
+    }
+    return Run(ctx, p, ConvPass::kBackpropFilter, {Ptr(x), Ptr(dy), Ptr(*df)}, [&]<typename T>(T) {
+      RefBackpropFilter<T>(ctx, p, x.data<T>(), dy.data<T>(), df->data<T>());
+    });
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Shape functions.
+
+Status ConvForwardShape(InferenceContext& ctx, bool depthwise) {
+  PartialShape input, filter;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 4, &input));
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 4, &filter));
+  WindowAttrs attrs;
+  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
+  Image out;
+  FS_RETURN_IF_ERROR(ConvOutput(attrs, depthwise, conv::ImageOf(input.dims(), attrs.format),
+                                Filter::Of(filter.dims()), &out));
+  ctx.set_output(0, PartialShape(conv::DimsOf(out, attrs.format)));
+  return Status::OK();
+}
+
+// Reads a shape argument while building: its known entries, or unknown ones of the right count.
+Status SizesShape(InferenceContext& ctx, int i, const char* name, bool allow_spatial,
+                  PartialShape* out) {
+  PartialShape vec;
+  FS_RETURN_IF_ERROR(ctx.WithRank(i, 1, &vec));
+  FS_RETURN_IF_ERROR(ctx.InputAsShape(i, out));
+  if (!out->known_rank()) {
+    *out = PartialShape::UnknownOfRank(4);
+  } else if (out->rank() != 4 && !(allow_spatial && out->rank() == 2)) {
+    return errors::InvalidArgument(ctx.op_type(), ": ", name, " must be a vector of 4",
+                                   allow_spatial ? " or 2" : "", " sizes, but has ", out->rank(),
+                                   " entries");
+  }
+  return Status::OK();
+}
+
+Status ConvBackpropInputShape(InferenceContext& ctx, bool depthwise) {
+  PartialShape sizes, filter_shape, dy_shape;
+  FS_RETURN_IF_ERROR(SizesShape(ctx, 0, "input_sizes", true, &sizes));
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 4, &filter_shape));
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 4, &dy_shape));
+  WindowAttrs attrs;
+  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
+  const Filter filter = Filter::Of(filter_shape.dims());
+  const Image dy = conv::ImageOf(dy_shape.dims(), attrs.format);
+  Image in = sizes.rank() == 4 ? conv::ImageOf(sizes.dims(), attrs.format)
+                               : Image{dy.n, sizes.dim(0), sizes.dim(1), filter.in};
+  FS_RETURN_IF_ERROR(CheckBackprop(ctx.op_type(), attrs, depthwise, in, filter, dy));
+  if (!Known(in.n)) in.n = dy.n;
+  ctx.set_output(0, PartialShape(conv::DimsOf(in, attrs.format)));
+  return Status::OK();
+}
+
+Status ConvBackpropFilterShape(InferenceContext& ctx, bool depthwise) {
+  PartialShape input_shape, sizes, dy_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 4, &input_shape));
+  FS_RETURN_IF_ERROR(SizesShape(ctx, 1, "filter_sizes", false, &sizes));
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 4, &dy_shape));
+  WindowAttrs attrs;
+  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
+  FS_RETURN_IF_ERROR(CheckBackprop(
+      ctx.op_type(), attrs, depthwise, conv::ImageOf(input_shape.dims(), attrs.format),
+      Filter::Of(sizes.dims()), conv::ImageOf(dy_shape.dims(), attrs.format)));
+  ctx.set_output(0, sizes);
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradients. Every pass is linear in each of its two tensor inputs, so each one's gradients are
+// the other two passes with the same window attrs.
+
+AttrMap WindowAttrsOf(const GradientContext& ctx) {
+  AttrMap out;
+  for (const char* name : {"strides", "padding", "explicit_paddings", "data_format", "dilations",
+                           "use_cudnn_on_gpu"}) {
+    if (const AttrValue* v = ctx.attrs().Find(name)) out.Set(name, *v);
+  }
+  return out;
+}
+
+// The int32 shape of x: a constant when it is known while building, else a Shape op.
+Endpoint ShapeOf(GradientContext& ctx, Endpoint x) {
+  const PartialShape& shape = x.node->output_shape(x.index);
+  if (!shape.IsFullyDefined()) return ctx.Shape(x);
+  std::vector<int32_t> dims;
+  for (int64_t d : shape.dims()) dims.push_back(static_cast<int32_t>(d));
+  return ctx.Const(Tensor::FromVector<int32_t>(dims, TensorShape{shape.rank()}));
+}
+
+struct ConvOpNames {
+  std::string forward, backprop_input, backprop_filter;
+};
+
+ConvOpNames NamesFor(const GradientContext& ctx) {
+  if (ctx.node().type().rfind("Depthwise", 0) == 0) {
+    return {"DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+            "DepthwiseConv2dNativeBackpropFilter"};
+  }
+  return {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"};
+}
+
+// y = conv(x, f): dx = backprop_input(shape(x), f, dy), df = backprop_filter(x, shape(f), dy).
+Status ConvForwardGrad(GradientContext& ctx) {
+  const ConvOpNames names = NamesFor(ctx);
+  const AttrMap attrs = WindowAttrsOf(ctx);
+  const Endpoint x = ctx.input(0), f = ctx.input(1), dy = ctx.output_grad(0);
+  ctx.SetInputGrad(0, ctx.Op(names.backprop_input, {ShapeOf(ctx, x), f, dy}, attrs));
+  ctx.SetInputGrad(1, ctx.Op(names.backprop_filter, {x, ShapeOf(ctx, f), dy}, attrs));
+  return ctx.status();
+}
+
+// dx = backprop_input(sizes, f, dy): the gradient g of dx gives
+// df = backprop_filter(g, shape(f), dy) and d(dy) = conv(g, f).
+Status ConvBackpropInputGrad(GradientContext& ctx) {
+  const ConvOpNames names = NamesFor(ctx);
+  const AttrMap attrs = WindowAttrsOf(ctx);
+  const Endpoint f = ctx.input(1), dy = ctx.input(2), g = ctx.output_grad(0);
+  ctx.SetInputGrad(1, ctx.Op(names.backprop_filter, {g, ShapeOf(ctx, f), dy}, attrs));
+  ctx.SetInputGrad(2, ctx.Op(names.forward, {g, f}, attrs));
+  return ctx.status();
+}
+
+// df = backprop_filter(x, sizes, dy): the gradient g of df gives
+// dx = backprop_input(shape(x), g, dy) and d(dy) = conv(x, g).
+Status ConvBackpropFilterGrad(GradientContext& ctx) {
+  const ConvOpNames names = NamesFor(ctx);
+  const AttrMap attrs = WindowAttrsOf(ctx);
+  const Endpoint x = ctx.input(0), dy = ctx.input(2), g = ctx.output_grad(0);
+  ctx.SetInputGrad(0, ctx.Op(names.backprop_input, {ShapeOf(ctx, x), g, dy}, attrs));
+  ctx.SetInputGrad(2, ctx.Op(names.forward, {x, g}, attrs));
+  return ctx.status();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Registration.
+
+OpBuilder& WindowAttrDefs(OpBuilder& b, bool conv2d) {
+  b.TypeAttr("T", kFloatTypes)
+      .RequiredAttr("strides", AttrType::kIntList)
+      .RequiredAttr("padding", AttrType::kString)
+      .Attr("explicit_paddings", AttrValue(std::vector<int64_t>{}))
+      .Attr("data_format", "NHWC")
+      .Attr("dilations", AttrValue(std::vector<int64_t>{1, 1, 1, 1}));
+  if (conv2d) b.Attr("use_cudnn_on_gpu", AttrValue(true));
+  return b;
+}
+
+void RegisterConvFamily(const std::string& prefix, bool conv2d) {
+  const bool depthwise = !conv2d;
+  OpBuilder forward(prefix);
+  forward.Input("input", "T").Input("filter", "T").Output("output", "T");
+  WindowAttrDefs(forward, conv2d)
+      .Shape([depthwise](InferenceContext& c) { return ConvForwardShape(c, depthwise); })
+      .KernelClass<ConvForwardKernel>("CPU")
+      .Gradient(ConvForwardGrad)
+      .Doc(conv2d ? "2-D convolution of an NHWC or NCHW input with an HWIO filter."
+                  : "Depthwise 2-D convolution: each input channel convolved with its own "
+                    "[rows, cols, multiplier] filters.");
+  OpRegistry::Global().Register(forward.Build());
+
+  OpBuilder input(prefix + "BackpropInput");
+  input.Input("input_sizes", "int32")
+      .Input("filter", "T")
+      .Input("out_backprop", "T")
+      .Output("output", "T");
+  WindowAttrDefs(input, conv2d)
+      .Shape([depthwise](InferenceContext& c) { return ConvBackpropInputShape(c, depthwise); })
+      .KernelClass<ConvBackpropInputKernel>("CPU")
+      .Gradient(ConvBackpropInputGrad)
+      .Doc(
+          "Gradient of the convolution with respect to its input; also the transposed "
+          "convolution.");
+  OpRegistry::Global().Register(input.Build());
+
+  OpBuilder filter(prefix + "BackpropFilter");
+  filter.Input("input", "T")
+      .Input("filter_sizes", "int32")
+      .Input("out_backprop", "T")
+      .Output("output", "T");
+  WindowAttrDefs(filter, conv2d)
+      .Shape([depthwise](InferenceContext& c) { return ConvBackpropFilterShape(c, depthwise); })
+      .KernelClass<ConvBackpropFilterKernel>("CPU")
+      .Gradient(ConvBackpropFilterGrad)
+      .Doc("Gradient of the convolution with respect to its filter.");
+  OpRegistry::Global().Register(filter.Build());
+}
+
+struct Registrar {
+  Registrar() {
+    RegisterConvFamily("Conv2D", true);
+    RegisterConvFamily("DepthwiseConv2dNative", false);
+  }
+} registrar;
+
+}  // namespace
+}  // namespace flowstone
