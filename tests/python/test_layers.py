@@ -336,3 +336,48 @@ def test_batch_normalization_errors():
         layers.batch_normalization(tf.placeholder(tf.float32, [None, None]))
     with pytest.raises(NotImplementedError, match="renorm"):
         layers.batch_normalization(tf.placeholder(tf.float32, [None, 2]), renorm=True)
+
+
+# --- training ---------------------------------------------------------------------------------
+
+def test_constraints_are_applied_after_each_update():
+    from flowstone.ops import math_ops
+    x = tf.constant(np.ones((4, 3)))
+    y = layers.dense(x, 2, kernel_initializer=tf.constant_initializer(0.05),
+                     kernel_constraint=lambda w: math_ops.minimum(math_ops.maximum(w, -0.1),
+                                                                  0.1))
+    step = tf.train.GradientDescentOptimizer(10.0).minimize(tf.reduce_sum(y))
+    with _initialized_session() as sess:
+        sess.run(step)
+        kernel, bias = sess.run(tf.global_variables())
+    np.testing.assert_array_equal(kernel, -0.1)  # 0.05 - 10 * 4, clipped
+    np.testing.assert_array_equal(bias, -40.0)   # unconstrained
+
+
+def test_a_small_network_learns():
+    """dense -> batch_normalization -> relu -> dropout -> dense, trained with Adam on a
+    linearly separable problem, running the batch-norm updates with the train op."""
+    rng = np.random.default_rng(13)
+    data = rng.standard_normal((256, 4))
+    labels = (data @ [1.0, -2.0, 0.5, 1.0] > 0).astype(np.int32)
+    x = tf.placeholder(tf.float32, [None, 4])
+    y = tf.placeholder(tf.int32, [None])
+    training = tf.placeholder_with_default(False, [])
+    hidden = layers.dense(x, 16, use_bias=False)
+    hidden = tf.nn.relu(layers.batch_normalization(hidden, training=training))
+    hidden = layers.dropout(hidden, rate=0.1, training=training)
+    logits = layers.dense(hidden, 2)
+    loss = tf.losses.sparse_softmax_cross_entropy(y, logits)
+    with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+        step = tf.train.AdamOptimizer(0.05).minimize(loss)
+    accuracy = tf.reduce_mean(tf.cast(nn_impl.in_top_k(logits, y, 1), tf.float32))
+    feed = {x: data.astype(np.float32), y: labels}
+    with _initialized_session() as sess:
+        initial = sess.run(loss, feed)
+        for _ in range(60):
+            sess.run(step, {**feed, training: True})
+        final, final_accuracy = sess.run([loss, accuracy], feed)
+        moving_mean = sess.run(tf.get_collection(tf.GraphKeys.GLOBAL_VARIABLES,
+                                                 "batch_normalization/moving_mean")[0])
+    assert final < initial / 3 and final_accuracy > 0.95
+    assert np.abs(moving_mean).max() > 0  # the updates ran

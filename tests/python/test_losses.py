@@ -127,7 +127,7 @@ def test_softmax_cross_entropy_does_not_differentiate_labels():
     logits = tf.constant(LOGITS)
     loss = losses.softmax_cross_entropy(labels, logits, reduction=R.NONE)
     assert tf.gradients(loss, [labels]) == [None]
-    (grad,) = tf.gradients(loss, [logits], grad_ys=[tf.constant([1.0, 1.0])])
+    (grad,) = tf.gradients(loss, [logits], grad_ys=[tf.constant([1.0, 1.0], tf.float64)])
     np.testing.assert_allclose(_run(grad), np.exp(_log_softmax(LOGITS)) - np.eye(3)[[2, 0]],
                                rtol=1e-12)
 
