@@ -68,12 +68,16 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                                           regularizer=bias_regularizer, trainable=trainable,
                                           constraint=bias_constraint)
         if rank > 2:
-            # Applies the kernel to the last axis: [..., in] -> [..., units].
+            # Applies the kernel to the last axis: [..., in] -> [..., units]. A constant target
+            # shape, when the inner dims are static, lets shape inference keep them.
             flat = array_ops.reshape(inputs, [-1, in_dim])
             out = matmul_ops.matmul(flat, kernel)
-            out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
+            inner = inputs.shape[1:-1]
+            if inner.is_fully_defined():
+                out_shape = [-1] + inner.as_list() + [units]
+            else:
+                out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
             out = array_ops.reshape(out, out_shape)
-            out.set_shape(inputs.shape[:-1].concatenate([units]))
         else:
             out = matmul_ops.matmul(inputs, kernel)
         return _add_bias_and_activate(out, bias, activation, activity_regularizer)

@@ -19,15 +19,15 @@ Status UnaryKernel(KernelContext& ctx, Fn fn) {
   const Tensor& x = ctx.input(0);
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, x.shape(), &out));
-  return DispatchDType<float, double>(x.dtype(), ctx.node().type().c_str(),
-                                      [&]<typename T>() -> Status {
-    const T* in = ctx.input(0).data<T>();
-    T* dst = out->data<T>();
-    ctx.ParallelFor(x.num_elements(), 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = fn(in[i]);
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      x.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        const T* in = ctx.input(0).data<T>();
+        T* dst = out->data<T>();
+        ctx.ParallelFor(x.num_elements(), 8, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) dst[i] = fn(in[i]);
+        });
+        return Status::OK();
+      });
 }
 
 // out = grad * fn(x) elementwise, for the *Grad ops (inputs: gradients, then the forward op's
@@ -38,21 +38,20 @@ Status GradKernel(KernelContext& ctx, Fn fn) {
   const Tensor& v = ctx.input(1);
   if (g.shape() != v.shape()) {
     return errors::InvalidArgument(ctx.node().type(), ": gradients shape ", g.shape().ToString(),
-                                   " does not match the activation's shape ",
-                                   v.shape().ToString());
+                                   " does not match the activation's shape ", v.shape().ToString());
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, g.shape(), &out));
-  return DispatchDType<float, double>(g.dtype(), ctx.node().type().c_str(),
-                                      [&]<typename T>() -> Status {
-    const T* gp = ctx.input(0).data<T>();
-    const T* vp = ctx.input(1).data<T>();
-    T* dst = out->data<T>();
-    ctx.ParallelFor(g.num_elements(), 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = gp[i] * fn(vp[i]);
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      g.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        const T* gp = ctx.input(0).data<T>();
+        const T* vp = ctx.input(1).data<T>();
+        T* dst = out->data<T>();
+        ctx.ParallelFor(g.num_elements(), 8, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) dst[i] = gp[i] * fn(vp[i]);
+        });
+        return Status::OK();
+      });
 }
 
 Status SameShapes(InferenceContext& ctx) {
@@ -71,30 +70,32 @@ Status SameShapes(InferenceContext& ctx) {
 // second input is grad_input, named grad_input_name as in TensorFlow: the forward op's
 // features (its input) or its outputs, whichever the derivative is cheaper to compute from.
 #define FS_ACTIVATION(Name, forward, grad_input, grad_input_name, grad_factor, doc)           \
-  Status Name##Grad(GradientContext& ctx) {                                                  \
+  Status Name##Grad(GradientContext& ctx) {                                                   \
     ctx.SetInputGrad(0, ctx.Op(#Name "Grad", {ctx.output_grad(0), grad_input}, ctx.attrs())); \
-    return Status::OK();                                                                     \
-  }                                                                                          \
-  FS_REGISTER_OP(OpBuilder(#Name)                                                            \
-                     .Input("features", "T")                                                 \
-                     .Output("activations", "T")                                             \
-                     .TypeAttr("T", kFloatTypes)                                             \
-                     .Shape(shape_fns::Unchanged)                                            \
-                     .Kernel("CPU", forward)                                                 \
-                     .Gradient(Name##Grad)                                                   \
-                     .Doc(doc));                                                             \
-  FS_REGISTER_OP(OpBuilder(#Name "Grad")                                                     \
-                     .Input("gradients", "T")                                                \
-                     .Input(grad_input_name, "T")                                            \
-                     .Output("backprops", "T")                                               \
-                     .TypeAttr("T", kFloatTypes)                                             \
-                     .Shape(SameShapes)                                                      \
-                     .Kernel("CPU", grad_factor)                                             \
-                     .NotDifferentiable()                                                    \
+    return Status::OK();                                                                      \
+  }                                                                                           \
+  FS_REGISTER_OP(OpBuilder(#Name)                                                             \
+                     .Input("features", "T")                                                  \
+                     .Output("activations", "T")                                              \
+                     .TypeAttr("T", kFloatTypes)                                              \
+                     .Shape(shape_fns::Unchanged)                                             \
+                     .Kernel("CPU", forward)                                                  \
+                     .Gradient(Name##Grad)                                                    \
+                     .Doc(doc));                                                              \
+  FS_REGISTER_OP(OpBuilder(#Name "Grad")                                                      \
+                     .Input("gradients", "T")                                                 \
+                     .Input(grad_input_name, "T")                                             \
+                     .Output("backprops", "T")                                                \
+                     .TypeAttr("T", kFloatTypes)                                              \
+                     .Shape(SameShapes)                                                       \
+                     .Kernel("CPU", grad_factor)                                              \
+                     .NotDifferentiable()                                                     \
                      .Doc("Gradient of " #Name "."));
 
 Status Relu6Forward(KernelContext& ctx) {
-  return UnaryKernel(ctx, [](auto x) { return x < 0 ? decltype(x)(0) : x > 6 ? decltype(x)(6) : x; });
+  return UnaryKernel(ctx, [](auto x) {
+    return x < 0 ? decltype(x)(0) : x > 6 ? decltype(x)(6) : x;
+  });
 }
 Status Relu6Backward(KernelContext& ctx) {
   return GradKernel(ctx, [](auto x) { return decltype(x)(x > 0 && x < 6 ? 1 : 0); });

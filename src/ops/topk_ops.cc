@@ -140,8 +140,8 @@ Status TopKKernel(KernelContext& ctx) {
 
 // d input = the output gradients scattered back to the positions the values came from.
 Status TopKGrad(GradientContext& ctx) {
-  ctx.SetInputGrad(0, ctx.Op("TopKV2Grad",
-                             {ctx.output_grad(0), ctx.output(1), ctx.Shape(ctx.input(0))}));
+  ctx.SetInputGrad(
+      0, ctx.Op("TopKV2Grad", {ctx.output_grad(0), ctx.output(1), ctx.Shape(ctx.input(0))}));
   return Status::OK();
 }
 
@@ -187,10 +187,10 @@ Status TopKGradKernel(KernelContext& ctx) {
     expected.set_dim(shape.rank() - 1, grad.dim(grad.rank() - 1));
   }
   if (shape.rank() < 1 || grad.shape() != expected || indices.shape() != grad.shape()) {
-    return errors::InvalidArgument(
-        "TopKV2Grad: gradients ", grad.shape().ToString(), " and indices ",
-        indices.shape().ToString(), " must both have the input's shape ", shape.ToString(),
-        " with the last dimension replaced by k");
+    return errors::InvalidArgument("TopKV2Grad: gradients ", grad.shape().ToString(),
+                                   " and indices ", indices.shape().ToString(),
+                                   " must both have the input's shape ", shape.ToString(),
+                                   " with the last dimension replaced by k");
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
@@ -252,13 +252,14 @@ Status InTopKKernel(KernelContext& ctx) {
   const Tensor& targets = ctx.input(1);
   const Tensor& k_tensor = ctx.input(2);
   if (predictions.rank() != 2) {
-    return errors::InvalidArgument("predictions must be 2-dimensional [batch, classes], got "
-                                   "shape ", predictions.shape().ToString());
+    return errors::InvalidArgument("predictions must be 2-dimensional [batch, classes], got shape ",
+                                   predictions.shape().ToString());
   }
   if (targets.rank() != 1 || targets.dim(0) != predictions.dim(0)) {
-    return errors::InvalidArgument("targets must be 1-dimensional with one class index per row "
-                                   "of predictions: expected shape [", predictions.dim(0),
-                                   "], got ", targets.shape().ToString());
+    return errors::InvalidArgument(
+        "targets must be 1-dimensional with one class index per row of predictions: "
+        "expected shape [",
+        predictions.dim(0), "], got ", targets.shape().ToString());
   }
   if (k_tensor.rank() != 0) {
     return errors::InvalidArgument("k must be 0-D (a scalar), got shape ",

@@ -494,3 +494,44 @@ def test_embedding_lookup_errors():
         nn.embedding_lookup([np.zeros((3, 2)), np.zeros((3, 2))], [0])
     with pytest.raises(ValueError, match="partition strategy"):
         nn.embedding_lookup(np.zeros((3, 2)), [0], partition_strategy="rows")
+
+
+# --- gradients of the composite functions --------------------------------------------------------
+
+def _check_gradient(build, x_value, eps=1e-6):
+    """d sum(w * build(x)) / dx against central differences (float64)."""
+    x = tf.placeholder(tf.float64, x_value.shape)
+    out = build(x)
+    outs = out if isinstance(out, tuple) else (out,)
+    rng = _rng(11)
+    loss = tf.add_n([tf.reduce_sum(o * rng.uniform(0.5, 1.5, size=o.shape.as_list()))
+                     for o in outs])
+    (grad,) = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        symbolic = sess.run(grad, {x: x_value})
+        numeric = np.zeros_like(x_value)
+        for idx in np.ndindex(x_value.shape):
+            up, down = x_value.copy(), x_value.copy()
+            up[idx] += eps
+            down[idx] -= eps
+            numeric[idx] = (sess.run(loss, {x: up}) - sess.run(loss, {x: down})) / (2 * eps)
+    np.testing.assert_allclose(symbolic, numeric, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: nn.moments(x, [0]),
+    lambda x: nn.moments(x, [0, 1], keep_dims=True),
+    lambda x: nn.l2_normalize(x, axis=1),
+    lambda x: nn.batch_normalization(x, *nn.moments(x, [0]), np.array([0.5, -1.0, 2.0]),
+                                     np.array([2.0, 1.0, 0.5]), 1e-3),
+    lambda x: nn.embedding_lookup(x, [2, 0, 2], max_norm=1.0),
+    lambda x: nn.sigmoid_cross_entropy_with_logits(labels=np.full((4, 3), 0.25), logits=x),
+    lambda x: nn.sparse_softmax_cross_entropy_with_logits(labels=[[0, 2], [1, 1]],
+                                                          logits=tf.reshape(x, [2, 2, 3])),
+    # (The op's gradient assumes the labels sum to 1 along the class axis, as TensorFlow's.)
+    lambda x: nn.softmax_cross_entropy_with_logits_v2(labels=np.full((4, 3), 1 / 4), logits=x,
+                                                      axis=0),
+], ids=["moments", "moments_all", "l2_normalize", "batch_normalization", "embedding_max_norm",
+        "sigmoid_xent", "sparse_xent_rank3", "xent_axis0"])
+def test_composite_gradients(build):
+    _check_gradient(build, _rng(10).standard_normal((4, 3)))
