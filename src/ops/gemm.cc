@@ -216,9 +216,10 @@ Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b,
 // of threads beside the intra-op pool. Two pools on the same cores oversubscribe them: OpenMP's
 // spin-waiting threads take cycles from the pool's next op, and every inter-op thread calling
 // sgemm at once gets a team of its own. On a shared 2-core machine, 2-thread OpenMP sgemm calls
-// ran 2 to 50 times slower than the same products as single-threaded calls spread over the pool.
-// So each sgemm call is single-threaded and the intra-op pool parallelizes, over tiles of C, as it
-// does for every other kernel; oneDNN never starts an OpenMP thread for a matrix product.
+// were erratic: from 1.4x faster to 40x slower than the same products as single-threaded calls
+// spread over the pool, and slower still on small products. So each sgemm call is
+// single-threaded and the intra-op pool parallelizes, over tiles of C, as it does for every other
+// kernel; oneDNN never starts an OpenMP thread for a matrix product.
 //
 // The tiles depend on the shape alone, never on the number of threads, so every element of C is
 // computed by the same call whatever the pool size: results are reproducible across thread
