@@ -80,6 +80,10 @@ CONV_CONFIGS = [
     ((1, 6, 7, 2), (3, 3, 2, 3), (1, 2), [[1, 2], [0, 3]], (1, 1)),
     ((2, 8, 8, 1), (5, 5, 1, 6), (1, 1), "VALID", (1, 1)),
     ((1, 5, 5, 4), (1, 1, 4, 3), (2, 2), "SAME", (1, 1)),
+    # Strided 1x1 filters: oneDNN 3.2's filter backprop for these overruns memory with NHWC
+    # inputs (oneDNN issue #6035), so Flowstone must not use it.
+    ((1, 6, 9, 4), (1, 1, 4, 4), (3, 1), "SAME", (1, 2)),
+    ((2, 6, 9, 3), (1, 1, 3, 5), (1, 3), "VALID", (1, 1)),
 ]
 
 
@@ -413,7 +417,9 @@ def test_bias_add_and_grad(dtype):
         assert y.dtype == dtype and g.dtype == dtype
         np.testing.assert_array_equal(y, x + b.reshape(bshape))
         axes = tuple(i for i in range(len(shape)) if i != axis)
-        np.testing.assert_allclose(g, x.sum(axis=axes), rtol=1e-6)
+        # float32 sums of mixed signs can cancel: bound the error by the magnitudes summed.
+        np.testing.assert_allclose(g, x.sum(axis=axes), rtol=1e-6,
+                                   atol=1e-6 * np.abs(x).sum(axis=axes).max(initial=0))
 
 
 def test_bias_add_gradients():
