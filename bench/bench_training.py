@@ -47,22 +47,38 @@ def time_steps(step):
 
 
 def tf1_graph(tf, model):
+    """The model in plain TF1 ops (tf.layers is gone from TensorFlow 2.16's compat.v1)."""
+    def dense(h, units, relu=True):
+        w = tf.get_variable(f"w{len(tf.trainable_variables())}", [h.shape[-1], units],
+                            initializer=tf.glorot_uniform_initializer())
+        b = tf.get_variable(f"b{len(tf.trainable_variables())}", [units],
+                            initializer=tf.zeros_initializer())
+        out = tf.nn.bias_add(tf.matmul(h, w), b)
+        return tf.nn.relu(out) if relu else out
+
+    def conv(h, filters, padding):
+        w = tf.get_variable(f"w{len(tf.trainable_variables())}", [5, 5, h.shape[-1], filters],
+                            initializer=tf.glorot_uniform_initializer())
+        b = tf.get_variable(f"b{len(tf.trainable_variables())}", [filters],
+                            initializer=tf.zeros_initializer())
+        out = tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding=padding)
+        return tf.nn.relu(tf.nn.bias_add(out, b))
+
+    def pool(h):
+        return tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
+
     graph = tf.Graph()
     with graph.as_default():
         if model == "mlp":
             x = tf.placeholder(tf.float32, [None, 784])
-            h = tf.layers.dense(x, 512, activation=tf.nn.relu)
-            h = tf.layers.dense(h, 512, activation=tf.nn.relu)
+            h = dense(dense(x, 512), 512)
         else:
             x = tf.placeholder(tf.float32, [None, 28, 28, 1])
-            h = tf.layers.conv2d(x, 6, 5, padding="same", activation=tf.nn.relu)
-            h = tf.layers.max_pooling2d(h, 2, 2)
-            h = tf.layers.conv2d(h, 16, 5, padding="valid", activation=tf.nn.relu)
-            h = tf.layers.max_pooling2d(h, 2, 2)
-            h = tf.layers.flatten(h)
-            h = tf.layers.dense(h, 120, activation=tf.nn.relu)
-            h = tf.layers.dense(h, 84, activation=tf.nn.relu)
-        logits = tf.layers.dense(h, 10)
+            h = pool(conv(x, 6, "SAME"))
+            h = pool(conv(h, 16, "VALID"))
+            h = tf.reshape(h, [-1, 5 * 5 * 16])
+            h = dense(dense(h, 120), 84)
+        logits = dense(h, 10, relu=False)
         y = tf.placeholder(tf.int64, [None])
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "flowstone/attr.h"
+#include "flowstone/graph.h"
 #include "flowstone/shape.h"
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
@@ -13,10 +14,10 @@ namespace flowstone {
 
 class InferenceContext {
  public:
-  InferenceContext(const std::string& op_type, const std::string& node_name,
-                   const AttrMap& attrs, std::vector<PartialShape> input_shapes,
-                   std::vector<DType> input_types, std::vector<const Tensor*> input_values,
-                   std::vector<DType> output_types);
+  InferenceContext(const std::string& op_type, const std::string& node_name, const AttrMap& attrs,
+                   std::vector<PartialShape> input_shapes, std::vector<DType> input_types,
+                   std::vector<const Tensor*> input_values, std::vector<DType> output_types,
+                   std::vector<Endpoint> input_sources = {});
 
   const std::string& op_type() const { return op_type_; }
   const std::string& node_name() const { return node_name_; }
@@ -39,7 +40,9 @@ class InferenceContext {
   std::vector<PartialShape>& outputs() { return output_shapes_; }
 
   // Reads a 1-D shape tensor input (like Reshape's `shape` or Fill's `dims`) into a partial
-  // shape: known entries where the value is known, unknown elsewhere.
+  // shape: known entries where the value is known, unknown elsewhere. Beyond constants, the
+  // entries are followed through the ops that build shapes (see src/graph/partial_value.h), so
+  // `[tf.shape(x)[0], 2]` gives [?,2]; -1 entries are unknown.
   Status InputAsShape(int i, PartialShape* out) const;
 
   // Helpers returning InvalidArgument with TensorFlow-style wording.
@@ -57,6 +60,8 @@ class InferenceContext {
   std::vector<const Tensor*> input_values_;
   std::vector<DType> output_types_;
   std::vector<PartialShape> output_shapes_;
+  // The tensors feeding the inputs, when the node is being added to a graph (else empty).
+  std::vector<Endpoint> input_sources_;
 };
 
 // Shape functions shared by many ops.

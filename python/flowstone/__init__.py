@@ -31,11 +31,12 @@ from flowstone.ops import init_ops as _init_ops
 from flowstone import tf_config as config
 from flowstone import tf_test as test
 from flowstone import train
-from flowstone import layers, losses
+from flowstone import layers, losses, nn
+from flowstone import math  # noqa: A004 - TensorFlow's name
 
 # Op families, each a module with __all__ (see flowstone/ops/).
 _OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",
-               "gradients"]
+               "gradients", "conv_ops"]
 for _name in _OP_MODULES:
     try:
         _module = _importlib.import_module(f"flowstone.ops.{_name}")

@@ -19,13 +19,26 @@ def _pair(value, name):
     return [int(v) for v in value]
 
 
-def _add_bias_and_activate(outputs, bias, activation, data_format="NHWC"):
+def _add_bias_and_activate(outputs, bias, activation, activity_regularizer,
+                           data_format="NHWC"):
     from flowstone.ops import conv_ops
     if bias is not None:
         outputs = conv_ops.bias_add(outputs, bias, data_format=data_format)
     if activation is not None:
         outputs = activation(outputs)
+    if activity_regularizer is not None:
+        _add_activity_loss(outputs, activity_regularizer)
     return outputs
+
+
+def _add_activity_loss(outputs, regularizer):
+    """Adds regularizer(outputs) per example to REGULARIZATION_LOSSES, as Keras layers do."""
+    from flowstone.ops import array_ops, math_ops
+    with _ops.name_scope("ActivityRegularizer"):
+        loss = _ops.convert_to_tensor(regularizer(outputs))
+        batch = math_ops.cast(array_ops.shape(outputs)[0], loss.dtype)
+        _ops.add_to_collection(_ops.GraphKeys.REGULARIZATION_LOSSES,
+                               math_ops.divide(loss, batch))
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
@@ -35,7 +48,11 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     """activation(inputs @ kernel + bias), with kernel [in, units] (glorot uniform) and bias."""
     from flowstone.ops import array_ops, matmul_ops
     inputs = _ops.convert_to_tensor(inputs)
-    in_dim = inputs.shape[-1] if inputs.shape.rank else None
+    rank = inputs.shape.rank
+    if rank is not None and rank < 2:
+        raise ValueError(f"Input 0 of layer dense is incompatible with the layer: expected "
+                         f"min_ndim=2, found ndim={rank}. Full shape received: {inputs.shape}")
+    in_dim = inputs.shape[-1] if rank else None
     if in_dim is None:
         raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found "
                          "`None`.")
@@ -50,14 +67,20 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
                                           initializer=bias_initializer,
                                           regularizer=bias_regularizer, trainable=trainable,
                                           constraint=bias_constraint)
-        if inputs.shape.rank > 2:
+        if rank > 2:
+            # Applies the kernel to the last axis: [..., in] -> [..., units]. A constant target
+            # shape, when the inner dims are static, lets shape inference keep them.
             flat = array_ops.reshape(inputs, [-1, in_dim])
             out = matmul_ops.matmul(flat, kernel)
-            out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
+            inner = inputs.shape[1:-1]
+            if inner.is_fully_defined():
+                out_shape = [-1] + inner.as_list() + [units]
+            else:
+                out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
             out = array_ops.reshape(out, out_shape)
         else:
             out = matmul_ops.matmul(inputs, kernel)
-        return _add_bias_and_activate(out, bias, activation)
+        return _add_bias_and_activate(out, bias, activation, activity_regularizer)
 
 
 def _data_format(data_format):
@@ -111,10 +134,10 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
         dilations4 = [1, dh, dw, 1] if fmt == "NHWC" else [1, 1, dh, dw]
         out = conv_ops.conv2d(inputs, kernel, strides4, _padding(padding), data_format=fmt,
                               dilations=dilations4)
-        return _add_bias_and_activate(out, bias, activation, fmt)
+        return _add_bias_and_activate(out, bias, activation, activity_regularizer, fmt)
 
 
-def _pool(op_name, inputs, pool_size, strides, padding, data_format, name):
+def _pool(op_name, inputs, pool_size, strides, padding, data_format, name, default_name):
     from flowstone.ops import conv_ops
     fmt = _data_format(data_format)
     ph, pw = _pair(pool_size, "pool_size")
@@ -122,17 +145,21 @@ def _pool(op_name, inputs, pool_size, strides, padding, data_format, name):
     ksize = [1, ph, pw, 1] if fmt == "NHWC" else [1, 1, ph, pw]
     stride4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
     fn = conv_ops.max_pool if op_name == "max" else conv_ops.avg_pool
-    return fn(inputs, ksize, stride4, _padding(padding), data_format=fmt, name=name)
+    with _ops.name_scope(name, default_name):
+        return fn(inputs, ksize, stride4, _padding(padding), data_format=fmt)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                   name=None):
-    return _pool("max", inputs, pool_size, strides, padding, data_format, name)
+    """Max over pool_size windows of the spatial axes."""
+    return _pool("max", inputs, pool_size, strides, padding, data_format, name, "max_pooling2d")
 
 
 def average_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
                       name=None):
-    return _pool("avg", inputs, pool_size, strides, padding, data_format, name)
+    """Mean over pool_size windows of the spatial axes (padding does not count)."""
+    return _pool("avg", inputs, pool_size, strides, padding, data_format, name,
+                 "average_pooling2d")
 
 
 def flatten(inputs, name=None, data_format="channels_last"):
@@ -150,11 +177,12 @@ def flatten(inputs, name=None, data_format="channels_last"):
 
 
 def _select_training(training, train_value, infer_value):
-    """`training` may be a Python bool or a bool tensor (then both branches are built)."""
-    if isinstance(training, bool):
+    """`training` may be a Python bool (one branch is built) or a bool tensor (both are built
+    and the tensor selects between them at run time)."""
+    if isinstance(training, (bool, np.bool_)):
         return train_value() if training else infer_value()
     from flowstone.ops import math_ops
-    return math_ops.where(_ops.convert_to_tensor(training), train_value(), infer_value())
+    return math_ops.where_v2(_ops.convert_to_tensor(training), train_value(), infer_value())
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
@@ -167,6 +195,14 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
                                               seed=seed), lambda: inputs)
 
 
+def _uses_fused_statistics(rank, axis, dtype, fused):
+    """Whether TensorFlow would run this layer as its fused kernel, whose moving variance
+    tracks the unbiased (Bessel-corrected) batch variance instead of the biased one."""
+    from flowstone import dtypes
+    return (fused is not False and rank == 4 and axis in (1, 3)
+            and dtype in (dtypes.float16, dtypes.bfloat16, dtypes.float32))
+
+
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                         beta_initializer=init_ops.Zeros(), gamma_initializer=init_ops.Ones(),
                         moving_mean_initializer=init_ops.Zeros(),
@@ -175,11 +211,22 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
                         training=False, trainable=True, name=None, reuse=None, renorm=False,
                         renorm_clipping=None, renorm_momentum=0.99, fused=None,
                         virtual_batch_size=None, adjustment=None):
-    """Batch normalization over `axis`. In training it normalizes with the batch statistics and
-    adds the moving-average updates to tf.GraphKeys.UPDATE_OPS (run them with the train op)."""
-    from flowstone.ops import nn_impl
+    """Batch normalization over `axis`.
+
+    In training it normalizes with the batch statistics and adds the moving-average updates
+    (moving -= (moving - batch_statistic) * (1 - momentum)) to tf.GraphKeys.UPDATE_OPS: run
+    them with the train op. When `training` is a tensor, the updates leave the moving averages
+    unchanged in the steps where it is false."""
+    from flowstone.ops import array_ops, math_ops, nn_impl
+    if renorm or virtual_batch_size is not None or adjustment is not None:
+        raise NotImplementedError("batch_normalization supports neither renorm, "
+                                  "virtual_batch_size nor adjustment")
     inputs = _ops.convert_to_tensor(inputs)
     rank = inputs.shape.rank
+    if rank is None:
+        raise ValueError(f"Input has undefined rank: {inputs.shape}")
+    if not -rank <= axis < rank:
+        raise ValueError(f"Invalid axis: {axis} for input of rank {rank}")
     axis = axis % rank
     depth = inputs.shape[axis]
     if depth is None:
@@ -188,36 +235,45 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     reduce_axes = [a for a in range(rank) if a != axis]
     broadcast = [1] * rank
     broadcast[axis] = depth
+    bessel = _uses_fused_statistics(rank, axis, inputs.dtype, fused)
     with variables.variable_scope(name, default_name="batch_normalization", reuse=reuse):
         dtype = inputs.dtype
-        beta = variables.get_variable("beta", [depth], dtype, beta_initializer,
-                                      regularizer=beta_regularizer,
-                                      trainable=trainable) if center else None
         gamma = variables.get_variable("gamma", [depth], dtype, gamma_initializer,
-                                       regularizer=gamma_regularizer,
-                                       trainable=trainable) if scale else None
+                                       regularizer=gamma_regularizer, trainable=trainable,
+                                       constraint=gamma_constraint) if scale else None
+        beta = variables.get_variable("beta", [depth], dtype, beta_initializer,
+                                      regularizer=beta_regularizer, trainable=trainable,
+                                      constraint=beta_constraint) if center else None
         moving_mean = variables.get_variable("moving_mean", [depth], dtype,
                                              moving_mean_initializer, trainable=False)
         moving_var = variables.get_variable("moving_variance", [depth], dtype,
                                             moving_variance_initializer, trainable=False)
 
         def reshape(v):
-            from flowstone.ops import array_ops
             return None if v is None else (v if axis == rank - 1 else
                                            array_ops.reshape(v, broadcast))
 
+        def update(variable, value, name):
+            # With a training tensor the update is built once and must do nothing when it is
+            # false: then the "batch statistic" is the moving value itself.
+            with _ops.name_scope(name):
+                current = variable.read_value()
+                if not isinstance(training, (bool, np.bool_)):
+                    value = math_ops.where_v2(_ops.convert_to_tensor(training), value, current)
+                delta = math_ops.multiply(math_ops.subtract(current, value), 1.0 - momentum)
+                op = variable.assign_sub(delta, read_value=False)
+            _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, op)
+
         def train_branch():
-            from flowstone.ops import math_ops
             mean, variance = nn_impl.moments(inputs, reduce_axes)
-            decay = 1.0 - momentum
-            update_mean = moving_mean.assign_sub(
-                math_ops.multiply(math_ops.subtract(moving_mean.read_value(), mean), decay),
-                read_value=False)
-            update_var = moving_var.assign_sub(
-                math_ops.multiply(math_ops.subtract(moving_var.read_value(), variance), decay),
-                read_value=False)
-            _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, update_mean)
-            _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, update_var)
+            update(moving_mean, mean, "AssignMovingAvg")
+            if bessel:
+                count = math_ops.divide(math_ops.cast(array_ops.size(inputs), dtype), float(depth))
+                update(moving_var, math_ops.multiply(
+                    variance, math_ops.divide(count, math_ops.maximum(
+                        math_ops.subtract(count, 1.0), 1.0))), "AssignMovingAvg_1")
+            else:
+                update(moving_var, variance, "AssignMovingAvg_1")
             return nn_impl.batch_normalization(inputs, reshape(mean), reshape(variance),
                                                reshape(beta), reshape(gamma), epsilon)
 

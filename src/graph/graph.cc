@@ -269,7 +269,7 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
     input_values.push_back(KnownValue(in, &scratch));
   }
   InferenceContext ctx(op->name, spec.name, spec.attrs, input_shapes, input_types, input_values,
-                       output_types);
+                       output_types, spec.inputs);
   Status shape_status = op->shape_fn(ctx);
   if (!shape_status.ok()) {
     std::string shapes;

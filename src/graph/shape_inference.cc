@@ -2,13 +2,16 @@
 
 #include <algorithm>
 
+#include "partial_value.h"
+
 namespace flowstone {
 
 InferenceContext::InferenceContext(const std::string& op_type, const std::string& node_name,
                                    const AttrMap& attrs, std::vector<PartialShape> input_shapes,
                                    std::vector<DType> input_types,
                                    std::vector<const Tensor*> input_values,
-                                   std::vector<DType> output_types)
+                                   std::vector<DType> output_types,
+                                   std::vector<Endpoint> input_sources)
     : op_type_(op_type),
       node_name_(node_name),
       attrs_(attrs),
@@ -16,11 +19,21 @@ InferenceContext::InferenceContext(const std::string& op_type, const std::string
       input_types_(std::move(input_types)),
       input_values_(std::move(input_values)),
       output_types_(std::move(output_types)),
-      output_shapes_(output_types_.size()) {}
+      output_shapes_(output_types_.size()),
+      input_sources_(std::move(input_sources)) {}
 
 Status InferenceContext::InputAsShape(int i, PartialShape* out) const {
-  const Tensor* value = input_value(i);
-  if (value == nullptr) {
+  std::vector<std::optional<int64_t>> entries;
+  PartialIntValue partial;
+  if (const Tensor* value = input_value(i)) {
+    if (value->rank() > 1) {
+      return errors::InvalidArgument("Shape must be at most rank 1 but is rank ", value->rank());
+    }
+    for (int64_t k = 0; k < value->num_elements(); ++k) entries.push_back(value->ElementAsInt64(k));
+  } else if (i < static_cast<int>(input_sources_.size()) &&
+             EvaluatePartialIntValue(input_sources_[i], &partial) && !partial.scalar) {
+    entries = std::move(partial.elements);
+  } else {
     const PartialShape& s = input(i);
     if (s.known_rank() && s.rank() == 1 && s.dim(0) >= 0) {
       *out = PartialShape::UnknownOfRank(static_cast<int>(s.dim(0)));
@@ -29,14 +42,10 @@ Status InferenceContext::InputAsShape(int i, PartialShape* out) const {
     }
     return Status::OK();
   }
-  if (value->rank() > 1) {
-    return errors::InvalidArgument("Shape must be at most rank 1 but is rank ", value->rank());
-  }
   std::vector<int64_t> dims;
-  for (int64_t k = 0; k < value->num_elements(); ++k) {
-    int64_t d = value->ElementAsInt64(k);
-    if (d < -1) return errors::InvalidArgument("Dimension ", d, " must be >= -1");
-    dims.push_back(d);
+  for (const std::optional<int64_t>& d : entries) {
+    if (d && *d < -1) return errors::InvalidArgument("Dimension ", *d, " must be >= -1");
+    dims.push_back(d ? *d : PartialShape::kUnknownDim);
   }
   *out = PartialShape(dims);
   return Status::OK();

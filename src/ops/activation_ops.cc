@@ -19,39 +19,39 @@ Status UnaryKernel(KernelContext& ctx, Fn fn) {
   const Tensor& x = ctx.input(0);
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, x.shape(), &out));
-  return DispatchDType<float, double>(x.dtype(), ctx.node().type().c_str(),
-                                      [&]<typename T>() -> Status {
-    const T* in = ctx.input(0).data<T>();
-    T* dst = out->data<T>();
-    ctx.ParallelFor(x.num_elements(), 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = fn(in[i]);
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      x.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        const T* in = ctx.input(0).data<T>();
+        T* dst = out->data<T>();
+        ctx.ParallelFor(x.num_elements(), 8, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) dst[i] = fn(in[i]);
+        });
+        return Status::OK();
+      });
 }
 
-// out = grad * fn(value) elementwise, for the *Grad ops (inputs: gradients, value).
+// out = grad * fn(x) elementwise, for the *Grad ops (inputs: gradients, then the forward op's
+// features or outputs).
 template <typename Fn>
 Status GradKernel(KernelContext& ctx, Fn fn) {
   const Tensor& g = ctx.input(0);
   const Tensor& v = ctx.input(1);
   if (g.shape() != v.shape()) {
     return errors::InvalidArgument(ctx.node().type(), ": gradients shape ", g.shape().ToString(),
-                                   " does not match the activation's shape ",
-                                   v.shape().ToString());
+                                   " does not match the activation's shape ", v.shape().ToString());
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, g.shape(), &out));
-  return DispatchDType<float, double>(g.dtype(), ctx.node().type().c_str(),
-                                      [&]<typename T>() -> Status {
-    const T* gp = ctx.input(0).data<T>();
-    const T* vp = ctx.input(1).data<T>();
-    T* dst = out->data<T>();
-    ctx.ParallelFor(g.num_elements(), 8, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) dst[i] = gp[i] * fn(vp[i]);
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      g.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        const T* gp = ctx.input(0).data<T>();
+        const T* vp = ctx.input(1).data<T>();
+        T* dst = out->data<T>();
+        ctx.ParallelFor(g.num_elements(), 8, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) dst[i] = gp[i] * fn(vp[i]);
+        });
+        return Status::OK();
+      });
 }
 
 Status SameShapes(InferenceContext& ctx) {
@@ -66,37 +66,41 @@ Status SameShapes(InferenceContext& ctx) {
   return Status::OK();
 }
 
-// Registers Name (forward) and NameGrad (its gradient kernel), wiring the gradient.
-#define FS_ACTIVATION(Name, forward, grad_input, grad_factor, doc)                            \
-  Status Name##Grad(GradientContext& ctx) {                                                  \
+// Registers Name (forward) and NameGrad (its gradient kernel), wiring the gradient. NameGrad's
+// second input is grad_input, named grad_input_name as in TensorFlow: the forward op's
+// features (its input) or its outputs, whichever the derivative is cheaper to compute from.
+#define FS_ACTIVATION(Name, forward, grad_input, grad_input_name, grad_factor, doc)           \
+  Status Name##Grad(GradientContext& ctx) {                                                   \
     ctx.SetInputGrad(0, ctx.Op(#Name "Grad", {ctx.output_grad(0), grad_input}, ctx.attrs())); \
-    return Status::OK();                                                                     \
-  }                                                                                          \
-  FS_REGISTER_OP(OpBuilder(#Name)                                                            \
-                     .Input("features", "T")                                                 \
-                     .Output("activations", "T")                                             \
-                     .TypeAttr("T", kFloatTypes)                                             \
-                     .Shape(shape_fns::Unchanged)                                            \
-                     .Kernel("CPU", forward)                                                 \
-                     .Gradient(Name##Grad)                                                   \
-                     .Doc(doc));                                                             \
-  FS_REGISTER_OP(OpBuilder(#Name "Grad")                                                     \
-                     .Input("gradients", "T")                                                \
-                     .Input("value", "T")                                                    \
-                     .Output("backprops", "T")                                               \
-                     .TypeAttr("T", kFloatTypes)                                             \
-                     .Shape(SameShapes)                                                      \
-                     .Kernel("CPU", grad_factor)                                             \
-                     .NotDifferentiable()                                                    \
+    return Status::OK();                                                                      \
+  }                                                                                           \
+  FS_REGISTER_OP(OpBuilder(#Name)                                                             \
+                     .Input("features", "T")                                                  \
+                     .Output("activations", "T")                                              \
+                     .TypeAttr("T", kFloatTypes)                                              \
+                     .Shape(shape_fns::Unchanged)                                             \
+                     .Kernel("CPU", forward)                                                  \
+                     .Gradient(Name##Grad)                                                    \
+                     .Doc(doc));                                                              \
+  FS_REGISTER_OP(OpBuilder(#Name "Grad")                                                      \
+                     .Input("gradients", "T")                                                 \
+                     .Input(grad_input_name, "T")                                             \
+                     .Output("backprops", "T")                                                \
+                     .TypeAttr("T", kFloatTypes)                                              \
+                     .Shape(SameShapes)                                                       \
+                     .Kernel("CPU", grad_factor)                                              \
+                     .NotDifferentiable()                                                     \
                      .Doc("Gradient of " #Name "."));
 
 Status Relu6Forward(KernelContext& ctx) {
-  return UnaryKernel(ctx, [](auto x) { return x < 0 ? decltype(x)(0) : x > 6 ? decltype(x)(6) : x; });
+  return UnaryKernel(ctx, [](auto x) {
+    return x < 0 ? decltype(x)(0) : x > 6 ? decltype(x)(6) : x;
+  });
 }
 Status Relu6Backward(KernelContext& ctx) {
   return GradKernel(ctx, [](auto x) { return decltype(x)(x > 0 && x < 6 ? 1 : 0); });
 }
-FS_ACTIVATION(Relu6, Relu6Forward, ctx.input(0), Relu6Backward, "min(max(x, 0), 6)")
+FS_ACTIVATION(Relu6, Relu6Forward, ctx.input(0), "features", Relu6Backward, "min(max(x, 0), 6)")
 
 Status EluForward(KernelContext& ctx) {
   return UnaryKernel(ctx, [](auto x) { return x < 0 ? std::expm1(x) : x; });
@@ -105,7 +109,7 @@ Status EluForward(KernelContext& ctx) {
 Status EluBackward(KernelContext& ctx) {
   return GradKernel(ctx, [](auto y) { return y > 0 ? decltype(y)(1) : y + decltype(y)(1); });
 }
-FS_ACTIVATION(Elu, EluForward, ctx.output(0), EluBackward, "x if x > 0 else exp(x) - 1")
+FS_ACTIVATION(Elu, EluForward, ctx.output(0), "outputs", EluBackward, "x if x > 0 else exp(x) - 1")
 
 Status SeluForward(KernelContext& ctx) {
   return UnaryKernel(ctx, [](auto x) {
@@ -119,7 +123,7 @@ Status SeluBackward(KernelContext& ctx) {
     return y > 0 ? T(kSeluScale) : y + T(kSeluScale * kSeluAlpha);
   });
 }
-FS_ACTIVATION(Selu, SeluForward, ctx.output(0), SeluBackward,
+FS_ACTIVATION(Selu, SeluForward, ctx.output(0), "outputs", SeluBackward,
               "scale * (x if x > 0 else alpha * (exp(x) - 1))")
 
 Status ReluBackward(KernelContext& ctx) {
@@ -155,7 +159,7 @@ FS_REGISTER_OP(OpBuilder("LeakyRelu")
                    .Input("features", "T")
                    .Output("activations", "T")
                    .TypeAttr("T", kFloatTypes)
-                   .Attr("alpha", 0.2f)
+                   .Attr("alpha", AttrValue(0.2))
                    .Shape(shape_fns::Unchanged)
                    .Kernel("CPU", LeakyReluForward)
                    .Gradient(LeakyReluGradFn)
@@ -166,7 +170,7 @@ FS_REGISTER_OP(OpBuilder("LeakyReluGrad")
                    .Input("features", "T")
                    .Output("backprops", "T")
                    .TypeAttr("T", kFloatTypes)
-                   .Attr("alpha", 0.2f)
+                   .Attr("alpha", AttrValue(0.2))
                    .Shape(SameShapes)
                    .Kernel("CPU", LeakyReluBackward)
                    .NotDifferentiable()

@@ -1,11 +1,13 @@
 // Array ops that rearrange elements: Transpose, ConcatV2, Pack, Unpack, Split, SplitV, Tile and
-// the padding ops Pad, PadV2 and MirrorPad. Kernels move bytes (or elements of the dtype's size)
-// and so serve every dtype.
+// the padding ops Pad, PadV2 and MirrorPad, with their gradients and the ops only gradients use
+// (InvertPermutation, ConcatOffset, MirrorPadGrad). Kernels move bytes (or elements of the
+// dtype's size) and so serve every dtype.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "array_util.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -14,6 +16,8 @@ namespace flowstone {
 namespace {
 
 using array_util::DimProduct;
+using array_util::IndexConst;
+using array_util::IndexScalar;
 using array_util::IntValues;
 using array_util::JoinInts;
 using array_util::kIndexTypes;
@@ -169,6 +173,26 @@ Status TransposeKernel(KernelContext& ctx) {
   });
 }
 
+// The inverse permutation moves the gradient's dims back; a constant perm gets a constant
+// inverse, so the gradient keeps a static shape.
+Status TransposeGrad(GradientContext& ctx) {
+  const Endpoint perm = ctx.input(1);
+  Endpoint inverse;
+  const AttrValue* value =
+      perm.node->type() == "Const" ? perm.node->attrs().Find("value") : nullptr;
+  std::vector<int64_t> p;
+  if (value != nullptr) p = IntValues(std::get<Tensor>(*value));
+  if (value != nullptr && ValidatePerm(p, static_cast<int>(p.size())).ok()) {
+    std::vector<int64_t> inv(p.size());
+    for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = static_cast<int64_t>(i);
+    inverse = IndexConst(ctx, inv, ctx.input_type(1));
+  } else {
+    inverse = ctx.Op("InvertPermutation", {perm});
+  }
+  ctx.SetInputGrad(0, ctx.Op("Transpose", {ctx.output_grad(0), inverse}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Transpose")
                    .Input("x", "T")
                    .Input("perm", "Tperm")
@@ -177,8 +201,54 @@ FS_REGISTER_OP(OpBuilder("Transpose")
                    .TypeAttr("Tperm", kIndexTypes, DType::kInt32)
                    .Shape(TransposeShape)
                    .Kernel("CPU", TransposeKernel)
+                   .Gradient(TransposeGrad)
                    .Doc("Permutes dimensions: y.shape[i] = x.shape[perm[i]]. A permutation that "
                         "keeps the memory order (e.g. moving size-1 dims) shares the buffer."));
+
+// --- InvertPermutation ----------------------------------------------------------------------
+
+Status InvertPermutationShape(InferenceContext& ctx) {
+  PartialShape x;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 1, &x));
+  ctx.set_output(0, x);
+  return Status::OK();
+}
+
+Status InvertPermutationKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() != 1) {
+    return errors::InvalidArgument("invert_permutation expects a 1D vector, got shape ",
+                                   x.shape().ToString());
+  }
+  const int64_t n = x.num_elements();
+  const std::vector<int64_t> perm = IntValues(x);
+  std::vector<int64_t> inverse(n, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t d = perm[i];
+    if (d < 0 || d >= n) return errors::InvalidArgument(d, " is not between 0 and ", n);
+    if (inverse[d] != -1) return errors::InvalidArgument(d, " is duplicated in the input.");
+    inverse[d] = i;
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, x.shape(), &out));
+  for (int64_t i = 0; i < n; ++i) {
+    if (out->dtype() == DType::kInt32) {
+      out->data<int32_t>()[i] = static_cast<int32_t>(inverse[i]);
+    } else {
+      out->data<int64_t>()[i] = inverse[i];
+    }
+  }
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("InvertPermutation")
+                   .Input("x", "T")
+                   .Output("y", "T")
+                   .TypeAttr("T", kIndexTypes, DType::kInt32)
+                   .Shape(InvertPermutationShape)
+                   .Kernel("CPU", InvertPermutationKernel)
+                   .NotDifferentiable()
+                   .Doc("The inverse of a permutation of [0, n): y[x[i]] = i."));
 
 // --- ConcatV2 -------------------------------------------------------------------------------
 
@@ -291,6 +361,26 @@ Status ConcatKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
+// Each input gets the slice of the gradient it filled, found from the inputs' run-time shapes.
+Status ConcatGrad(GradientContext& ctx) {
+  const int n = ctx.num_inputs() - 1;
+  Endpoint axis = ctx.input(n);
+  if (ctx.input_type(n) != DType::kInt32) {
+    AttrMap cast;
+    cast.Set("DstT", DType::kInt32);
+    axis = ctx.Op("Cast", {axis}, cast);
+  }
+  std::vector<Endpoint> offset_inputs = {axis};
+  for (int i = 0; i < n; ++i) offset_inputs.push_back(ctx.Shape(ctx.input(i)));
+  Node* offsets = ctx.AddNode("ConcatOffset", offset_inputs);
+  if (offsets == nullptr) return Status::OK();  // ctx.status() holds the error
+  for (int i = 0; i < n; ++i) {
+    ctx.SetInputGrad(
+        i, ctx.Op("Slice", {ctx.output_grad(0), Endpoint{offsets, i}, offset_inputs[i + 1]}));
+  }
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("ConcatV2")
                    .InputList("values", "T", "N")
                    .Input("axis", "Tidx")
@@ -299,8 +389,71 @@ FS_REGISTER_OP(OpBuilder("ConcatV2")
                    .TypeAttr("Tidx", kIndexTypes, DType::kInt32)
                    .Shape(ConcatShape)
                    .Kernel("CPU", ConcatKernel)
+                   .Gradient(ConcatGrad)
                    .Doc("Joins N tensors of one rank along `axis` (negative counts from the "
                         "end); the other dimensions must agree."));
+
+// --- ConcatOffset ---------------------------------------------------------------------------
+
+Status ConcatOffsetShape(InferenceContext& ctx) {
+  PartialShape unused;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 0, &unused));
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    PartialShape shape;
+    FS_RETURN_IF_ERROR(ctx.WithRank(i, 1, &shape));
+    ctx.set_output(i - 1, shape);
+  }
+  return Status::OK();
+}
+
+// Where each of the N shapes starts in their concatenation along concat_dim.
+Status ConcatOffsetKernel(KernelContext& ctx) {
+  int64_t concat_dim = 0;
+  FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(0), "concat_dim", &concat_dim));
+  const Tensor& first = ctx.input(1);
+  if (first.rank() != 1) {
+    return errors::InvalidArgument("input 0 should be a vector, but got shape ",
+                                   first.shape().ToString());
+  }
+  const int rank = static_cast<int>(first.num_elements());
+  if (concat_dim < -rank || concat_dim >= rank) {
+    return errors::InvalidArgument("Concat dim is out of range: ", concat_dim, " vs. ", rank);
+  }
+  const int axis = static_cast<int>(concat_dim < 0 ? concat_dim + rank : concat_dim);
+  const std::vector<int64_t> first_dims = IntValues(first);
+  int64_t offset = 0;
+  for (int i = 0; i + 1 < ctx.num_inputs(); ++i) {
+    const Tensor& shape = ctx.input(i + 1);
+    if (shape.rank() != 1 || shape.num_elements() != rank) {
+      return errors::InvalidArgument("input ", i, " should contain ", rank, " elements, but got ",
+                                     shape.num_elements());
+    }
+    const std::vector<int64_t> dims = IntValues(shape);
+    for (int d = 0; d < rank; ++d) {
+      if (d != axis && dims[d] != first_dims[d]) {
+        return errors::InvalidArgument(
+            "All dimensions except ", axis, " must match. Input ", i, " has shape ", JoinInts(dims),
+            " and doesn't match input 0 with shape ", JoinInts(first_dims), ".");
+      }
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(i, TensorShape{rank}, &out));
+    std::fill_n(out->data<int32_t>(), rank, 0);
+    out->data<int32_t>()[axis] = static_cast<int32_t>(offset);
+    offset += dims[axis];
+  }
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("ConcatOffset")
+                   .Input("concat_dim", "int32")
+                   .InputList("shape", "int32", "N")
+                   .OutputList("offset", "int32", "N")
+                   .Shape(ConcatOffsetShape)
+                   .Kernel("CPU", ConcatOffsetKernel)
+                   .NotDifferentiable()
+                   .Doc("For N shapes concatenated along concat_dim, where each one starts (the "
+                        "gradient of ConcatV2 slices with these)."));
 
 // --- Pack / Unpack --------------------------------------------------------------------------
 
@@ -375,6 +528,16 @@ class PackKernel : public OpKernel {
   int64_t axis_ = 0;
 };
 
+Status PackGrad(GradientContext& ctx) {
+  AttrMap attrs;
+  attrs.Set("num", static_cast<int64_t>(ctx.num_inputs()));
+  attrs.Set("axis", ctx.attrs().GetOr<int64_t>("axis", 0));
+  Node* pieces = ctx.AddNode("Unpack", {ctx.output_grad(0)}, attrs);
+  if (pieces == nullptr) return Status::OK();  // ctx.status() holds the error
+  for (int i = 0; i < ctx.num_inputs(); ++i) ctx.SetInputGrad(i, Endpoint{pieces, i});
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Pack")
                    .InputList("values", "T", "N")
                    .Output("output", "T")
@@ -382,6 +545,7 @@ FS_REGISTER_OP(OpBuilder("Pack")
                    .Attr("axis", 0)
                    .Shape(PackShape)
                    .KernelClass<PackKernel>("CPU")
+                   .Gradient(PackGrad)
                    .Doc("Stacks N tensors of one shape along a new dimension `axis` (tf.stack)."));
 
 Status UnpackAxis(int64_t axis, int rank, int* out) {
@@ -446,6 +610,16 @@ class UnpackKernel : public OpKernel {
   int64_t axis_ = 0;
 };
 
+// Outputs without a gradient contribute zeros.
+Status UnpackGrad(GradientContext& ctx) {
+  std::vector<Endpoint> grads;
+  for (int i = 0; i < ctx.num_outputs(); ++i) grads.push_back(ctx.output_grad(i));
+  AttrMap attrs;
+  attrs.Set("axis", ctx.attrs().GetOr<int64_t>("axis", 0));
+  ctx.SetInputGrad(0, ctx.Op("Pack", grads, attrs));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Unpack")
                    .Input("value", "T")
                    .OutputList("output", "T", "num")
@@ -453,6 +627,7 @@ FS_REGISTER_OP(OpBuilder("Unpack")
                    .Attr("axis", 0)
                    .Shape(UnpackShape)
                    .KernelClass<UnpackKernel>("CPU")
+                   .Gradient(UnpackGrad)
                    .Doc("Splits a tensor into `num` tensors along `axis`, removing it "
                         "(tf.unstack)."));
 
@@ -574,6 +749,19 @@ Status SplitKernel(KernelContext& ctx) {
                            std::vector<int64_t>(num_split, in.dim(axis) / num_split));
 }
 
+// The pieces' gradients joined again along the split axis; pieces without one give zeros.
+Endpoint JoinPieceGrads(GradientContext& ctx, Endpoint axis) {
+  std::vector<Endpoint> inputs;
+  for (int i = 0; i < ctx.num_outputs(); ++i) inputs.push_back(ctx.output_grad(i));
+  inputs.push_back(axis);
+  return ctx.Op("ConcatV2", inputs);
+}
+
+Status SplitGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(1, JoinPieceGrads(ctx, ctx.input(0)));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Split")
                    .Input("split_dim", "int32")
                    .Input("value", "T")
@@ -581,6 +769,7 @@ FS_REGISTER_OP(OpBuilder("Split")
                    .TypeAttr("T", kAllTypes)
                    .Shape(SplitShape)
                    .Kernel("CPU", SplitKernel)
+                   .Gradient(SplitGrad)
                    .Doc("Splits `value` along `split_dim` into num_split equal pieces."));
 
 Status SplitVShape(InferenceContext& ctx) {
@@ -634,6 +823,11 @@ Status SplitVKernel(KernelContext& ctx) {
   return SplitKernelCommon(ctx, in, axis, sizes);
 }
 
+Status SplitVGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, JoinPieceGrads(ctx, ctx.input(2)));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("SplitV")
                    .Input("value", "T")
                    .Input("size_splits", "Tlen")
@@ -643,6 +837,7 @@ FS_REGISTER_OP(OpBuilder("SplitV")
                    .TypeAttr("Tlen", kIndexTypes, DType::kInt64)
                    .Shape(SplitVShape)
                    .Kernel("CPU", SplitVKernel)
+                   .Gradient(SplitVGrad)
                    .Doc("Splits `value` along `split_dim` into pieces of size_splits sizes (one "
                         "may be -1: the rest)."));
 
@@ -735,6 +930,26 @@ Status TileKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
+// Viewing the gradient with each tiled dim i split into (multiples[i], input dim i), the input's
+// gradient sums over the copies: the even axes of that view.
+Status TileGrad(GradientContext& ctx) {
+  const DType index_type = ctx.input_type(1);
+  AttrMap pack;
+  pack.Set("axis", int64_t{1});
+  const Endpoint input_shape = array_util::ShapeAs(ctx, ctx.input(0), index_type);
+  Endpoint pairs = ctx.Op("Pack", {ctx.input(1), input_shape}, pack);
+  Endpoint split_shape = ctx.Op("Reshape", {pairs, IndexConst(ctx, {-1}, DType::kInt32)});
+  Endpoint copy_axes =
+      ctx.Op("Range", {IndexScalar(ctx, 0), ctx.Op("Size", {split_shape}), IndexScalar(ctx, 2)});
+  AttrMap sum;
+  sum.Set("keep_dims", false);
+  Endpoint summed =
+      ctx.Op("Sum", {ctx.Op("Reshape", {ctx.output_grad(0), split_shape}), copy_axes}, sum);
+  // Already of the input's shape; the reshape (no copy) gives it the input's static shape too.
+  ctx.SetInputGrad(0, ctx.Op("Reshape", {summed, input_shape}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Tile")
                    .Input("input", "T")
                    .Input("multiples", "Tmultiples")
@@ -743,6 +958,7 @@ FS_REGISTER_OP(OpBuilder("Tile")
                    .TypeAttr("Tmultiples", kIndexTypes, DType::kInt32)
                    .Shape(TileShape)
                    .Kernel("CPU", TileKernel)
+                   .Gradient(TileGrad)
                    .Doc("Repeats the input multiples[i] times along dimension i."));
 
 // --- Pad, PadV2, MirrorPad ------------------------------------------------------------------
@@ -880,6 +1096,31 @@ Status ConstantPadKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
+// The part of the gradient that lies over the input, without the padding.
+Endpoint UnpaddedGrad(GradientContext& ctx) {
+  const DType index_type = ctx.input_type(1);
+  Endpoint before = ctx.Op("Slice", {ctx.input(1), IndexConst(ctx, {0, 0}, index_type),
+                                     IndexConst(ctx, {-1, 1}, index_type)});
+  Endpoint begin = ctx.Op("Reshape", {before, IndexConst(ctx, {-1}, DType::kInt32)});
+  return ctx.Op("Slice",
+                {ctx.output_grad(0), begin, array_util::ShapeAs(ctx, ctx.input(0), index_type)});
+}
+
+Status PadGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, UnpaddedGrad(ctx));
+  return Status::OK();
+}
+
+// TensorFlow gives constant_values no gradient; its exact one, the gradient summed over the
+// padding, costs two sums, so it gets it.
+Status PadV2Grad(GradientContext& ctx) {
+  Endpoint unpadded = UnpaddedGrad(ctx);
+  ctx.SetInputGrad(0, unpadded);
+  ctx.SetInputGrad(2, ctx.Op("Sub", {array_util::SumAll(ctx, ctx.output_grad(0)),
+                                     array_util::SumAll(ctx, unpadded)}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Pad")
                    .Input("input", "T")
                    .Input("paddings", "Tpaddings")
@@ -888,6 +1129,7 @@ FS_REGISTER_OP(OpBuilder("Pad")
                    .TypeAttr("Tpaddings", kIndexTypes, DType::kInt32)
                    .Shape(PadShape)
                    .Kernel("CPU", ConstantPadKernel)
+                   .Gradient(PadGrad)
                    .Doc("Pads with zeros: paddings[i] = [before, after] for dimension i."));
 
 FS_REGISTER_OP(OpBuilder("PadV2")
@@ -899,6 +1141,7 @@ FS_REGISTER_OP(OpBuilder("PadV2")
                    .TypeAttr("Tpaddings", kIndexTypes, DType::kInt32)
                    .Shape(PadV2Shape)
                    .Kernel("CPU", ConstantPadKernel)
+                   .Gradient(PadV2Grad)
                    .Doc("Pads with a scalar constant_values."));
 
 Status ParsePadMode(const AttrMap& attrs, PadMode* mode) {
@@ -918,6 +1161,16 @@ Status MirrorPadShape(InferenceContext& ctx) {
   PadMode mode;
   FS_RETURN_IF_ERROR(ParsePadMode(ctx.attrs(), &mode));
   return PadShapeCommon(ctx, mode);
+}
+
+// The input index (in a dimension of size n padded by `before` in front) that MirrorPad copies to
+// padded index j: the mirror image at the edges.
+int64_t MirrorSource(PadMode mode, int64_t j, int64_t before, int64_t n) {
+  const int64_t edge = mode == PadMode::kReflect ? 0 : 1;
+  const int64_t k = j - before;
+  if (k < 0) return -k - edge;
+  if (k >= n) return 2 * n - 2 + edge - k;
+  return k;
 }
 
 class MirrorPadKernel : public OpKernel {
@@ -940,14 +1193,8 @@ class MirrorPadKernel : public OpKernel {
     if (out->num_elements() == 0) return Status::OK();
     // Padding is not empty, so rank >= 1 from here on.
     const int rank = in.rank();
-    // Output index j of a dimension reads input index Source(j): the mirror image at the edges.
-    const int64_t edge = mode_ == PadMode::kReflect ? 0 : 1;
     auto source = [&](int d, int64_t j) {
-      int64_t k = j - paddings[2 * d];
-      const int64_t n = in.dim(d);
-      if (k < 0) return -k - edge;
-      if (k >= n) return 2 * n - 2 + edge - k;
-      return k;
+      return MirrorSource(mode_, j, paddings[2 * d], in.dim(d));
     };
     return array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
       const U* src = in.data<U>();
@@ -975,6 +1222,11 @@ class MirrorPadKernel : public OpKernel {
   PadMode mode_ = PadMode::kReflect;
 };
 
+Status MirrorPadGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("MirrorPadGrad", {ctx.output_grad(0), ctx.input(1)}, ctx.attrs()));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("MirrorPad")
                    .Input("input", "T")
                    .Input("paddings", "Tpaddings")
@@ -984,8 +1236,129 @@ FS_REGISTER_OP(OpBuilder("MirrorPad")
                    .RequiredAttr("mode", AttrType::kString)
                    .Shape(MirrorPadShape)
                    .KernelClass<MirrorPadKernel>("CPU")
+                   .Gradient(MirrorPadGrad)
                    .Doc("Pads by mirroring the input at its edges: REFLECT excludes the edge "
                         "element, SYMMETRIC repeats it."));
+
+// --- MirrorPadGrad ---------------------------------------------------------------------------
+
+// The unpadded dims of a MirrorPad output of `dims` (-1: unknown), checking that `paddings` could
+// have produced it.
+Status UnpaddedDims(const std::vector<int64_t>& dims, const std::vector<int64_t>& paddings,
+                    PadMode mode, std::vector<int64_t>* out) {
+  out->resize(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t pad = paddings[2 * i] + paddings[2 * i + 1];
+    if (dims[i] >= 0 && pad > dims[i]) {
+      return errors::InvalidArgument("paddings [", paddings[2 * i], ", ", paddings[2 * i + 1],
+                                     "] of dimension ", i, " exceed its size ", dims[i]);
+    }
+    (*out)[i] = dims[i] < 0 ? -1 : dims[i] - pad;
+  }
+  std::vector<int64_t> padded;
+  return PaddedDims(*out, paddings, mode, &padded);
+}
+
+Status MirrorPadGradShape(InferenceContext& ctx) {
+  PadMode mode;
+  FS_RETURN_IF_ERROR(ParsePadMode(ctx.attrs(), &mode));
+  PartialShape paddings_shape;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 2, &paddings_shape));
+  const PartialShape& in = ctx.input(0);
+  const int rank = in.known_rank() ? in.rank() : static_cast<int>(paddings_shape.dim(0));
+  if (rank < 0) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  if ((paddings_shape.dim(0) >= 0 && paddings_shape.dim(0) != rank) ||
+      (paddings_shape.dim(1) >= 0 && paddings_shape.dim(1) != 2)) {
+    return errors::InvalidArgument("paddings must have shape [", rank, ", 2], got ",
+                                   paddings_shape.ToString());
+  }
+  const Tensor* paddings = ctx.input_value(1);
+  if (paddings == nullptr) {
+    ctx.set_output(0, PartialShape::UnknownOfRank(rank));
+    return Status::OK();
+  }
+  std::vector<int64_t> dims = in.known_rank() ? in.ToVector() : std::vector<int64_t>(rank, -1);
+  std::vector<int64_t> out;
+  FS_RETURN_IF_ERROR(UnpaddedDims(dims, IntValues(*paddings), mode, &out));
+  ctx.set_output(0, PartialShape(out));
+  return Status::OK();
+}
+
+// Sums each element of the padded gradient into the input element MirrorPad copied it from.
+class MirrorPadGradKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override { return ParsePadMode(node().attrs(), &mode_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& grad = ctx.input(0);
+    const TensorShape& ps = ctx.input(1).shape();
+    const int rank = grad.rank();
+    if (ps.rank() != 2 || ps.dim(0) != rank || ps.dim(1) != 2) {
+      return errors::InvalidArgument("paddings must have shape [", rank, ", 2], got ",
+                                     ps.ToString());
+    }
+    const std::vector<int64_t> paddings = IntValues(ctx.input(1));
+    std::vector<int64_t> dims;
+    FS_RETURN_IF_ERROR(UnpaddedDims(grad.shape().ToVector(), paddings, mode_, &dims));
+    const TensorShape out_shape(dims);
+    if (out_shape == grad.shape()) {
+      ctx.SetOutput(0, grad);
+      return Status::OK();
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+    return DispatchDType<float, double, int32_t, int64_t>(
+        grad.dtype(), "MirrorPadGrad", [&]<typename T>() -> Status {
+          T* dst = out->data<T>();
+          std::fill_n(dst, out->num_elements(), T(0));
+          if (grad.num_elements() == 0) return Status::OK();
+          // Several gradient rows land on one input row, so the accumulation is sequential.
+          const T* g = grad.data<T>();
+          const int64_t row = grad.dim(rank - 1);
+          const int64_t rows = grad.num_elements() / row;
+          for (int64_t r = 0; r < rows; ++r) {
+            int64_t out_row = 0, rest = r, scale = 1;
+            for (int d = rank - 2; d >= 0; --d) {
+              out_row += MirrorSource(mode_, rest % grad.dim(d), paddings[2 * d], dims[d]) * scale;
+              rest /= grad.dim(d);
+              scale *= dims[d];
+            }
+            T* o = dst + out_row * dims[rank - 1];
+            const T* src = g + r * row;
+            for (int64_t j = 0; j < row; ++j) {
+              o[MirrorSource(mode_, j, paddings[2 * (rank - 1)], dims[rank - 1])] += src[j];
+            }
+          }
+          return Status::OK();
+        });
+  }
+
+ private:
+  PadMode mode_ = PadMode::kReflect;
+};
+
+Status MirrorPadGradGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("MirrorPad", {ctx.output_grad(0), ctx.input(1)}, ctx.attrs()));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("MirrorPadGrad")
+                   .Input("input", "T")
+                   .Input("paddings", "Tpaddings")
+                   .Output("output", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("Tpaddings", kIndexTypes, DType::kInt32)
+                   .RequiredAttr("mode", AttrType::kString)
+                   .Shape(MirrorPadGradShape)
+                   .KernelClass<MirrorPadGradKernel>("CPU")
+                   .Gradient(MirrorPadGradGrad)
+                   .Doc("The gradient of MirrorPad: each element of the padded gradient `input` "
+                        "summed into the input element it was copied from."));
 
 }  // namespace
 }  // namespace flowstone

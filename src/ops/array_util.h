@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/shape.h"
 #include "flowstone/status.h"
@@ -90,15 +91,14 @@ inline std::string JoinInts(const std::vector<int64_t>& values) {
   return out + "]";
 }
 
-// Output element (i_0, ..., i_{m-1}) is input element at offset sum_j i_j * in_strides[j], for
-// the output dims `out_dims`. Output rows (all but the last dim) are spread over threads; the
-// innermost loop is a memcpy when the last output dim is contiguous in the input.
-template <typename U>
-void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& out_dims,
-                   const std::vector<int64_t>& in_strides, U* out) {
+// Visits the rows (all dims but the last) of a strided view of `out_dims`: calls fn(r, offset)
+// for each row r in row-major order, with offset = sum_j i_j * strides[j] over the row's
+// multi-index. Rows are spread over threads.
+template <typename F>
+void ForEachStridedRow(KernelContext& ctx, const std::vector<int64_t>& out_dims,
+                       const std::vector<int64_t>& strides, F&& fn) {
   const int m = static_cast<int>(out_dims.size());
   const int64_t row_len = out_dims[m - 1];
-  const int64_t row_stride = in_strides[m - 1];
   int64_t rows = 1;
   for (int j = 0; j + 1 < m; ++j) rows *= out_dims[j];
   if (rows == 0 || row_len == 0) return;
@@ -109,24 +109,91 @@ void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& 
     for (int64_t j = m - 2, r = begin; j >= 0; --j) {
       index[j] = r % out_dims[j];
       r /= out_dims[j];
-      offset += index[j] * in_strides[j];
+      offset += index[j] * strides[j];
     }
     for (int64_t r = begin; r < end; ++r) {
-      U* dst = out + r * row_len;
-      const U* src = in + offset;
-      if (row_stride == 1) {
-        std::memcpy(dst, src, row_len * sizeof(U));
-      } else {
-        for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k * row_stride];
-      }
+      fn(r, offset);
       for (int j = m - 2; j >= 0; --j) {
-        offset += in_strides[j];
+        offset += strides[j];
         if (++index[j] < out_dims[j]) break;
-        offset -= index[j] * in_strides[j];
+        offset -= index[j] * strides[j];
         index[j] = 0;
       }
     }
   });
+}
+
+// Output element (i_0, ..., i_{m-1}) is input element at offset sum_j i_j * in_strides[j], for
+// the output dims `out_dims`. The innermost loop is a memcpy when the last output dim is
+// contiguous in the input.
+template <typename U>
+void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& out_dims,
+                   const std::vector<int64_t>& in_strides, U* out) {
+  const int64_t row_len = out_dims.back();
+  const int64_t row_stride = in_strides.back();
+  ForEachStridedRow(ctx, out_dims, in_strides, [&](int64_t r, int64_t offset) {
+    U* dst = out + r * row_len;
+    const U* src = in + offset;
+    if (row_stride == 1) {
+      std::memcpy(dst, src, row_len * sizeof(U));
+    } else {
+      for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k * row_stride];
+    }
+  });
+}
+
+// The inverse of StridedGather: the contiguous elements of `in` (of dims `in_dims`) are written
+// to `out` at offsets sum_j i_j * out_strides[j]. The strided positions must be distinct.
+template <typename U>
+void StridedScatter(KernelContext& ctx, const U* in, const std::vector<int64_t>& in_dims,
+                    const std::vector<int64_t>& out_strides, U* out) {
+  const int64_t row_len = in_dims.back();
+  const int64_t row_stride = out_strides.back();
+  ForEachStridedRow(ctx, in_dims, out_strides, [&](int64_t r, int64_t offset) {
+    const U* src = in + r * row_len;
+    U* dst = out + offset;
+    if (row_stride == 1) {
+      std::memcpy(dst, src, row_len * sizeof(U));
+    } else {
+      for (int64_t k = 0; k < row_len; ++k) dst[k * row_stride] = src[k];
+    }
+  });
+}
+
+// --- Gradient building blocks -------------------------------------------------------------
+
+// A constant int32 or int64 vector (or, with scalar, the one-element scalar) for gradient graphs.
+inline Endpoint IndexConst(GradientContext& ctx, const std::vector<int64_t>& values, DType dtype,
+                           bool scalar = false) {
+  TensorShape shape = scalar ? TensorShape{} : TensorShape{static_cast<int64_t>(values.size())};
+  Tensor t = Tensor::Host(dtype, shape);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == DType::kInt64) {
+      t.data<int64_t>()[i] = values[i];
+    } else {
+      t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+    }
+  }
+  return ctx.Const(t);
+}
+
+inline Endpoint IndexScalar(GradientContext& ctx, int64_t value, DType dtype = DType::kInt32) {
+  return IndexConst(ctx, {value}, dtype, /*scalar=*/true);
+}
+
+// The shape of x as a vector of `dtype`, matching the index type of the op being differentiated.
+inline Endpoint ShapeAs(GradientContext& ctx, Endpoint x, DType dtype) {
+  AttrMap attrs;
+  attrs.Set("out_type", dtype);
+  return ctx.Op("Shape", {x}, attrs);
+}
+
+// The sum of all elements of x, a scalar.
+inline Endpoint SumAll(GradientContext& ctx, Endpoint x) {
+  AttrMap attrs;
+  attrs.Set("keep_dims", false);
+  Endpoint flat = ctx.Op("Reshape", {x, IndexConst(ctx, {-1}, DType::kInt32)});
+  return ctx.Op("Sum", {flat, IndexScalar(ctx, 0)}, attrs);
 }
 
 }  // namespace array_util

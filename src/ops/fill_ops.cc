@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "array_util.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -66,6 +67,12 @@ Status FillKernel(KernelContext& ctx) {
   return FillWith(ctx, value.raw_data(), out);
 }
 
+// Every output element is the value: it gets the whole gradient's sum (dims get none).
+Status FillGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(1, array_util::SumAll(ctx, ctx.output_grad(0)));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(
     OpBuilder("Fill")
         .Input("dims", "index_type")
@@ -75,6 +82,7 @@ FS_REGISTER_OP(
         .TypeAttr("index_type", kIndexTypes, DType::kInt32)
         .Shape(FillShape)
         .Kernel("CPU", FillKernel)
+        .Gradient(FillGrad)
         .Doc("A tensor of shape `dims` with every element equal to the scalar `value`."));
 
 // --- ZerosLike, OnesLike --------------------------------------------------------------------

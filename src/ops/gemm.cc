@@ -21,7 +21,10 @@
 namespace flowstone {
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__)
+// Sanitizer runtimes are not ready when the loader runs ifunc resolvers, so sanitizer builds use
+// the baseline version only.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define FS_GEMM_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define FS_GEMM_MULTIVERSION

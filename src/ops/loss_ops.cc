@@ -19,8 +19,8 @@ Status XentShape(InferenceContext& ctx) {
   const bool sparse = ctx.op_type() == "SparseSoftmaxCrossEntropyWithLogits";
   if (labels.known_rank()) {
     if (sparse && labels.rank() != 1) {
-      return errors::InvalidArgument("labels must be 1-D (one class index per example), but "
-                                     "has shape ", labels.ToString());
+      return errors::InvalidArgument(
+          "labels must be 1-D (one class index per example), but has shape ", labels.ToString());
     }
     if (!sparse && labels.rank() != 2) {
       return errors::InvalidArgument("labels must be 2-D [batch, classes], but has shape ",
@@ -45,6 +45,10 @@ Status XentShape(InferenceContext& ctx) {
 template <typename T>
 void XentRow(const T* logits, int64_t classes, const T* dense_labels, int64_t label, T* loss,
              T* backprop) {
+  if (classes == 0) {  // an empty distribution: nothing to compare, so no loss
+    *loss = T(0);
+    return;
+  }
   T max_logit = logits[0];
   for (int64_t c = 1; c < classes; ++c) max_logit = std::max(max_logit, logits[c]);
   double sum_exp = 0;
@@ -70,10 +74,19 @@ Status XentKernel(KernelContext& ctx) {
   }
   const int64_t batch = logits.dim(0);
   const int64_t classes = logits.dim(1);
-  if (sparse ? (labels.rank() != 1 || labels.dim(0) != batch) : (labels.shape() != logits.shape())) {
-    return errors::InvalidArgument("logits and labels must have the same first dimension, got "
-                                   "logits shape ", logits.shape().ToString(),
-                                   " and labels shape ", labels.shape().ToString());
+  if (sparse && (labels.rank() != 1 || labels.dim(0) != batch)) {
+    return errors::InvalidArgument(
+        "logits and labels must have the same first dimension, got logits shape ",
+        logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
+  }
+  if (!sparse && labels.shape() != logits.shape()) {
+    return errors::InvalidArgument(
+        "logits and labels must be same size: logits_size=", logits.shape().ToString(),
+        " labels_size=", labels.shape().ToString());
+  }
+  if (sparse && batch > 0 && classes == 0) {
+    return errors::InvalidArgument("Must have at least one class, but got logits shape ",
+                                   logits.shape().ToString());
   }
   if (sparse) {
     for (int64_t b = 0; b < batch; ++b) {
@@ -94,24 +107,25 @@ Status XentKernel(KernelContext& ctx) {
   Tensor* backprop;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{batch}, &loss));
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, TensorShape{batch, classes}, &backprop));
-  return DispatchDType<float, double>(logits.dtype(), ctx.node().type().c_str(),
-                                      [&]<typename T>() -> Status {
-    const T* x = logits.data<T>();
-    ctx.ParallelFor(batch, classes * 20, [&](int64_t begin, int64_t end) {
-      for (int64_t b = begin; b < end; ++b) {
-        const T* dense = sparse ? nullptr : labels.data<T>() + b * classes;
-        const int64_t label = sparse ? labels.ElementAsInt64(b) : -1;
-        XentRow<T>(x + b * classes, classes, dense, label, loss->data<T>() + b,
-                   backprop->data<T>() + b * classes);
-      }
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      logits.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        const T* x = logits.data<T>();
+        ctx.ParallelFor(batch, classes * 20, [&](int64_t begin, int64_t end) {
+          for (int64_t b = begin; b < end; ++b) {
+            const T* dense = sparse ? nullptr : labels.data<T>() + b * classes;
+            const int64_t label = sparse ? labels.ElementAsInt64(b) : -1;
+            XentRow<T>(x + b * classes, classes, dense, label, loss->data<T>() + b,
+                       backprop->data<T>() + b * classes);
+          }
+        });
+        return Status::OK();
+      });
 }
 
 // d loss / d logits = grad_loss[:, None] * backprop.
 Endpoint ScaledBackprop(GradientContext& ctx) {
-  Endpoint column = ctx.Op("ExpandDims", {ctx.output_grad(0), ctx.Const(Tensor::Scalar<int32_t>(-1))});
+  Endpoint column =
+      ctx.Op("ExpandDims", {ctx.output_grad(0), ctx.Const(Tensor::Scalar<int32_t>(-1))});
   return ctx.Op("Mul", {column, ctx.output(1)});
 }
 
@@ -123,7 +137,8 @@ Status SparseXentGrad(GradientContext& ctx) {
 Status XentGrad(GradientContext& ctx) {
   ctx.SetInputGrad(0, ScaledBackprop(ctx));
   // d loss / d labels = -grad_loss[:, None] * log_softmax(logits).
-  Endpoint column = ctx.Op("ExpandDims", {ctx.output_grad(0), ctx.Const(Tensor::Scalar<int32_t>(-1))});
+  Endpoint column =
+      ctx.Op("ExpandDims", {ctx.output_grad(0), ctx.Const(Tensor::Scalar<int32_t>(-1))});
   Endpoint log_p = ctx.Op("LogSoftmax", {ctx.input(0)});
   ctx.SetInputGrad(1, ctx.Op("Neg", {ctx.Op("Mul", {column, log_p})}));
   return Status::OK();

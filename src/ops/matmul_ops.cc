@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -76,6 +77,40 @@ class MatMulKernel final : public OpKernel {
   bool transpose_b_ = false;
 };
 
+// With C = op(A) op(B) and G = dC: dA = G op(B)^T and dB = op(A)^T G, each written as one product
+// of the stored operands so that no transpose is materialized (TensorFlow's four cases).
+// `product(x, y, adj_x, adj_y)` adds the op computing op(x) op(y).
+template <typename Product>
+void MatrixProductGrads(GradientContext& ctx, bool t_a, bool t_b, const Product& product) {
+  const Endpoint a = ctx.input(0), b = ctx.input(1);
+  const Endpoint g = ctx.output_grad(0);
+  if (!t_a && !t_b) {
+    ctx.SetInputGrad(0, product(g, b, false, true));
+    ctx.SetInputGrad(1, product(a, g, true, false));
+  } else if (!t_a && t_b) {
+    ctx.SetInputGrad(0, product(g, b, false, false));
+    ctx.SetInputGrad(1, product(g, a, true, false));
+  } else if (t_a && !t_b) {
+    ctx.SetInputGrad(0, product(b, g, false, true));
+    ctx.SetInputGrad(1, product(a, g, false, false));
+  } else {
+    ctx.SetInputGrad(0, product(b, g, true, true));
+    ctx.SetInputGrad(1, product(g, a, true, true));
+  }
+}
+
+Status MatMulGrad(GradientContext& ctx) {
+  MatrixProductGrads(ctx, ctx.attrs().GetOr<bool>("transpose_a", false),
+                     ctx.attrs().GetOr<bool>("transpose_b", false),
+                     [&](Endpoint x, Endpoint y, bool t_x, bool t_y) {
+                       AttrMap attrs;
+                       attrs.Set("transpose_a", t_x);
+                       attrs.Set("transpose_b", t_y);
+                       return ctx.Op("MatMul", {x, y}, attrs);
+                     });
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("MatMul")
                    .Input("a", "T")
                    .Input("b", "T")
@@ -85,6 +120,7 @@ FS_REGISTER_OP(OpBuilder("MatMul")
                    .Attr("transpose_b", false)
                    .Shape(MatMulShape)
                    .KernelClass<MatMulKernel>("CPU")
+                   .Gradient(MatMulGrad)
                    .Doc("The matrix product op(a) * op(b), op transposing when asked."));
 
 // ---------------------------------------------------------------------------------------------
@@ -248,6 +284,51 @@ class BatchMatMulKernel final : public OpKernel {
   bool adj_y_ = false;
 };
 
+// The batch dimensions of a shape vector: all but the last two entries.
+Endpoint BatchDims(GradientContext& ctx, Endpoint shape) {
+  auto vector = [&](int32_t v) {
+    return ctx.Const(Tensor::FromVector(std::vector<int32_t>{v}, TensorShape{1}));
+  };
+  return ctx.Op("StridedSlice", {shape, vector(0), vector(-2), vector(1)});
+}
+
+// True when the batch dimensions of x and y are known and equal: no operand was broadcast.
+bool SameStaticBatch(const PartialShape& x, const PartialShape& y) {
+  return x.IsFullyDefined() && y.IsFullyDefined() && x.rank() == y.rank() &&
+         BatchPart(x) == BatchPart(y);
+}
+
+Status BatchMatMulGrad(GradientContext& ctx) {
+  MatrixProductGrads(ctx, ctx.attrs().GetOr<bool>("adj_x", false),
+                     ctx.attrs().GetOr<bool>("adj_y", false),
+                     [&](Endpoint x, Endpoint y, bool adj_x, bool adj_y) {
+                       AttrMap attrs;
+                       attrs.Set("adj_x", adj_x);
+                       attrs.Set("adj_y", adj_y);
+                       return ctx.Op("BatchMatMulV2", {x, y}, attrs);
+                     });
+  if (!ctx.status().ok()) return Status::OK();
+  // Each product above has the broadcast batch shape; an operand that was broadcast along some
+  // batch dimensions gets its gradient summed over them.
+  const Endpoint x = ctx.input(0), y = ctx.input(1);
+  const PartialShape& x_shape = x.node->output_shape(x.index);
+  const PartialShape& y_shape = y.node->output_shape(y.index);
+  if (SameStaticBatch(x_shape, y_shape)) return Status::OK();
+  Endpoint x_dims = ctx.Shape(x), y_dims = ctx.Shape(y);
+  Node* axes =
+      ctx.AddNode("BroadcastGradientArgs", {BatchDims(ctx, x_dims), BatchDims(ctx, y_dims)});
+  if (axes == nullptr) return Status::OK();
+  const Endpoint dims[2] = {x_dims, y_dims};
+  for (int i = 0; i < 2; ++i) {
+    Endpoint grad = ctx.input_grads()[i];
+    const PartialShape& shape = i == 0 ? x_shape : y_shape;
+    if (shape.IsFullyDefined() && shape == grad.node->output_shape(grad.index)) continue;
+    Endpoint summed = ctx.Op("Sum", {grad, Endpoint{axes, i}});
+    ctx.SetInputGrad(i, ctx.Op("Reshape", {summed, dims[i]}));
+  }
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("BatchMatMulV2")
                    .Input("x", "T")
                    .Input("y", "T")
@@ -257,6 +338,7 @@ FS_REGISTER_OP(OpBuilder("BatchMatMulV2")
                    .Attr("adj_y", false)
                    .Shape(BatchMatMulShape)
                    .KernelClass<BatchMatMulKernel>("CPU")
+                   .Gradient(BatchMatMulGrad)
                    .Doc("Batched matrix products; batch dimensions broadcast."));
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -71,12 +72,37 @@ Status SoftmaxKernel(KernelContext& ctx) {
                                       });
 }
 
+// Sum over the last axis, kept as size 1 so the result broadcasts against the rows.
+Endpoint SumLastAxis(GradientContext& ctx, Endpoint x) {
+  AttrMap keep;
+  keep.Set("keep_dims", true);
+  return ctx.Op("Sum", {x, ctx.Const(Tensor::Scalar<int32_t>(-1))}, keep);
+}
+
+// With s = softmax(x): dx = (g - sum(g * s)) * s, from the output alone.
+Status SoftmaxGrad(GradientContext& ctx) {
+  Endpoint g = ctx.output_grad(0);
+  Endpoint s = ctx.output(0);
+  Endpoint dot = SumLastAxis(ctx, ctx.Op("Mul", {g, s}));
+  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.Op("Sub", {g, dot}), s}));
+  return Status::OK();
+}
+
+// With l = log_softmax(x): dx = g - exp(l) * sum(g).
+Status LogSoftmaxGrad(GradientContext& ctx) {
+  Endpoint g = ctx.output_grad(0);
+  Endpoint softmax = ctx.Op("Exp", {ctx.output(0)});
+  ctx.SetInputGrad(0, ctx.Op("Sub", {g, ctx.Op("Mul", {softmax, SumLastAxis(ctx, g)})}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Softmax")
                    .Input("logits", "T")
                    .Output("softmax", "T")
                    .TypeAttr("T", kFloatTypes)
                    .Shape(SoftmaxShape)
                    .Kernel("CPU", SoftmaxKernel<false>)
+                   .Gradient(SoftmaxGrad)
                    .Doc("exp(logits) / sum(exp(logits)) along the last axis."));
 
 FS_REGISTER_OP(OpBuilder("LogSoftmax")
@@ -85,6 +111,7 @@ FS_REGISTER_OP(OpBuilder("LogSoftmax")
                    .TypeAttr("T", kFloatTypes)
                    .Shape(SoftmaxShape)
                    .Kernel("CPU", SoftmaxKernel<true>)
+                   .Gradient(LogSoftmaxGrad)
                    .Doc("logits - log(sum(exp(logits))) along the last axis."));
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -412,9 +413,171 @@ class ReductionKernel final : public OpKernel {
   bool keep_dims_ = false;
 };
 
+// ---------------------------------------------------------------------------------------------
+// Gradients (TensorFlow's formulas)
+
+AttrMap KeepDims() {
+  AttrMap attrs;
+  attrs.Set("keep_dims", true);
+  return attrs;
+}
+
+Endpoint Int32Vector(GradientContext& ctx, const std::vector<int32_t>& values) {
+  return ctx.Const(Tensor::FromVector(values, TensorShape{static_cast<int64_t>(values.size())}));
+}
+
+Endpoint CastTo(GradientContext& ctx, Endpoint x, DType dtype) {
+  AttrMap attrs;
+  attrs.Set("DstT", dtype);
+  return ctx.Op("Cast", {x}, attrs);
+}
+
+// How a reduction's output maps back onto its input x, as int32 vectors: `kept` is the output's
+// shape with the reduced axes kept as 1 (so it broadcasts against x) and `multiples` the Tile
+// multiples that expand a tensor of shape `kept` to x's shape.
+struct KeptDims {
+  Endpoint kept;
+  Endpoint multiples;
+};
+
+KeptDims KeptDimsOf(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const PartialShape& shape = x.node->output_shape(x.index);
+  const Node& axes_node = *ctx.input(1).node;
+  const AttrValue* axes_value =
+      axes_node.type() == "Const" ? axes_node.attrs().Find("value") : nullptr;
+  std::vector<bool> reduced;
+  if (axes_value != nullptr && shape.known_rank() &&
+      ReadReductionAxes(std::get<Tensor>(*axes_value), shape.rank(), &reduced).ok()) {
+    // Axes known while building (the usual case): the mask is a constant, and so is everything
+    // when x's shape is fully known.
+    const int rank = shape.rank();
+    if (shape.IsFullyDefined()) {
+      std::vector<int32_t> kept(rank), multiples(rank);
+      for (int i = 0; i < rank; ++i) {
+        kept[i] = reduced[i] ? 1 : static_cast<int32_t>(shape.dim(i));
+        multiples[i] = reduced[i] ? static_cast<int32_t>(shape.dim(i)) : 1;
+      }
+      return {Int32Vector(ctx, kept), Int32Vector(ctx, multiples)};
+    }
+    Endpoint dims = ctx.Shape(x);
+    Endpoint ones = Int32Vector(ctx, std::vector<int32_t>(rank, 1));
+    if (std::all_of(reduced.begin(), reduced.end(), [](bool r) { return r; })) {
+      return {ones, dims};
+    }
+    Tensor mask = Tensor::Host(DType::kBool, TensorShape{rank});
+    std::copy(reduced.begin(), reduced.end(), mask.data<bool>());
+    Endpoint is_reduced = ctx.Const(mask);
+    return {ctx.Op("SelectV2", {is_reduced, ones, dims}),
+            ctx.Op("SelectV2", {is_reduced, dims, ones})};
+  }
+  // Axes computed at run time: axis i is reduced when some entry of axes equals i modulo rank.
+  Endpoint rank = ctx.Op("Rank", {x});
+  Endpoint axes = ctx.input(1);
+  if (ctx.input_type(1) != DType::kInt32) axes = CastTo(ctx, axes, DType::kInt32);
+  axes = ctx.Op("FloorMod", {ctx.Op("Reshape", {axes, Int32Vector(ctx, {-1})}), rank});
+  Endpoint zero = ctx.Const(Tensor::Scalar<int32_t>(0));
+  Endpoint one = ctx.Const(Tensor::Scalar<int32_t>(1));
+  Endpoint column = ctx.Op("ExpandDims", {ctx.Op("Range", {zero, rank, one}), one});
+  Endpoint hits = CastTo(ctx, ctx.Op("Equal", {column, axes}), DType::kInt32);  // [rank, axes]
+  Endpoint is_reduced = ctx.Op("Greater", {ctx.Op("Sum", {hits, one}), zero});
+  Endpoint dims = ctx.Shape(x);
+  Endpoint ones = ctx.Op("OnesLike", {dims});
+  return {ctx.Op("SelectV2", {is_reduced, ones, dims}),
+          ctx.Op("SelectV2", {is_reduced, dims, ones})};
+}
+
+// True when x's shape is known and the same as the gradient's: nothing was reduced away.
+bool SameStaticShape(GradientContext& ctx, Endpoint grad) {
+  if (!ctx.status().ok()) return false;
+  const Endpoint x = ctx.input(0);
+  const PartialShape& xs = x.node->output_shape(x.index);
+  return xs.IsFullyDefined() && xs == grad.node->output_shape(grad.index);
+}
+
+// The gradient with the reduced axes kept as 1, which broadcasts against the input.
+Endpoint GradWithKeptDims(GradientContext& ctx, Endpoint grad, const KeptDims& dims) {
+  return ctx.attrs().GetOr<bool>("keep_dims", false) ? grad : ctx.Op("Reshape", {grad, dims.kept});
+}
+
+// Sum: every input element contributes once to its output element, so the gradient is the output
+// gradient copied back over the reduced axes.
+Endpoint ExpandGrad(GradientContext& ctx, Endpoint grad) {
+  if (SameStaticShape(ctx, grad)) return grad;
+  KeptDims dims = KeptDimsOf(ctx);
+  return ctx.Op("Tile", {ctx.Op("Reshape", {grad, dims.kept}), dims.multiples});
+}
+
+Status SumGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ExpandGrad(ctx, ctx.output_grad(0)));
+  return Status::OK();
+}
+
+// Mean: Sum's gradient divided by the number of elements averaged into each output, which is
+// size(input) / size(output) (computed at run time unless both shapes are known).
+Status MeanGrad(GradientContext& ctx) {
+  Endpoint grad = ctx.output_grad(0);
+  const Endpoint x = ctx.input(0);
+  const PartialShape& in_shape = x.node->output_shape(x.index);
+  const PartialShape& out_shape = ctx.node().output_shape(0);
+  const DType dtype = ctx.input_type(0);
+  Endpoint count;
+  if (in_shape.IsFullyDefined() && out_shape.IsFullyDefined()) {
+    int64_t in_size = 1, out_size = 1;
+    for (int64_t d : in_shape.dims()) in_size *= d;
+    for (int64_t d : out_shape.dims()) out_size *= d;
+    count = ctx.ScalarLike(grad, static_cast<double>(in_size / std::max<int64_t>(out_size, 1)));
+  } else {
+    AttrMap int64_size;
+    int64_size.Set("out_type", DType::kInt64);
+    Endpoint in_size = ctx.Op("Size", {x}, int64_size);
+    Endpoint out_size = ctx.Op("Size", {ctx.output(0)}, int64_size);
+    Endpoint one = ctx.Const(Tensor::Scalar<int64_t>(1));
+    count = CastTo(ctx, ctx.Op("FloorDiv", {in_size, ctx.Op("Maximum", {out_size, one})}), dtype);
+  }
+  // Dividing before expanding touches each output element once instead of each input element.
+  ctx.SetInputGrad(0, ExpandGrad(ctx, ctx.Op("RealDiv", {grad, count})));
+  return Status::OK();
+}
+
+// Max and Min: the gradient goes to the input elements equal to the result, split evenly between
+// ties.
+Status MinOrMaxGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  KeptDims dims = KeptDimsOf(ctx);
+  Endpoint y = GradWithKeptDims(ctx, ctx.output(0), dims);
+  Endpoint grad = GradWithKeptDims(ctx, ctx.output_grad(0), dims);
+  Endpoint selected = CastTo(ctx, ctx.Op("Equal", {y, x}), ctx.input_type(0));
+  Endpoint ties = ctx.Op("Sum", {selected, ctx.input(1)}, KeepDims());
+  ctx.SetInputGrad(0, ctx.Op("Mul", {selected, ctx.Op("RealDiv", {grad, ties})}));
+  return Status::OK();
+}
+
+// Prod: d(prod)/dx_i is the product of the other elements. Without zeros that is prod / x_i.
+// With zeros, let P be the product of the non-zero elements and Z the number of zeros: a zero
+// element gets P when it is the only zero, a non-zero element gets P / x_i when there is no zero,
+// and everything else gets 0 (a product with two zeros stays 0 whichever element moves). All
+// cases are "P / x_i (zeros counted as 1) where Z equals [x_i == 0], else 0". TensorFlow reaches
+// the same values with exclusive cumulative products; this form needs only elementwise ops and
+// reductions.
+Status ProdGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint axes = ctx.input(1);
+  KeptDims dims = KeptDimsOf(ctx);
+  Endpoint grad = GradWithKeptDims(ctx, ctx.output_grad(0), dims);
+  Endpoint is_zero = ctx.Op("Equal", {x, ctx.ScalarLike(x, 0)});
+  Endpoint zero_flag = CastTo(ctx, is_zero, ctx.input_type(0));
+  Endpoint zeros = ctx.Op("Sum", {zero_flag, axes}, KeepDims());
+  Endpoint non_zero = ctx.Op("SelectV2", {is_zero, ctx.ScalarLike(x, 1), x});
+  Endpoint others = ctx.Op("RealDiv", {ctx.Op("Prod", {non_zero, axes}, KeepDims()), non_zero});
+  Endpoint live = CastTo(ctx, ctx.Op("Equal", {zeros, zero_flag}), ctx.input_type(0));
+  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.Op("Mul", {live, others}), grad}));
+  return Status::OK();
+}
+
 // The five reductions share one schema.
 template <ReduceKind kKind>
-OpBuilder ReductionOp(const char* name, const char* doc) {
+OpBuilder ReductionOp(const char* name, GradFn grad, const char* doc) {
   OpBuilder builder(name);
   builder.Input("input", "T")
       .Input("reduction_indices", "Tidx")
@@ -424,16 +587,21 @@ OpBuilder ReductionOp(const char* name, const char* doc) {
       .Attr("keep_dims", false)
       .Shape(ReductionShape)
       .KernelClass<ReductionKernel<kKind>>("CPU")
+      .Gradient(grad)
       .Doc(doc);
   return builder;
 }
 
-FS_REGISTER_OP(ReductionOp<ReduceKind::kSum>("Sum", "Sum of elements across the given axes."));
-FS_REGISTER_OP(ReductionOp<ReduceKind::kMean>("Mean", "Mean of elements across the given axes."));
-FS_REGISTER_OP(ReductionOp<ReduceKind::kProd>("Prod",
+FS_REGISTER_OP(ReductionOp<ReduceKind::kSum>("Sum", SumGrad,
+                                             "Sum of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kMean>("Mean", MeanGrad,
+                                              "Mean of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kProd>("Prod", ProdGrad,
                                               "Product of elements across the given axes."));
-FS_REGISTER_OP(ReductionOp<ReduceKind::kMax>("Max", "Maximum of elements across the given axes."));
-FS_REGISTER_OP(ReductionOp<ReduceKind::kMin>("Min", "Minimum of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kMax>("Max", MinOrMaxGrad,
+                                             "Maximum of elements across the given axes."));
+FS_REGISTER_OP(ReductionOp<ReduceKind::kMin>("Min", MinOrMaxGrad,
+                                             "Minimum of elements across the given axes."));
 
 // ---------------------------------------------------------------------------------------------
 // ArgMax / ArgMin

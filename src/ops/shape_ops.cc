@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "array_util.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -86,6 +87,13 @@ FS_REGISTER_OP(OpBuilder("Rank")
                    .Kernel("CPU", RankKernel)
                    .NotDifferentiable()
                    .Doc("The number of dimensions of a tensor."));
+
+// The gradient of an op that only gives its input another shape: the incoming gradient in the
+// input's shape (read at run time, so unknown static dims are fine).
+Status ReshapeToInputGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(0, ctx.Op("Reshape", {ctx.output_grad(0), ctx.Shape(ctx.input(0))}));
+  return Status::OK();
+}
 
 // --- Reshape --------------------------------------------------------------------------------
 
@@ -199,6 +207,7 @@ FS_REGISTER_OP(OpBuilder("Reshape")
                    .TypeAttr("Tshape", kIndexTypes, DType::kInt32)
                    .Shape(ReshapeShape)
                    .Kernel("CPU", ReshapeKernel)
+                   .Gradient(ReshapeToInputGrad)
                    .Doc("The same elements in another shape; one dimension may be -1 (inferred). "
                         "Shares the input's buffer."));
 
@@ -260,6 +269,7 @@ FS_REGISTER_OP(OpBuilder("ExpandDims")
                    .TypeAttr("Tdim", kIndexTypes, DType::kInt32)
                    .Shape(ExpandDimsShape)
                    .Kernel("CPU", ExpandDimsKernel)
+                   .Gradient(ReshapeToInputGrad)
                    .Doc("Inserts a dimension of size 1 at index `dim` (negative counts from the "
                         "end). Shares the input's buffer."));
 
@@ -351,6 +361,7 @@ FS_REGISTER_OP(OpBuilder("Squeeze")
                    .Attr("squeeze_dims", AttrValue(std::vector<int64_t>{}))
                    .Shape(SqueezeShape)
                    .KernelClass<SqueezeKernel>("CPU")
+                   .Gradient(ReshapeToInputGrad)
                    .Doc("Removes dimensions of size 1: those in squeeze_dims, or all of them when "
                         "it is empty. Shares the input's buffer."));
 

@@ -1,10 +1,13 @@
-// Ops that select parts of a tensor: Slice, StridedSlice (Python's x[...] indexing) and GatherV2.
-// A selection that covers the whole input shares its buffer; otherwise elements are copied with
-// the dtype's element size, so every dtype is served.
+// Ops that select parts of a tensor: Slice, StridedSlice (Python's x[...] indexing) and GatherV2,
+// with their gradients and the ops those use: StridedSliceGrad (scatters into zeros) and
+// UnsortedSegmentSum (sums rows by id). A selection that covers the whole input shares its
+// buffer; otherwise elements are copied with the dtype's element size, so every dtype is served.
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "array_util.h"
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -13,6 +16,8 @@ namespace flowstone {
 namespace {
 
 using array_util::DimProduct;
+using array_util::IndexConst;
+using array_util::IndexScalar;
 using array_util::IntValues;
 using array_util::JoinInts;
 using array_util::kIndexTypes;
@@ -24,33 +29,53 @@ struct DimSelection {
   int64_t size = -1;  // -1: unknown while building the graph
 };
 
+bool SelectsWhole(const TensorShape& shape, const std::vector<DimSelection>& sel) {
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (sel[d].size != shape.dim(d) || (sel[d].begin != 0 && sel[d].size != 0) ||
+        (sel[d].stride != 1 && sel[d].size > 1)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A selection as a strided view of a row-major tensor: the selected dims, their element strides
+// (negative for reversed dims) and the offset of the first selected element.
+struct StridedView {
+  std::vector<int64_t> dims, strides;
+  int64_t offset = 0;
+};
+
+StridedView ViewOf(const TensorShape& shape, const std::vector<DimSelection>& sel) {
+  const int rank = shape.rank();
+  StridedView view;
+  view.dims.resize(rank);
+  view.strides.resize(rank);
+  int64_t elem_stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    view.dims[d] = sel[d].size;
+    view.strides[d] = sel[d].stride * elem_stride;
+    view.offset += sel[d].begin * elem_stride;
+    elem_stride *= shape.dim(d);
+  }
+  return view;
+}
+
 // Copies the selection of `in` described by one DimSelection per input dim into `out`, or shares
 // the input's buffer when the selection is the whole input.
 Status CopySelection(KernelContext& ctx, const Tensor& in, const std::vector<DimSelection>& sel,
                      const TensorShape& out_shape) {
-  const int rank = in.rank();
-  bool whole = true;
-  for (int d = 0; d < rank; ++d) {
-    whole = whole && sel[d].size == in.dim(d) && (sel[d].begin == 0 || sel[d].size == 0) &&
-            (sel[d].stride == 1 || sel[d].size <= 1);
-  }
-  if (whole) {
+  if (SelectsWhole(in.shape(), sel)) {
     ctx.SetOutput(0, in.Reshaped(out_shape));
     return Status::OK();
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
   if (out->num_elements() == 0) return Status::OK();
-  std::vector<int64_t> dims(rank), strides(rank);
-  int64_t offset = 0, elem_stride = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    dims[d] = sel[d].size;
-    strides[d] = sel[d].stride * elem_stride;
-    offset += sel[d].begin * elem_stride;
-    elem_stride *= in.dim(d);
-  }
+  const StridedView view = ViewOf(in.shape(), sel);
   return array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
-    array_util::StridedGather<U>(ctx, in.data<U>() + offset, dims, strides, out->data<U>());
+    array_util::StridedGather<U>(ctx, in.data<U>() + view.offset, view.dims, view.strides,
+                                 out->data<U>());
     return Status::OK();
   });
 }
@@ -144,6 +169,20 @@ Status SliceKernel(KernelContext& ctx) {
   return CopySelection(ctx, in, sel, out_shape);
 }
 
+// The gradient padded with zeros back to the input's shape: begin before, the rest after.
+Status SliceGrad(GradientContext& ctx) {
+  const DType index_type = ctx.input_type(1);
+  const Endpoint begin = ctx.input(1);
+  Endpoint after = ctx.Op("Sub", {array_util::ShapeAs(ctx, ctx.input(0), index_type),
+                                  array_util::ShapeAs(ctx, ctx.output(0), index_type)});
+  after = ctx.Op("Sub", {after, begin});
+  const Endpoint column = IndexConst(ctx, {-1, 1}, DType::kInt32);
+  Endpoint paddings = ctx.Op("ConcatV2", {ctx.Op("Reshape", {begin, column}),
+                                          ctx.Op("Reshape", {after, column}), IndexScalar(ctx, 1)});
+  ctx.SetInputGrad(0, ctx.Op("Pad", {ctx.output_grad(0), paddings}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("Slice")
                    .Input("input", "T")
                    .Input("begin", "Index")
@@ -153,6 +192,7 @@ FS_REGISTER_OP(OpBuilder("Slice")
                    .TypeAttr("Index", kIndexTypes)
                    .Shape(SliceShape)
                    .Kernel("CPU", SliceKernel)
+                   .Gradient(SliceGrad)
                    .Doc("input[begin[i] : begin[i] + size[i]] in every dimension; size -1 means "
                         "to the end."));
 
@@ -344,6 +384,14 @@ class StridedSliceKernel : public OpKernel {
   SliceMasks masks_;
 };
 
+Status StridedSliceGradient(GradientContext& ctx) {
+  Endpoint shape = array_util::ShapeAs(ctx, ctx.input(0), ctx.input_type(1));
+  ctx.SetInputGrad(0, ctx.Op("StridedSliceGrad",
+                             {shape, ctx.input(1), ctx.input(2), ctx.input(3), ctx.output_grad(0)},
+                             ctx.attrs()));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("StridedSlice")
                    .Input("input", "T")
                    .Input("begin", "Index")
@@ -359,10 +407,105 @@ FS_REGISTER_OP(OpBuilder("StridedSlice")
                    .Attr("shrink_axis_mask", 0)
                    .Shape(StridedSliceShape)
                    .KernelClass<StridedSliceKernel>("CPU")
+                   .Gradient(StridedSliceGradient)
                    .Doc("numpy-style basic indexing (x[1:-1:2, ..., None, 0]): begin/end/strides "
                         "per spec entry; bit i of a mask makes entry i full-from-start, "
                         "to-end, an ellipsis, a new axis, or a single index that removes its "
                         "dim."));
+
+// --- StridedSliceGrad -----------------------------------------------------------------------
+
+Status StridedSliceGradShape(InferenceContext& ctx) {
+  PartialShape unused;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 1, &unused));
+  PartialShape out;
+  FS_RETURN_IF_ERROR(ctx.InputAsShape(0, &out));
+  ctx.set_output(0, out);
+  return Status::OK();
+}
+
+// Zeros of the input's shape with dy written where StridedSlice read its elements.
+class StridedSliceGradKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override { return ReadMasks(node().attrs(), &masks_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& shape_t = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    const Tensor& e = ctx.input(2);
+    const Tensor& s = ctx.input(3);
+    const Tensor& dy = ctx.input(4);
+    if (shape_t.rank() != 1) {
+      return errors::InvalidArgument("shape must be a vector, got shape ",
+                                     shape_t.shape().ToString());
+    }
+    if (b.rank() != 1 || e.rank() != 1 || s.rank() != 1 || b.num_elements() != e.num_elements() ||
+        b.num_elements() != s.num_elements()) {
+      return errors::InvalidArgument(
+          SpecShapeError(b.shape().ToString(), e.shape().ToString(), s.shape().ToString()));
+    }
+    const std::vector<int64_t> dims = IntValues(shape_t);
+    FS_RETURN_IF_ERROR(ValidateDims(dims));
+    const TensorShape shape(dims);
+    std::vector<int64_t> begin = IntValues(b), end = IntValues(e), strides = IntValues(s);
+    StridedSliceInfo info;
+    FS_RETURN_IF_ERROR(AnalyzeStridedSlice(PartialShape(shape), static_cast<int>(b.num_elements()),
+                                           &begin, &end, &strides, masks_, &info));
+    const TensorShape sliced(info.final_dims);
+    if (dy.shape() != sliced) {
+      return errors::InvalidArgument("shape of dy was ", dy.shape().ToString(), " instead of ",
+                                     sliced.ToString());
+    }
+    if (SelectsWhole(shape, info.dims)) {
+      ctx.SetOutput(0, dy.Reshaped(shape));
+      return Status::OK();
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
+    // All-zero bytes are 0 in every dtype.
+    std::memset(out->raw_data(), 0, out->bytes());
+    if (dy.num_elements() == 0) return Status::OK();
+    const StridedView view = ViewOf(shape, info.dims);
+    return array_util::DispatchElementSize(DTypeSize(dy.dtype()), [&]<typename U>() -> Status {
+      array_util::StridedScatter<U>(ctx, dy.data<U>(), view.dims, view.strides,
+                                    out->data<U>() + view.offset);
+      return Status::OK();
+    });
+  }
+
+ private:
+  SliceMasks masks_;
+};
+
+// StridedSliceGrad is linear in dy; its adjoint slices the same way again.
+Status StridedSliceGradGrad(GradientContext& ctx) {
+  ctx.SetInputGrad(
+      4, ctx.Op("StridedSlice", {ctx.output_grad(0), ctx.input(1), ctx.input(2), ctx.input(3)},
+                ctx.attrs()));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("StridedSliceGrad")
+                   .Input("shape", "Index")
+                   .Input("begin", "Index")
+                   .Input("end", "Index")
+                   .Input("strides", "Index")
+                   .Input("dy", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Index", kIndexTypes)
+                   .Attr("begin_mask", 0)
+                   .Attr("end_mask", 0)
+                   .Attr("ellipsis_mask", 0)
+                   .Attr("new_axis_mask", 0)
+                   .Attr("shrink_axis_mask", 0)
+                   .Shape(StridedSliceGradShape)
+                   .KernelClass<StridedSliceGradKernel>("CPU")
+                   .Gradient(StridedSliceGradGrad)
+                   .Doc("The gradient of StridedSlice: zeros of `shape` with dy at the elements "
+                        "that StridedSlice with the same spec selects."));
 
 // --- GatherV2 -------------------------------------------------------------------------------
 
@@ -493,6 +636,109 @@ class GatherKernel : public OpKernel {
   int64_t batch_dims_ = 0;
 };
 
+Endpoint Concat(GradientContext& ctx, std::vector<Endpoint> values) {
+  values.push_back(IndexScalar(ctx, 0));
+  return ctx.Op("ConcatV2", values);
+}
+
+// A dense gradient (TensorFlow returns IndexedSlices): the gradient rows are summed into the
+// params rows they were gathered from, by UnsortedSegmentSum over the gathered axis. The axis may
+// be computed at run time, so the shapes and permutations are built from it there. Batch dims
+// are folded into the segment ids: batch b's rows are numbered from b * params.shape[axis].
+Status GatherGrad(GradientContext& ctx) {
+  int64_t batch_dims = ctx.attrs().GetOr<int64_t>("batch_dims", 0);
+  if (batch_dims < 0) {
+    const PartialShape& indices_shape = ctx.input(1).node->output_shape(ctx.input(1).index);
+    if (!indices_shape.known_rank()) {
+      return errors::Unimplemented("The gradient of GatherV2 '", ctx.node().name(),
+                                   "' needs indices of known rank for a negative batch_dims");
+    }
+    batch_dims += indices_shape.rank();
+  }
+  const DType index_type = ctx.input_type(1);
+  const Endpoint params = ctx.input(0);
+  const Endpoint shape = ctx.Shape(params);
+  const Endpoint rank = ctx.Op("Rank", {params});
+  Endpoint axis = ctx.input(2);
+  if (ctx.input_type(2) != DType::kInt32) {
+    AttrMap cast;
+    cast.Set("DstT", DType::kInt32);
+    axis = ctx.Op("Cast", {axis}, cast);
+  }
+  axis = ctx.Op("FloorMod", {axis, rank});  // negative axes count from the end
+  // The usual gather (axis 0, or the first axis after the batch dims, given as a constant) needs
+  // no transposes.
+  const Endpoint axis_in = ctx.input(2);
+  const AttrValue* axis_value =
+      axis_in.node->type() == "Const" ? axis_in.node->attrs().Find("value") : nullptr;
+  const bool moves_axis =
+      axis_value == nullptr || std::get<Tensor>(*axis_value).ElementAsInt64(0) != batch_dims;
+
+  const Endpoint after_axis = ctx.Op("AddV2", {axis, IndexScalar(ctx, 1)});
+  auto vec = [&](Endpoint scalar) {
+    return ctx.Op("Reshape", {scalar, IndexConst(ctx, {1}, DType::kInt32)});
+  };
+  auto range = [&](Endpoint begin, Endpoint end) {
+    return ctx.Op("Range", {begin, end, IndexScalar(ctx, 1)});
+  };
+  auto slice = [&](Endpoint begin, Endpoint size) { return ctx.Op("Slice", {shape, begin, size}); };
+  const Endpoint b = IndexScalar(ctx, batch_dims);
+  const Endpoint b_vec = IndexConst(ctx, {batch_dims}, DType::kInt32);
+  const Endpoint minus_one = IndexConst(ctx, {-1}, DType::kInt32);
+  std::vector<int64_t> batch_axes(batch_dims);
+  std::iota(batch_axes.begin(), batch_axes.end(), 0);
+  const Endpoint batch_range = IndexConst(ctx, batch_axes, DType::kInt32);
+
+  const Endpoint batch = slice(IndexConst(ctx, {0}, DType::kInt32), b_vec);
+  const Endpoint outer = slice(b_vec, vec(ctx.Op("Sub", {axis, b})));
+  const Endpoint gathered = slice(vec(axis), IndexConst(ctx, {1}, DType::kInt32));
+  const Endpoint inner = slice(vec(after_axis), minus_one);
+
+  // The gradient as [batch..., outer..., m, inner...] with all m gathered rows on one axis,
+  // moved next to the batch dims: [batch..., m, outer..., inner...].
+  Endpoint values =
+      ctx.Op("Reshape", {ctx.output_grad(0), Concat(ctx, {batch, outer, minus_one, inner})});
+  if (moves_axis) {
+    values = ctx.Op(
+        "Transpose",
+        {values, Concat(ctx, {batch_range, vec(axis), range(b, axis), range(after_axis, rank)})});
+  }
+  Endpoint ids = ctx.Op("Reshape", {ctx.input(1), Concat(ctx, {batch, minus_one})});
+  Endpoint num_segments =
+      ctx.Op("Reshape", {gathered, IndexConst(ctx, {}, DType::kInt32)});  // a scalar
+  if (batch_dims > 0) {
+    AttrMap keep;
+    keep.Set("keep_dims", false);
+    Endpoint num_batches = ctx.Op("Prod", {batch, IndexScalar(ctx, 0)}, keep);
+    Endpoint batch_number =
+        ctx.Op("Reshape", {range(IndexScalar(ctx, 0), num_batches),
+                           Concat(ctx, {batch, IndexConst(ctx, {1}, DType::kInt32)})});
+    Endpoint first_id = ctx.Op("Mul", {batch_number, num_segments});
+    if (index_type != DType::kInt32) {
+      AttrMap cast;
+      cast.Set("DstT", index_type);
+      first_id = ctx.Op("Cast", {first_id}, cast);
+    }
+    ids = ctx.Op("AddV2", {ids, first_id});
+    num_segments = ctx.Op("Mul", {num_batches, num_segments});
+  }
+  // [batch * gathered, outer..., inner...], then the gathered axis back in its place.
+  Endpoint grad = ctx.Op("UnsortedSegmentSum", {values, ids, num_segments});
+  if (batch_dims > 0) {
+    grad = ctx.Op("Reshape", {grad, Concat(ctx, {batch, gathered, outer, inner})});
+  }
+  if (moves_axis) {
+    grad =
+        ctx.Op("Transpose",
+               {grad, Concat(ctx, {batch_range, range(IndexScalar(ctx, batch_dims + 1), after_axis),
+                                   b_vec, range(after_axis, rank)})});
+  }
+  // A reshape to params' own shape (no copy) gives the gradient params' static shape, which the
+  // run-time shapes above hide from shape inference.
+  ctx.SetInputGrad(0, ctx.Op("Reshape", {grad, shape}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(OpBuilder("GatherV2")
                    .Input("params", "Tparams")
                    .Input("indices", "Tindices")
@@ -504,8 +750,124 @@ FS_REGISTER_OP(OpBuilder("GatherV2")
                    .Attr("batch_dims", 0)
                    .Shape(GatherShape)
                    .KernelClass<GatherKernel>("CPU")
+                   .Gradient(GatherGrad)
                    .Doc("Slices of params along `axis` at the given indices (tf.gather); an "
                         "index outside [0, params.shape[axis]) is an error."));
+
+// --- UnsortedSegmentSum ---------------------------------------------------------------------
+
+std::string PrefixError(const std::string& data, const std::string& ids) {
+  return StrCat("data.shape = ", data, " does not start with segment_ids.shape = ", ids);
+}
+
+Status UnsortedSegmentSumShape(InferenceContext& ctx) {
+  PartialShape unused;
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &unused));
+  const PartialShape& data = ctx.input(0);
+  const PartialShape& ids = ctx.input(1);
+  int64_t num_segments = -1;
+  if (const Tensor* n = ctx.input_value(2)) {
+    num_segments = n->ElementAsInt64(0);
+    if (num_segments < 0) {
+      return errors::InvalidArgument("num_segments must be non-negative, got ", num_segments);
+    }
+  }
+  if (!data.known_rank() || !ids.known_rank()) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  if (data.rank() < ids.rank()) {
+    return errors::InvalidArgument(PrefixError(data.ToString(), ids.ToString()));
+  }
+  std::vector<int64_t> dims = {num_segments};
+  for (int i = 0; i < data.rank(); ++i) {
+    if (i >= ids.rank()) {
+      dims.push_back(data.dim(i));
+    } else if (data.dim(i) >= 0 && ids.dim(i) >= 0 && data.dim(i) != ids.dim(i)) {
+      return errors::InvalidArgument(PrefixError(data.ToString(), ids.ToString()));
+    }
+  }
+  ctx.set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
+// output[s, ...] = sum of data[k..., ...] over the k with segment_ids[k...] == s. Negative ids
+// are dropped, as in TensorFlow.
+Status UnsortedSegmentSumKernel(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& ids = ctx.input(1);
+  int64_t num_segments = 0;
+  FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(2), "num_segments", &num_segments));
+  if (num_segments < 0) {
+    return errors::InvalidArgument("num_segments must be non-negative, got ", num_segments);
+  }
+  bool prefix = data.rank() >= ids.rank();
+  for (int i = 0; prefix && i < ids.rank(); ++i) prefix = data.dim(i) == ids.dim(i);
+  if (!prefix) {
+    return errors::InvalidArgument(PrefixError(data.shape().ToString(), ids.shape().ToString()));
+  }
+  TensorShape out_shape{num_segments};
+  for (int i = ids.rank(); i < data.rank(); ++i) out_shape.AddDim(data.dim(i));
+  const std::vector<int64_t> segment = IntValues(ids);
+  for (size_t k = 0; k < segment.size(); ++k) {
+    if (segment[k] >= num_segments) {
+      return errors::InvalidArgument("segment_ids[", k, "] = ", segment[k], " is out of range [0, ",
+                                     num_segments, ")");
+    }
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+  const int64_t inner = DimProduct(data.shape(), ids.rank(), data.rank());
+  return DispatchDType<float, double, int32_t, int64_t>(
+      data.dtype(), "UnsortedSegmentSum", [&]<typename T>() -> Status {
+        T* dst = out->data<T>();
+        std::fill_n(dst, out->num_elements(), T(0));
+        const T* src = data.data<T>();
+        // Threads take disjoint columns of the rows, so no two write one element.
+        const int64_t rows = static_cast<int64_t>(segment.size());
+        ctx.ParallelFor(inner, rows, [&](int64_t begin, int64_t end) {
+          for (int64_t k = 0; k < rows; ++k) {
+            if (segment[k] < 0) continue;
+            T* o = dst + segment[k] * inner;
+            const T* row = src + k * inner;
+            for (int64_t c = begin; c < end; ++c) o[c] += row[c];
+          }
+        });
+        return Status::OK();
+      });
+}
+
+// Each data row gets the gradient of the segment it went to; dropped rows (negative ids) get
+// zeros.
+Status UnsortedSegmentSumGrad(GradientContext& ctx) {
+  const Endpoint ids = ctx.input(1);
+  const Endpoint zero = IndexScalar(ctx, 0, ctx.input_type(1));
+  Endpoint gathered =
+      ctx.Op("GatherV2", {ctx.output_grad(0), ctx.Op("Maximum", {ids, zero}), IndexScalar(ctx, 0)});
+  // The mask of kept rows, with trailing dims of size 1 to broadcast over each row.
+  Endpoint row_rank = ctx.Op("Sub", {ctx.Op("Rank", {gathered}), ctx.Op("Rank", {ids})});
+  Endpoint ones = ctx.Op(
+      "Fill",
+      {ctx.Op("Reshape", {row_rank, IndexConst(ctx, {1}, DType::kInt32)}), IndexScalar(ctx, 1)});
+  Endpoint mask =
+      ctx.Op("Reshape", {ctx.Op("GreaterEqual", {ids, zero}), Concat(ctx, {ctx.Shape(ids), ones})});
+  ctx.SetInputGrad(0, ctx.Op("SelectV2", {mask, gathered, ctx.Op("ZerosLike", {gathered})}));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("UnsortedSegmentSum")
+                   .Input("data", "T")
+                   .Input("segment_ids", "Tindices")
+                   .Input("num_segments", "Tnumsegments")
+                   .Output("output", "T")
+                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("Tindices", kIndexTypes)
+                   .TypeAttr("Tnumsegments", kIndexTypes, DType::kInt32)
+                   .Shape(UnsortedSegmentSumShape)
+                   .Kernel("CPU", UnsortedSegmentSumKernel)
+                   .Gradient(UnsortedSegmentSumGrad)
+                   .Doc("Sums the rows of data (the dims after segment_ids' dims) by segment id "
+                        "into num_segments rows; rows with a negative id are dropped."));
 
 }  // namespace
 }  // namespace flowstone

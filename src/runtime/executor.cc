@@ -70,13 +70,17 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   const int n_in = static_cast<int>(pn.input_slots.size());
   for (int i = 0; i < n_in; ++i) {
     int slot = pn.input_slots[i];
-    // The last reader takes the tensor, so an in-place kernel can reuse its buffer.
-    if (state.slot_uses[slot].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (slot_consumers[slot] == 1) {
+      // The only reader takes the tensor, so an in-place kernel can reuse its buffer.
       state.inputs[base + i] = std::move(state.slots[slot]);
       state.forwardable[base + i] = 1;
     } else {
+      // Each reader copies before counting itself out, so the last one (which then empties the
+      // slot and may reuse the buffer) never races with a reader still copying.
       state.inputs[base + i] = state.slots[slot];
-      state.forwardable[base + i] = 0;
+      const bool last = state.slot_uses[slot].fetch_sub(1, std::memory_order_acq_rel) == 1;
+      if (last) state.slots[slot] = Tensor();
+      state.forwardable[base + i] = last ? 1 : 0;
     }
     if (!state.inputs[base + i].initialized()) {
       return AnnotateNodeError(

@@ -186,5 +186,35 @@ TEST(SessionTest, ManyThreadsRunOneSession) {
   EXPECT_EQ(out[0].data<float>()[0], float(kThreads * kRuns));
 }
 
+TEST(SessionTest, ParallelReadersOfOneTensor) {
+  // Unknown shapes make every Neg "expensive", so the plan runs them on the inter-op pool, all
+  // reading the fed tensor at once.
+  GraphBuilder b;
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape::Unknown(), "x");
+  std::vector<Endpoint> outs;
+  for (int i = 0; i < 6; ++i) outs.push_back(b.Op("Neg", {b.Op("Neg", {x})}));
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  auto session = NewSession(b);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 100; ++i) {
+        std::vector<Tensor> result;
+        Tensor value = Tensor::FromVector<float>({float(t), float(i), 1.f}, TensorShape({3}));
+        if (!session->Run({{x, value}}, outs, {}, &result).ok()) {
+          failures++;
+          continue;
+        }
+        for (const Tensor& r : result) {
+          if (r.data<float>()[0] != float(t) || r.data<float>()[1] != float(i)) failures++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
 }  // namespace
 }  // namespace flowstone

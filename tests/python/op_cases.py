@@ -87,3 +87,7 @@ GRADIENT_PENDING |= _REDUCE_PENDING
 from op_cases_conv import CASES as _CONV_CASES  # noqa: E402
 
 CASES += _CONV_CASES
+
+from op_cases_nn import CASES as _NN_CASES  # noqa: E402
+
+CASES += _NN_CASES

@@ -53,8 +53,6 @@ def test_pin_to_missing_gpu_is_invalid_argument():
     assert "Session created successfully" not in out
 
 
-@pytest.mark.xfail(strict=True, reason="tf.layers, tf.nn losses and AdamOptimizer arrive with "
-                   "the training issue; remove this mark when it lands")
 def test_cnn_with_wrong_feed_shape():
     proc = run_snippet("s001_ex1_cnn_wrong_feed.py")
     assert proc.returncode == 0, proc.stderr

@@ -20,6 +20,7 @@ __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "concat", "stack", "unstack", "split",
     "slice", "strided_slice", "gather", "one_hot", "fill", "zeros", "ones", "zeros_like",
     "ones_like", "range", "shape", "size", "rank", "tile", "pad", "newaxis",
+    "invert_permutation", "unsorted_segment_sum",
 ]
 
 newaxis = None
@@ -61,6 +62,21 @@ def _index_tensor(value):
     if isinstance(value, (list, tuple)) and _tensor_of(value) is not None:
         return stack([_as_int_scalar(v, _tensor_of(value).dtype) for v in value])
     return _ops.convert_to_tensor(value, preferred_dtype=_dtypes.int32)
+
+
+def _index_tensors(*values):
+    """Several shape-like arguments of one op as index Tensors of one dtype: Python values take
+    the dtype of the first argument that holds a Tensor (as TensorFlow converts an op's inputs)."""
+    def holds_tensor(value):
+        return isinstance(value, _ops.Tensor) or (
+            isinstance(value, (list, tuple)) and _tensor_of(value) is not None)
+
+    converted = [_index_tensor(v) if holds_tensor(v) else None for v in values]
+    dtype = next((t.dtype for t in converted if t is not None), None)
+    if dtype not in _INDEX_DTYPES:
+        return [_index_tensor(v) for v in values]
+    return [t if t is not None else _ops.convert_to_tensor(v, dtype=dtype)
+            for t, v in zip(converted, values)]
 
 
 def _as_int_scalar(value, dtype):
@@ -154,6 +170,11 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
     return _apply("Transpose", [value, _index_tensor(perm)], name=name)[0]
 
 
+def invert_permutation(x, name=None):
+    """The inverse of a permutation `x` of [0, n): y[x[i]] = i."""
+    return _apply("InvertPermutation", [_index_tensor(x)], name=name)[0]
+
+
 # --- joining and splitting ----------------------------------------------------------------------
 
 def concat(values, axis, name="concat"):
@@ -241,8 +262,8 @@ def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
 
 def slice(input_, begin, size, name=None):  # noqa: A001 - TensorFlow's name
     """input_[begin[i] : begin[i] + size[i]] in every dimension; size -1 means to the end."""
-    return _apply("Slice", [_ops.convert_to_tensor(input_), _index_tensor(begin),
-                            _index_tensor(size)], name=name)[0]
+    return _apply("Slice", [_ops.convert_to_tensor(input_)] + _index_tensors(begin, size),
+                  name=name)[0]
 
 
 def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
@@ -266,6 +287,13 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     return _apply("GatherV2", [_ops.convert_to_tensor(params), _index_tensor(indices),
                                _index_tensor(0 if axis is None else axis)],
                   {"batch_dims": int(batch_dims)}, name=name)[0]
+
+
+def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
+    """Sums the rows of `data` (its dims after segment_ids' dims) by segment id into
+    `num_segments` rows; rows with a negative id are dropped."""
+    return _apply("UnsortedSegmentSum", [_ops.convert_to_tensor(data), _index_tensor(segment_ids),
+                                         _index_tensor(num_segments)], name=name)[0]
 
 
 _SLICE_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), tf.newaxis (`None`) and "

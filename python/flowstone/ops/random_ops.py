@@ -52,6 +52,9 @@ def _shape_tensor(shape):
         return shape
     if isinstance(shape, TensorShape):
         shape = shape.as_list()
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, _ops.Tensor) for d in shape):
+        from flowstone.ops import array_ops
+        return array_ops._index_tensor(shape)
     if np.size(shape) == 0:
         return _ops.constant(np.zeros([0], dtype=np.int32), name="shape")
     return _ops.convert_to_tensor(shape, name="shape")

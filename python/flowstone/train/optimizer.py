@@ -110,7 +110,14 @@ class Optimizer:
                 for grad, var in with_grads:
                     grad = _ops.convert_to_tensor(grad)
                     with graph.name_scope("update_" + var.op.name):
-                        updates.append(self._apply_dense(grad, var))
+                        update = self._apply_dense(grad, var)
+                        if var.constraint is not None:
+                            # As in TensorFlow, a constrained variable is projected after each
+                            # update; the fresh read is ordered after the update.
+                            with graph.control_dependencies([update]):
+                                update = var.assign(var.constraint(var.read_value()),
+                                                    read_value=False)
+                        updates.append(update)
                 finish = self._finish(updates, scope)
                 if global_step is None:
                     return finish
