@@ -376,9 +376,16 @@ def test_max_pool_gradient_goes_to_first_maximum(dtype, data_format):
 
 
 def test_max_pool_explicit_padding_and_integer_types():
-    x = rand(1, 5, 6, 2)
-    got = run(lambda a: nn.max_pool(a, 3, 2, [[0, 0], [1, 2], [2, 1], [0, 0]]), x)
-    np.testing.assert_allclose(got, pool_ref(x, (3, 3), (2, 2), [(1, 2), (2, 1)]), rtol=1e-12)
+    for dtype in (np.float64, np.float32):
+        x = -np.abs(rand(1, 5, 6, 2, dtype=dtype))  # all negative: padding must not win
+        dy = rand(1, 3, 4, 2, dtype=dtype)
+        pad = [[0, 0], [1, 2], [2, 1], [0, 0]]
+        y, dx = run(lambda a, g: [nn.max_pool(a, 3, 2, pad),
+                                  tf.gradients(nn.max_pool(a, 3, 2, pad), a, grad_ys=g)[0]],
+                    x, dy)
+        np.testing.assert_allclose(y, pool_ref(x, (3, 3), (2, 2), [(1, 2), (2, 1)]), rtol=1e-6)
+        np.testing.assert_allclose(dx, pool_grad_ref(x, dy, (3, 3), (2, 2), [(1, 2), (2, 1)]),
+                                   rtol=1e-6)
     for dtype in (np.int32, np.int64, np.uint8):
         xi = RNG.integers(0, 100, size=(2, 5, 5, 3)).astype(dtype)
         got = run(lambda a: nn.max_pool2d(a, 2, 2, "SAME"), xi)
