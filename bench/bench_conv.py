@@ -114,8 +114,10 @@ def main():
             env["OMP_NUM_THREADS"] = str(args.threads)
         out = subprocess.run([sys.executable, __file__, "--child", dtype, "1" if args.ops else "0",
                               "--threads", str(args.threads)],
-                             env=env, check=True, capture_output=True, text=True).stdout
-        results = json.loads(out)
+                             env=env, capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"{label} failed:\n{out.stderr}")
+        results = json.loads(out.stdout)
         print(f"{label:26s} step {results.pop('step'):8.2f} ms")
         for name, ms in results.items():
             print(f"    {name:22s} {ms:8.3f} ms")

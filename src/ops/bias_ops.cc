@@ -156,6 +156,10 @@ class BiasAddGradKernel final : public OpKernel {
         const int64_t last = std::min(view.outer, (blk + 1) * kBlock);
         for (int64_t o = blk * kBlock; o < last; ++o) {
           const T* slab = g + o * c * view.inner;
+          if (view.inner == 1) {  // NHWC: a row of channels, summed elementwise (vectorizes)
+            for (int64_t ch = 0; ch < c; ++ch) acc[ch] += slab[ch];
+            continue;
+          }
           for (int64_t ch = 0; ch < c; ++ch) {
             const T* run = slab + ch * view.inner;
             T s = 0;

@@ -349,6 +349,17 @@ onednn::Primitive MakeConvPrimitive(const ConvProblem& p, ConvPass pass, bool an
                             {DNNL_ARG_DIFF_WEIGHTS, weights, true}});
 }
 
+// oneDNN 3.2's 1x1 backward-weights kernels write past their scratchpad (and can compute wrong
+// filters) when the input is NHWC and the convolution strided: oneDNN issue #6035. Such a
+// primitive is never used; the blocked-layout one, or the reference loops, run instead.
+bool HasKnownDefect(const ConvProblem& p, ConvPass pass, const onednn::Primitive& prim) {
+  if (pass != ConvPass::kBackpropFilter) return false;
+  if (p.rows.stride == 1 && p.cols.stride == 1) return false;
+  if (prim.implementation().find("1x1") == std::string::npos) return false;
+  // Argument 0 of a filter backprop is the input.
+  return prim.internal_desc(0) == ImageDesc(p.in, DataFormat::kNHWC, false);
+}
+
 // Builds the primitive for a new problem. Whether blocked activation layouts pay for their
 // reorders depends on the shapes and the machine, so when oneDNN would use different layouts
 // given the choice, both primitives are timed on this call's tensors and the faster is kept.
@@ -360,6 +371,7 @@ Status BuildConv(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
     // the reference loops handle every problem, so that is not an error.
     (void)onednn::Guard("create a convolution", [&] {
       onednn::Primitive prim = MakeConvPrimitive(p, pass, any_layout);
+      if (HasKnownDefect(p, pass, prim)) return;
       if (candidates.empty() || !prim.SameLayoutsAs(candidates.front())) {
         candidates.push_back(std::move(prim));
       }

@@ -42,7 +42,9 @@ Status Guard(const char* what, const std::function<void()>& fn) {
 
 Primitive::Primitive(dnnl::primitive prim, const dnnl::primitive_desc_base& pd,
                      const std::vector<ArgSpec>& args)
-    : prim_(std::move(prim)), scratchpad_(pd.scratchpad_desc()) {
+    : prim_(std::move(prim)),
+      scratchpad_(pd.scratchpad_desc()),
+      implementation_(pd.impl_info_str()) {
   for (const ArgSpec& spec : args) {
     Arg arg;
     arg.id = spec.id;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -61,11 +62,16 @@ class Primitive {
 
   // True when both primitives want every argument in the same layout.
   bool SameLayoutsAs(const Primitive& other) const;
+  // The layout the primitive wants argument i in.
+  const dnnl::memory::desc& internal_desc(int i) const { return args_[i].internal; }
+  // oneDNN's name for the implementation it chose, e.g. "jit:avx512_core".
+  const std::string& implementation() const { return implementation_; }
 
  private:
   dnnl::primitive prim_;
   std::vector<Arg> args_;
   dnnl::memory::desc scratchpad_;
+  std::string implementation_;
 };
 
 // Builds a primitive descriptor with make(false), which keeps the tensors' own layouts; when

@@ -1,8 +1,9 @@
-"""Convolution, pooling and bias ops against float64 numpy references (direct loops and einsum
-written here), for both data formats, every padding scheme, strides and dilations; float32 (run
+"""Convolution, pooling and bias ops against float64 numpy references (conv_reference.py: direct
+loops and einsum), for both data formats, every padding scheme, strides and dilations; float32 (run
 by oneDNN) against the same references; gradients (first and second order) against central
 finite differences; static shapes; error paths."""
 
+import io
 import os
 import subprocess
 import sys
@@ -12,7 +13,6 @@ import numpy as np
 import pytest
 
 import flowstone as tf
-from flowstone import _C
 from flowstone.framework.ops import apply_op
 from flowstone.ops import conv_ops as nn
 
@@ -20,7 +20,6 @@ from conv_reference import (conv_backprop_filter_ref, conv_backprop_input_ref, c
                             from_nhwc, pool_grad_ref, pool_ref, to_nhwc)
 
 RNG = np.random.default_rng(42)
-OPS = set(_C.op_names())
 
 
 def rand(*shape, dtype=np.float64):
@@ -80,6 +79,10 @@ CONV_CONFIGS = [
     ((1, 6, 7, 2), (3, 3, 2, 3), (1, 2), [[1, 2], [0, 3]], (1, 1)),
     ((2, 8, 8, 1), (5, 5, 1, 6), (1, 1), "VALID", (1, 1)),
     ((1, 5, 5, 4), (1, 1, 4, 3), (2, 2), "SAME", (1, 1)),
+    # Strided 1x1 filters: oneDNN 3.2's filter backprop for these overruns memory with NHWC
+    # inputs (oneDNN issue #6035), so Flowstone must not use it.
+    ((1, 6, 9, 4), (1, 1, 4, 4), (3, 1), "SAME", (1, 2)),
+    ((2, 6, 9, 3), (1, 1, 3, 5), (1, 3), "VALID", (1, 1)),
 ]
 
 
@@ -216,7 +219,6 @@ for fmt in ("NHWC", "NCHW"):
         env = dict(os.environ, FLOWSTONE_ONEDNN=env_value)
         raw = subprocess.run([sys.executable, "-c", script], env=env, check=True,
                              capture_output=True).stdout
-        import io
         buf = io.BytesIO(raw)
         return [np.load(buf) for _ in range(10)]
 
@@ -374,9 +376,16 @@ def test_max_pool_gradient_goes_to_first_maximum(dtype, data_format):
 
 
 def test_max_pool_explicit_padding_and_integer_types():
-    x = rand(1, 5, 6, 2)
-    got = run(lambda a: nn.max_pool(a, 3, 2, [[0, 0], [1, 2], [2, 1], [0, 0]]), x)
-    np.testing.assert_allclose(got, pool_ref(x, (3, 3), (2, 2), [(1, 2), (2, 1)]), rtol=1e-12)
+    for dtype in (np.float64, np.float32):
+        x = -np.abs(rand(1, 5, 6, 2, dtype=dtype))  # all negative: padding must not win
+        dy = rand(1, 3, 4, 2, dtype=dtype)
+        pad = [[0, 0], [1, 2], [2, 1], [0, 0]]
+        y, dx = run(lambda a, g: [nn.max_pool(a, 3, 2, pad),
+                                  tf.gradients(nn.max_pool(a, 3, 2, pad), a, grad_ys=g)[0]],
+                    x, dy)
+        np.testing.assert_allclose(y, pool_ref(x, (3, 3), (2, 2), [(1, 2), (2, 1)]), rtol=1e-6)
+        np.testing.assert_allclose(dx, pool_grad_ref(x, dy, (3, 3), (2, 2), [(1, 2), (2, 1)]),
+                                   rtol=1e-6)
     for dtype in (np.int32, np.int64, np.uint8):
         xi = RNG.integers(0, 100, size=(2, 5, 5, 3)).astype(dtype)
         got = run(lambda a: nn.max_pool2d(a, 2, 2, "SAME"), xi)
@@ -413,7 +422,9 @@ def test_bias_add_and_grad(dtype):
         assert y.dtype == dtype and g.dtype == dtype
         np.testing.assert_array_equal(y, x + b.reshape(bshape))
         axes = tuple(i for i in range(len(shape)) if i != axis)
-        np.testing.assert_allclose(g, x.sum(axis=axes), rtol=1e-6)
+        # float32 sums of mixed signs can cancel: bound the error by the magnitudes summed.
+        np.testing.assert_allclose(g, x.sum(axis=axes), rtol=1e-6,
+                                   atol=1e-6 * np.abs(x).sum(axis=axes).max(initial=0))
 
 
 def test_bias_add_gradients():
@@ -422,7 +433,6 @@ def test_bias_add_gradients():
     check_gradients(lambda x, b: nn.bias_add(x, b), [rand(2, 2, 3), rand(3)], [0, 1])
 
 
-@pytest.mark.skipif("ZerosLike" not in OPS, reason="needs ZerosLike (elementwise ops)")
 def test_bias_add_grad_gradient():
     check_gradients(lambda g: apply_op("BiasAddGrad", [g], {"data_format": "NCHW"}).outputs[0],
                     [rand(2, 3, 2, 2)], [0])
@@ -676,8 +686,6 @@ def test_changing_shapes_and_concurrent_runs():
 
 
 def test_gradient_with_unknown_shapes_uses_shape_op():
-    if not {"Shape", "OnesLike"} <= OPS:
-        pytest.skip("needs the Shape and OnesLike ops (array and elementwise ops)")
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float64, None)
