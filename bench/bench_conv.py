@@ -7,8 +7,9 @@ The network: batch 64 of 28x28x1 images; conv 5x5x6 (SAME) + bias, 2x2 max pool;
 (VALID) + bias, 2x2 max pool. One step fetches the gradients of the filters and biases (which
 runs the forward pass too). Each configuration runs in its own process because
 FLOWSTONE_ONEDNN is read once per process. --ops also times each op of the step alone.
---threads N limits both Flowstone's thread pools and oneDNN's OpenMP threads to N (timings with
-N=1 are the steadiest on a machine shared with other work).
+--threads N sizes Flowstone's thread pools (oneDNN calls are single-threaded; the intra-op pool
+runs chunks of the batch in parallel); N=1 gives the steadiest timings on a machine shared with
+other work.
 """
 
 import argparse
@@ -110,8 +111,6 @@ def main():
         return
     for label, dtype, onednn in CONFIGS:
         env = dict(os.environ, FLOWSTONE_ONEDNN=onednn)
-        if args.threads:
-            env["OMP_NUM_THREADS"] = str(args.threads)
         out = subprocess.run([sys.executable, __file__, "--child", dtype, "1" if args.ops else "0",
                               "--threads", str(args.threads)],
                              env=env, capture_output=True, text=True)

@@ -1,5 +1,8 @@
 #include "ops/onednn_util.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +22,23 @@ bool Enabled() {
     return value == nullptr || std::strcmp(value, "0") != 0;
   }();
   return enabled;
+}
+
+// OpenMP keeps the thread limit per thread, so restoring it leaves other users of the thread
+// (oneDNN's sgemm in gemm.cc limits it the same way) unaffected.
+OneOpenMpThread::OneOpenMpThread() : saved_(omp_get_max_threads()) {
+  if (saved_ != 1) omp_set_num_threads(1);
+}
+
+OneOpenMpThread::~OneOpenMpThread() {
+  if (saved_ != 1) omp_set_num_threads(saved_);
+}
+
+BatchChunks::BatchChunks(int64_t batch, int64_t work_per_image, int64_t work_per_chunk) {
+  const int64_t wanted = std::max<int64_t>(work_per_image, 1) * batch / work_per_chunk;
+  count = std::clamp<int64_t>(wanted, 1, std::max<int64_t>(batch, 1));
+  size = (batch + count - 1) / count;
+  count = size > 0 ? (batch + size - 1) / size : 1;
 }
 
 bool IsGeneric(const char* impl_info) {
@@ -117,6 +137,7 @@ Status Primitive::Execute(KernelContext& ctx, const std::vector<void*>& data) co
   }
   const size_t scratch_bytes = scratchpad_.get_size();
   if (scratch_bytes > 0) FS_RETURN_IF_ERROR(AllocateBytes(ctx, scratch_bytes, &temps.back()));
+  OneOpenMpThread one_thread;
   return Guard("execute a primitive", [&] {
     const dnnl::engine& engine = Engine();
     dnnl::stream& stream = ThreadStream();

@@ -7,6 +7,7 @@
 // and scratchpad, which Primitive::Execute provides.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -103,6 +104,37 @@ dnnl::primitive_attr DefaultAttr();
 
 // Runs `fn`, turning a oneDNN exception into a Status.
 Status Guard(const char* what, const std::function<void()>& fn);
+
+// Threads: the oneDNN build Flowstone links runs each primitive on an OpenMP team as large as the
+// calling thread allows. A team beside the intra-op pool oversubscribes the cores (its
+// spin-waiting threads take cycles from the pool, and every inter-op thread calling oneDNN gets a
+// team of its own); on a shared machine that made convolutions erratically slower (2x to 5x) than
+// single-threaded calls. So oneDNN is called with one OpenMP thread, while primitives are built
+// and run, and kernels spread independent calls (chunks of a batch) over the intra-op pool, as
+// the matrix products in gemm.cc do.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread();
+  ~OneOpenMpThread();
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  int saved_;
+};
+
+// oneDNN runs single-threaded (see OneOpenMpThread), so kernels cut a batch into chunks of images
+// that run in parallel on the intra-op pool, each with about `work_per_chunk` of work. The chunks
+// depend on the shapes only, never on the number of threads, so results do not change with the
+// pool size.
+struct BatchChunks {
+  int64_t size = 1;   // images per chunk; the last chunk may have fewer
+  int64_t count = 1;  // number of chunks
+  BatchChunks(int64_t batch, int64_t work_per_image, int64_t work_per_chunk);
+  int64_t images(int64_t chunk, int64_t batch) const {
+    return std::min(size, batch - chunk * size);
+  }
+};
 
 // A small cache of values built per shape key, for one kernel. Kernels see few distinct shapes
 // (usually one), so a short list with the oldest entry evicted is enough.

@@ -126,16 +126,18 @@ def pool_grad_ref(x, dy, ksize, strides, padding, data_format="NHWC", kind="max"
     xp = np.pad(x.astype(np.float64), pads, constant_values=-np.inf)
     valid = np.pad(np.ones_like(x, dtype=np.float64), pads)
     dxp = np.zeros(xp.shape)
-    for b in range(n):
-        for ch in range(c):
-            for oy in range(oh):
-                for ox in range(ow):
-                    y0, x0 = oy * strides[0], ox * strides[1]
-                    sl = (b, slice(y0, y0 + ksize[0]), slice(x0, x0 + ksize[1]), ch)
-                    if kind == "max":
-                        win = xp[sl]
-                        ky, kx = np.unravel_index(np.argmax(win), win.shape)  # first maximum
-                        dxp[b, y0 + ky, x0 + kx, ch] += dy[b, oy, ox, ch]
-                    else:
-                        dxp[sl] += valid[sl] * dy[b, oy, ox, ch] / valid[sl].sum()
+    kh, kw = ksize
+    rows, cols = np.arange(n)[:, None], np.arange(c)[None, :]
+    for oy in range(oh):
+        for ox in range(ow):
+            y0, x0 = oy * strides[0], ox * strides[1]
+            window = (slice(None), slice(y0, y0 + kh), slice(x0, x0 + kw), slice(None))
+            if kind == "max":
+                # np.argmax picks the first maximum in row-major window order, as TensorFlow.
+                flat = xp[window].reshape(n, kh * kw, c)
+                ky, kx = np.divmod(np.argmax(flat, axis=1), kw)
+                np.add.at(dxp, (rows, y0 + ky, x0 + kx, cols), dy[:, oy, ox, :])
+            else:
+                count = valid[window].sum(axis=(1, 2), keepdims=True)
+                dxp[window] += valid[window] * dy[:, oy:oy + 1, ox:ox + 1, :] / count
     return from_nhwc(dxp[:, pt:pt + h, pl:pl + w, :], data_format)

@@ -142,6 +142,28 @@ def test_conv2d_lenet_sized_float32_matches_float64():
     np.testing.assert_allclose(got, conv_ref(x, f), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_conv2d_batch_split_into_chunks(data_format):
+    """Big enough that oneDNN runs the batch in chunks (11 images: 4 + 4 + 3), with the filter
+    gradient summed over the chunks."""
+    x = image((11, 16, 16, 16), data_format, np.float32)
+    f = rand(3, 3, 16, 16, dtype=np.float32)
+    dy = image((11, 16, 16, 16), data_format, np.float32)
+    kw = dict(strides=1, padding="SAME", data_format=data_format)
+    y, dx, df = run(lambda x_, f_, dy_: [
+        nn.conv2d(x_, f_, **kw),
+        nn.conv2d_backprop_input(np.array(x.shape, np.int32), f_, dy_, **kw),
+        nn.conv2d_backprop_filter(x_, np.array(f.shape, np.int32), dy_, **kw),
+    ], x, f, dy)
+    x64, f64, dy64 = (v.astype(np.float64) for v in (x, f, dy))
+    ref_kw = dict(padding="SAME", data_format=data_format)
+    np.testing.assert_allclose(y, conv_ref(x64, f64, **ref_kw), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dx, conv_backprop_input_ref(x.shape, f64, dy64, **ref_kw),
+                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(df, conv_backprop_filter_ref(x64, f.shape, dy64, **ref_kw),
+                               rtol=1e-4, atol=1e-3)
+
+
 def test_conv2d_argument_forms():
     x, f = rand(1, 6, 6, 2), rand(3, 3, 2, 2)
     expected = conv_ref(x, f, (2, 2), "SAME")
@@ -351,6 +373,24 @@ def test_pool_forward_and_gradient(kind, config, data_format, dtype):
     np.testing.assert_allclose(y, expected, **tol)
     np.testing.assert_allclose(dx, pool_grad_ref(x, dy, ksize, strides, padding, data_format,
                                                  kind), **tol)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg"])
+@pytest.mark.parametrize("data_format", FORMATS)
+def test_pool_batch_split_into_chunks(kind, data_format):
+    """Big enough that oneDNN pools the batch in chunks (9 images: 2 + 2 + 2 + 2 + 1)."""
+    x = from_nhwc(RNG.permutation(9 * 48 * 48 * 4).reshape(9, 48, 48, 4).astype(np.float32),
+                  data_format)
+    dy = image((9, 48, 48, 4), data_format, np.float32)
+    pool = nn.max_pool if kind == "max" else nn.avg_pool
+    kw = dict(ksize=5, strides=1, padding="SAME", data_format=data_format)
+    y, dx = run(lambda x_, dy_: [pool(x_, **kw), tf.gradients(pool(x_, **kw), x_,
+                                                              grad_ys=dy_)[0]], x, dy)
+    np.testing.assert_allclose(y, pool_ref(x, (5, 5), (1, 1), "SAME", data_format, kind),
+                               rtol=1e-5)
+    np.testing.assert_allclose(
+        dx, pool_grad_ref(x, dy.astype(np.float64), (5, 5), (1, 1), "SAME", data_format, kind),
+        rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
