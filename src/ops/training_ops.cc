@@ -150,11 +150,22 @@ Status ApplyAdam(KernelContext& ctx) {
     const T* g = ctx.input(9).data<T>();
     const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
     ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+      // Local restrict pointers and a branch-free body let the compiler vectorize the loop
+      // (through the captured references it must assume the stores alias the pointers).
+      T* __restrict wp = w;
+      T* __restrict mp = m;
+      T* __restrict vp = v;
+      const T* __restrict gp = g;
+      const T one_minus_beta1 = T(1) - beta1;
+      const T one_minus_beta2 = T(1) - beta2;
+      const T nesterov_mix = nesterov ? beta1 : T(1);
+      const T nesterov_grad = nesterov ? one_minus_beta1 : T(0);
       for (int64_t i = b; i < e; ++i) {
-        m[i] += (g[i] - m[i]) * (T(1) - beta1);
-        v[i] += (g[i] * g[i] - v[i]) * (T(1) - beta2);
-        T step = nesterov ? m[i] * beta1 + (T(1) - beta1) * g[i] : m[i];
-        w[i] -= lr_t * step / (std::sqrt(v[i]) + epsilon);
+        const T mi = mp[i] + (gp[i] - mp[i]) * one_minus_beta1;
+        const T vi = vp[i] + (gp[i] * gp[i] - vp[i]) * one_minus_beta2;
+        mp[i] = mi;
+        vp[i] = vi;
+        wp[i] -= lr_t * (mi * nesterov_mix + nesterov_grad * gp[i]) / (std::sqrt(vi) + epsilon);
       }
     });
     return Status::OK();
