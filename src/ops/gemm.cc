@@ -18,6 +18,8 @@
 // how its threads fit with the intra-op pool.
 #include "ops/gemm.h"
 
+#include "ops/multiversion.h"
+
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
@@ -32,14 +34,7 @@
 namespace flowstone {
 namespace {
 
-// Sanitizer runtimes are not ready when the loader runs ifunc resolvers, so sanitizer builds use
-// the baseline version only.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
-#define FS_GEMM_MULTIVERSION __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define FS_GEMM_MULTIVERSION
-#endif
+#define FS_GEMM_MULTIVERSION FS_MULTIVERSION
 
 // Rows of C per micro-kernel call. With kNR below, 4 rows of 64 bytes are 8 AVX2 registers of
 // accumulators: enough independent FMA chains to hide their latency, and few enough that GCC
@@ -226,23 +221,6 @@ Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b,
 // counts, as on the hand-written path (oneDNN's rounding can depend on the size of the product it
 // is given).
 
-// oneDNN uses as many threads as OpenMP allows the calling thread; this allows one for the
-// object's lifetime and then restores the caller's limit (OpenMP keeps it per thread), so other
-// oneDNN users on the thread keep their setting.
-class OneOpenMpThread {
- public:
-  OneOpenMpThread() : saved_(omp_get_max_threads()) {
-    if (saved_ != 1) omp_set_num_threads(1);
-  }
-  ~OneOpenMpThread() {
-    if (saved_ != 1) omp_set_num_threads(saved_);
-  }
-  OneOpenMpThread(const OneOpenMpThread&) = delete;
-  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
-
- private:
-  int saved_;
-};
 
 // Below this many multiply-adds, a call into oneDNN costs more than the direct loops.
 constexpr int64_t kOneDnnMinProduct = 8 * 8 * 8;
@@ -269,7 +247,7 @@ Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_
   std::atomic<dnnl_status_t> failure{dnnl_success};
   // Cost in rough cycles: a single-threaded sgemm retires about 16 multiply-adds per cycle.
   ctx.ParallelFor(row_tiles * col_tiles, tile_m * tile_n * k / 16, [&](int64_t begin, int64_t end) {
-    OneOpenMpThread one_thread;
+    onednn::OneOpenMpThread one_thread;
     for (int64_t u = begin; u < end; ++u) {
       const int64_t i0 = (u / col_tiles) * tile_m, j0 = (u % col_tiles) * tile_n;
       // Row i0 of op(A) and column j0 of op(B), wherever transposition stores them.

@@ -9,6 +9,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/multiversion.h"
 
 namespace flowstone {
 namespace {
@@ -132,6 +133,35 @@ Status ApplyMomentum(KernelContext& ctx) {
   });
 }
 
+// One block of the Adam update; `mix`/`grad_mix` select plain (1, 0) or Nesterov
+// (beta1, 1 - beta1) momentum without a branch in the loop.
+template <typename T>
+inline void AdamBlockImpl(int64_t n, T* __restrict w, T* __restrict m, T* __restrict v,
+                          const T* __restrict g, T lr_t, T beta1, T beta2, T epsilon, T mix,
+                          T grad_mix) {
+  const T one_minus_beta1 = T(1) - beta1;
+  const T one_minus_beta2 = T(1) - beta2;
+  for (int64_t i = 0; i < n; ++i) {
+    const T mi = m[i] + (g[i] - m[i]) * one_minus_beta1;
+    const T vi = v[i] + (g[i] * g[i] - v[i]) * one_minus_beta2;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= lr_t * (mi * mix + grad_mix * g[i]) / (std::sqrt(vi) + epsilon);
+  }
+}
+
+FS_MULTIVERSION void AdamBlock(int64_t n, float* w, float* m, float* v, const float* g, float lr_t,
+                               float beta1, float beta2, float epsilon, float mix,
+                               float grad_mix) {
+  AdamBlockImpl(n, w, m, v, g, lr_t, beta1, beta2, epsilon, mix, grad_mix);
+}
+
+FS_MULTIVERSION void AdamBlock(int64_t n, double* w, double* m, double* v, const double* g,
+                               double lr_t, double beta1, double beta2, double epsilon,
+                               double mix, double grad_mix) {
+  AdamBlockImpl(n, w, m, v, g, lr_t, beta1, beta2, epsilon, mix, grad_mix);
+}
+
 Status ApplyAdam(KernelContext& ctx) {
   LockedVars vars(ctx, {0, 1, 2});
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 9));
@@ -149,24 +179,10 @@ Status ApplyAdam(KernelContext& ctx) {
     const T epsilon = ScalarInput<T>(ctx, 8);
     const T* g = ctx.input(9).data<T>();
     const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    const T mix = nesterov ? beta1 : T(1);
+    const T grad_mix = nesterov ? T(1) - beta1 : T(0);
     ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      // Local restrict pointers and a branch-free body let the compiler vectorize the loop
-      // (through the captured references it must assume the stores alias the pointers).
-      T* __restrict wp = w;
-      T* __restrict mp = m;
-      T* __restrict vp = v;
-      const T* __restrict gp = g;
-      const T one_minus_beta1 = T(1) - beta1;
-      const T one_minus_beta2 = T(1) - beta2;
-      const T nesterov_mix = nesterov ? beta1 : T(1);
-      const T nesterov_grad = nesterov ? one_minus_beta1 : T(0);
-      for (int64_t i = b; i < e; ++i) {
-        const T mi = mp[i] + (gp[i] - mp[i]) * one_minus_beta1;
-        const T vi = vp[i] + (gp[i] * gp[i] - vp[i]) * one_minus_beta2;
-        mp[i] = mi;
-        vp[i] = vi;
-        wp[i] -= lr_t * (mi * nesterov_mix + nesterov_grad * gp[i]) / (std::sqrt(vi) + epsilon);
-      }
+      AdamBlock(e - b, w + b, m + b, v + b, g + b, lr_t, beta1, beta2, epsilon, mix, grad_mix);
     });
     return Status::OK();
   });
