@@ -20,7 +20,6 @@
 
 #include "ops/multiversion.h"
 
-#include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
