@@ -41,6 +41,22 @@ def _add_activity_loss(outputs, regularizer):
                                math_ops.divide(loss, batch))
 
 
+def _kernel_and_bias(kernel_shape, units, dtype, use_bias, trainable, kernel_initializer,
+                     kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
+                     bias_constraint):
+    """The "kernel" and (when use_bias) "bias" variables of a layer, in the current scope."""
+    kernel = variables.get_variable("kernel", kernel_shape, dtype=dtype,
+                                    initializer=kernel_initializer,
+                                    regularizer=kernel_regularizer, trainable=trainable,
+                                    constraint=kernel_constraint)
+    bias = None
+    if use_bias:
+        bias = variables.get_variable("bias", [units], dtype=dtype, initializer=bias_initializer,
+                                      regularizer=bias_regularizer, trainable=trainable,
+                                      constraint=bias_constraint)
+    return kernel, bias
+
+
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
           bias_initializer=init_ops.Zeros(), kernel_regularizer=None, bias_regularizer=None,
           activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
@@ -57,16 +73,10 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
         raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found "
                          "`None`.")
     with variables.variable_scope(name, default_name="dense", reuse=reuse):
-        kernel = variables.get_variable("kernel", [in_dim, units], dtype=inputs.dtype,
-                                        initializer=kernel_initializer,
-                                        regularizer=kernel_regularizer, trainable=trainable,
-                                        constraint=kernel_constraint)
-        bias = None
-        if use_bias:
-            bias = variables.get_variable("bias", [units], dtype=inputs.dtype,
-                                          initializer=bias_initializer,
-                                          regularizer=bias_regularizer, trainable=trainable,
-                                          constraint=bias_constraint)
+        kernel, bias = _kernel_and_bias(
+            [in_dim, units], units, inputs.dtype, use_bias, trainable, kernel_initializer,
+            kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
+            bias_constraint)
         if rank > 2:
             # Applies the kernel to the last axis: [..., in] -> [..., units]. A constant target
             # shape, when the inner dims are static, lets shape inference keep them.
@@ -120,16 +130,10 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
     sh, sw = _pair(strides, "strides")
     dh, dw = _pair(dilation_rate, "dilation_rate")
     with variables.variable_scope(name, default_name="conv2d", reuse=reuse):
-        kernel = variables.get_variable("kernel", [kh, kw, channels, filters], dtype=inputs.dtype,
-                                        initializer=kernel_initializer,
-                                        regularizer=kernel_regularizer, trainable=trainable,
-                                        constraint=kernel_constraint)
-        bias = None
-        if use_bias:
-            bias = variables.get_variable("bias", [filters], dtype=inputs.dtype,
-                                          initializer=bias_initializer,
-                                          regularizer=bias_regularizer, trainable=trainable,
-                                          constraint=bias_constraint)
+        kernel, bias = _kernel_and_bias(
+            [kh, kw, channels, filters], filters, inputs.dtype, use_bias, trainable,
+            kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+            bias_regularizer, bias_constraint)
         strides4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
         dilations4 = [1, dh, dw, 1] if fmt == "NHWC" else [1, 1, dh, dw]
         out = conv_ops.conv2d(inputs, kernel, strides4, _padding(padding), data_format=fmt,
