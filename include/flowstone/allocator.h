@@ -21,6 +21,8 @@ struct AllocatorStats {
   int64_t bytes_cached = 0;
   // Allocations that had to go to the system allocator (cache misses).
   int64_t num_system_allocs = 0;
+  // The largest single allocation that could succeed now, or -1 when the allocator cannot tell.
+  int64_t largest_free_block_bytes = -1;
 };
 
 class Allocator {

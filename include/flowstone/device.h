@@ -57,9 +57,18 @@ class Device {
   ThreadPool* intra_op_pool() const { return intra_op_pool_; }
   virtual DeviceAttributes attributes() const;
 
-  // Copies between this device's memory and host memory. The CPU device's are plain copies.
+  // True when tensors on this device live in host memory (CPU devices), so that other host
+  // devices may read them without a copy.
+  virtual bool host_memory() const { return true; }
+  // Copies between this device's memory and host memory, complete when the call returns. The
+  // CPU device's share the buffer.
   virtual Status CopyToHost(const Tensor& device_tensor, Tensor* host_tensor);
   virtual Status CopyFromHost(const Tensor& host_tensor, Tensor* device_tensor);
+  // Waits for the work queued on this device (a GPU stream); a no-op on the CPU.
+  virtual Status Sync() { return Status::OK(); }
+  // Extra lines for `Device mapping:` in the placement log, e.g. "name: NVIDIA H100, pci bus
+  // id: 0000:00:04.0, compute capability: 9.0"; empty for the CPU.
+  virtual std::string physical_description() const { return {}; }
 
  private:
   std::string type_;

@@ -57,6 +57,9 @@ struct KernelDef {
   std::string device_type;          // "CPU", "GPU"
   std::vector<DType> type_constraint;  // allowed values of the op's first type attr; empty = any
   KernelFactory factory;
+  // Inputs and outputs (by argument name) this kernel reads or writes in host memory although it
+  // runs on a device (shape arguments of a GPU Reshape, say); the executor copies accordingly.
+  std::vector<std::string> host_memory_args;
 };
 
 // Common type sets for TypeAttr.
