@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "executor.h"
 #include "flowstone/session.h"
+#include "gpu_discovery.h"
 #include "placer.h"
 #include "process_state.h"
 
@@ -58,10 +60,25 @@ class DirectSession final : public Session {
     for (int i = 0; i < num_cpus; ++i) {
       devices_.push_back(
           std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
-      device_ptrs_.push_back(devices_.back().get());
     }
+    GpuSessionOptions gpu;
+    auto gpu_count = options_.device_count.find("GPU");
+    if (gpu_count != options_.device_count.end()) gpu.max_devices = gpu_count->second;
+    gpu.visible_device_list = options_.gpu_visible_device_list;
+    gpu.memory.memory_fraction = options_.gpu_memory_fraction;
+    gpu.memory.allow_growth = options_.gpu_allow_growth;
+    gpu.memory.memory_limit_bytes = options_.gpu_memory_limit_bytes;
+    FS_RETURN_IF_ERROR(
+        GpuDiscovery::Get().CreateSessionDevices(gpu, process.intra_op_pool(), &devices_));
+    // Placement tries GPUs first: an unpinned op runs on a GPU when one has a kernel for it.
+    for (const auto& d : devices_)
+      if (d->type() != "CPU") device_ptrs_.push_back(d.get());
+    for (const auto& d : devices_)
+      if (d->type() == "CPU") device_ptrs_.push_back(d.get());
     placement_.allow_soft_placement = options_.allow_soft_placement;
-    placement_.gpu_unavailable_reason = process.gpu_unavailable_reason();
+    placement_.gpu_unavailable_reason =
+        gpu.max_devices == 0 ? "the session's ConfigProto sets device_count={'GPU': 0}"
+                             : GpuDiscovery::Get().reason();
     return Status::OK();
   }
 
@@ -128,7 +145,7 @@ class DirectSession final : public Session {
     }
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
     return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(),
-                     step);
+                     step, options);
   }
 
   Status ReleaseCallable(CallableHandle handle) override {
@@ -225,9 +242,10 @@ class DirectSession final : public Session {
     if (options_.log_device_placement) {
       if (!logged_mapping_header_) {
         std::fprintf(stderr, "Device mapping:\n");
-        for (Device* d : device_ptrs_) {
-          std::fprintf(stderr, "%s -> device: %d, name: %s\n", d->name().c_str(), d->id(),
-                       d->type().c_str());
+        for (const auto& d : devices_) {
+          std::string physical = d->physical_description();
+          if (physical.empty()) physical = StrCat("device: ", d->id(), ", name: ", d->type());
+          std::fprintf(stderr, "%s -> %s\n", d->name().c_str(), physical.c_str());
         }
         logged_mapping_header_ = true;
       }
@@ -355,6 +373,55 @@ class DirectSession final : public Session {
       if (c != constant_slot.end()) return c->second;
       return plan->nodes[plan_index[e.node->id()]].output_base + e.index;
     };
+    plan->slot_names.resize(slot);
+    for (size_t f = 0; f < feeds.size(); ++f)
+      plan->slot_names[plan->feed_slots[f]] = "feed " + feeds[f].ToString();
+    for (Node* n : constants) plan->slot_names[constant_slot[n->id()]] = n->name() + ":0";
+    for (const PlanNode& pn : plan->nodes)
+      for (int o = 0; o < pn.node->num_outputs(); ++o)
+        plan->slot_names[pn.output_base + o] = StrCat(pn.node->name(), ":", o);
+
+    // Partitioning: each slot lives in the memory of the device that produced it (nullptr:
+    // host memory: feeds, constants, CPU outputs, and outputs a device kernel keeps on the host).
+    // An input whose slot is not where its kernel reads it gets a transfer.
+    std::vector<Device*> slot_device(slot, nullptr);
+    std::vector<std::vector<bool>> host_inputs(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      PlanNode& pn = plan->nodes[i];
+      if (pn.device->host_memory()) continue;
+      const KernelDef* def = FindKernelDef(*pn.node, pn.device->type());
+      host_inputs[i] = HostMemoryInputs(*pn.node, *def);
+      std::vector<bool> host_outputs = HostMemoryOutputs(*pn.node, *def);
+      for (int o = 0; o < pn.node->num_outputs(); ++o)
+        if (!host_outputs[o]) slot_device[pn.output_base + o] = pn.device;
+      auto& sync = plan->devices_to_sync;
+      if (std::find(sync.begin(), sync.end(), pn.device) == sync.end()) sync.push_back(pn.device);
+    }
+    // A constant read on a device is copied there once, now, into a slot of its own.
+    std::map<std::pair<int, Device*>, int> constant_copies;
+    auto constant_on = [&](int host_slot, Device* device, int* out_slot) -> Status {
+      auto key = std::make_pair(host_slot, device);
+      auto found = constant_copies.find(key);
+      if (found != constant_copies.end()) {
+        *out_slot = found->second;
+        return Status::OK();
+      }
+      Tensor host;
+      for (const auto& [cs, value] : plan->constants)
+        if (cs == host_slot) host = value;
+      Tensor on_device;
+      FS_RETURN_IF_ERROR(device->CopyFromHost(host, &on_device));
+      *out_slot = plan->num_slots++;
+      plan->constants.push_back({*out_slot, std::move(on_device)});
+      plan->slot_consumers.push_back(0);
+      plan->slot_names.push_back(StrCat(plan->slot_names[host_slot], " on ", device->name()));
+      slot_device.push_back(device);
+      constant_copies[key] = *out_slot;
+      return Status::OK();
+    };
+    std::unordered_set<int> constant_slots;
+    for (const auto& [cs, value] : plan->constants) constant_slots.insert(cs);
+
     int input_count = 0;
     for (size_t i = 0; i < order.size(); ++i) {
       Node* n = order[i];
@@ -362,8 +429,19 @@ class DirectSession final : public Session {
       plan->input_base.push_back(input_count);
       input_count += n->num_inputs();
       std::unordered_set<int> preds;
-      for (const Endpoint& in : n->inputs()) {
+      for (int k = 0; k < n->num_inputs(); ++k) {
+        const Endpoint& in = n->inputs()[k];
         int s = slot_of(in);
+        Device* want =
+            pn.device->host_memory() || host_inputs[i][k] ? nullptr : pn.device;
+        if (slot_device[s] != want) {
+          if (constant_slots.count(s) && want != nullptr) {
+            Status copied = constant_on(s, want, &s);
+            if (!copied.ok()) return AnnotateNodeError(copied, *n, pn.device);
+          } else {
+            pn.transfers.push_back({k, slot_device[s], want});
+          }
+        }
         pn.input_slots.push_back(s);
         ++plan->slot_consumers[s];
         auto p = plan_index.find(in.node->id());
@@ -381,6 +459,7 @@ class DirectSession final : public Session {
     for (const Endpoint& e : fetches) {
       int s = slot_of(e);
       plan->fetch_slots.push_back(s);
+      plan->fetch_devices.push_back(slot_device[s]);
       ++plan->slot_consumers[s];
     }
     plan->parallel = HasIndependentExpensiveNodes(*plan);

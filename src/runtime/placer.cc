@@ -1,5 +1,7 @@
 #include "placer.h"
 
+#include <algorithm>
+
 namespace flowstone {
 namespace {
 
@@ -23,7 +25,11 @@ Device* FirstWithKernel(const Node& node, const std::vector<Device*>& devices,
   return nullptr;
 }
 
-std::string DeviceList(const std::vector<Device*>& devices) {
+// "[ /job:localhost/replica:0/task:0/device:CPU:0, ... ]", CPUs first as TensorFlow lists them.
+std::string DeviceList(std::vector<Device*> devices) {
+  std::stable_sort(devices.begin(), devices.end(), [](const Device* a, const Device* b) {
+    return (a->type() == "CPU") > (b->type() == "CPU");
+  });
   std::string out = "[ ";
   for (size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i]->name();
   return out + " ]";
