@@ -22,7 +22,8 @@ class SubAllocator {
   virtual void Free(void* ptr, size_t bytes) = 0;
 };
 
-// Aligned host memory; for testing the BFC allocator on machines without GPUs.
+// Host memory aligned to 256 bytes like cudaMalloc's; for testing the BFC allocator on machines
+// without GPUs.
 class HostSubAllocator final : public SubAllocator {
  public:
   void* Alloc(size_t bytes) override;
@@ -43,7 +44,12 @@ class BfcAllocator final : public Allocator {
  public:
   BfcAllocator(std::unique_ptr<SubAllocator> sub_allocator, const BfcOptions& options,
                std::string name);
+  // Frees every region to the sub-allocator.
   ~BfcAllocator() override;
+
+  // Requests are rounded up to whole multiples of this; chunks are aligned to it (given regions
+  // aligned to it, as cudaMalloc's are).
+  static constexpr size_t kMinChunkBytes = 256;
 
   std::string name() const override { return name_; }
   // Returns nullptr when no chunk fits and no new region can be had within the limit.

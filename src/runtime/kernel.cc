@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "flowstone/bfc_allocator.h"
+
 namespace flowstone {
 namespace {
 // "500000000000 bytes (465.66 GiB)".
@@ -21,20 +23,34 @@ std::string DescribeBytes(double bytes) {
 }  // namespace
 
 Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
-  AllocatorStats stats = p_.device->allocator()->stats();
+  Allocator* allocator = p_.device->allocator();
+  AllocatorStats stats = allocator->stats();
   double requested =
       static_cast<double>(shape.num_elements()) * static_cast<double>(DTypeSize(dtype));
-  Status s = errors::ResourceExhausted(
+  std::string largest_free_block;
+  if (stats.largest_free_block_bytes >= 0) {
+    largest_free_block = StrCat("; largest free block ",
+                                DescribeBytes(static_cast<double>(stats.largest_free_block_bytes)));
+  }
+  // A BFC allocator can say how its memory is carved up, which shows fragmentation.
+  std::string memory_report;
+  if (auto* bfc = dynamic_cast<BfcAllocator*>(allocator)) {
+    // Capped so that the conversion is defined for shapes too large to count in size_t.
+    double report_bytes = std::min(requested, static_cast<double>(int64_t{1} << 62));
+    memory_report = "\n" + bfc->MemoryReport(static_cast<size_t>(report_bytes));
+  }
+  return errors::ResourceExhausted(
       "OOM when allocating tensor with shape", shape.ToString(), " and type ",
-      DTypeShortName(dtype), " on ", p_.device->name(), " by allocator ",
-      p_.device->allocator()->name(), ". Requested ", DescribeBytes(requested), "; in use ",
+      DTypeShortName(dtype), " on ", p_.device->name(), " by allocator ", allocator->name(),
+      ". Requested ", DescribeBytes(requested), "; in use ",
       DescribeBytes(static_cast<double>(stats.bytes_in_use)), "; limit ",
-      DescribeBytes(static_cast<double>(stats.bytes_limit)), ". Use smaller shapes or batches, or raise the memory limit "
+      DescribeBytes(static_cast<double>(stats.bytes_limit)), largest_free_block,
+      ". Use smaller shapes or batches, or raise the memory limit "
       "(tf.config.set_logical_device_configuration(..., memory_limit=MB), or "
       "ConfigProto.experimental.cpu_memory_limit_mb).\nHint: If you want to see a list of "
       "allocated tensors when OOM happens, add report_tensor_allocations_upon_oom to "
-      "RunOptions for current allocation info.");
-  return s;
+      "RunOptions for current allocation info.",
+      memory_report);
 }
 
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
