@@ -86,10 +86,10 @@ def set_visible_devices(devices, device_type=None):
         devices = [d for d in devices if d.device_type == device_type.upper()]
         kept = [d for d in get_visible_devices() if d.device_type != device_type.upper()]
         devices = kept + list(devices)
-    if not any(d.device_type == "CPU" for d in devices):
-        raise ValueError("The CPU must remain visible.")
     if _state["initialized"] and list(devices) != get_visible_devices():
         raise RuntimeError("Visible devices cannot be modified after being initialized")
+    if not any(d.device_type == "CPU" for d in devices):
+        raise ValueError("The CPU must remain visible.")
     _state["visible"] = list(devices)
     _C.set_visible_gpus([_gpu_index(d) for d in devices if d.device_type == "GPU"])
 

@@ -228,12 +228,17 @@ class DirectSession final : public Session {
       *out = it->second;
       return Status::OK();
     }
+    std::vector<ColocationTarget> colocated;
+    FS_RETURN_IF_ERROR(PlaceColocationTargetsLocked(node, &colocated));
     std::vector<Device*> input_devices;
     for (const Endpoint& in : node.inputs()) {
       auto found = placements_.find(in.node->id());
       input_devices.push_back(found == placements_.end() ? nullptr : found->second);
     }
-    Status s = PlaceNode(node, device_ptrs_, input_devices, placement_, out);
+    Status s = colocated.empty()
+                   ? PlaceNode(node, device_ptrs_, input_devices, placement_, out)
+                   : PlaceColocatedNode(node, colocated, device_ptrs_, input_devices, placement_,
+                                        out);
     if (!s.ok()) {
       s.SetPayload("node", node.name());
       return s;
@@ -253,6 +258,33 @@ class DirectSession final : public Session {
                    (*out)->name().c_str());
     }
     return Status::OK();
+  }
+
+  // Places what decides `node`'s device before it: the variables it reads (resource inputs) and
+  // the nodes tf.colocate_with names in its `_class` attr, which may come later in the graph.
+  // Returns the placed colocation targets. A node reached again while its own targets are being
+  // placed (a colocation cycle) is skipped there.
+  Status PlaceColocationTargetsLocked(const Node& node, std::vector<ColocationTarget>* targets) {
+    std::vector<const Node*> prerequisites;
+    for (const Endpoint& in : node.inputs())
+      if (in.node->output_type(in.index) == DType::kResource) prerequisites.push_back(in.node);
+    std::vector<std::string> names = ColocationTargets(node);
+    for (const std::string& name : names)
+      if (const Node* target = graph_->FindNodeUnlocked(name)) prerequisites.push_back(target);
+    if (prerequisites.empty()) return Status::OK();
+
+    placing_.insert(node.id());
+    Status status;
+    for (const Node* prerequisite : prerequisites) {
+      if (placing_.count(prerequisite->id())) continue;
+      Device* device;
+      status = PlaceLocked(*prerequisite, &device);
+      if (!status.ok()) break;
+      if (std::find(names.begin(), names.end(), prerequisite->name()) != names.end())
+        targets->push_back({prerequisite, device});
+    }
+    placing_.erase(node.id());
+    return status;
   }
 
   Status KernelLocked(const Node& node, Device* device, OpKernel** out) {
@@ -492,6 +524,7 @@ class DirectSession final : public Session {
   int in_flight_ = 0;
   bool logged_mapping_header_ = false;
   std::unordered_map<int, Device*> placements_;
+  std::unordered_set<int> placing_;  // nodes whose colocation targets are being placed
   std::unordered_map<int, std::unique_ptr<OpKernel>> kernels_;
   std::unordered_map<CallableHandle, std::shared_ptr<ExecutionPlan>> callables_;
   std::unordered_map<std::string, CallableHandle> run_cache_;
