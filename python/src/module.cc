@@ -1,4 +1,5 @@
-// The flowstone._C extension module: one file per area (errors, graph, session, runtime).
+// The flowstone._C extension module: one file per area (errors, graph, session, runtime, build
+// and CPU info).
 #include "common.h"
 #include "numpy_conversion.h"
 
@@ -12,6 +13,7 @@ NB_MODULE(_C, m) {
   RegisterSession(m);
   RegisterRuntime(m);
   RegisterCheckpoint(m);
+  RegisterBuildInfo(m);
 }
 
 }  // namespace flowstone::python
