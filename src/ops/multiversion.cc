@@ -12,9 +12,13 @@ std::string DispatchedKernelIsa() {
 }
 
 const std::vector<std::string>& DispatchedKernels() {
+  // gemm.cc TileBlock, training_ops.cc AdamBlock, elementwise.h BinaryRun (arithmetic and
+  // comparisons), elementwise_unary_ops.cc UnaryRun.
   static const std::vector<std::string> kernels = {
-      "MatMul float64/int (GEMM tiles)",
+      "MatMul float64/int",
       "ResourceApplyAdam",
+      "binary elementwise ops",
+      "unary elementwise ops",
   };
   return kernels;
 }
