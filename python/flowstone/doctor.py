@@ -102,6 +102,9 @@ def verdict(report):
     if not build["built_with_cuda"]:
         return ("CPU only: this build has no CUDA backend -> build from source on a machine with "
                 f"the CUDA toolkit (nvcc) to use a GPU; {_CPU_ONLY}")
+    if report.get("gpu_discovery_error"):
+        return (f"GPU discovery failed: {report['gpu_discovery_error']} -> report this with the "
+                f"output of `flowstone doctor --json`; {_CPU_ONLY}")
     if discovery is None:
         return f"CPU only: this build cannot look for GPUs (no GPU discovery); {_CPU_ONLY}"
     libraries = discovery.get("libraries", [])
@@ -125,11 +128,15 @@ def verdict(report):
 def collect():
     """Everything the doctor knows, as plain data (what --json prints)."""
     cpu = dict(_C.cpu_info())
-    flags, model = _cpu_check.read_cpuinfo()
+    _, model = _cpu_check.read_cpuinfo()
     cpu["model"] = cpu["brand"] or model or platform.processor() or "unknown"
     cpu["cores"] = _C.num_schedulable_cpus()
     cpu["memory_bytes"] = _C.physical_memory_bytes()
-    discovery = _gpu_discovery()
+    discovery_error = None
+    try:
+        discovery = _gpu_discovery()
+    except Exception as e:  # noqa: BLE001 - the doctor reports a failing discovery, never dies
+        discovery, discovery_error = None, f"{type(e).__name__}: {e}"
     if discovery is not None:
         discovery = dict(discovery)
         discovery["libraries"] = [dict(lib, verdict=library_verdict(lib))
@@ -142,6 +149,7 @@ def collect():
         "environment": {name: os.environ.get(name)
                         for name in ("CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")},
         "gpu_discovery": discovery,
+        "gpu_discovery_error": discovery_error,
     }
     report["gpu_usable"] = gpu_usable(discovery)
     report["verdict"] = verdict(report)
@@ -223,7 +231,9 @@ def render(report):
     lines += _cpu_lines(report)
     lines += _environment_lines(report["environment"])
     lines.append(_backend_line(build, discovery))
-    if discovery is None:
+    if report.get("gpu_discovery_error"):
+        lines.append(f"GPU discovery: failed: {report['gpu_discovery_error']}")
+    elif discovery is None:
         lines.append("GPU discovery: not available in this build")
     else:
         lines += _gpu_lines(discovery)

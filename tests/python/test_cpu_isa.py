@@ -105,3 +105,26 @@ def test_kernel_isa_is_the_avx2_clone_exactly_on_x86_64_v3_cpus():
     has_v3 = not _cpu_check.missing_flags(V3_FLAGS, flags)
     assert info["kernel_isa"] == ("avx2+fma" if has_v3 else "baseline")
     assert "ResourceApplyAdam" in info["dispatched_kernels"]
+
+
+def test_import_fails_cleanly_before_loading_the_extension_on_a_cpu_without_the_builds_isa():
+    # A stand-in _build_config demanding an instruction set no CPU has: the ImportError must come
+    # before flowstone._C (the code that would die on an illegal instruction) is loaded.
+    script = (
+        "import sys, types\n"
+        "config = types.ModuleType('flowstone._build_config')\n"
+        "config.BASELINE_ISA = 'x86-64-v9'\n"
+        "config.REQUIRED_CPU_FLAGS = ['sse2', 'no_such_isa']\n"
+        "sys.modules['flowstone._build_config'] = config\n"
+        "try:\n"
+        "    import flowstone\n"
+        "except ImportError as e:\n"
+        "    print('ImportError:', e)\n"
+        "print('_C loaded:', 'flowstone._C' in sys.modules)\n")
+    proc_cpu_flags()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    assert "ImportError: This Flowstone build needs a x86-64-v9 CPU" in out
+    assert "lacks NO_SUCH_ISA" in out
+    assert "_C loaded: False" in out

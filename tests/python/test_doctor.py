@@ -177,3 +177,16 @@ def test_without_discovery_binding_the_doctor_still_reports(fake_machine):
     assert report["gpu_usable"] is False
     assert "no GPU discovery" in report["verdict"]
     assert "GPU discovery: not available in this build" in doctor.render(report)
+
+
+def test_a_failing_discovery_is_reported_not_raised(monkeypatch):
+    def broken():
+        raise RuntimeError("cuInit failed: CUDA_ERROR_NO_DEVICE")
+    monkeypatch.setattr(doctor, "_gpu_discovery", broken)
+    report = doctor.collect()
+    assert report["gpu_usable"] is False
+    assert report["gpu_discovery_error"] == "RuntimeError: cuInit failed: CUDA_ERROR_NO_DEVICE"
+    if report["build"]["built_with_cuda"]:
+        assert report["verdict"].startswith("GPU discovery failed: RuntimeError: cuInit failed")
+    assert "GPU discovery: failed: RuntimeError: cuInit failed: CUDA_ERROR_NO_DEVICE" in (
+        doctor.render(report))
