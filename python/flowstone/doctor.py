@@ -204,7 +204,7 @@ def _library_line(lib):
     if lib["verdict"] == "missing" and lib.get("error"):
         where = f" ({lib['error']})"
     optional = "" if lib.get("required") else " (optional)"
-    return (f"  {lib['name']:<13}{lib['verdict']:<12} found {found} vs built "
+    return (f"  {lib['name']:<14}{lib['verdict']:<12} found {found} vs built "
             f"{lib.get('built_version') or '-'}{where}{optional}")
 
 
