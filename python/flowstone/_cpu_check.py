@@ -42,8 +42,9 @@ def missing_flags(required, present):
 
 
 def unsupported_cpu_message(missing, baseline_isa, cpu_model):
+    missing_names = ", ".join(flag_name(flag) for flag in missing)
     return (f"This Flowstone build needs a {baseline_isa} CPU, but this CPU "
-            f"({cpu_model or 'unknown model'}) lacks {', '.join(flag_name(f) for f in missing)}. Importing it would "
+            f"({cpu_model or 'unknown model'}) lacks {missing_names}. Importing it would "
             f"crash on an illegal instruction. Install a Flowstone build for x86-64, or build "
             f"from source for this machine: cmake -DFLOWSTONE_BASELINE_ISA=x86-64 (pip install "
             f"-Ccmake.define.FLOWSTONE_BASELINE_ISA=x86-64 .).")
