@@ -11,6 +11,12 @@ COMPILER_VERSION = "gcc"
 import importlib as _importlib
 import types as _types
 
+# Before anything loads the compiled extension: a CPU without the build's instruction sets gets an
+# ImportError that says so, not a crash on an illegal instruction.
+from flowstone import _cpu_check
+
+_cpu_check.check_this_build()
+
 from flowstone import dtypes
 from flowstone import errors
 from flowstone.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32,  # noqa: A004
@@ -30,6 +36,7 @@ from flowstone.ops.variables import *  # noqa: F401,F403
 from flowstone.ops import init_ops as _init_ops
 from flowstone import tf_config as config
 from flowstone import tf_test as test
+from flowstone import sysconfig
 from flowstone import train
 from flowstone import layers, losses, nn
 from flowstone import math  # noqa: A004 - TensorFlow's name
@@ -60,10 +67,6 @@ initializers = _types.SimpleNamespace(
 for _symbol in _init_ops.__all__:
     globals()[_symbol] = getattr(_init_ops, _symbol)
 
-sysconfig = _types.SimpleNamespace(
-    get_build_info=lambda: {"is_cuda_build": False, "is_rocm_build": False,
-                            "cuda_version": None, "cudnn_version": None},
-)
 
 # tf.compat.v1 is this same namespace: TF1 programs run unchanged.
 import sys as _sys  # noqa: E402

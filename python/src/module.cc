@@ -1,4 +1,5 @@
-// The flowstone._C extension module: one file per area (errors, graph, session, runtime).
+// The flowstone._C extension module: one file per area (errors, graph, session, runtime, build
+// and CPU info).
 #include "common.h"
 #include "numpy_conversion.h"
 
@@ -13,6 +14,7 @@ NB_MODULE(_C, m) {
   RegisterRuntime(m);
   RegisterCheckpoint(m);
   RegisterDevices(m);
+  RegisterBuildInfo(m);
 }
 
 }  // namespace flowstone::python

@@ -17,6 +17,7 @@
 #include "flowstone/shape.h"
 #include "flowstone/shape_inference.h"
 #include "flowstone/status.h"
+#include "ops/multiversion.h"
 
 namespace flowstone {
 
@@ -186,9 +187,10 @@ using RealTypeList = TypeList<float, double, int32_t, int64_t>;
 using NumericTypeList = TypeList<float, double, int32_t, int64_t, uint8_t>;
 
 // out[j] = fn(x[j * xs], y[j * ys]) for j in [0, n), strides 0 or 1. Each stride pattern gets its
-// own loop so the compiler can vectorize it.
+// own loop so the compiler can vectorize it, with AVX2 where the CPU has it.
 template <typename T, typename Out, typename Fn>
-inline void BinaryRun(const T* x, int64_t xs, const T* y, int64_t ys, Out* out, int64_t n, Fn fn) {
+FS_MULTIVERSION void BinaryRun(const T* x, int64_t xs, const T* y, int64_t ys, Out* out, int64_t n,
+                               Fn fn) {
   if (xs == 1 && ys == 1) {
     for (int64_t j = 0; j < n; ++j) out[j] = fn(x[j], y[j]);
   } else if (xs == 1) {

@@ -1,0 +1,51 @@
+// Bindings that describe this build and this CPU: `_C.build_info()` and `_C.cpu_info()`, read by
+// tf.sysconfig and `flowstone doctor`.
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "common.h"
+#include "core/cpu_info.h"
+#include "flowstone/build_config.h"
+#include "ops/multiversion.h"
+
+namespace flowstone::python {
+namespace {
+
+std::string CompilerId() {
+#if defined(__clang__)
+  return "clang";
+#elif defined(__GNUC__)
+  return "gcc";
+#else
+  return "unknown";
+#endif
+}
+
+}  // namespace
+
+void RegisterBuildInfo(nb::module_& m) {
+  m.def("build_info", [] {
+    nb::dict d;
+    d["version"] = FLOWSTONE_VERSION_STRING;
+    d["built_with_cuda"] = FLOWSTONE_BUILT_WITH_CUDA != 0;
+    d["cuda_version"] = FLOWSTONE_CUDA_VERSION;
+    d["cudnn_major"] = FLOWSTONE_CUDNN_MAJOR_STRING;
+    d["baseline_isa"] = FLOWSTONE_BASELINE_ISA;
+    d["compiler"] = CompilerId();
+    d["compiler_version"] = __VERSION__;
+    return d;
+  }, "What this build was compiled with: CUDA and cuDNN versions, baseline ISA, compiler.");
+  m.def("cpu_info", [] {
+    const CpuInfo& cpu = GetCpuInfo();
+    nb::dict d;
+    d["vendor"] = cpu.vendor;
+    d["brand"] = cpu.brand;
+    d["features"] = cpu.FeatureNames();
+    d["kernel_isa"] = DispatchedKernelIsa();
+    d["dispatched_kernels"] = DispatchedKernels();
+    return d;
+  }, "The CPU's vendor, model and instruction sets (CPUID, with OS support), and the "
+     "instruction set the run-time dispatched kernels use on it.");
+}
+
+}  // namespace flowstone::python

@@ -1,0 +1,26 @@
+#include "ops/multiversion.h"
+
+namespace flowstone {
+
+std::string DispatchedKernelIsa() {
+#if FS_MULTIVERSION_ENABLED
+  // The same test the target_clones resolver makes.
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v3")) return "avx2+fma";
+#endif
+  return "baseline";
+}
+
+const std::vector<std::string>& DispatchedKernels() {
+  // gemm.cc TileBlock, training_ops.cc AdamBlock, elementwise.h BinaryRun (arithmetic and
+  // comparisons), elementwise_unary_ops.cc UnaryRun.
+  static const std::vector<std::string> kernels = {
+      "MatMul float64/int",
+      "ResourceApplyAdam",
+      "binary elementwise ops",
+      "unary elementwise ops",
+  };
+  return kernels;
+}
+
+}  // namespace flowstone
