@@ -236,7 +236,7 @@ class DirectSession final : public Session {
       input_devices.push_back(found == placements_.end() ? nullptr : found->second);
     }
     Status s = colocated.empty()
-                   ? PlaceNode(node, device_ptrs_, input_devices, placement_, out)
+                   ? PlaceNode(node, DevicesForLocked(node), input_devices, placement_, out)
                    : PlaceColocatedNode(node, colocated, device_ptrs_, input_devices, placement_,
                                         out);
     if (!s.ok()) {
@@ -258,6 +258,37 @@ class DirectSession final : public Session {
                    (*out)->name().c_str());
     }
     return Status::OK();
+  }
+
+  // The devices `node` may go to. A variable (a node making a resource) may only go where every
+  // op using it has a kernel: its value lives in that device's memory.
+  std::vector<Device*> DevicesForLocked(const Node& node) {
+    bool makes_resource = false;
+    for (int o = 0; o < node.num_outputs(); ++o)
+      makes_resource |= node.output_type(o) == DType::kResource;
+    if (!makes_resource) return device_ptrs_;
+    std::vector<const Node*> users;
+    for (int id = node.id() + 1; id < graph_->num_nodes_unlocked(); ++id) {
+      const Node* candidate = graph_->node_unlocked(id);
+      for (const Endpoint& in : candidate->inputs()) {
+        if (in.node == &node) {
+          users.push_back(candidate);
+          break;
+        }
+      }
+    }
+    std::vector<Device*> out;
+    for (Device* d : device_ptrs_) {
+      bool all = true;
+      for (const Node* user : users) all = all && (d->host_memory() || HasKernel(*user, *d));
+      if (all) out.push_back(d);
+    }
+    // A pin the filtered devices cannot honour is left to fail on the user with a clear error.
+    DeviceSpec requested;
+    if (!DeviceSpec::Parse(node.requested_device(), &requested).ok()) return device_ptrs_;
+    for (Device* d : out)
+      if (requested.Matches(d->spec())) return out;
+    return device_ptrs_;
   }
 
   // Places what decides `node`'s device before it: the variables it reads (resource inputs) and

@@ -2,20 +2,15 @@
 
 #include <algorithm>
 
+#include "flowstone/kernel.h"
+
 namespace flowstone {
-namespace {
 
 bool HasKernel(const Node& node, const Device& device) {
-  const OpDef& op = node.op_def();
-  DType dtype = DType::kInvalid;
-  for (const AttrDef& attr : op.attrs) {
-    if (attr.type == AttrType::kType) {
-      dtype = node.attrs().GetOr<DType>(attr.name, DType::kInvalid);
-      break;
-    }
-  }
-  return op.FindKernel(device.type(), dtype) != nullptr;
+  return FindKernelDef(node, device.type()) != nullptr;
 }
+
+namespace {
 
 Device* FirstWithKernel(const Node& node, const std::vector<Device*>& devices,
                         const DeviceSpec* spec) {
@@ -42,6 +37,29 @@ Status PlaceNode(const Node& node, const std::vector<Device*>& devices,
                  Device** out) {
   DeviceSpec requested;
   FS_RETURN_IF_ERROR(DeviceSpec::Parse(node.requested_device(), &requested));
+
+  // A variable in a device's memory can only be used by kernels on that device.
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    Device* var_device = input_devices[i];
+    if (node.input_type(i) != DType::kResource || var_device == nullptr ||
+        var_device->host_memory()) {
+      continue;
+    }
+    const bool has_kernel = HasKernel(node, *var_device);
+    if (has_kernel && (requested.Matches(var_device->spec()) || options.allow_soft_placement)) {
+      *out = var_device;
+      return Status::OK();
+    }
+    return errors::InvalidArgument(
+        "Cannot assign a device for operation ", node.name(), ": it uses the variable ",
+        node.inputs()[i].node->name(), ", which lives in the memory of ", var_device->name(),
+        ", but ",
+        has_kernel ? StrCat("it is pinned to ", node.requested_device())
+                   : StrCat("op ", node.type(), " has no ", var_device->type(), " kernel"),
+        ". To fix: create the variable under tf.device('/cpu:0'), or build the ops that use it "
+        "before the session first runs, so that the placer can choose a device that runs them "
+        "all.");
+  }
 
   // Colocate ops on a variable with the variable.
   if (requested.empty()) {

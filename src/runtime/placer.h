@@ -16,6 +16,9 @@ struct PlacementOptions {
   std::string gpu_unavailable_reason;
 };
 
+// True when `device` has a kernel for `node` (its op and dtype).
+bool HasKernel(const Node& node, const Device& device);
+
 // Picks a device for `node`. `input_devices` are the devices of the nodes producing its inputs
 // (nullptr where unknown); a node reading a resource (a variable) is colocated with it.
 Status PlaceNode(const Node& node, const std::vector<Device*>& devices,

@@ -224,3 +224,37 @@ def test_cuda_visible_devices_minus_one_hides_the_gpus():
     assert "[]" in proc.stdout
     assert 'no GPU is available: CUDA_VISIBLE_DEVICES="-1" hides every GPU' in proc.stdout
     assert "Found device" not in proc.stderr
+
+
+def test_a_variable_goes_where_every_op_using_it_has_a_kernel():
+    proc = run("""
+        # The fake GPU has no kernel for the optimizer's update, so the variable stays on the CPU.
+        w = tf.Variable(np.ones([2], np.float32), name="w")
+        loss = tf.reduce_sum(tf.square(w))
+        train = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+        # This one is only read and added to: it goes to the GPU.
+        c = tf.Variable(np.zeros([2], np.float32), name="c")
+        bump = c.assign_add(tf.ones([2]))
+        cfg = tf.ConfigProto(log_device_placement=True)
+        with tf.Session(config=cfg) as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run([train, bump])
+            print("w", sess.run(w).tolist(), "c", sess.run(c).tolist())
+        # Pinned to the GPU, the update cannot run next to it: a clear error.
+        tf.reset_default_graph()
+        with tf.device("/gpu:0"):
+            p = tf.Variable(np.ones([2], np.float32), name="p")
+        step = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(p))
+        try:
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(step)
+        except tf.errors.InvalidArgumentError as e:
+            print("ERROR", e.message)
+    """)
+    placed = placements(proc.stderr)
+    assert placed["w"] == CPU0
+    assert placed["c"] == GPU0
+    assert "w [0.5, 0.5] c [1.0, 1.0]" in proc.stdout
+    assert "it uses the variable p, which lives in the memory of " + GPU0 in proc.stdout
+    assert "has no GPU kernel" in proc.stdout
