@@ -162,6 +162,12 @@ Status PlaceColocatedNode(const Node& node, const std::vector<ColocationTarget>&
                             first.device->name(), "."));
   }
   if (conflict.ok() && !HasKernel(node, *first.device)) {
+    // When no one in the group asked for a device, the placer chose it (a GPU, say), and a node
+    // it cannot run goes where it can, as TensorFlow picks a device the whole group supports.
+    bool pinned = !requested.empty();
+    for (const ColocationTarget& target : targets)
+      pinned |= !target.node->requested_device().empty();
+    if (!pinned) return PlaceNode(node, devices, input_devices, options, out);
     std::string types;
     for (const std::string& t : node.op_def().KernelDeviceTypes())
       types += (types.empty() ? "" : ", ") + t;

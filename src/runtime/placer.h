@@ -36,10 +36,10 @@ struct ColocationTarget {
 };
 
 // Places `node` with its colocation targets (already placed). It goes to their device when its
-// own pin allows that and the device has a kernel for it. Otherwise, with soft placement, it is
-// placed as PlaceNode would place it; without, the InvalidArgumentError names both nodes
-// ("Cannot colocate nodes {{colocation_node a}} and {{colocation_node b}}"), the devices and the
-// fix.
+// own pin allows that and the device has a kernel for it. Otherwise, with soft placement or when
+// neither it nor its targets are pinned, it is placed as PlaceNode would place it; else the
+// InvalidArgumentError names both nodes ("Cannot colocate nodes {{colocation_node a}} and
+// {{colocation_node b}}"), the devices and the fix.
 Status PlaceColocatedNode(const Node& node, const std::vector<ColocationTarget>& targets,
                           const std::vector<Device*>& devices,
                           const std::vector<Device*>& input_devices,

@@ -56,7 +56,7 @@ def run_program(code):
 
 
 @pytest.mark.parametrize("spec, expected", [
-    ("/job:localhost/replica:0/task:0/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:0"),
+    (CPU0, CPU0),
     ("/cpu:0", "/device:CPU:0"),
     ("/CPU:1", "/device:CPU:1"),
     ("/gpu:1", "/device:GPU:1"),
