@@ -227,6 +227,9 @@ struct FakeKernelRegistrar {
 
 const std::vector<DType> kFloat = {DType::kFloat32};
 
+// As on a real GPU, constants may be pinned to the device; their values stay in host memory
+// until an op on the device reads them.
+FakeKernelRegistrar constant("Const", {}, {"output"});
 FakeKernelRegistrar add("AddV2", kFloat);
 FakeKernelRegistrar mul("Mul", kFloat);
 FakeKernelRegistrar sub("Sub", kFloat);
