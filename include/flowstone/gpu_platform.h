@@ -85,6 +85,9 @@ class GpuPlatform {
   // later ones (GPU memory is held per process); `memory` applies to that first call only.
   virtual Status CreateDevice(int tf_id, int ordinal, const GpuMemoryOptions& memory,
                               ThreadPool* intra_op_pool, std::unique_ptr<Device>* out) = 0;
+  // The allocator statistics of physical GPU `ordinal` (tf.config.experimental.get_memory_info);
+  // zeros before its first device is created.
+  virtual Status GetMemoryStats(int ordinal, AllocatorStats* stats) const = 0;
 };
 
 using CreateGpuPlatformFn = GpuPlatform* (*)(const GpuPlatformParams* params, std::string* error);

@@ -115,6 +115,11 @@ class Graph : public std::enable_shared_from_this<Graph> {
   Node* node_unlocked(int id) const {
     return id >= 0 && id < static_cast<int>(nodes_.size()) ? nodes_[id].get() : nullptr;
   }
+  // The node named `name`, or nullptr.
+  Node* FindNodeUnlocked(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
 
  private:
   mutable std::shared_mutex mu_;

@@ -106,6 +106,13 @@ Status DispatchDType(DType dtype, const char* op_name, F&& fn) {
   return result;
 }
 
+// The kernel registration for `node` on `device_type`, or nullptr.
+const KernelDef* FindKernelDef(const Node& node, const std::string& device_type);
+// Which of the node's inputs (or outputs) the kernel `def` keeps in host memory; resource
+// handles always live there.
+std::vector<bool> HostMemoryInputs(const Node& node, const KernelDef& def);
+std::vector<bool> HostMemoryOutputs(const Node& node, const KernelDef& def);
+
 // The kernel for `node` on `device_type`, or an error explaining that none exists.
 Status CreateKernel(const Node& node, const std::string& device_type,
                     std::unique_ptr<OpKernel>* out);

@@ -35,6 +35,14 @@ struct SessionOptions {
   bool log_device_placement = false;
   // A CPU memory limit for this session's tensors in bytes; 0 = the process limit.
   int64_t cpu_memory_limit_bytes = 0;
+  // GPUOptions: which visible GPUs become GPU:0, GPU:1... ("1,0"; empty = all, in order).
+  std::string gpu_visible_device_list;
+  // The share of each GPU's memory to reserve; 0 = all but a reserve.
+  double gpu_memory_fraction = 0;
+  // Grow GPU memory on demand instead of reserving it at the first allocation.
+  bool gpu_allow_growth = false;
+  // A GPU memory limit in bytes (a virtual device's memory_limit_mb); 0 = unset.
+  int64_t gpu_memory_limit_bytes = 0;
 };
 
 struct RunOptions {

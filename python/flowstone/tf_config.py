@@ -45,7 +45,14 @@ def _mark_devices_initialized():
 
 
 def _physical_devices():
-    return [PhysicalDevice("/physical_device:CPU:0", "CPU")]
+    """The CPU and, after GPU discovery (which runs on the first call), each GPU found."""
+    gpus = [PhysicalDevice(f"/physical_device:GPU:{i}", "GPU")
+            for i in range(len(_C.gpu_discovery()["devices"]))]
+    return [PhysicalDevice("/physical_device:CPU:0", "CPU")] + gpus
+
+
+def _gpu_index(device):
+    return int(device.name.rsplit(":", 1)[1])
 
 
 def list_physical_devices(device_type=None):
@@ -79,20 +86,24 @@ def set_visible_devices(devices, device_type=None):
         devices = [d for d in devices if d.device_type == device_type.upper()]
         kept = [d for d in get_visible_devices() if d.device_type != device_type.upper()]
         devices = kept + list(devices)
-    if not any(d.device_type == "CPU" for d in devices):
-        raise ValueError("The CPU must remain visible.")
     if _state["initialized"] and list(devices) != get_visible_devices():
         raise RuntimeError("Visible devices cannot be modified after being initialized")
+    if not any(d.device_type == "CPU" for d in devices):
+        raise ValueError("The CPU must remain visible.")
     _state["visible"] = list(devices)
+    _C.set_visible_gpus([_gpu_index(d) for d in devices if d.device_type == "GPU"])
 
 
 def list_logical_devices(device_type=None):
     out = []
+    next_index = collections.Counter()  # logical ids count across physical devices of a type
     for physical in get_visible_devices():
         configs = _state["logical"].get(physical.name) or [LogicalDeviceConfiguration()]
-        for i in range(len(configs)):
+        for _ in configs:
+            kind = physical.device_type
             out.append(LogicalDevice(f"/job:localhost/replica:0/task:0/device:"
-                                     f"{physical.device_type}:{i}", physical.device_type))
+                                     f"{kind}:{next_index[kind]}", kind))
+            next_index[kind] += 1
     if device_type is None:
         return out
     return [d for d in out if d.device_type == device_type.upper()]
@@ -114,6 +125,14 @@ def set_logical_device_configuration(device, logical_devices):
         _C.set_num_logical_cpus(len(configs))
         limits = [c.memory_limit for c in configs if c.memory_limit is not None]
         _C.set_cpu_memory_limit(int(sum(limits) * (1 << 20)) if limits else 0)
+    elif device.device_type == "GPU":
+        configs = logical_devices or [LogicalDeviceConfiguration()]
+        if len(configs) > 1:
+            _state["logical"][device.name] = None
+            raise ValueError("Flowstone gives each GPU one logical device; pass a list with one "
+                             "LogicalDeviceConfiguration(memory_limit=MB).")
+        limit = configs[0].memory_limit
+        _C.set_gpu_memory_limit(_gpu_index(device), int(limit * (1 << 20)) if limit else 0)
 
 
 def _get_memory_info(device):
@@ -122,9 +141,17 @@ def _get_memory_info(device):
         spec = _C.merge_device_specs("", name)
     except _C.StatusError:
         raise ValueError(f"Invalid device name: {device!r}") from None
-    if "/device:CPU:" not in spec:
-        raise ValueError(f"No memory information for device {device!r}: only CPU devices exist.")
-    info = _C.cpu_memory_info()
+    if "/device:GPU:" in spec:
+        index = spec.rsplit(":", 1)[1]
+        try:
+            info = _C.gpu_memory_info(0 if index == "*" else int(index))
+        except _C.StatusError as e:
+            raise ValueError(str(e)) from None
+    elif "/device:CPU:" in spec:
+        info = _C.cpu_memory_info()
+    else:
+        raise ValueError(f"No memory information for device {device!r}: name a CPU or GPU "
+                         "device, e.g. 'GPU:0'.")
     return {"current": info["current"], "peak": info["peak"]}
 
 
@@ -133,6 +160,7 @@ def _set_memory_growth(device, enable):
         raise ValueError("Cannot set memory growth on non-GPU devices")
     _check_not_initialized("Memory growth")
     _state["memory_growth"][device.name] = bool(enable)
+    _C.set_gpu_memory_growth(_gpu_index(device), bool(enable))
 
 
 def _get_memory_growth(device):

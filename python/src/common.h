@@ -32,6 +32,7 @@ void RegisterGraph(nb::module_& m);
 void RegisterSession(nb::module_& m);
 void RegisterRuntime(nb::module_& m);
 void RegisterCheckpoint(nb::module_& m);
+void RegisterDevices(nb::module_& m);
 
 // Attr values to and from Python (by the attr's declared type where one is declared).
 AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string& name);

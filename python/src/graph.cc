@@ -60,6 +60,13 @@ AttrType GuessType(nb::handle value) {
   if (nb::isinstance<nb::float_>(value)) return AttrType::kFloat;
   if (nb::isinstance<nb::str>(value)) return AttrType::kString;
   if (DTypeOfNumpy(value.ptr()) != DType::kInvalid) return AttrType::kTensor;
+  // Lists take their element type from the first element; attrs without a schema entry are
+  // underscored ones such as `_class` (a list of strings).
+  if ((nb::isinstance<nb::list>(value) || nb::isinstance<nb::tuple>(value)) && nb::len(value) > 0) {
+    nb::object first = value[0];
+    if (nb::isinstance<nb::str>(first)) return AttrType::kStringList;
+    if (nb::isinstance<nb::float_>(first)) return AttrType::kFloatList;
+  }
   return AttrType::kIntList;
 }
 

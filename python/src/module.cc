@@ -12,6 +12,7 @@ NB_MODULE(_C, m) {
   RegisterSession(m);
   RegisterRuntime(m);
   RegisterCheckpoint(m);
+  RegisterDevices(m);
 }
 
 }  // namespace flowstone::python

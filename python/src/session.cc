@@ -22,6 +22,13 @@ SessionOptions OptionsFromDict(nb::dict d) {
     o.log_device_placement = nb::cast<bool>(d["log_device_placement"]);
   if (d.contains("cpu_memory_limit_bytes"))
     o.cpu_memory_limit_bytes = nb::cast<int64_t>(d["cpu_memory_limit_bytes"]);
+  if (d.contains("gpu_visible_device_list"))
+    o.gpu_visible_device_list = nb::cast<std::string>(d["gpu_visible_device_list"]);
+  if (d.contains("gpu_memory_fraction"))
+    o.gpu_memory_fraction = nb::cast<double>(d["gpu_memory_fraction"]);
+  if (d.contains("gpu_allow_growth")) o.gpu_allow_growth = nb::cast<bool>(d["gpu_allow_growth"]);
+  if (d.contains("gpu_memory_limit_bytes"))
+    o.gpu_memory_limit_bytes = nb::cast<int64_t>(d["gpu_memory_limit_bytes"]);
   if (d.contains("device_count")) {
     for (auto [k, v] : nb::cast<nb::dict>(d["device_count"]))
       o.device_count[nb::cast<std::string>(k)] = nb::cast<int>(v);
@@ -39,7 +46,9 @@ struct Callable {
     if (session && !session->closed()) session->ReleaseCallable(handle);
   }
 
-  nb::list Call(nb::args feed_values) {
+  nb::list Call(nb::args feed_values) { return CallWithOptions(RunOptions{}, feed_values); }
+
+  nb::list CallWithOptions(const RunOptions& options, nb::args feed_values) {
     if (feed_values.size() != feed_dtypes.size()) {
       throw StatusException{errors::InvalidArgument("expected ", feed_dtypes.size(),
                                                     " feed values, got ", feed_values.size())};
@@ -52,7 +61,7 @@ struct Callable {
     Status s;
     {
       nb::gil_scoped_release release;
-      s = session->RunCallable(handle, feeds, &outputs);
+      s = session->RunCallable(handle, feeds, &outputs, options);
       feeds.clear();
     }
     ThrowIfError(s);
@@ -75,6 +84,13 @@ struct Callable {
 void RegisterSession(nb::module_& m) {
   nb::class_<Callable>(m, "Callable")
       .def("__call__", &Callable::Call)
+      .def("call_reporting_oom",
+           [](Callable& c, nb::args feed_values) {
+             RunOptions options;
+             options.report_tensor_allocations_upon_oom = true;
+             return c.CallWithOptions(options, feed_values);
+           },
+           "Runs like __call__, listing the live tensors in an out-of-memory error.")
       .def_prop_ro("feed_dtypes", [](const Callable& c) {
         std::vector<int> out;
         for (DType t : c.feed_dtypes) out.push_back(static_cast<int>(t));

@@ -308,8 +308,7 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
 
 Node* Graph::FindNode(const std::string& name) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : it->second;
+  return FindNodeUnlocked(name);
 }
 
 Node* Graph::node(int id) const {

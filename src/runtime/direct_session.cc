@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "executor.h"
 #include "flowstone/session.h"
+#include "gpu_discovery.h"
 #include "placer.h"
 #include "process_state.h"
 
@@ -58,10 +60,25 @@ class DirectSession final : public Session {
     for (int i = 0; i < num_cpus; ++i) {
       devices_.push_back(
           std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
-      device_ptrs_.push_back(devices_.back().get());
     }
+    GpuSessionOptions gpu;
+    auto gpu_count = options_.device_count.find("GPU");
+    if (gpu_count != options_.device_count.end()) gpu.max_devices = gpu_count->second;
+    gpu.visible_device_list = options_.gpu_visible_device_list;
+    gpu.memory.memory_fraction = options_.gpu_memory_fraction;
+    gpu.memory.allow_growth = options_.gpu_allow_growth;
+    gpu.memory.memory_limit_bytes = options_.gpu_memory_limit_bytes;
+    FS_RETURN_IF_ERROR(
+        GpuDiscovery::Get().CreateSessionDevices(gpu, process.intra_op_pool(), &devices_));
+    // Placement tries GPUs first: an unpinned op runs on a GPU when one has a kernel for it.
+    for (const auto& d : devices_)
+      if (d->type() != "CPU") device_ptrs_.push_back(d.get());
+    for (const auto& d : devices_)
+      if (d->type() == "CPU") device_ptrs_.push_back(d.get());
     placement_.allow_soft_placement = options_.allow_soft_placement;
-    placement_.gpu_unavailable_reason = process.gpu_unavailable_reason();
+    placement_.gpu_unavailable_reason =
+        gpu.max_devices == 0 ? "the session's ConfigProto sets device_count={'GPU': 0}"
+                             : GpuDiscovery::Get().reason();
     return Status::OK();
   }
 
@@ -128,7 +145,7 @@ class DirectSession final : public Session {
     }
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
     return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(),
-                     step);
+                     step, options);
   }
 
   Status ReleaseCallable(CallableHandle handle) override {
@@ -211,12 +228,17 @@ class DirectSession final : public Session {
       *out = it->second;
       return Status::OK();
     }
+    std::vector<ColocationTarget> colocated;
+    FS_RETURN_IF_ERROR(PlaceColocationTargetsLocked(node, &colocated));
     std::vector<Device*> input_devices;
     for (const Endpoint& in : node.inputs()) {
       auto found = placements_.find(in.node->id());
       input_devices.push_back(found == placements_.end() ? nullptr : found->second);
     }
-    Status s = PlaceNode(node, device_ptrs_, input_devices, placement_, out);
+    Status s = colocated.empty()
+                   ? PlaceNode(node, device_ptrs_, input_devices, placement_, out)
+                   : PlaceColocatedNode(node, colocated, device_ptrs_, input_devices, placement_,
+                                        out);
     if (!s.ok()) {
       s.SetPayload("node", node.name());
       return s;
@@ -225,9 +247,10 @@ class DirectSession final : public Session {
     if (options_.log_device_placement) {
       if (!logged_mapping_header_) {
         std::fprintf(stderr, "Device mapping:\n");
-        for (Device* d : device_ptrs_) {
-          std::fprintf(stderr, "%s -> device: %d, name: %s\n", d->name().c_str(), d->id(),
-                       d->type().c_str());
+        for (const auto& d : devices_) {
+          std::string physical = d->physical_description();
+          if (physical.empty()) physical = StrCat("device: ", d->id(), ", name: ", d->type());
+          std::fprintf(stderr, "%s -> %s\n", d->name().c_str(), physical.c_str());
         }
         logged_mapping_header_ = true;
       }
@@ -235,6 +258,33 @@ class DirectSession final : public Session {
                    (*out)->name().c_str());
     }
     return Status::OK();
+  }
+
+  // Places what decides `node`'s device before it: the variables it reads (resource inputs) and
+  // the nodes tf.colocate_with names in its `_class` attr, which may come later in the graph.
+  // Returns the placed colocation targets. A node reached again while its own targets are being
+  // placed (a colocation cycle) is skipped there.
+  Status PlaceColocationTargetsLocked(const Node& node, std::vector<ColocationTarget>* targets) {
+    std::vector<const Node*> prerequisites;
+    for (const Endpoint& in : node.inputs())
+      if (in.node->output_type(in.index) == DType::kResource) prerequisites.push_back(in.node);
+    std::vector<std::string> names = ColocationTargets(node);
+    for (const std::string& name : names)
+      if (const Node* target = graph_->FindNodeUnlocked(name)) prerequisites.push_back(target);
+    if (prerequisites.empty()) return Status::OK();
+
+    placing_.insert(node.id());
+    Status status;
+    for (const Node* prerequisite : prerequisites) {
+      if (placing_.count(prerequisite->id())) continue;
+      Device* device;
+      status = PlaceLocked(*prerequisite, &device);
+      if (!status.ok()) break;
+      if (std::find(names.begin(), names.end(), prerequisite->name()) != names.end())
+        targets->push_back({prerequisite, device});
+    }
+    placing_.erase(node.id());
+    return status;
   }
 
   Status KernelLocked(const Node& node, Device* device, OpKernel** out) {
@@ -355,6 +405,55 @@ class DirectSession final : public Session {
       if (c != constant_slot.end()) return c->second;
       return plan->nodes[plan_index[e.node->id()]].output_base + e.index;
     };
+    plan->slot_names.resize(slot);
+    for (size_t f = 0; f < feeds.size(); ++f)
+      plan->slot_names[plan->feed_slots[f]] = "feed " + feeds[f].ToString();
+    for (Node* n : constants) plan->slot_names[constant_slot[n->id()]] = n->name() + ":0";
+    for (const PlanNode& pn : plan->nodes)
+      for (int o = 0; o < pn.node->num_outputs(); ++o)
+        plan->slot_names[pn.output_base + o] = StrCat(pn.node->name(), ":", o);
+
+    // Partitioning: each slot lives in the memory of the device that produced it (nullptr:
+    // host memory: feeds, constants, CPU outputs, and outputs a device kernel keeps on the host).
+    // An input whose slot is not where its kernel reads it gets a transfer.
+    std::vector<Device*> slot_device(slot, nullptr);
+    std::vector<std::vector<bool>> host_inputs(order.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+      PlanNode& pn = plan->nodes[i];
+      if (pn.device->host_memory()) continue;
+      const KernelDef* def = FindKernelDef(*pn.node, pn.device->type());
+      host_inputs[i] = HostMemoryInputs(*pn.node, *def);
+      std::vector<bool> host_outputs = HostMemoryOutputs(*pn.node, *def);
+      for (int o = 0; o < pn.node->num_outputs(); ++o)
+        if (!host_outputs[o]) slot_device[pn.output_base + o] = pn.device;
+      auto& sync = plan->devices_to_sync;
+      if (std::find(sync.begin(), sync.end(), pn.device) == sync.end()) sync.push_back(pn.device);
+    }
+    // A constant read on a device is copied there once, now, into a slot of its own.
+    std::map<std::pair<int, Device*>, int> constant_copies;
+    auto constant_on = [&](int host_slot, Device* device, int* out_slot) -> Status {
+      auto key = std::make_pair(host_slot, device);
+      auto found = constant_copies.find(key);
+      if (found != constant_copies.end()) {
+        *out_slot = found->second;
+        return Status::OK();
+      }
+      Tensor host;
+      for (const auto& [cs, value] : plan->constants)
+        if (cs == host_slot) host = value;
+      Tensor on_device;
+      FS_RETURN_IF_ERROR(device->CopyFromHost(host, &on_device));
+      *out_slot = plan->num_slots++;
+      plan->constants.push_back({*out_slot, std::move(on_device)});
+      plan->slot_consumers.push_back(0);
+      plan->slot_names.push_back(StrCat(plan->slot_names[host_slot], " on ", device->name()));
+      slot_device.push_back(device);
+      constant_copies[key] = *out_slot;
+      return Status::OK();
+    };
+    std::unordered_set<int> constant_slots;
+    for (const auto& [cs, value] : plan->constants) constant_slots.insert(cs);
+
     int input_count = 0;
     for (size_t i = 0; i < order.size(); ++i) {
       Node* n = order[i];
@@ -362,8 +461,19 @@ class DirectSession final : public Session {
       plan->input_base.push_back(input_count);
       input_count += n->num_inputs();
       std::unordered_set<int> preds;
-      for (const Endpoint& in : n->inputs()) {
+      for (int k = 0; k < n->num_inputs(); ++k) {
+        const Endpoint& in = n->inputs()[k];
         int s = slot_of(in);
+        Device* want =
+            pn.device->host_memory() || host_inputs[i][k] ? nullptr : pn.device;
+        if (slot_device[s] != want) {
+          if (constant_slots.count(s) && want != nullptr) {
+            Status copied = constant_on(s, want, &s);
+            if (!copied.ok()) return AnnotateNodeError(copied, *n, pn.device);
+          } else {
+            pn.transfers.push_back({k, slot_device[s], want});
+          }
+        }
         pn.input_slots.push_back(s);
         ++plan->slot_consumers[s];
         auto p = plan_index.find(in.node->id());
@@ -381,6 +491,7 @@ class DirectSession final : public Session {
     for (const Endpoint& e : fetches) {
       int s = slot_of(e);
       plan->fetch_slots.push_back(s);
+      plan->fetch_devices.push_back(slot_device[s]);
       ++plan->slot_consumers[s];
     }
     plan->parallel = HasIndependentExpensiveNodes(*plan);
@@ -413,6 +524,7 @@ class DirectSession final : public Session {
   int in_flight_ = 0;
   bool logged_mapping_header_ = false;
   std::unordered_map<int, Device*> placements_;
+  std::unordered_set<int> placing_;  // nodes whose colocation targets are being placed
   std::unordered_map<int, std::unique_ptr<OpKernel>> kernels_;
   std::unordered_map<CallableHandle, std::shared_ptr<ExecutionPlan>> callables_;
   std::unordered_map<std::string, CallableHandle> run_cache_;

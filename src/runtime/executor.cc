@@ -1,6 +1,8 @@
 #include "executor.h"
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 
 namespace flowstone {
 
@@ -22,6 +24,22 @@ std::string ShortSite(const std::string& site) {
   return file + ":" + last.substr(line_begin, line_end == std::string::npos ? std::string::npos
                                                                             : line_end - line_begin);
 }
+// Moves `in` from `from`'s memory (nullptr: host) to `to`'s memory (nullptr: host).
+Status Transfer(const Tensor& in, Device* from, Device* to, Tensor* out) {
+  Tensor host = in;
+  if (from != nullptr) FS_RETURN_IF_ERROR(from->CopyToHost(in, &host));
+  if (to != nullptr) return to->CopyFromHost(host, out);
+  *out = std::move(host);
+  return Status::OK();
+}
+
+std::string FormatBytes(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), bytes >= (1 << 20) ? "%.2fMiB" : "%.2fKiB",
+                bytes / (bytes >= (1 << 20) ? 1048576.0 : 1024.0));
+  return buf;
+}
+
 }  // namespace
 
 Status AnnotateNodeError(const Status& status, const Node& node, const Device* device) {
@@ -88,6 +106,12 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
           pn.device);
     }
   }
+  for (const InputTransfer& t : pn.transfers) {
+    Tensor& in = state.inputs[base + t.input];
+    Status s = Transfer(in, t.from, t.to, &in);
+    if (!s.ok()) return AnnotateNodeError(s, *pn.node, pn.device);
+    state.forwardable[base + t.input] = 1;
+  }
   KernelContext::Params params;
   params.node = pn.node;
   params.device = pn.device;
@@ -98,9 +122,47 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   params.step_id = step_id;
   KernelContext ctx(params);
   Status s = pn.kernel->Compute(ctx);
+  if (!s.ok() && s.code() == Code::kResourceExhausted && state.report_allocations_on_oom) {
+    Status with_report(s.code(), StrCat(s.message(), "\n", AllocationReport(state, index)));
+    if (const auto* payloads = s.payloads()) {
+      for (const auto& [k, v] : *payloads) with_report.SetPayload(k, v);
+    }
+    s = with_report;
+  }
   for (int i = 0; i < n_in; ++i) state.inputs[base + i] = Tensor();
   if (!s.ok()) return AnnotateNodeError(s, *pn.node, pn.device);
   return Status::OK();
+}
+
+std::string ExecutionPlan::AllocationReport(const RunState& state, int failing_node) const {
+  struct Entry {
+    size_t bytes;
+    std::string line;
+  };
+  std::vector<Entry> entries;
+  auto add = [&](const Tensor& t, const std::string& name) {
+    if (!t.initialized() || t.dtype() == DType::kResource || t.buffer() == nullptr) return;
+    entries.push_back({t.bytes(), StrCat(FormatBytes(t.bytes()), " from ", name, " ",
+                                         t.shape().ToString(), " ", DTypeShortName(t.dtype()))});
+  };
+  for (int slot = 0; slot < num_slots; ++slot) add(state.slots[slot], slot_names[slot]);
+  const PlanNode& failing = nodes[failing_node];
+  for (size_t i = 0; i < failing.input_slots.size(); ++i) {
+    add(state.inputs[input_base[failing_node] + i],
+        StrCat(slot_names[failing.input_slots[i]], " (input ", i, " of ", failing.node->name(),
+               ")"));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.bytes > b.bytes; });
+  size_t total = 0;
+  for (const Entry& e : entries) total += e.bytes;
+  std::string report = StrCat("Tensors alive in this step when the OOM happened (",
+                              entries.size(), " tensors, ", FormatBytes(total),
+                              ", largest first; variables not included):");
+  constexpr size_t kMaxLines = 20;
+  for (size_t i = 0; i < entries.size() && i < kMaxLines; ++i) report += "\n  " + entries[i].line;
+  if (entries.size() > kMaxLines) report += StrCat("\n  ... and ", entries.size() - kMaxLines, " more");
+  return report;
 }
 
 Status ExecutionPlan::RunSequential(RunState& state, ResourceMgr* resources,
@@ -165,8 +227,9 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
 
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool,
-                          int64_t step_id) const {
+                          int64_t step_id, const RunOptions& options) const {
   std::unique_ptr<RunState> state = AcquireState();
+  state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   for (int s = 0; s < num_slots; ++s) {
     state->slot_uses[s].store(slot_consumers[s], std::memory_order_relaxed);
   }
@@ -174,18 +237,26 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
     state->slots[feed_slots[f]] = std::move(feed_values[f]);
   }
   for (const auto& [slot, value] : constants) state->slots[slot] = value;
-  Status s = parallel && inter_op_pool != nullptr && inter_op_pool->num_threads() > 0
-                 ? RunParallel(*state, resources, inter_op_pool, step_id)
-                 : RunSequential(*state, resources, step_id);
+  // An allocation report reads every slot, so that run goes one node at a time.
+  const bool run_parallel = parallel && !state->report_allocations_on_oom &&
+                            inter_op_pool != nullptr && inter_op_pool->num_threads() > 0;
+  Status s = run_parallel ? RunParallel(*state, resources, inter_op_pool, step_id)
+                          : RunSequential(*state, resources, step_id);
   if (s.ok()) {
     outputs->resize(fetch_slots.size());
     for (size_t f = 0; f < fetch_slots.size(); ++f) {
-      (*outputs)[f] = state->slots[fetch_slots[f]];
-      if (!(*outputs)[f].initialized()) {
+      const Tensor& value = state->slots[fetch_slots[f]];
+      if (!value.initialized()) {
         s = errors::Internal("fetched tensor ", f, " was not produced");
         break;
       }
+      s = Transfer(value, fetch_devices[f], nullptr, &(*outputs)[f]);
+      if (!s.ok()) break;
     }
+  }
+  for (Device* device : devices_to_sync) {
+    Status synced = device->Sync();
+    if (s.ok()) s = synced;
   }
   ReleaseState(std::move(state));
   return s;

@@ -12,11 +12,20 @@
 
 namespace flowstone {
 
+// An input that must move between memories before the kernel runs: from a device's memory to
+// host memory, from host memory to a device, or between two devices through the host.
+struct InputTransfer {
+  int input = 0;
+  Device* from = nullptr;  // nullptr: the tensor is in host memory
+  Device* to = nullptr;    // nullptr: the kernel reads it in host memory
+};
+
 struct PlanNode {
   const Node* node = nullptr;
   OpKernel* kernel = nullptr;
   Device* device = nullptr;
   std::vector<int> input_slots;  // the slot each input reads
+  std::vector<InputTransfer> transfers;
   int output_base = 0;           // outputs occupy slots [output_base, output_base + n)
   std::vector<int> successors;   // plan indices that wait on this node (data and control)
   int num_predecessors = 0;
@@ -29,6 +38,8 @@ struct RunState {
   std::unique_ptr<std::atomic<int>[]> pending;
   std::vector<Tensor> inputs;        // per node, gathered contiguously at input_base[n]
   std::vector<uint8_t> forwardable;  // parallel to inputs
+  // RunOptions.report_tensor_allocations_upon_oom for this run.
+  bool report_allocations_on_oom = false;
 };
 
 class ExecutionPlan {
@@ -40,6 +51,12 @@ class ExecutionPlan {
   int num_inputs = 0;
   std::vector<int> feed_slots;
   std::vector<int> fetch_slots;
+  // Per fetch: the device whose memory holds it (copied to the host after the run), or nullptr.
+  std::vector<Device*> fetch_devices;
+  // Devices with queued work (GPUs) that a run waits for before it returns.
+  std::vector<Device*> devices_to_sync;
+  // Per slot: "dense/MatMul:0", "feed x:0", for allocation reports.
+  std::vector<std::string> slot_names;
   // Constants are not executed: each run starts with their values in their slots.
   std::vector<std::pair<int, Tensor>> constants;
   std::vector<std::string> feed_names;  // for messages
@@ -49,12 +66,15 @@ class ExecutionPlan {
 
   // Runs the plan. `feed_values` are moved into the feed slots.
   Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
-             ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id) const;
+             ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
+             const RunOptions& options) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;
   void ReleaseState(std::unique_ptr<RunState> state) const;
   Status RunNode(int index, RunState& state, ResourceMgr* resources, int64_t step_id) const;
+  // The tensors alive in `state` (and the failing node's inputs), largest first, for an OOM.
+  std::string AllocationReport(const RunState& state, int failing_node) const;
   Status RunSequential(RunState& state, ResourceMgr* resources, int64_t step_id) const;
   Status RunParallel(RunState& state, ResourceMgr* resources, ThreadPool* pool,
                      int64_t step_id) const;

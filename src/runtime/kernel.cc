@@ -56,7 +56,9 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
-  Status s = Tensor::Allocate(p_.device->allocator(), dtype, shape, &slot);
+  // Resource handles are host structures whatever the device.
+  Allocator* allocator = dtype == DType::kResource ? CpuAllocator() : p_.device->allocator();
+  Status s = Tensor::Allocate(allocator, dtype, shape, &slot);
   if (!s.ok()) {
     if (s.code() == Code::kResourceExhausted) return OomError(dtype, shape);
     return s;
@@ -93,16 +95,53 @@ void KernelContext::ParallelFor(int64_t n, int64_t cost_per_unit,
   pool->ParallelFor(n, cost_per_unit, fn);
 }
 
+namespace {
+
+// The dtype kernels are selected by: the value of the op's first type attr.
+DType KernelDType(const Node& node) {
+  for (const AttrDef& attr : node.op_def().attrs) {
+    if (attr.type == AttrType::kType) return node.attrs().GetOr<DType>(attr.name, DType::kInvalid);
+  }
+  return DType::kInvalid;
+}
+
+// Marks the node's arguments (inputs or outputs) named in `def.host_memory_args`, expanding list
+// arguments by their length attr.
+std::vector<bool> HostMemoryArgs(const Node& node, const KernelDef& def,
+                                 const std::vector<ArgDef>& args, int count,
+                                 DType (Node::*type_of)(int) const) {
+  std::vector<bool> host(count, false);
+  int index = 0;
+  for (const ArgDef& arg : args) {
+    int64_t n = 1;
+    if (!arg.number_attr.empty()) n = node.attrs().GetOr<int64_t>(arg.number_attr, 0);
+    const bool named = std::find(def.host_memory_args.begin(), def.host_memory_args.end(),
+                                 arg.name) != def.host_memory_args.end();
+    for (int64_t k = 0; k < n && index < count; ++k, ++index) host[index] = named;
+  }
+  for (int i = 0; i < count; ++i) host[i] = host[i] || (node.*type_of)(i) == DType::kResource;
+  return host;
+}
+
+}  // namespace
+
+const KernelDef* FindKernelDef(const Node& node, const std::string& device_type) {
+  return node.op_def().FindKernel(device_type, KernelDType(node));
+}
+
+std::vector<bool> HostMemoryInputs(const Node& node, const KernelDef& def) {
+  return HostMemoryArgs(node, def, node.op_def().inputs, node.num_inputs(), &Node::input_type);
+}
+
+std::vector<bool> HostMemoryOutputs(const Node& node, const KernelDef& def) {
+  return HostMemoryArgs(node, def, node.op_def().outputs, node.num_outputs(),
+                        &Node::output_type);
+}
+
 Status CreateKernel(const Node& node, const std::string& device_type,
                     std::unique_ptr<OpKernel>* out) {
   const OpDef& op = node.op_def();
-  DType dtype = DType::kInvalid;
-  for (const AttrDef& attr : op.attrs) {
-    if (attr.type == AttrType::kType) {
-      dtype = node.attrs().GetOr<DType>(attr.name, DType::kInvalid);
-      break;
-    }
-  }
+  const DType dtype = KernelDType(node);
   const KernelDef* kernel = op.FindKernel(device_type, dtype);
   if (kernel == nullptr) {
     std::string available;

@@ -1,5 +1,7 @@
 #include "placer.h"
 
+#include <algorithm>
+
 namespace flowstone {
 namespace {
 
@@ -23,7 +25,11 @@ Device* FirstWithKernel(const Node& node, const std::vector<Device*>& devices,
   return nullptr;
 }
 
-std::string DeviceList(const std::vector<Device*>& devices) {
+// "[ /job:localhost/replica:0/task:0/device:CPU:0, ... ]", CPUs first as TensorFlow lists them.
+std::string DeviceList(std::vector<Device*> devices) {
+  std::stable_sort(devices.begin(), devices.end(), [](const Device* a, const Device* b) {
+    return (a->type() == "CPU") > (b->type() == "CPU");
+  });
   std::string out = "[ ";
   for (size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i]->name();
   return out + " ]";
@@ -90,6 +96,73 @@ Status PlaceNode(const Node& node, const std::vector<Device*>& devices,
         return types;
       }(),
       ". To fix: pin it to one of those, or set allow_soft_placement=True.");
+}
+
+std::vector<std::string> ColocationTargets(const Node& node) {
+  static const std::string kPrefix = "loc:@";
+  std::vector<std::string> names;
+  const auto* groups = std::get_if<std::vector<std::string>>(node.attrs().Find("_class"));
+  if (groups == nullptr) return names;
+  for (const std::string& group : *groups) {
+    if (group.rfind(kPrefix, 0) != 0) continue;
+    std::string name = group.substr(kPrefix.size());
+    if (name != node.name()) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+Status PlaceColocatedNode(const Node& node, const std::vector<ColocationTarget>& targets,
+                          const std::vector<Device*>& devices,
+                          const std::vector<Device*>& input_devices,
+                          const PlacementOptions& options, Device** out) {
+  const ColocationTarget& first = targets.front();
+  auto cannot_colocate = [&](const Node& other, const std::string& why) {
+    return errors::InvalidArgument(
+        "Cannot colocate nodes {{colocation_node ", node.name(), "}} and {{colocation_node ",
+        other.name(), "}}: ", why,
+        " To fix: remove the conflicting tf.device pin or tf.colocate_with, or create the "
+        "session with tf.ConfigProto(allow_soft_placement=True) to let the placer separate "
+        "them.");
+  };
+
+  Status conflict;
+  for (const ColocationTarget& target : targets) {
+    if (target.device != first.device) {
+      conflict = cannot_colocate(
+          *target.node, StrCat("it is colocated with both ", first.node->name(), " on ",
+                               first.device->name(), " and ", target.node->name(), " on ",
+                               target.device->name(), ", which are different devices."));
+      break;
+    }
+  }
+  DeviceSpec requested;
+  FS_RETURN_IF_ERROR(DeviceSpec::Parse(node.requested_device(), &requested));
+  if (conflict.ok() && !requested.Matches(first.device->spec())) {
+    conflict = cannot_colocate(
+        *first.node, StrCat(node.name(), " is pinned to '", node.requested_device(), "' but ",
+                            first.node->name(), ", which it is colocated with, is on ",
+                            first.device->name(), "."));
+  }
+  if (conflict.ok() && !HasKernel(node, *first.device)) {
+    std::string types;
+    for (const std::string& t : node.op_def().KernelDeviceTypes())
+      types += (types.empty() ? "" : ", ") + t;
+    conflict = cannot_colocate(
+        *first.node, StrCat(first.node->name(), " is on ", first.device->name(),
+                            ", which has no kernel for op ", node.type(), " (it has kernels for: ",
+                            types, ")."));
+  }
+  if (conflict.ok()) {
+    *out = first.device;
+    return Status::OK();
+  }
+  if (!options.allow_soft_placement) return conflict;
+  // Soft placement keeps the group together where it can, else places the node on its own.
+  if (HasKernel(node, *first.device)) {
+    *out = first.device;
+    return Status::OK();
+  }
+  return PlaceNode(node, devices, input_devices, options, out);
 }
 
 }  // namespace flowstone

@@ -149,6 +149,51 @@ TEST(SessionTest, PlacementErrorsNameTheDeviceAndTheFix) {
   EXPECT_TRUE(soft_session->Run({}, {{*a, 0}}, {}, &out).ok());
 }
 
+// `_class = ["loc:@<name>"]` (tf.colocate_with) may name a node created later; a pin that
+// contradicts it is an error without soft placement.
+TEST(SessionTest, ColocationFollowsClassAttrAndReportsConflicts) {
+  GraphBuilder b;
+  auto add_const = [&](const std::string& name, const std::string& device,
+                       const std::vector<std::string>& groups) {
+    NodeSpec spec;
+    spec.name = name;
+    spec.op = "Const";
+    spec.attrs.Set("value", Tensor::Scalar<float>(1.0f));
+    spec.attrs.Set("dtype", DType::kFloat32);
+    if (!groups.empty()) spec.attrs.Set("_class", groups);
+    spec.device = device;
+    StatusOr<Node*> node = b.graph()->AddNode(spec);
+    EXPECT_TRUE(node.ok()) << node.status().ToString();
+    return *node;
+  };
+  Node* follower = add_const("follower", "", {"loc:@leader"});
+  Node* pinned = add_const("pinned", "/cpu:0", {"loc:@leader"});
+  add_const("leader", "/cpu:1", {});
+
+  SessionOptions two_cpus;
+  two_cpus.device_count["CPU"] = 2;
+  auto session = NewSession(b, two_cpus);
+  std::vector<Tensor> out;
+  EXPECT_TRUE(session->Run({}, {{follower, 0}}, {}, &out).ok());
+  Status s = session->Run({}, {{pinned, 0}}, {}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("Cannot colocate nodes {{colocation_node pinned}} and "
+                             "{{colocation_node leader}}"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("allow_soft_placement=True"), std::string::npos);
+
+  // With one CPU the leader's pin cannot be satisfied: the error names the leader.
+  auto one_cpu = NewSession(b);
+  s = one_cpu->Run({}, {{follower, 0}}, {}, &out);
+  EXPECT_NE(s.message().find("Cannot assign a device for operation leader"), std::string::npos)
+      << s.message();
+
+  two_cpus.allow_soft_placement = true;
+  auto soft = NewSession(b, two_cpus);
+  EXPECT_TRUE(soft->Run({}, {{pinned, 0}}, {}, &out).ok());
+}
+
 TEST(SessionTest, ManyThreadsRunOneSession) {
   GraphBuilder b;
   Endpoint x = b.Placeholder(DType::kFloat32, PartialShape({-1}), "x");

@@ -61,6 +61,20 @@ def _config_to_options(config):
         "device_count": dict(config.device_count),
         "cpu_memory_limit_bytes": int(config.experimental.cpu_memory_limit_mb) * (1 << 20),
     }
+    gpu = config.gpu_options
+    options["gpu_visible_device_list"] = str(gpu.visible_device_list)
+    options["gpu_memory_fraction"] = float(gpu.per_process_gpu_memory_fraction)
+    options["gpu_allow_growth"] = bool(gpu.allow_growth)
+    virtual = list(gpu.experimental.virtual_devices)
+    if virtual:
+        limits = list(virtual[0].memory_limit_mb)
+        gpus_wanted = options["device_count"].get("GPU", 1) != 0
+        if gpus_wanted and (len(limits) > 1 or len(virtual) > 1):
+            raise _errors.UnimplementedError(
+                None, None, "Flowstone gives each GPU one logical device: "
+                "virtual_devices may hold one memory_limit_mb for the first GPU.")
+        if limits:
+            options["gpu_memory_limit_bytes"] = int(limits[0]) << 20
     return options
 
 
@@ -291,7 +305,10 @@ class BaseSession:
         else:
             values = ()
         try:
-            outputs = compiled.callable(*values)
+            if options is not None and options.report_tensor_allocations_upon_oom:
+                outputs = compiled.callable.call_reporting_oom(*values)
+            else:
+                outputs = compiled.callable(*values)
         except _C.StatusError as e:
             raise _errors.from_status_error(e, self._graph) from None
         return compiled.mapper.build(outputs)

@@ -1,5 +1,6 @@
 """Graphs, operations and tensors: the TF1 graph-building API over the C++ graph."""
 
+import collections
 import contextlib
 import os
 import sys
@@ -186,6 +187,15 @@ class Operation:
     def values(self):
         return tuple(self._outputs)
 
+    def colocation_groups(self):
+        """The groups this op is colocated with: the "loc:@<name>" entries of its `_class` attr,
+        or its own name when it has none."""
+        groups = [g for g in self._class_attr() if g.startswith("loc:@")]
+        return groups or [f"loc:@{self.name}"]
+
+    def _class_attr(self):
+        return self._node.attr("_class") if "_class" in self._node.attr_names() else []
+
     def get_attr(self, name):
         value = self._node.attr(name)
         if name in ("T", "dtype", "DstT", "SrcT", "out_type", "Tidx", "output_type"):
@@ -224,6 +234,7 @@ class Graph:
             ctx.name_stack = ""
             ctx.control_deps = []
             ctx.device_stack = []
+            ctx.colocation_stack = []  # (colocation groups, device) per colocate_with block
             ctx.var_scope_stack = []
         return ctx
 
@@ -384,28 +395,64 @@ class Graph:
         finally:
             ctx.device_stack = old
 
-    def _current_device(self, op_type):
+    def _current_device(self, op_type, op_name):
         merged = ""
         for entry in self._ctx().device_stack:
             if entry is None:
                 merged = ""
             elif callable(entry):
-                merged = _merge_device_strings(merged, _device_spec_string(entry(op_type) or ""))
+                # Like TensorFlow's, a device function sees the op (type, name, device so far).
+                op = _OpForDeviceFunction(op_type, op_name, merged)
+                merged = _merge_device_strings(merged, _device_spec_string(entry(op) or ""))
             else:
                 merged = _merge_device_strings(merged, entry)
         return merged
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
-        if op is None:
+        """Ops created in the block run on the device of `op` (an Operation, Tensor or
+        Variable): they get the attr `_class = ["loc:@<op name>"]`, which the placer honours, and
+        `op`'s requested device. Device scopes from outside the block do not apply inside it.
+        `ignore_existing=True` drops the colocations of enclosing blocks; with `op=None` it
+        clears them."""
+        if op is None and not ignore_existing:
+            raise ValueError("Trying to reset colocation (op is None) but ignore_existing is "
+                             "not True")
+        entry = None
+        if op is not None:
+            op = _op_to_colocate_with(op)
+            if op.graph is not self:
+                raise ValueError(f"colocate_with: {op!r} is not an element of this graph.")
+            entry = (op.colocation_groups(), op.device)
+        with self._colocation_scope(entry, ignore_existing):
             yield
-            return
-        if hasattr(op, "_as_graph_element") and not isinstance(op, (Tensor, Operation)):
-            op = op._as_graph_element()
-        if isinstance(op, Tensor):
-            op = op.op
-        with self.device(op.device or None):
+
+    @contextlib.contextmanager
+    def _colocation_scope(self, entry, ignore_existing=False):
+        """Pushes `entry`, (colocation groups, device) or None, on the colocation stack and
+        starts an empty device stack, as TensorFlow does."""
+        ctx = self._ctx()
+        old_colocation, old_devices = ctx.colocation_stack, ctx.device_stack
+        ctx.colocation_stack = ([] if ignore_existing else old_colocation) + (
+            [entry] if entry is not None else [])
+        ctx.device_stack = []
+        try:
             yield
+        finally:
+            ctx.colocation_stack, ctx.device_stack = old_colocation, old_devices
+
+    def _colocation_attrs(self, attrs, device):
+        """Adds the colocation groups in scope to `attrs["_class"]`; an op without a device of
+        its own takes the innermost colocated op's device."""
+        stack = self._ctx().colocation_stack
+        if not stack:
+            return attrs, device
+        groups = set(attrs.get("_class", []))
+        for entry_groups, _ in stack:
+            groups.update(entry_groups)
+        if not device:
+            device = next((d for _, d in reversed(stack) if d), "")
+        return dict(attrs, _class=sorted(groups)), device
 
     # --- collections --------------------------------------------------------------------------
     def add_to_collection(self, name, value):
@@ -442,9 +489,11 @@ class Graph:
         with self._lock:
             node_name = name if exact_name else self.unique_name(name)
             control = [c._node for c in ctx.control_deps]
+            attrs, device = self._colocation_attrs(attrs,
+                                                   self._current_device(op_type, node_name))
             try:
-                node = self._c.add_node(op_type, node_name, inputs, control, attrs,
-                                        self._current_device(op_type), _creation_site())
+                node = self._c.add_node(op_type, node_name, inputs, control, attrs, device,
+                                        _creation_site())
             except _C.StatusError as e:
                 raise _errors.from_status_error(e, as_op_error=False) from None
             self._sync_ops()
@@ -455,6 +504,24 @@ class Graph:
         with self._lock:
             for node_id in range(len(self._ops), self._c.num_nodes):
                 self._ops.append(Operation(self, self._c.node(node_id)))
+
+
+_OpForDeviceFunction = collections.namedtuple("_OpForDeviceFunction", ["type", "name", "device"])
+
+
+def _op_to_colocate_with(op):
+    """The Operation to colocate with: a Variable's handle op, a Tensor's op."""
+    handle = getattr(op, "handle", None)
+    if isinstance(handle, Tensor):
+        return handle.op
+    if hasattr(op, "_as_graph_element") and not isinstance(op, (Tensor, Operation)):
+        op = op._as_graph_element()
+    if isinstance(op, Tensor):
+        op = op.op
+    if not isinstance(op, Operation):
+        raise TypeError(f"colocate_with expects an Operation, Tensor or Variable, got "
+                        f"{type(op).__name__}.")
+    return op
 
 
 def _device_spec_string(spec):
@@ -554,6 +621,7 @@ def device(device_name_or_function):
 
 
 def colocate_with(op, ignore_existing=False):
+    """Ops created in the block share a device with `op`; see Graph.colocate_with."""
     return get_default_graph().colocate_with(op, ignore_existing)
 
 

@@ -38,7 +38,10 @@ class Variable:
         graph = _ops.get_default_graph()
         with graph.name_scope(name or "Variable") as scope:
             handle_name = scope[:-1]
-            with graph.name_scope("Initializer"):
+            # An initializer built here is colocated with the variable's handle, made below.
+            initializer_scope = (graph._colocation_scope(([f"loc:@{handle_name}"], ""))
+                                 if init_from_fn else contextlib.nullcontext())
+            with initializer_scope, graph.name_scope("Initializer"):
                 value = initial_value() if init_from_fn else initial_value
                 value = _ops.convert_to_tensor(value, dtype=dtype, name="initial_value")
             if shape is not None:
@@ -53,11 +56,10 @@ class Variable:
             self._dtype = value.dtype
             self._shape = var_shape
             self._initial_value = value
-            with graph.colocate_with(None):
-                self._handle = _ops.apply_op(
-                    "VarHandleOp", [],
-                    {"dtype": self._dtype, "shape": var_shape, "shared_name": handle_name},
-                    name=handle_name, exact_name=True).outputs[0]
+            self._handle = _ops.apply_op(
+                "VarHandleOp", [],
+                {"dtype": self._dtype, "shape": var_shape, "shared_name": handle_name},
+                name=handle_name, exact_name=True).outputs[0]
             self._initializer_op = _ops.apply_op(
                 "AssignVariableOp", [self._handle, value], {"dtype": self._dtype},
                 name="Assign")

@@ -1,0 +1,226 @@
+"""GPU devices tested without a GPU: the fake GPU plugin (tests/fake_gpu) is loaded through the
+same discovery, plugin interface, placement, transfers and BFC allocator as the CUDA backend. Its
+kernels check that each input is in the memory they read it from, so a missing host<->device
+transfer fails. Discovery is once per process, so each case runs as its own program."""
+
+import glob
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _fake_plugin():
+    explicit = os.environ.get("FLOWSTONE_TEST_FAKE_GPU")
+    if explicit:
+        return explicit
+    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tests", "fake_gpu",
+                                          "libflowstone_fake_gpu.so")), key=os.path.getmtime)
+    return found[-1] if found else None
+
+
+PLUGIN = _fake_plugin()
+pytestmark = pytest.mark.skipif(
+    PLUGIN is None, reason="the fake GPU plugin is not built (configure with "
+    "-DFLOWSTONE_BUILD_TESTS=ON, as `make test` does)")
+
+
+def run(code, gpus=1, memory_mb=256, env=None):
+    full_env = dict(os.environ)
+    full_env.update({"FLOWSTONE_GPU_PLUGIN": PLUGIN, "FLOWSTONE_FAKE_GPU_COUNT": str(gpus),
+                     "FLOWSTONE_FAKE_GPU_MEMORY_MB": str(memory_mb)})
+    full_env.pop("CUDA_VISIBLE_DEVICES", None)
+    full_env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    full_env.update(env or {})
+    program = "import numpy as np\nimport flowstone as tf\n" + textwrap.dedent(code)
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, env=full_env)
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    return proc
+
+
+def placements(stderr):
+    """{op name: device} from a log_device_placement log."""
+    out = {}
+    for line in stderr.splitlines():
+        if ": (" in line and "): /job:" in line:
+            name, rest = line.split(": (", 1)
+            out[name] = rest.split("): ", 1)[1]
+    return out
+
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def test_discovery_logs_and_tf_config_report_the_gpu():
+    proc = run("""
+        print(tf.config.list_physical_devices("GPU"))
+        print(tf.test.is_gpu_available(), tf.test.gpu_device_name())
+        print([d.name for d in tf.config.list_logical_devices()])
+        with tf.Session() as sess:
+            print([d.name for d in sess.list_devices()])
+    """, gpus=2)
+    assert "PhysicalDevice(name='/physical_device:GPU:0', device_type='GPU'), " \
+           "PhysicalDevice(name='/physical_device:GPU:1', device_type='GPU')" in proc.stdout
+    assert "True /device:GPU:0" in proc.stdout
+    assert f"'{CPU0}', '{GPU0}', '{GPU1}'" in proc.stdout
+    assert "Found device 0 with properties: \npciBusID: 0000:00:00.0 name: Flowstone fake GPU " \
+           "computeCapability: 0.0" in proc.stderr
+    assert "Adding visible gpu devices: 0, 1" in proc.stderr
+    assert f"Created device {GPU0} with 256 MB memory -> physical GPU (device: 0" in proc.stderr
+    assert "Could not load dynamic library" not in proc.stderr
+
+
+def test_unpinned_ops_prefer_the_gpu_and_data_moves_between_memories():
+    proc = run("""
+        x = tf.placeholder(tf.float32, [2, 3], name="x")
+        w = tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2), name="w")
+        y = tf.matmul(x, w, name="y")            # GPU kernel: x and w are copied to the GPU
+        z = tf.nn.softmax(y, name="z")           # no GPU kernel: y is copied back to the host
+        k = tf.constant([1, 2]) + tf.constant([3, 4])  # int32: no GPU kernel, stays on the CPU
+        r = tf.nn.relu(z - 0.25, name="r")       # back to the GPU
+        config = tf.ConfigProto(log_device_placement=True)
+        with tf.Session(config=config) as sess:
+            xv = np.array([[1, -2, 3], [0.5, 1, -1]], np.float32)
+            yv, zv, kv, rv = sess.run([y, z, k, r], {x: xv})
+            ref_y = xv @ np.arange(6, dtype=np.float32).reshape(3, 2)
+            ref_z = np.exp(ref_y - ref_y.max(1, keepdims=True))
+            ref_z /= ref_z.sum(1, keepdims=True)
+            np.testing.assert_allclose(yv, ref_y, rtol=1e-6)
+            np.testing.assert_allclose(zv, ref_z, rtol=1e-5)
+            np.testing.assert_allclose(rv, np.maximum(ref_z - 0.25, 0), rtol=1e-5, atol=1e-7)
+            assert kv.tolist() == [4, 6]
+            # A second run reuses the plan, its constant already on the GPU.
+            np.testing.assert_allclose(sess.run(y, {x: xv}), ref_y, rtol=1e-6)
+        print("ok")
+    """)
+    assert "ok" in proc.stdout
+    placed = placements(proc.stderr)
+    assert placed["y"] == GPU0
+    assert placed["z"] == CPU0
+    assert placed["add"] == CPU0
+    assert placed["r"] == GPU0
+    assert proc.stderr.count("Device mapping:") == 1
+    assert f"{GPU0} -> device: 0, name: Flowstone fake GPU" in proc.stderr
+
+
+def test_pins_soft_placement_and_device_count_zero():
+    proc = run("""
+        with tf.device("/gpu:1"):
+            a = tf.constant([1.0, 2.0], name="a") * 2.0
+        try:
+            with tf.Session() as sess:
+                sess.run(a)
+        except tf.errors.InvalidArgumentError as e:
+            print("ERROR", e.message)
+        with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+            print("soft", sess.run(a).tolist())
+        with tf.device("/cpu:0"):
+            b = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]), name="b")
+        cfg = tf.ConfigProto(log_device_placement=True, device_count={"GPU": 0})
+        with tf.Session(config=cfg) as sess:
+            print("nogpu", sess.run(b).tolist(), [d.name for d in sess.list_devices()])
+    """)
+    assert "ERROR Cannot assign a device for operation a: {{node a}} was explicitly assigned " \
+           "to /device:GPU:1" in proc.stdout
+    assert f"available devices are [ {CPU0}, {GPU0} ]" in proc.stdout
+    assert "soft [2.0, 4.0]" in proc.stdout
+    assert f"nogpu [[2.0, 2.0], [2.0, 2.0]] ['{CPU0}']" in proc.stdout
+    assert placements(proc.stderr)["b"] == CPU0
+
+
+def test_visible_device_list_maps_and_validates():
+    proc = run("""
+        a = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]), name="a")
+        cfg = tf.ConfigProto(log_device_placement=True)
+        cfg.gpu_options.visible_device_list = "1"
+        with tf.Session(config=cfg) as sess:
+            print([d.name for d in sess.list_devices()], sess.run(a).sum())
+        bad = tf.ConfigProto()
+        bad.gpu_options.visible_device_list = "0,7"
+        try:
+            tf.Session(config=bad)
+        except tf.errors.InvalidArgumentError as e:
+            print("ERROR", e.message)
+    """, gpus=2)
+    assert f"['{CPU0}', '{GPU0}'] 8.0" in proc.stdout
+    assert "device: 1, name: Flowstone fake GPU" in proc.stderr  # GPU:0 is physical GPU 1
+    assert "ERROR 'visible_device_list' listed an invalid GPU id '7' but the visible device " \
+           "count is 2" in proc.stdout
+
+
+def test_variables_live_on_the_gpu_and_train_there():
+    proc = run("""
+        v = tf.Variable(np.ones([3], np.float32), name="v")
+        step = v.assign_add(tf.constant([1.0, 2.0, 3.0]))
+        cfg = tf.ConfigProto(log_device_placement=True)
+        with tf.Session(config=cfg) as sess:
+            sess.run(v.initializer)
+            for _ in range(3):
+                sess.run(step)
+            print("value", sess.run(v).tolist())
+            print("memory", tf.config.experimental.get_memory_info("GPU:0")["current"] > 0)
+    """)
+    assert "value [4.0, 7.0, 10.0]" in proc.stdout
+    assert "memory True" in proc.stdout
+    placed = placements(proc.stderr)
+    assert placed["v"] == GPU0
+    assert placed["AssignAddVariableOp"] == GPU0
+
+
+def test_gpu_oom_is_resource_exhausted_with_a_report_and_the_session_recovers():
+    proc = run("""
+        x = tf.placeholder(tf.float32, [None, 1024], name="x")
+        y = tf.matmul(x, tf.ones([1024, 1024]), name="big")
+        with tf.Session() as sess:
+            try:
+                sess.run(y, {x: np.ones([4096, 1024], np.float32)},
+                         options=tf.RunOptions(report_tensor_allocations_upon_oom=True))
+            except tf.errors.ResourceExhaustedError as e:
+                print("OOM", e.message)
+            print("after", sess.run(y, {x: np.ones([2, 1024], np.float32)})[0, 0])
+    """, memory_mb=24)
+    out = proc.stdout
+    assert "OOM when allocating tensor with shape[4096,1024] and type float on " \
+           f"{GPU0} by allocator GPU_0_bfc" in out
+    assert "Tensors alive in this step when the OOM happened" in out
+    assert "after 1024.0" in out
+
+
+def test_memory_options_from_config_and_tf_config():
+    proc = run("""
+        gpu = tf.config.list_physical_devices("GPU")[0]
+        tf.config.set_logical_device_configuration(
+            gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=64)])
+        with tf.Session() as sess:
+            print("limit", [d.memory_limit_bytes >> 20 for d in sess.list_devices()
+                            if d.device_type == "GPU"])
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except RuntimeError as e:
+            print("ERROR", e)
+    """)
+    assert "limit [64]" in proc.stdout
+    assert "ERROR" in proc.stdout and "initialized" in proc.stdout
+    assert f"Created device {GPU0} with 64 MB memory" in proc.stderr
+
+
+def test_cuda_visible_devices_minus_one_hides_the_gpus():
+    proc = run("""
+        print(tf.config.list_physical_devices("GPU"))
+        with tf.device("/gpu:0"):
+            a = tf.constant(1.0) + 1.0
+        try:
+            tf.Session().run(a)
+        except tf.errors.InvalidArgumentError as e:
+            print("ERROR", e.message)
+    """, env={"CUDA_VISIBLE_DEVICES": "-1"})
+    assert "[]" in proc.stdout
+    assert 'no GPU is available: CUDA_VISIBLE_DEVICES="-1" hides every GPU' in proc.stdout
+    assert "Found device" not in proc.stderr
