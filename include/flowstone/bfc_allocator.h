@@ -54,16 +54,19 @@ class BfcAllocator final : public Allocator {
   std::string name() const override { return name_; }
   // Returns nullptr when no chunk fits and no new region can be had within the limit.
   void* Allocate(size_t bytes) override;
+  // Frees the chunk at ptr (its size is known, so `bytes` is not needed); nullptr is a no-op.
   void Deallocate(void* ptr, size_t bytes) override;
   // bytes_in_use counts chunk sizes (rounded up to 256 bytes); bytes_limit is the limit;
-  // largest_free_block_bytes is the largest free chunk, counting memory not yet reserved.
+  // largest_free_block_bytes is the largest free chunk, counting memory not yet reserved;
+  // bytes_cached is reserved memory not in use; num_system_allocs counts regions.
   AllocatorStats stats() const override;
   int64_t limit() const override { return options_.memory_limit_bytes; }
 
   // Bytes reserved from the sub-allocator so far.
   int64_t bytes_reserved() const;
   // A report for OOM messages, in TensorFlow's shape: "Allocator (GPU_0_bfc) ran out of memory
-  // trying to allocate 1.2GiB", the non-empty bins, the in-use chunk sizes and totals.
+  // trying to allocate 1.20GiB (rounded to 1288490240)", the non-empty bins, the regions and their
+  // first 64 chunks, the 32 largest in-use chunk sizes, and the totals.
   std::string MemoryReport(size_t failed_request_bytes) const;
 
  private:

@@ -32,6 +32,8 @@ int BinIndex(size_t chunk_bytes) {
   return std::min(log2, kNumBins - 1);
 }
 
+size_t NonNegative(int64_t bytes) { return static_cast<size_t>(std::max<int64_t>(bytes, 0)); }
+
 size_t BinBytes(int bin) { return kChunkUnit << bin; }
 
 // "768B", "1.5KiB", "12.0MiB", "1.20GiB": GiB amounts get two decimals because a tenth of a GiB
@@ -98,13 +100,9 @@ struct BfcAllocator::Impl {
   Impl(std::unique_ptr<SubAllocator> sub_allocator, const BfcOptions& options)
       : sub(std::move(sub_allocator)),
         allow_growth(options.allow_growth),
-        limit(static_cast<size_t>(std::max<int64_t>(options.memory_limit_bytes, 0)) / kChunkUnit *
-              kChunkUnit) {
-    next_region_bytes =
-        allow_growth
-            ? RoundToChunkUnit(static_cast<size_t>(std::max<int64_t>(options.initial_region_bytes, 1)))
-            : limit;
-  }
+        limit(NonNegative(options.memory_limit_bytes) / kChunkUnit * kChunkUnit),
+        next_region_bytes(allow_growth ? RoundToChunkUnit(NonNegative(options.initial_region_bytes))
+                                       : limit) {}
 
   ~Impl() {
     for (const Region& region : regions) sub->Free(region.base, region.bytes);
@@ -199,6 +197,7 @@ struct BfcAllocator::Impl {
   const bool allow_growth;
   const size_t limit;  // the memory limit rounded down to whole chunk units
 
+  // Guards everything below.
   mutable std::mutex mu;
   size_t next_region_bytes;
   size_t reserved = 0;

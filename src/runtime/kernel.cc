@@ -37,7 +37,7 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
   if (auto* bfc = dynamic_cast<BfcAllocator*>(allocator)) {
     // Capped so that the conversion is defined for shapes too large to count in size_t.
     double report_bytes = std::min(requested, static_cast<double>(int64_t{1} << 62));
-    memory_report = "\n" + bfc->MemoryReport(static_cast<size_t>(report_bytes));
+    memory_report = StrCat("\n", bfc->MemoryReport(static_cast<size_t>(report_bytes)));
   }
   return errors::ResourceExhausted(
       "OOM when allocating tensor with shape", shape.ToString(), " and type ",
