@@ -21,9 +21,20 @@ _CPU_ONLY = "ops run on the CPU"
 
 
 def _gpu_discovery():
-    """The core's discovery result, or None when this build has no `_C.gpu_discovery`."""
+    """The core's discovery result, or None when this build has no `_C.gpu_discovery`. The
+    doctor's screen says what discovery's log lines would, so they are held back."""
     discover = getattr(_C, "gpu_discovery", None)
-    return discover() if discover is not None else None
+    if discover is None:
+        return None
+    saved = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    try:
+        return discover()
+    finally:
+        if saved is None:
+            del os.environ["TF_CPP_MIN_LOG_LEVEL"]
+        else:
+            os.environ["TF_CPP_MIN_LOG_LEVEL"] = saved
 
 
 def _build_info():
