@@ -109,6 +109,12 @@ void ReadVersion(GpuLibrary& lib) {
     int major = 0, minor = 0, patch = 0;
     if (fn != nullptr && fn(0, &major) == 0 && fn(1, &minor) == 0 && fn(2, &patch) == 0)
       lib.found_version = StrCat(major, ".", minor, ".", patch);
+  } else if (lib.name == "NCCL") {
+    using VersionFn = int (*)(int*);  // ncclGetVersion: major * 10000 + minor * 100 + patch
+    auto fn = reinterpret_cast<VersionFn>(dlsym(lib.handle, "ncclGetVersion"));
+    int v = 0;
+    if (fn != nullptr && fn(&v) == 0)
+      lib.found_version = StrCat(v / 10000, ".", (v / 100) % 100, ".", v % 100);
   } else if (lib.name == "cuBLASLt" || lib.name == "cuDNN") {
     using VersionFn = size_t (*)();  // major * 10000 + minor * 100 + patch
     auto fn = reinterpret_cast<VersionFn>(
@@ -172,6 +178,8 @@ bool GpuDiscovery::LoadLibraries() {
       {"cuBLASLt", "libcublasLt.so." + cuda_major, false, false, "", "", "", cuda_major},
       {"cuBLAS", "libcublas.so." + cuda_major, false, false, "", "", "", cuda_major},
       {"cuDNN", "libcudnn.so." + cudnn_major, false, false, "", "", "", cudnn_major},
+      // For data-parallel training across GPUs; reported, not needed by one process.
+      {"NCCL", "libnccl.so.2", false, false, "", "", "", "2"},
   };
   const std::string ld_path = EnvOr("LD_LIBRARY_PATH", "(unset)");
   const std::string searched = Join(report_.search_path, ":");
@@ -180,7 +188,8 @@ bool GpuDiscovery::LoadLibraries() {
     Open(lib, report_.search_path);
     ReadVersion(lib);
     // Without a driver the other libraries do not matter: probe them for the report only.
-    if (!lib.loaded && (driver.loaded || &lib == &driver)) {
+    const bool worth_a_warning = &lib == &driver || (driver.loaded && lib.name != "NCCL");
+    if (!lib.loaded && worth_a_warning) {
       LogWarning(kLog, "Could not load dynamic library '", lib.file, "' (", lib.name,
                  "); dlerror: ", lib.error, "; LD_LIBRARY_PATH: ", ld_path,
                  "; also searched: ", searched);
@@ -218,7 +227,7 @@ bool GpuDiscovery::LoadLibraries() {
     return false;
   }
   for (const GpuLibrary& lib : report_.libraries) {
-    if (!lib.required && !lib.loaded) {
+    if (!lib.required && !lib.loaded && lib.name != "NCCL") {
       LogWarning(kLog, lib.name, " is missing: ops that need it (",
                  lib.name == "cuDNN" ? "convolution, pooling" : "MatMul",
                  ") fail on the GPU; pin them to the CPU or install ", lib.file, ".");
