@@ -42,14 +42,4 @@ void ProcessState::set_num_logical_cpus(int n) {
   num_logical_cpus_ = n > 0 ? n : 1;
 }
 
-std::string ProcessState::gpu_unavailable_reason() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return gpu_unavailable_reason_;
-}
-
-void ProcessState::set_gpu_unavailable_reason(std::string reason) {
-  std::lock_guard<std::mutex> lock(mu_);
-  gpu_unavailable_reason_ = std::move(reason);
-}
-
 }  // namespace flowstone

@@ -1,5 +1,5 @@
 // Process-wide runtime state: thread pools (sized by the first session, as in TensorFlow),
-// logical CPU devices, and what device discovery found.
+// and logical CPU devices. GPU discovery keeps its own state (gpu_discovery.h).
 #pragma once
 
 #include <memory>
@@ -23,16 +23,11 @@ class ProcessState {
   int num_logical_cpus() const;
   void set_num_logical_cpus(int n);
 
-  // Why no GPU can be used, for placement errors; empty if unknown.
-  std::string gpu_unavailable_reason() const;
-  void set_gpu_unavailable_reason(std::string reason);
-
  private:
   mutable std::mutex mu_;
   std::unique_ptr<ThreadPool> inter_op_;
   std::unique_ptr<ThreadPool> intra_op_;
   int num_logical_cpus_ = 1;
-  std::string gpu_unavailable_reason_ = "this build found no CUDA devices";
 };
 
 }  // namespace flowstone
