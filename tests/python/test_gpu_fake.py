@@ -258,3 +258,32 @@ def test_a_variable_goes_where_every_op_using_it_has_a_kernel():
     assert "w [0.5, 0.5] c [1.0, 1.0]" in proc.stdout
     assert "it uses the variable p, which lives in the memory of " + GPU0 in proc.stdout
     assert "has no GPU kernel" in proc.stdout
+
+
+def test_allow_growth_and_memory_fraction_decide_what_is_reserved():
+    code = """
+        a = tf.matmul(tf.ones([4, 4]), tf.ones([4, 4]))
+        with tf.Session(config=config) as sess:
+            sess.run(a)
+        gpu = tf._C.gpu_discovery()["devices"][0]
+        print("reserved", (gpu["total_memory"] - gpu["free_memory"]) >> 20)
+    """
+    greedy = run("config = tf.ConfigProto()\n" + textwrap.dedent(code), memory_mb=100)
+    assert "reserved 100" in greedy.stdout
+    growth = run("config = tf.ConfigProto()\nconfig.gpu_options.allow_growth = True\n" +
+                 textwrap.dedent(code), memory_mb=100)
+    assert "reserved 2" in growth.stdout
+    fraction = run("config = tf.ConfigProto()\n"
+                   "config.gpu_options.per_process_gpu_memory_fraction = 0.25\n" +
+                   textwrap.dedent(code), memory_mb=100)
+    assert "reserved 25" in fraction.stdout
+    forced = run("config = tf.ConfigProto()\n" + textwrap.dedent(code), memory_mb=100,
+                 env={"TF_FORCE_GPU_ALLOW_GROWTH": "true"})
+    assert "reserved 2" in forced.stdout
+
+
+def test_empty_cuda_visible_devices_hides_the_gpus_too():
+    proc = run("""
+        print(tf.config.list_physical_devices("GPU"), tf.test.is_gpu_available())
+    """, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert "[] False" in proc.stdout
