@@ -192,7 +192,8 @@ bool GpuDiscovery::LoadLibraries() {
     if (!lib.loaded && worth_a_warning) {
       LogWarning(kLog, "Could not load dynamic library '", lib.file, "' (", lib.name,
                  "); dlerror: ", lib.error, "; LD_LIBRARY_PATH: ", ld_path,
-                 "; also searched: ", searched);
+                 "; also searched: ", searched,
+                 lib.required ? "" : ". The ops that need it run on the CPU.");
     }
   }
   std::string missing;
@@ -225,13 +226,6 @@ bool GpuDiscovery::LoadLibraries() {
     LogWarning(kLog, "Cannot use a GPU: ", report_.reason,
                ". Skipping GPU devices: every op runs on the CPU.");
     return false;
-  }
-  for (const GpuLibrary& lib : report_.libraries) {
-    if (!lib.required && !lib.loaded && lib.name != "NCCL") {
-      LogWarning(kLog, lib.name, " is missing: ops that need it (",
-                 lib.name == "cuDNN" ? "convolution, pooling" : "MatMul",
-                 ") fail on the GPU; pin them to the CPU or install ", lib.file, ".");
-    }
   }
   return true;
 }
