@@ -7,7 +7,7 @@
 //   * Q == 1: a block per row reduces it in shared memory; when there are few long rows, each
 //     row is first split into chunks whose partial results a second pass combines;
 //   * Q > 1: a thread per output column walks down R (neighbouring threads read neighbouring
-//     addresses).
+//     addresses); when there are few outputs, R is first split into chunks the same way.
 // Everything accumulates in double, so float32 sums are as precise as the CPU's, and the work
 // split depends only on the shape, so results are reproducible.
 #include <cstdint>
@@ -92,10 +92,35 @@ __global__ void ReduceColumnsKernel(const In* x, Out* out, int64_t outer, int64_
   }
 }
 
+// Chunks of R for [P, R, Q] with Q > 1: partial[(p * chunks + c) * Q + q] reduces rows
+// [c * chunk_len, (c + 1) * chunk_len) of column q of slice p. A [P, chunks, Q] result that
+// ReduceColumnsKernel then reduces.
+template <ReduceKind kKind, typename In>
+__global__ void ReduceColumnChunksKernel(const In* x, double* partial, int64_t outer,
+                                         int64_t reduce_len, int64_t inner, int64_t chunks,
+                                         int64_t chunk_len) {
+  for (int64_t i = GridStart(); i < outer * chunks * inner; i += GridStride()) {
+    const int64_t p = i / (chunks * inner);
+    const int64_t c = (i / inner) % chunks;
+    const int64_t q = i % inner;
+    const int64_t begin = c * chunk_len;
+    const int64_t end = begin + chunk_len < reduce_len ? begin + chunk_len : reduce_len;
+    const In* data = x + p * reduce_len * inner + q;
+    double acc = Identity<kKind>();
+    for (int64_t r = begin; r < end; ++r) {
+      acc = Combine<kKind>(acc, static_cast<double>(data[r * inner]));
+    }
+    partial[i] = acc;
+  }
+}
+
 // With fewer rows than this, long rows are split into chunks to keep the GPU busy.
 constexpr int64_t kFewRows = 256;
 constexpr int64_t kChunkLen = 8192;
 constexpr int64_t kMaxChunks = 512;
+// Likewise for columns: with fewer outputs than this, R is split into chunks of kColumnChunkLen.
+constexpr int64_t kFewColumnOutputs = 4096;
+constexpr int64_t kColumnChunkLen = 256;
 
 // One pass [P, R, Q] -> [P, Q] from `x` (In) into `out` (Out).
 template <ReduceKind kKind, typename In, typename Out>
@@ -104,8 +129,25 @@ Status ReducePass(KernelContext& ctx, const In* x, Out* out, int64_t outer, int6
   cudaStream_t stream = StreamOf(ctx);
   const char* name = ctx.node().type().c_str();
   if (inner > 1) {
-    ReduceColumnsKernel<kKind><<<BlocksFor(outer * inner), kThreadsPerBlock, 0, stream>>>(
-        x, out, outer, reduce_len, inner, divisor);
+    const int64_t outputs = outer * inner;
+    const int64_t chunks =
+        outputs < kFewColumnOutputs
+            ? std::min(kMaxChunks, (reduce_len + kColumnChunkLen - 1) / kColumnChunkLen)
+            : 1;
+    if (chunks <= 1) {
+      ReduceColumnsKernel<kKind><<<BlocksFor(outputs), kThreadsPerBlock, 0, stream>>>(
+          x, out, outer, reduce_len, inner, divisor);
+      return LaunchCheck(name);
+    }
+    Tensor partials;
+    FS_RETURN_IF_ERROR(
+        ctx.AllocateTemp(DType::kFloat64, TensorShape{outer * chunks * inner}, &partials));
+    const int64_t chunk_len = (reduce_len + chunks - 1) / chunks;
+    ReduceColumnChunksKernel<kKind><<<BlocksFor(outputs * chunks), kThreadsPerBlock, 0, stream>>>(
+        x, partials.data<double>(), outer, reduce_len, inner, chunks, chunk_len);
+    FS_RETURN_IF_ERROR(LaunchCheck(name));
+    ReduceColumnsKernel<kKind><<<BlocksFor(outputs), kThreadsPerBlock, 0, stream>>>(
+        partials.data<double>(), out, outer, chunks, inner, divisor);
     return LaunchCheck(name);
   }
   const int64_t chunks =

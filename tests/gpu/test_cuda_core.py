@@ -203,7 +203,8 @@ AXES = [
     ((3, 0), [1]),             # empty rows: the identity (NaN for Mean)
     ((100003,), [0]),          # long row: split into chunks
     ((3, 70000), [1]),
-    ((70000, 3), [0]),
+    ((70000, 3), [0]),         # long columns: split into chunks too
+    ((2, 5001, 3), [1]),
 ]
 
 
