@@ -1,9 +1,7 @@
 // The CUDA implementation of GpuPlatform and the plugin's entry point.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +13,7 @@
 #include "cuda_kernel.h"
 #include "flowstone/bfc_allocator.h"
 #include "flowstone/gpu_platform.h"
+#include "gpu_memory_rule.h"
 
 namespace flowstone::cuda {
 
@@ -26,7 +25,6 @@ Status CreateCudnnHandle(int ordinal, const CudnnApi* api, void** handle);
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
-constexpr int64_t kGiB = int64_t{1} << 30;
 
 // GPU memory straight from the driver, in the regions the BFC allocator asks for.
 class CudaSubAllocator final : public SubAllocator {
@@ -65,32 +63,6 @@ void* LoadedLibrary(const GpuPlatformParams& params, const std::string& name) {
     if (library.name == name && library.loaded) return library.handle;
   }
   return nullptr;
-}
-
-int64_t MemoryLimit(const GpuMemoryOptions& memory, int64_t free_bytes, int64_t total_bytes) {
-  if (memory.memory_limit_bytes > 0) return memory.memory_limit_bytes;
-  if (memory.memory_fraction > 0) {
-    return static_cast<int64_t>(static_cast<double>(total_bytes) * memory.memory_fraction);
-  }
-  // Leave room for the CUDA context, cuBLAS/cuDNN workspaces and other processes, as
-  // TensorFlow does.
-  const int64_t reserve =
-      total_bytes < 2 * kGiB ? 225 * kMiB : std::max<int64_t>(300 * kMiB, total_bytes / 20);
-  return std::max<int64_t>(0, free_bytes - reserve);
-}
-
-// TF_FORCE_GPU_ALLOW_GROWTH=true/false overrides the configured allow_growth.
-bool AllowGrowth(bool configured) {
-  const char* env = std::getenv("TF_FORCE_GPU_ALLOW_GROWTH");
-  if (env == nullptr) return configured;
-  const std::string value = env;
-  if (value == "true") return true;
-  if (value == "false") return false;
-  std::fprintf(stderr,
-               "flowstone: ignoring TF_FORCE_GPU_ALLOW_GROWTH=%s: it must be \"true\" or "
-               "\"false\"\n",
-               env);
-  return configured;
 }
 
 class CudaPlatform final : public GpuPlatform {
@@ -262,8 +234,8 @@ class CudaPlatform final : public GpuPlatform {
     }
 
     BfcOptions options;
-    options.memory_limit_bytes = MemoryLimit(memory, free_bytes, total_bytes);
-    options.allow_growth = AllowGrowth(memory.allow_growth);
+    options.memory_limit_bytes = GpuMemoryLimitBytes(memory, free_bytes, total_bytes);
+    options.allow_growth = GpuAllowGrowth(memory.allow_growth);
     gpu->allocator = std::make_unique<BfcAllocator>(std::make_unique<CudaSubAllocator>(ordinal),
                                                     options,
                                                     "GPU_" + std::to_string(tf_id) + "_bfc");
