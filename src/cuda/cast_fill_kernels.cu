@@ -1,0 +1,139 @@
+// GPU kernels that make or convert whole tensors: Cast between float32, float64, int32, int64,
+// uint8 and bool; Fill, ZerosLike and OnesLike for float32 and float64.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda_kernel.h"
+#include "gpu_launch.h"
+#include "ops/array_util.h"
+
+namespace flowstone::cuda {
+namespace {
+
+const std::vector<DType> kGpuFloatTypes = {DType::kFloat32, DType::kFloat64};
+
+// ---------------------------------------------------------------------------------------------
+// Cast: the CPU kernel's rules (src/ops/math_ops.cc): floats to integers saturate and NaN gives
+// 0; integers narrow modulo 2^bits; anything to bool is `!= 0`.
+
+template <typename To, typename From>
+__device__ To CastValue(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (v != v) return To(0);
+    // Inclusive bounds: the limits converted to From may round outward.
+    constexpr From kLow = static_cast<From>(std::numeric_limits<To>::min());
+    constexpr From kHigh = static_cast<From>(std::numeric_limits<To>::max());
+    if (v <= kLow) return std::numeric_limits<To>::min();
+    if (v >= kHigh) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+template <typename To, typename From>
+__global__ void CastKernel(const From* in, To* out, int64_t n) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) out[i] = CastValue<To, From>(in[i]);
+}
+
+#define FS_GPU_CAST_TYPES float, double, int32_t, int64_t, uint8_t, bool
+
+Status Cast(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  const DType dst = ctx.output_type(0);
+  if (in.dtype() == dst) {
+    ctx.SetOutput(0, in);
+    return Status::OK();
+  }
+  if (dst == DType::kFloat16 || dst == DType::kBFloat16) {
+    return errors::Unimplemented("Cast to ", DTypeName(dst), " has no GPU kernel; place the cast "
+                                 "on the CPU with tf.device('/cpu:0')");
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, in.shape(), &out));
+  const int64_t n = in.num_elements();
+  if (n == 0) return Status::OK();
+  return DispatchDType<FS_GPU_CAST_TYPES>(in.dtype(), "Cast", [&]<typename From>() {
+    return DispatchDType<FS_GPU_CAST_TYPES>(dst, "Cast", [&]<typename To>() {
+      CastKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
+          ctx.input(0).data<From>(), out->data<To>(), n);
+      return LaunchCheck("Cast");
+    });
+  });
+}
+
+#undef FS_GPU_CAST_TYPES
+
+// ---------------------------------------------------------------------------------------------
+// Fill, OnesLike, ZerosLike
+
+template <typename T>
+__global__ void FillKernel(T* out, int64_t n, T value) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) out[i] = value;
+}
+
+template <typename T>
+Status LaunchFill(KernelContext& ctx, Tensor* out, T value) {
+  const int64_t n = out->num_elements();
+  if (n == 0) return Status::OK();
+  FillKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(out->data<T>(), n, value);
+  return LaunchCheck(ctx.node().type().c_str());
+}
+
+// `dims` and `value` are in host memory.
+Status Fill(KernelContext& ctx) {
+  const Tensor& dims_t = ctx.input(0);
+  const Tensor& value = ctx.input(1);
+  if (dims_t.rank() != 1) {
+    return errors::InvalidArgument("dims must be a vector, got shape ", dims_t.shape().ToString());
+  }
+  if (value.rank() != 0) {
+    return errors::InvalidArgument("value must be a scalar, got shape ", value.shape().ToString());
+  }
+  const std::vector<int64_t> dims = array_util::IntValues(dims_t);
+  for (int64_t d : dims) {
+    if (d < 0) {
+      std::string listed;
+      for (int64_t each : dims) listed += (listed.empty() ? "" : ", ") + std::to_string(each);
+      return errors::InvalidArgument("Fill dimensions must be >= 0, got [", listed, "]");
+    }
+  }
+  FS_RETURN_IF_ERROR(ValidateDims(dims));
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(dims), &out));
+  return DispatchDType<float, double>(value.dtype(), "Fill", [&]<typename T>() {
+    return LaunchFill<T>(ctx, out, *value.data<T>());
+  });
+}
+
+Status OnesLike(KernelContext& ctx) {
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, ctx.input(0).shape(), &out));
+  return DispatchDType<float, double>(out->dtype(), "OnesLike",
+                                      [&]<typename T>() { return LaunchFill<T>(ctx, out, T(1)); });
+}
+
+Status ZerosLike(KernelContext& ctx) {
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, ctx.input(0).shape(), &out));
+  if (out->bytes() == 0) return Status::OK();
+  // All-zero bytes are 0.0 in both float types.
+  return CudaCheck(cudaMemsetAsync(out->raw_data(), 0, out->bytes(), StreamOf(ctx)),
+                   "cudaMemsetAsync (ZerosLike)");
+}
+
+// Cast's type constraint applies to SrcT: integer sources other than int32 stay on the CPU.
+FS_REGISTER_GPU_KERNEL(
+    GpuKernel("Cast", Cast).Types({DType::kFloat32, DType::kFloat64, DType::kInt32}));
+FS_REGISTER_GPU_KERNEL(
+    GpuKernel("Fill", Fill).Types(kGpuFloatTypes).HostMemory("dims").HostMemory("value"));
+FS_REGISTER_GPU_KERNEL(GpuKernel("OnesLike", OnesLike).Types(kGpuFloatTypes));
+FS_REGISTER_GPU_KERNEL(GpuKernel("ZerosLike", ZerosLike).Types(kGpuFloatTypes));
+
+}  // namespace
+}  // namespace flowstone::cuda
