@@ -13,6 +13,7 @@
 #include "cuda_kernel.h"
 #include "flowstone/bfc_allocator.h"
 #include "flowstone/gpu_platform.h"
+#include "flowstone/logging.h"
 #include "gpu_memory_rule.h"
 
 namespace flowstone::cuda {
@@ -79,14 +80,14 @@ class CudaPlatform final : public GpuPlatform {
     if (void* cublas_library = LoadedLibrary(params, "cuBLAS")) {
       Status cublas = LoadCublasApi(cublas_library, &cublas_);
       if (!cublas.ok()) {
-        std::fprintf(stderr, "flowstone: cuBLAS is not usable: %s\n", cublas.message().c_str());
+        LogWarning("flowstone/gpu", "cuBLAS is not usable: ", cublas.message());
       }
     }
     if (void* cudnn_library = LoadedLibrary(params, "cuDNN")) {
       Status cudnn = LoadCudnnApi(cudnn_library, &cudnn_);
       if (!cudnn.ok()) {
         cudnn_ = nullptr;
-        std::fprintf(stderr, "flowstone: cuDNN is not usable: %s\n", cudnn.message().c_str());
+        LogWarning("flowstone/gpu", "cuDNN is not usable: ", cudnn.message());
       }
     }
   }
@@ -132,10 +133,8 @@ class CudaPlatform final : public GpuPlatform {
       info->memory_bandwidth_gbs = 2.0 * memory_clock_khz * 1e3 * (bus_width_bits / 8.0) / 1e9;
     }
     cudaGetLastError();  // a missing attribute is not an error worth keeping
-    int64_t free_bytes = 0, total_bytes = 0;
-    if (GetFreeMemory(ordinal, &free_bytes, &total_bytes).ok()) {
-      info->free_memory_bytes = free_bytes;
-    }
+    // Free memory is left out: reading it creates a CUDA context (hundreds of MB) on the GPU,
+    // which discovery must not do to GPUs no session uses. GetFreeMemory reads it on request.
     return Status::OK();
   }
 
@@ -146,6 +145,13 @@ class CudaPlatform final : public GpuPlatform {
     FS_RETURN_IF_ERROR(CudaCheck(cudaMemGetInfo(&free_now, &total), "cudaMemGetInfo"));
     *free_bytes = static_cast<int64_t>(free_now);
     *total_bytes = static_cast<int64_t>(total);
+    return Status::OK();
+  }
+
+  Status GetMemoryStats(int ordinal, AllocatorStats* stats) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = gpus_.find(ordinal);
+    *stats = it == gpus_.end() ? AllocatorStats() : it->second.allocator->stats();
     return Status::OK();
   }
 
@@ -161,11 +167,9 @@ class CudaPlatform final : public GpuPlatform {
     }
     PhysicalGpu& gpu = it->second;
     if (logged_tf_ids_.insert(tf_id).second) {
-      std::fprintf(stderr,
-                   "Created device %s with %lld MB memory -> physical GPU (%s)\n",
-                   LocalDeviceName("GPU", tf_id).c_str(),
-                   static_cast<long long>(gpu.allocator->limit() / kMiB),
-                   gpu.description.c_str());
+      LogInfo("flowstone/gpu", "Created device ", LocalDeviceName("GPU", tf_id), " with ",
+              gpu.allocator->limit() / kMiB, " MB memory -> physical GPU (", gpu.description,
+              ")");
     }
     *out = std::make_unique<CudaDevice>(tf_id, gpu.context.get(), gpu.allocator.get(),
                                         intra_op_pool, gpu.description);
@@ -217,8 +221,8 @@ class CudaPlatform final : public GpuPlatform {
         context->cublas = cublas_.get();
         context->cublas_handle = handle;
       } else {
-        std::fprintf(stderr, "flowstone: matrix products cannot run on GPU %d: %s\n", ordinal,
-                     s.message().c_str());
+        LogWarning("flowstone/gpu", "matrix products cannot run on GPU ", ordinal, ": ",
+                   s.message());
       }
     }
     if (cudnn_ != nullptr) {
@@ -228,8 +232,7 @@ class CudaPlatform final : public GpuPlatform {
         context->cudnn = cudnn_;
         context->cudnn_handle = handle;
       } else {
-        std::fprintf(stderr, "flowstone: cuDNN cannot run on GPU %d: %s\n", ordinal,
-                     s.message().c_str());
+        LogWarning("flowstone/gpu", "cuDNN cannot run on GPU ", ordinal, ": ", s.message());
       }
     }
 
@@ -252,7 +255,7 @@ class CudaPlatform final : public GpuPlatform {
   std::unique_ptr<CublasApi> cublas_;
   const CudnnApi* cudnn_ = nullptr;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::map<int, PhysicalGpu> gpus_;
   std::set<int> logged_tf_ids_;
 };

@@ -47,6 +47,9 @@ struct CpuFactoryOnGpu {
   }
 };
 
+// A constant pinned to the GPU keeps its value in host memory; the session copies it to the
+// device once, for the ops on the device that read it.
+CpuFactoryOnGpu constant("Const", {}, {"output"});
 CpuFactoryOnGpu no_op("NoOp", {}, {});
 CpuFactoryOnGpu identity("Identity", kGpuFloatTypes, {});
 CpuFactoryOnGpu stop_gradient("StopGradient", kGpuFloatTypes, {});

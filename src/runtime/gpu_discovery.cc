@@ -279,7 +279,7 @@ void GpuDiscovery::LoadPlatform() {
   }
   if (report_.devices.empty()) {
     report_.reason = StrCat("the ", report_.platform_name, " driver (", report_.driver_version,
-                            ") reports no GPU");
+                            ") reports no usable GPU", error.empty() ? "" : ": ", error);
     LogWarning(kLog, "Cannot use a GPU: ", report_.reason, ". Every op runs on the CPU.");
     return;
   }

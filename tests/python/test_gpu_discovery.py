@@ -93,3 +93,42 @@ def test_discovery_report_shape():
         assert lib["loaded"] == (lib["error"] == "")
     if not report["devices"]:
         assert report["reason"]
+
+
+def _stand_in_driver_dir():
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import glob
+    found = sorted(glob.glob(os.path.join(repo, "build", "*", "tests", "fake_gpu", "fake_driver",
+                                          "libcuda.so.1")), key=os.path.getmtime)
+    return os.path.dirname(found[-1]) if found else None
+
+
+@needs_no_driver
+@pytest.mark.skipif(not tf.test.is_built_with_cuda(), reason="this build has no CUDA backend")
+@pytest.mark.skipif(_stand_in_driver_dir() is None, reason="the stand-in libcuda.so.1 is not "
+                    "built (configure with -DFLOWSTONE_BUILD_TESTS=ON, as `make test` does)")
+def test_the_real_cuda_backend_loads_and_reports_no_gpu_behind_a_driver_without_gpus():
+    # A libcuda.so.1 that answers like a driver with no GPUs: discovery loads the real CUDA
+    # runtime and libflowstone_cuda.so, whose static registrars add every GPU kernel (a kernel
+    # registered for an op that does not exist would abort here), and the program goes on with
+    # the CPU.
+    proc = run("""
+        import json
+        report = tf._C.gpu_discovery()
+        print(json.dumps({"backend": report["backend"], "reason": report["reason"],
+                          "platform": report["platform"]}))
+        gpu_kernels = [n for n in tf._C.op_names() if "GPU" in tf._C.op_def(n)["kernels"]]
+        print(len(gpu_kernels), "MatMul" in gpu_kernels, "Conv2D" in gpu_kernels)
+        with tf.Session() as sess:
+            print(sess.run(tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]))).tolist())
+    """, env={"LD_LIBRARY_PATH": _stand_in_driver_dir()})
+    lines = proc.stdout.splitlines()
+    report = json.loads(lines[0])
+    assert report["backend"]["loaded"], report
+    assert report["platform"] == "CUDA"
+    assert report["reason"].startswith("the CUDA driver")
+    assert "reports no usable GPU" in report["reason"]
+    count, has_matmul, has_conv = lines[1].split()
+    assert int(count) > 50 and has_matmul == "True" and has_conv == "True"
+    assert lines[2] == "[[2.0, 2.0], [2.0, 2.0]]"
+    assert "Cannot use a GPU: the CUDA driver" in proc.stderr
