@@ -1,10 +1,12 @@
-// GPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (float32, NHWC) on cuDNN.
+// GPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter (float32, NHWC and NCHW)
+// on cuDNN.
 //
-// The attrs, output sizes and padding follow the CPU kernels (src/ops/conv_util.h). cuDNN pads
-// both sides of a dimension equally, so the shared part of the padding goes to cuDNN and the
-// rest (SAME with an odd total puts one more row or column after; EXPLICIT may be any split) is
-// added to the image with PadImage, or cut from an input gradient with CropImage, as
-// TensorFlow does. Filters are HWIO here and OHWI for cuDNN's NHWC filter format.
+// The attrs, output sizes and padding follow the CPU kernels (src/ops/conv_util.h). cuDNN runs
+// in NCHW with KCRS filters (see conv_layout.h), so images and filters are relaid around each
+// call. cuDNN pads both sides of a dimension equally: the shared part of the padding goes to
+// cuDNN and the rest (SAME with an odd total puts one more row or column after; EXPLICIT may be
+// any split) is added to the image while it is relaid, or cut from an input gradient, as
+// TensorFlow does.
 #include <algorithm>
 #include <climits>
 #include <mutex>
@@ -57,7 +59,7 @@ class TensorDesc {
                                   "cudnnCreateTensorDescriptor"));
     return CudnnCheck(api_,
                       api_.cudnnSetTensor4dDescriptor(
-                          desc_, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, static_cast<int>(image.n),
+                          desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(image.n),
                           static_cast<int>(image.c), static_cast<int>(image.h),
                           static_cast<int>(image.w)),
                       "cudnnSetTensor4dDescriptor");
@@ -69,7 +71,7 @@ class TensorDesc {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-// A filter [out, rows, cols, in] (cuDNN's NHWC filter format).
+// A KCRS filter: [out, in, rows, cols].
 class FilterDesc {
  public:
   explicit FilterDesc(const CudnnApi& api) : api_(api) {}
@@ -80,7 +82,7 @@ class FilterDesc {
     FS_RETURN_IF_ERROR(CudnnCheck(api_, api_.cudnnCreateFilterDescriptor(&desc_),
                                   "cudnnCreateFilterDescriptor"));
     return CudnnCheck(api_,
-                      api_.cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC,
+                      api_.cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
                                                       static_cast<int>(out),
                                                       static_cast<int>(in),
                                                       static_cast<int>(rows),
@@ -121,24 +123,41 @@ class ConvDesc {
   cudnnConvolutionDescriptor_t desc_ = nullptr;
 };
 
-// One convolution with every size known, split into what cuDNN does and what the layout
-// kernels do.
+// One convolution with every size known, split into what cuDNN does and what the relayout
+// does.
 struct GpuConv {
+  conv::DataFormat format;  // of the caller's tensors
   Image in;         // the caller's input image
   Image padded;     // `in` with the uneven part of the padding added
   Image out;
   int64_t filter[4];  // HWIO: rows, cols, in, out
   int64_t cudnn_pad[2];
-  int64_t extra_before[2];  // rows/columns PadImage adds before and after the image
+  int64_t extra_before[2];  // rows/columns added before the image, beyond cudnn_pad
   int64_t extra_after[2];
-  bool needs_padding() const {
-    return extra_before[0] || extra_before[1] || extra_after[0] || extra_after[1];
+
+  bool nhwc() const { return format == conv::DataFormat::kNHWC; }
+  static Dims4 DimsIn(const Image& i, bool nhwc) {
+    return nhwc ? Dims4{{i.n, i.h, i.w, i.c}} : Dims4{{i.n, i.c, i.h, i.w}};
   }
-  Dims4 in_dims() const { return {{in.n, in.h, in.w, in.c}}; }
-  Dims4 padded_dims() const { return {{padded.n, padded.h, padded.w, padded.c}}; }
-  Dims4 pad_offset() const { return {{0, extra_before[0], extra_before[1], 0}}; }
-  int64_t filter_rows_of_matrix() const { return filter[0] * filter[1] * filter[2]; }
+  // The caller's images and cuDNN's NCHW copies.
+  Dims4 in_dims() const { return DimsIn(in, nhwc()); }
+  Dims4 out_dims() const { return DimsIn(out, nhwc()); }
+  Dims4 padded_nchw() const { return DimsIn(padded, false); }
+  Dims4 out_nchw() const { return DimsIn(out, false); }
+  Perm4 to_nchw() const { return nhwc() ? kNhwcToNchw : kSameOrder; }
+  Perm4 from_nchw() const { return nhwc() ? kNchwToNhwc : kSameOrder; }
+  Dims4 filter_hwio() const { return {{filter[0], filter[1], filter[2], filter[3]}}; }
+  Dims4 filter_oihw() const { return {{filter[3], filter[2], filter[0], filter[1]}}; }
+  // Shifts (in the source's dimensions) that add the uneven padding to the caller's input, and
+  // that cut it from an NCHW one.
+  Dims4 pad_input() const {
+    return nhwc() ? Dims4{{0, extra_before[0], extra_before[1], 0}}
+                  : Dims4{{0, 0, extra_before[0], extra_before[1]}};
+  }
+  Dims4 crop_nchw() const { return {{0, 0, -extra_before[0], -extra_before[1]}}; }
 };
+
+constexpr Dims4 kNoShift = {{0, 0, 0, 0}};
 
 // Sizes beyond int overflow cuDNN's 4-D descriptors.
 Status CheckFitsInt(const std::string& op, const Image& image, const char* name) {
@@ -148,17 +167,6 @@ Status CheckFitsInt(const std::string& op, const Image& image, const char* name)
                                    ",", image.w, ",", image.c,
                                    "] has more than 2^31 - 1 elements, more than cuDNN's "
                                    "4-D descriptors address. Split the batch.");
-  }
-  return Status::OK();
-}
-
-// Parses the node's attrs; only NHWC has a GPU kernel.
-Status GpuConvAttrs(const KernelContext& ctx, WindowAttrs* attrs) {
-  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), attrs));
-  if (attrs->format != conv::DataFormat::kNHWC) {
-    return errors::Unimplemented(ctx.node().type(),
-                                 " on the GPU supports data_format NHWC only, but the node has "
-                                 "NCHW. Use data_format='NHWC' or place the op on the CPU.");
   }
   return Status::OK();
 }
@@ -208,6 +216,7 @@ Status MakeGpuConv(const KernelContext& ctx, const WindowAttrs& attrs, const Ima
   Window rows, cols;
   FS_RETURN_IF_ERROR(conv::ComputeWindow(attrs, 0, in.h, filter[0], &rows));
   FS_RETURN_IF_ERROR(conv::ComputeWindow(attrs, 1, in.w, filter[1], &cols));
+  p->format = attrs.format;
   p->in = in;
   for (int k = 0; k < 4; ++k) p->filter[k] = filter[k];
   p->out = Image{in.n, rows.out, cols.out, filter[3]};
@@ -292,24 +301,34 @@ Status FillZero(KernelContext& ctx, Tensor* t) {
                    "cudaMemsetAsync");
 }
 
-// The filter as OHWI for cuDNN.
-Status FilterToCudnn(KernelContext& ctx, const GpuConv& p, const Tensor& hwio, Tensor* ohwi) {
-  FS_RETURN_IF_ERROR(ctx.AllocateTemp(
-      DType::kFloat32, TensorShape{p.filter[3], p.filter[0], p.filter[1], p.filter[2]}, ohwi));
-  return TransposeMatrix(StreamOf(ctx), hwio.data<float>(), p.filter_rows_of_matrix(),
-                         p.filter[3], ohwi->data<float>());
+// A temporary tensor of `dims` filled by Relayout from `source`.
+Status Relaid(KernelContext& ctx, const Tensor& source, const Dims4& source_dims,
+              const Perm4& perm, const Dims4& shift, const Dims4& dims, Tensor* out) {
+  FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32,
+                                      TensorShape{dims.d[0], dims.d[1], dims.d[2], dims.d[3]},
+                                      out));
+  return Relayout(StreamOf(ctx), source.data<float>(), source_dims, perm, shift, dims,
+                  out->data<float>());
 }
 
-// The input with the uneven padding added, or the input itself when there is none.
-Status PaddedInput(KernelContext& ctx, const GpuConv& p, const Tensor& x, Tensor* padded) {
-  if (!p.needs_padding()) {
-    *padded = x;
-    return Status::OK();
-  }
-  FS_RETURN_IF_ERROR(ctx.AllocateTemp(
-      DType::kFloat32, TensorShape(conv::DimsOf(p.padded, conv::DataFormat::kNHWC)), padded));
-  return PadImage(StreamOf(ctx), x.data<float>(), p.in_dims(), p.pad_offset(), p.padded_dims(),
-                  padded->data<float>());
+// The input as NCHW with the uneven padding added.
+Status InputToCudnn(KernelContext& ctx, const GpuConv& p, const Tensor& x, Tensor* out) {
+  return Relaid(ctx, x, p.in_dims(), p.to_nchw(), p.pad_input(), p.padded_nchw(), out);
+}
+
+// The HWIO filter as KCRS.
+Status FilterToCudnn(KernelContext& ctx, const GpuConv& p, const Tensor& f, Tensor* out) {
+  return Relaid(ctx, f, p.filter_hwio(), kHwioToOihw, kNoShift, p.filter_oihw(), out);
+}
+
+// The output gradient as NCHW.
+Status OutputGradToCudnn(KernelContext& ctx, const GpuConv& p, const Tensor& dy, Tensor* out) {
+  return Relaid(ctx, dy, p.out_dims(), p.to_nchw(), kNoShift, p.out_nchw(), out);
+}
+
+Status AllocateNchw(KernelContext& ctx, const Dims4& dims, Tensor* out) {
+  return ctx.AllocateTemp(DType::kFloat32,
+                          TensorShape{dims.d[0], dims.d[1], dims.d[2], dims.d[3]}, out);
 }
 
 Status Conv2DGpu(KernelContext& ctx) {
@@ -319,7 +338,7 @@ Status Conv2DGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CheckRank4(op, "input", x));
   FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
   WindowAttrs attrs;
-  FS_RETURN_IF_ERROR(GpuConvAttrs(ctx, &attrs));
+  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
   const int64_t filter[4] = {f.dim(0), f.dim(1), f.dim(2), f.dim(3)};
   GpuConv p;
   FS_RETURN_IF_ERROR(MakeGpuConv(ctx, attrs, conv::ImageOf(x.shape().dims(), attrs.format),
@@ -334,34 +353,38 @@ Status Conv2DGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CudnnContextOf(ctx, &gpu));
   const CudnnApi& api = *gpu->cudnn;
   auto handle = static_cast<cudnnHandle_t>(gpu->cudnn_handle);
-  Tensor padded, w;
-  FS_RETURN_IF_ERROR(PaddedInput(ctx, p, x, &padded));
+  Tensor x_nchw, w, y_nchw;
+  FS_RETURN_IF_ERROR(InputToCudnn(ctx, p, x, &x_nchw));
   FS_RETURN_IF_ERROR(FilterToCudnn(ctx, p, f, &w));
+  FS_RETURN_IF_ERROR(AllocateNchw(ctx, p.out_nchw(), &y_nchw));
   Descriptors d(api);
   FS_RETURN_IF_ERROR(d.Init(p, attrs));
-
-  std::lock_guard<std::mutex> lock(CudnnMutex());
-  cudnnConvolutionPerf_t perf[kMaxAlgorithms];
-  int count = 0;
-  FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
-      api,
-      api.cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x.get(), d.w.get(), d.conv.get(),
-                                                 d.y.get(), kMaxAlgorithms, &count, perf),
-      "cudnnGetConvolutionForwardAlgorithm_v7"));
-  return RunBestAlgorithm(
+  {
+    std::lock_guard<std::mutex> lock(CudnnMutex());
+    cudnnConvolutionPerf_t perf[kMaxAlgorithms];
+    int count = 0;
+    FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
+        api,
+        api.cudnnGetConvolutionForwardAlgorithm_v7(handle, d.x.get(), d.w.get(), d.conv.get(),
+                                                   d.y.get(), kMaxAlgorithms, &count, perf),
+        "cudnnGetConvolutionForwardAlgorithm_v7"));
+    FS_RETURN_IF_ERROR(RunBestAlgorithm(
       ctx, api, "cudnnGetConvolutionForwardWorkspaceSize", perf, count,
-      [&](int algo, size_t* bytes) {
-        return api.cudnnGetConvolutionForwardWorkspaceSize(handle, d.x.get(), d.w.get(),
-                                                           d.conv.get(), d.y.get(), algo, bytes);
-      },
-      [&](int algo, void* workspace, size_t bytes) {
-        return CudnnCheck(api,
-                          api.cudnnConvolutionForward(handle, &kOne, d.x.get(), padded.raw_data(),
-                                                      d.w.get(), w.raw_data(), d.conv.get(), algo,
-                                                      workspace, bytes, &kZero, d.y.get(),
-                                                      y->raw_data()),
-                          "cudnnConvolutionForward");
-      });
+        [&](int algo, size_t* bytes) {
+          return api.cudnnGetConvolutionForwardWorkspaceSize(
+              handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), algo, bytes);
+        },
+        [&](int algo, void* workspace, size_t bytes) {
+          return CudnnCheck(api,
+                            api.cudnnConvolutionForward(
+                                handle, &kOne, d.x.get(), x_nchw.raw_data(), d.w.get(),
+                                w.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
+                                d.y.get(), y_nchw.raw_data()),
+                            "cudnnConvolutionForward");
+        }));
+  }
+  return Relayout(StreamOf(ctx), y_nchw.data<float>(), p.out_nchw(), p.from_nchw(), kNoShift,
+                  p.out_dims(), y->data<float>());
 }
 
 Status Conv2DBackpropInputGpu(KernelContext& ctx) {
@@ -373,7 +396,7 @@ Status Conv2DBackpropInputGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
   FS_RETURN_IF_ERROR(CheckRank4(op, "out_backprop", dy));
   WindowAttrs attrs;
-  FS_RETURN_IF_ERROR(GpuConvAttrs(ctx, &attrs));
+  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
   const int64_t filter[4] = {f.dim(0), f.dim(1), f.dim(2), f.dim(3)};
   const Image dy_image = conv::ImageOf(dy.shape().dims(), attrs.format);
   const Image in = sizes.size() == 4 ? conv::ImageOf(Dims(sizes), attrs.format)
@@ -389,43 +412,41 @@ Status Conv2DBackpropInputGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CudnnContextOf(ctx, &gpu));
   const CudnnApi& api = *gpu->cudnn;
   auto handle = static_cast<cudnnHandle_t>(gpu->cudnn_handle);
-  Tensor w, padded_dx;
+  Tensor w, dy_nchw, dx_nchw;
   FS_RETURN_IF_ERROR(FilterToCudnn(ctx, p, f, &w));
-  if (p.needs_padding()) {
-    FS_RETURN_IF_ERROR(ctx.AllocateTemp(
-        DType::kFloat32, TensorShape(conv::DimsOf(p.padded, attrs.format)), &padded_dx));
-  } else {
-    padded_dx = *dx;
-  }
+  FS_RETURN_IF_ERROR(OutputGradToCudnn(ctx, p, dy, &dy_nchw));
+  FS_RETURN_IF_ERROR(AllocateNchw(ctx, p.padded_nchw(), &dx_nchw));
   Descriptors d(api);
   FS_RETURN_IF_ERROR(d.Init(p, attrs));
-
-  std::lock_guard<std::mutex> lock(CudnnMutex());
-  cudnnConvolutionPerf_t perf[kMaxAlgorithms];
-  int count = 0;
-  FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
-      api,
-      api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w.get(), d.y.get(), d.conv.get(),
-                                                      d.x.get(), kMaxAlgorithms, &count, perf),
-      "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-  FS_RETURN_IF_ERROR(RunBestAlgorithm(
-      ctx, api, "cudnnGetConvolutionBackwardDataWorkspaceSize", perf, count,
-      [&](int algo, size_t* bytes) {
-        return api.cudnnGetConvolutionBackwardDataWorkspaceSize(
-            handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
-      },
-      [&](int algo, void* workspace, size_t bytes) {
-        return CudnnCheck(
-            api,
-            api.cudnnConvolutionBackwardData(handle, &kOne, d.w.get(), w.raw_data(), d.y.get(),
-                                             dy.raw_data(), d.conv.get(), algo, workspace, bytes,
-                                             &kZero, d.x.get(), padded_dx.raw_data()),
-            "cudnnConvolutionBackwardData");
-      }));
-  if (!p.needs_padding()) return Status::OK();
-  // The gradient of the rows and columns PadImage would add is dropped.
-  return CropImage(StreamOf(ctx), padded_dx.data<float>(), p.padded_dims(), p.pad_offset(),
-                   p.in_dims(), dx->data<float>());
+  {
+    std::lock_guard<std::mutex> lock(CudnnMutex());
+    cudnnConvolutionPerf_t perf[kMaxAlgorithms];
+    int count = 0;
+    FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
+        api,
+        api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w.get(), d.y.get(),
+                                                        d.conv.get(), d.x.get(), kMaxAlgorithms,
+                                                        &count, perf),
+        "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    FS_RETURN_IF_ERROR(RunBestAlgorithm(
+        ctx, api, "cudnnGetConvolutionBackwardDataWorkspaceSize", perf, count,
+        [&](int algo, size_t* bytes) {
+          return api.cudnnGetConvolutionBackwardDataWorkspaceSize(
+              handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
+        },
+        [&](int algo, void* workspace, size_t bytes) {
+          return CudnnCheck(api,
+                            api.cudnnConvolutionBackwardData(
+                                handle, &kOne, d.w.get(), w.raw_data(), d.y.get(),
+                                dy_nchw.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
+                                d.x.get(), dx_nchw.raw_data()),
+                            "cudnnConvolutionBackwardData");
+        }));
+  }
+  // Back to the caller's layout, dropping the gradient of the rows and columns the uneven
+  // padding added.
+  return Relayout(StreamOf(ctx), dx_nchw.data<float>(), p.padded_nchw(), p.from_nchw(),
+                  p.crop_nchw(), p.in_dims(), dx->data<float>());
 }
 
 Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
@@ -437,7 +458,7 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(ReadSizes(op, "filter_sizes", ctx.input(1), false, &sizes));
   FS_RETURN_IF_ERROR(CheckRank4(op, "out_backprop", dy));
   WindowAttrs attrs;
-  FS_RETURN_IF_ERROR(GpuConvAttrs(ctx, &attrs));
+  FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
   const int64_t filter[4] = {sizes[0], sizes[1], sizes[2], sizes[3]};
   const Image dy_image = conv::ImageOf(dy.shape().dims(), attrs.format);
   GpuConv p;
@@ -452,10 +473,10 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CudnnContextOf(ctx, &gpu));
   const CudnnApi& api = *gpu->cudnn;
   auto handle = static_cast<cudnnHandle_t>(gpu->cudnn_handle);
-  Tensor padded, dw;
-  FS_RETURN_IF_ERROR(PaddedInput(ctx, p, x, &padded));
-  FS_RETURN_IF_ERROR(ctx.AllocateTemp(
-      DType::kFloat32, TensorShape{p.filter[3], p.filter[0], p.filter[1], p.filter[2]}, &dw));
+  Tensor x_nchw, dy_nchw, dw;
+  FS_RETURN_IF_ERROR(InputToCudnn(ctx, p, x, &x_nchw));
+  FS_RETURN_IF_ERROR(OutputGradToCudnn(ctx, p, dy, &dy_nchw));
+  FS_RETURN_IF_ERROR(AllocateNchw(ctx, p.filter_oihw(), &dw));
   Descriptors d(api);
   FS_RETURN_IF_ERROR(d.Init(p, attrs));
   {
@@ -477,15 +498,14 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
         [&](int algo, void* workspace, size_t bytes) {
           return CudnnCheck(api,
                             api.cudnnConvolutionBackwardFilter(
-                                handle, &kOne, d.x.get(), padded.raw_data(), d.y.get(),
-                                dy.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
+                                handle, &kOne, d.x.get(), x_nchw.raw_data(), d.y.get(),
+                                dy_nchw.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
                                 d.w.get(), dw.raw_data()),
                             "cudnnConvolutionBackwardFilter");
         }));
   }
-  // OHWI back to HWIO.
-  return TransposeMatrix(StreamOf(ctx), dw.data<float>(), p.filter[3], p.filter_rows_of_matrix(),
-                         df->data<float>());
+  return Relayout(StreamOf(ctx), dw.data<float>(), p.filter_oihw(), kOihwToHwio, kNoShift,
+                  p.filter_hwio(), df->data<float>());
 }
 
 FS_REGISTER_GPU_KERNEL(GpuKernel("Conv2D", Conv2DGpu).Types({DType::kFloat32}));

@@ -31,8 +31,8 @@ constexpr int kCudnnStatusNotSupportedCategory = 3;
 constexpr int kCudnnStatusInternalErrorCategory = 4;
 constexpr int kCudnnStatusExecutionFailedCategory = 5;
 
-// cudnnTensorFormat_t
-constexpr int CUDNN_TENSOR_NHWC = 1;
+// cudnnTensorFormat_t: NCHW images, and KCRS ([out, in, rows, cols]) filters.
+constexpr int CUDNN_TENSOR_NCHW = 0;
 // cudnnDataType_t
 constexpr int CUDNN_DATA_FLOAT = 0;
 // cudnnConvolutionMode_t: TensorFlow's convolutions are cross-correlations.

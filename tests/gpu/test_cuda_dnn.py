@@ -111,12 +111,16 @@ def test_conv2d_and_backprops_match_cpu(x_shape, f_shape, strides, padding, dila
              [x, np.array(f_shape, np.int32), dy], rtol=1e-4, atol=1e-4)
 
 
-def test_conv2d_nchw_on_gpu_says_to_use_nhwc():
-    attrs = _conv_attrs([1, 1, 1, 1], "SAME", [1, 1, 1, 1])
+def test_conv2d_nchw_matches_cpu():
+    attrs = _conv_attrs([1, 1, 2, 2], "SAME", [1, 1, 1, 1])
     attrs["data_format"] = "NCHW"
-    with pytest.raises(tf.errors.UnimplementedError, match="NHWC"):
-        _run("/gpu:0", lambda x, f: _op("Conv2D", [x, f], attrs),
-             [_float32(1, 2, 5, 5), _float32(3, 3, 2, 2)])
+    x, f = _float32(2, 3, 7, 8), _float32(3, 3, 3, 4)
+    (y,), _ = _compare(lambda x, f: _op("Conv2D", [x, f], attrs), [x, f], rtol=1e-4, atol=1e-4)
+    dy = _float32(*y.shape)
+    _compare(lambda sizes, f, dy: _op("Conv2DBackpropInput", [sizes, f, dy], attrs),
+             [np.array(x.shape, np.int32), f, dy], rtol=1e-4, atol=1e-4)
+    _compare(lambda x, sizes, dy: _op("Conv2DBackpropFilter", [x, sizes, dy], attrs),
+             [x, np.array(f.shape, np.int32), dy], rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
