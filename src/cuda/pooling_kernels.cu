@@ -1,13 +1,14 @@
 // GPU kernels for MaxPool, AvgPool, MaxPoolGrad and AvgPoolGrad (float32 and float64, NHWC and
 // NCHW) as plain CUDA kernels.
 //
-// These are written out rather than taken from cuDNN so that they compute exactly what the CPU
-// kernels (src/ops/pooling_ops.cc) compute, bit for bit, and work without cuDNN: windows clipped
-// to the input with any split of the padding (SAME puts the odd row after, EXPLICIT may be
-// anything, while cuDNN pads both sides equally), averages over the elements inside the input
-// only, and max-pool gradients sent to the first maximum of each window in row-major order. The
-// gradients are gathered per input element, summing the windows in the CPU's order, so they are
-// deterministic and need no atomics.
+// These are written out rather than taken from cuDNN so that they compute what the CPU kernels
+// (src/ops/pooling_ops.cc) compute, and work without cuDNN: windows clipped to the input with
+// any split of the padding (SAME puts the odd row after, EXPLICIT may be anything, while cuDNN
+// pads both sides equally), averages over the elements inside the input only, and max-pool
+// gradients sent to the first maximum of each window in row-major order. Sums run in the order
+// of the CPU's reference loops, so results match those bit for bit (float32 on the CPU runs on
+// oneDNN, which may round sums differently). The gradients are gathered per input element,
+// summing the windows in that order, so they are deterministic and need no atomics.
 #include <cmath>
 #include <string>
 #include <vector>
