@@ -267,10 +267,16 @@ Status RunBestAlgorithm(KernelContext& ctx, const CudnnApi& api, const char* wha
                         const cudnnConvolutionPerf_t* perf, int count,
                         const WorkspaceSize& workspace_size, const Run& run) {
   Status last_oom;
+  cudnnStatus_t size_status = CUDNN_STATUS_SUCCESS;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
     size_t bytes = 0;
-    FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(api, workspace_size(perf[i].algo, &bytes), what));
+    const cudnnStatus_t queried = workspace_size(perf[i].algo, &bytes);
+    if (queried != CUDNN_STATUS_SUCCESS) {
+      // This algorithm cannot run here after all; the next one may.
+      size_status = queried;
+      continue;
+    }
     Tensor workspace;
     if (bytes > 0) {
       Status s = ctx.AllocateTemp(DType::kUInt8, TensorShape{static_cast<int64_t>(bytes)},
@@ -289,6 +295,7 @@ Status RunBestAlgorithm(KernelContext& ctx, const CudnnApi& api, const char* wha
                            " is too large for the memory left)"));
     return last_oom;
   }
+  FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(api, size_status, what));
   return errors::Unimplemented(ctx.node().type(), " on ", ctx.device()->name(),
                                ": cuDNN offers no algorithm for this convolution");
 }
