@@ -102,13 +102,18 @@ Status CudnnAlgorithmCheck(const CudnnApi& api, cudnnStatus_t status, const char
       category != kCudnnStatusExecutionFailedCategory) {
     return CudnnCheck(api, status, what);
   }
-  return errors::ResourceExhausted(
-      "Failed to get convolution algorithm: ", Describe(api, status, what),
-      ". This is usually GPU memory running out while cuDNN sets up the convolution, not a "
-      "cuDNN bug (TensorFlow issue #24828). Leave cuDNN room: set "
-      "GPUOptions(allow_growth=True) or tf.config.experimental.set_memory_growth(gpu, True), "
-      "lower per_process_gpu_memory_fraction, use a smaller batch, or stop other processes "
-      "using the GPU (see nvidia-smi).");
+  const bool allocation_failed = status == kCudnnStatusHostAllocationFailed ||
+                                 status == kCudnnStatusDeviceAllocationFailed;
+  const std::string message = StrCat(
+      "Failed to get convolution algorithm: ", Describe(api, status, what), ". This is ",
+      allocation_failed ? "" : "often ",
+      "GPU memory running out while cuDNN sets up the convolution, not a cuDNN bug (TensorFlow "
+      "issue #24828). Leave cuDNN room: set GPUOptions(allow_growth=True) or "
+      "tf.config.experimental.set_memory_growth(gpu, True), lower "
+      "per_process_gpu_memory_fraction, use a smaller batch, or stop other processes using the "
+      "GPU (see nvidia-smi).");
+  if (allocation_failed) return errors::ResourceExhausted(message);
+  return errors::Internal(message);
 }
 
 }  // namespace flowstone::cuda

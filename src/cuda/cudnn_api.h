@@ -30,6 +30,8 @@ constexpr cudnnStatus_t CUDNN_STATUS_SUCCESS = 0;
 constexpr int kCudnnStatusNotSupportedCategory = 3;
 constexpr int kCudnnStatusInternalErrorCategory = 4;
 constexpr int kCudnnStatusExecutionFailedCategory = 5;
+constexpr cudnnStatus_t kCudnnStatusHostAllocationFailed = 4003;    // CUDNN_STATUS_ALLOC_FAILED
+constexpr cudnnStatus_t kCudnnStatusDeviceAllocationFailed = 4004;
 
 // cudnnTensorFormat_t: NCHW images, and KCRS ([out, in, rows, cols]) filters.
 constexpr int CUDNN_TENSOR_NCHW = 0;
@@ -141,7 +143,8 @@ Status CudnnCheck(const CudnnApi& api, cudnnStatus_t status, const char* what);
 // Like CudnnCheck, for the calls that choose or prepare a convolution algorithm: cuDNN reports
 // running out of GPU memory there as allocation, internal, not-supported or execution failures
 // (TensorFlow's "Failed to get convolution algorithm. This is probably because cuDNN failed to
-// initialize", issue #24828), so the message says so and how to leave cuDNN room.
+// initialize", issue #24828), so the message says so and how to leave cuDNN room. Allocation
+// failures are ResourceExhausted, the others Internal.
 Status CudnnAlgorithmCheck(const CudnnApi& api, cudnnStatus_t status, const char* what);
 
 }  // namespace flowstone::cuda
