@@ -26,7 +26,7 @@ using conv::Image;
 using conv::Window;
 using conv::WindowAttrs;
 
-// cuDNN handles are not safe to use from several host threads at once, and kernels of one
+// A cuDNN handle is not safe to use from several host threads at once, and kernels of one
 // session may run in parallel.
 std::mutex& CudnnMutex() {
   static std::mutex mu;
@@ -45,6 +45,12 @@ Status CudnnContextOf(const KernelContext& ctx, const GpuContext** out) {
   }
   *out = &gpu;
   return Status::OK();
+}
+
+// Points the GPU's cuDNN handle at the device's stream, so cuDNN's work is ordered with the
+// relayouts around it; called with CudnnMutex held.
+Status UseStream(const KernelContext& ctx, const CudnnApi& api, cudnnHandle_t handle) {
+  return CudnnCheck(api, api.cudnnSetStream(handle, StreamOf(ctx)), "cudnnSetStream");
 }
 
 // RAII owners of cuDNN descriptors.
@@ -368,6 +374,7 @@ Status Conv2DGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(d.Init(p, attrs));
   {
     std::lock_guard<std::mutex> lock(CudnnMutex());
+    FS_RETURN_IF_ERROR(UseStream(ctx, api, handle));
     cudnnConvolutionPerf_t perf[kMaxAlgorithms];
     int count = 0;
     FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
@@ -427,6 +434,7 @@ Status Conv2DBackpropInputGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(d.Init(p, attrs));
   {
     std::lock_guard<std::mutex> lock(CudnnMutex());
+    FS_RETURN_IF_ERROR(UseStream(ctx, api, handle));
     cudnnConvolutionPerf_t perf[kMaxAlgorithms];
     int count = 0;
     FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
@@ -488,6 +496,7 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(d.Init(p, attrs));
   {
     std::lock_guard<std::mutex> lock(CudnnMutex());
+    FS_RETURN_IF_ERROR(UseStream(ctx, api, handle));
     cudnnConvolutionPerf_t perf[kMaxAlgorithms];
     int count = 0;
     FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(

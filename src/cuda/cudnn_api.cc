@@ -26,10 +26,14 @@ std::string Describe(const CudnnApi& api, cudnnStatus_t status, const char* what
 
 }  // namespace
 
-Status LoadCudnnApi(void* dl_handle, CudnnApi* out) {
+Status LoadCudnnApi(void* dl_handle, const CudnnApi** api) {
+  *api = nullptr;
   if (dl_handle == nullptr) {
     return errors::FailedPrecondition("cuDNN is not loaded: no library handle to look up in");
   }
+  // Filled once; a second call (a second platform in one process) resolves the same symbols.
+  static CudnnApi table;
+  CudnnApi* out = &table;
   std::vector<std::string> missing;
 #define FS_RESOLVE_CUDNN(name) Resolve(dl_handle, #name, &out->name, &missing)
   FS_RESOLVE_CUDNN(cudnnGetVersion);
@@ -65,6 +69,7 @@ Status LoadCudnnApi(void* dl_handle, CudnnApi* out) {
                             ". Install cuDNN 9 (libcudnn.so.9, with its libcudnn_ops and "
                             "libcudnn_cnn sub-libraries) next to the CUDA runtime.");
   }
+  *api = out;
   return Status::OK();
 }
 

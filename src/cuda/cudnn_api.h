@@ -127,13 +127,14 @@ struct CudnnApi {
                                                   cudnnFilterDescriptor_t dw_desc, void* dw);
 };
 
-// Fills `out` from a dlopen handle of libcudnn.so.9. Fails with NotFound naming every missing
-// symbol (a cuDNN older than 8 lacks the *_v7 calls; a cuDNN built without the legacy API lacks
-// the convolution calls).
-Status LoadCudnnApi(void* dl_handle, CudnnApi* out);
+// Resolves the entry points from a dlopen handle of libcudnn.so.9 into a table that lives for
+// the process (one cuDNN per process), and points *api at it. Fails with NotFound naming every
+// missing symbol (a cuDNN older than 8 lacks the *_v7 calls; a cuDNN built without the legacy
+// API lacks the convolution calls); *api is then nullptr.
+Status LoadCudnnApi(void* dl_handle, const CudnnApi** api);
 
-// Creates a cuDNN handle on GPU `ordinal` (made current for the call). The caller sets its
-// stream with cudnnSetStream and destroys it with cudnnDestroy.
+// Creates a cuDNN handle on GPU `ordinal` (made current for the call). Kernels set the handle's
+// stream before each use; cudnnDestroy releases it.
 Status CreateCudnnHandle(int ordinal, const CudnnApi* api, void** handle);
 
 // OK for CUDNN_STATUS_SUCCESS; otherwise Internal naming the call, cuDNN's status code and

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 
@@ -16,22 +17,33 @@
 
 namespace flowstone::cuda {
 
+// Runs K's Compute with the kernel's GPU current, as GpuKernel::Build does for functions.
+template <typename K>
+class OnDeviceKernel final : public K {
+ public:
+  using K::K;
+  Status Compute(KernelContext& ctx) override {
+    FS_RETURN_IF_ERROR(CudaCheck(cudaSetDevice(ContextOf(ctx).ordinal), "cudaSetDevice"));
+    return K::Compute(ctx);
+  }
+};
+
 template <typename K>
 struct GpuKernelClassRegistrar {
   explicit GpuKernelClassRegistrar(const GpuKernel& kernel) {
     KernelDef def = kernel.Build();
     def.factory = [](const Node& node, std::unique_ptr<OpKernel>* out) {
-      auto instance = std::make_unique<K>(node);
+      auto instance = std::make_unique<OnDeviceKernel<K>>(node);
       Status s = instance->Init();
       if (s.ok()) *out = std::move(instance);
       return s;
     };
     Status s = OpRegistry::Global().RegisterKernel(kernel.op_name(), std::move(def));
-    // Registration runs while the plugin is being loaded, before any Status can be returned:
-    // an op missing from the core means the plugin and the core come from different builds.
     if (!s.ok()) {
-      std::fprintf(stderr, "flowstone CUDA plugin: cannot register the GPU kernel of %s: %s\n",
+      // The op set is fixed at build time, so this is a programming error in the plugin.
+      std::fprintf(stderr, "flowstone: cannot register the GPU kernel of %s: %s\n",
                    kernel.op_name().c_str(), s.ToString().c_str());
+      std::abort();
     }
   }
 };

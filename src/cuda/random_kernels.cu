@@ -199,7 +199,7 @@ uint64_t FreshSeed() {
 }
 
 template <Dist kDist>
-class RandomGpuKernel final : public OpKernel {
+class RandomGpuKernel : public OpKernel {
  public:
   explicit RandomGpuKernel(const Node& node) : OpKernel(node) {}
 
