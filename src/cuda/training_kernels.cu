@@ -1,0 +1,306 @@
+// GPU kernels for the optimizer updates of src/ops/training_ops.cc (float32 and float64):
+// ResourceApplyGradientDescent, ResourceApplyMomentum, ResourceApplyAdam, ResourceApplyRMSProp,
+// ResourceApplyCenteredRMSProp and ResourceApplyAdagrad.
+//
+// The variables (resource handles) and the scalar hyper-parameters are host-memory arguments:
+// the kernel looks the variables up on the host, reads lr, beta1 and the rest there and passes
+// them to the CUDA kernel as arguments; the gradient and the variables' values are in device
+// memory. The update rules are the CPU's, term for term.
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_kernel.h"
+#include "flowstone/kernel.h"
+#include "flowstone/resource.h"
+
+namespace flowstone::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int BlocksFor(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 ? blocks : 65535);
+}
+
+#define FS_FOR_EACH_ELEMENT(i, n)                                                   \
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
+       i += int64_t{gridDim.x} * blockDim.x)
+
+template <typename T>
+__global__ void GradientDescentKernel(int64_t n, T* w, const T* g, T lr) {
+  FS_FOR_EACH_ELEMENT(i, n) { w[i] -= lr * g[i]; }
+}
+
+template <typename T>
+__global__ void MomentumKernel(int64_t n, T* w, T* accum, const T* g, T lr, T momentum,
+                               bool nesterov) {
+  FS_FOR_EACH_ELEMENT(i, n) {
+    accum[i] = accum[i] * momentum + g[i];
+    w[i] -= nesterov ? g[i] * lr + accum[i] * momentum * lr : lr * accum[i];
+  }
+}
+
+// `mix`/`grad_mix` are (1, 0) for plain and (beta1, 1 - beta1) for Nesterov momentum.
+template <typename T>
+__global__ void AdamKernel(int64_t n, T* w, T* m, T* v, const T* g, T lr_t, T beta1, T beta2,
+                           T epsilon, T mix, T grad_mix) {
+  const T one_minus_beta1 = T(1) - beta1;
+  const T one_minus_beta2 = T(1) - beta2;
+  FS_FOR_EACH_ELEMENT(i, n) {
+    const T mi = m[i] + (g[i] - m[i]) * one_minus_beta1;
+    const T vi = v[i] + (g[i] * g[i] - v[i]) * one_minus_beta2;
+    m[i] = mi;
+    v[i] = vi;
+    w[i] -= lr_t * (mi * mix + grad_mix * g[i]) / (sqrt(vi) + epsilon);
+  }
+}
+
+template <typename T>
+__global__ void RMSPropKernel(int64_t n, T* w, T* ms, T* mom, const T* g, T lr, T rho,
+                              T momentum, T epsilon) {
+  FS_FOR_EACH_ELEMENT(i, n) {
+    ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
+    mom[i] = mom[i] * momentum + lr * g[i] / sqrt(ms[i] + epsilon);
+    w[i] -= mom[i];
+  }
+}
+
+template <typename T>
+__global__ void CenteredRMSPropKernel(int64_t n, T* w, T* mg, T* ms, T* mom, const T* g, T lr,
+                                      T rho, T momentum, T epsilon) {
+  FS_FOR_EACH_ELEMENT(i, n) {
+    ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
+    mg[i] += (g[i] - mg[i]) * (T(1) - rho);
+    mom[i] = mom[i] * momentum + lr * g[i] / sqrt(ms[i] - mg[i] * mg[i] + epsilon);
+    w[i] -= mom[i];
+  }
+}
+
+template <typename T>
+__global__ void AdagradKernel(int64_t n, T* w, T* accum, const T* g, T lr, bool update_slots) {
+  FS_FOR_EACH_ELEMENT(i, n) {
+    if (update_slots) accum[i] += g[i] * g[i];
+    w[i] -= lr * g[i] / sqrt(accum[i]);
+  }
+}
+
+#undef FS_FOR_EACH_ELEMENT
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+// True when `ptr` is memory a CUDA kernel can write (device or managed memory).
+bool IsDeviceMemory(const void* ptr) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    cudaGetLastError();  // clear it, so that the next LaunchCheck does not report it
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
+}
+
+// Locks the variables named by resource inputs `indices` (in address order, so concurrent steps
+// cannot deadlock), checks them, and makes their device buffers private for writing.
+class LockedVars {
+ public:
+  LockedVars(KernelContext& ctx, const std::vector<int>& indices) {
+    for (int i : indices) vars_.push_back(VarFromHandle(ctx.input(i)));
+    std::vector<Var*> order = vars_;
+    std::sort(order.begin(), order.end());
+    order.erase(std::unique(order.begin(), order.end()), order.end());
+    for (Var* v : order) locks_.emplace_back(v->mu());
+    status_ = Prepare(ctx);
+  }
+  const Status& status() const { return status_; }
+  template <typename T>
+  T* data(int k) {
+    return vars_[k]->value().template data<T>();
+  }
+  int64_t size() const { return vars_[0]->value().num_elements(); }
+  const TensorShape& shape() const { return vars_[0]->value().shape(); }
+
+ private:
+  Status Prepare(KernelContext& ctx) {
+    for (Var* v : vars_) {
+      if (!v->initialized()) {
+        return errors::FailedPrecondition(
+            "Attempting to use uninitialized value ", v->name(),
+            ". Run the variables' initializers (tf.global_variables_initializer()) after "
+            "creating the optimizer: its slot variables need initializing too.");
+      }
+    }
+    const Tensor& first = vars_[0]->value();
+    for (Var* v : vars_) {
+      if (v->value().shape() != first.shape() || v->value().dtype() != first.dtype()) {
+        return errors::InvalidArgument("Slot ", v->name(), " has shape ",
+                                       v->value().shape().ToString(), " but variable ",
+                                       vars_[0]->name(), " has ", first.shape().ToString());
+      }
+      if (v->value().num_elements() > 0 && !IsDeviceMemory(v->value().raw_data())) {
+        return errors::FailedPrecondition(
+            "Variable ", v->name(), " is in host memory, but ", ctx.node().type(), " runs on ",
+            ctx.device()->name(),
+            ". Create the variable and its optimizer on the same device (one tf.device scope), "
+            "or let the placer colocate them by not pinning either.");
+      }
+    }
+    for (Var* v : vars_) {
+      if (v->value().RefCountIsOne()) continue;
+      // A reader still holds this value: write into a copy.
+      Tensor copy;
+      FS_RETURN_IF_ERROR(ctx.AllocateTemp(v->value().dtype(), v->value().shape(), &copy));
+      FS_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(copy.raw_data(), v->value().raw_data(),
+                                                   v->value().bytes(), cudaMemcpyDeviceToDevice,
+                                                   StreamOf(ctx)),
+                                   "cudaMemcpyAsync (copy of a variable before an update)"));
+      v->value() = copy;
+    }
+    return Status::OK();
+  }
+
+  std::vector<Var*> vars_;
+  std::vector<std::unique_lock<std::mutex>> locks_;
+  Status status_;
+};
+
+// A scalar hyper-parameter from host memory.
+template <typename T>
+T Scalar(KernelContext& ctx, int i) {
+  return static_cast<T>(ctx.input(i).ElementAsDouble(0));
+}
+
+Status CheckGrad(KernelContext& ctx, LockedVars& vars, int grad_index) {
+  FS_RETURN_IF_ERROR(vars.status());
+  const Tensor& grad = ctx.input(grad_index);
+  if (grad.shape() != vars.shape()) {
+    return errors::InvalidArgument("Gradient of shape ", grad.shape().ToString(),
+                                   " does not match variable shape ", vars.shape().ToString());
+  }
+  for (int i = 0; i < ctx.num_inputs(); ++i) {
+    if (i != grad_index && ctx.input(i).dtype() != DType::kResource &&
+        ctx.input(i).num_elements() != 1) {
+      return errors::InvalidArgument("Input ", i, " of ", ctx.node().type(),
+                                     " must be a scalar, got shape ",
+                                     ctx.input(i).shape().ToString());
+    }
+  }
+  return Status::OK();
+}
+
+// Launches kernel<<<...>>>(n, args...) for the variables' elements, unless there are none.
+template <typename... Params, typename... Args>
+Status Launch(KernelContext& ctx, const char* name, int64_t n, void (*kernel)(int64_t, Params...),
+              Args... args) {
+  if (n == 0) return Status::OK();
+  kernel<<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(n, args...);
+  return LaunchCheck(name);
+}
+
+Status ApplyGradientDescentGpu(KernelContext& ctx) {
+  LockedVars vars(ctx, {0});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 2));
+  return DispatchDType<float, double>(
+      ctx.input(2).dtype(), "ResourceApplyGradientDescent", [&]<typename T>() -> Status {
+        return Launch(ctx, "ResourceApplyGradientDescent", vars.size(), GradientDescentKernel<T>,
+                      vars.data<T>(0), ctx.input(2).data<T>(), Scalar<T>(ctx, 1));
+      });
+}
+
+Status ApplyMomentumGpu(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
+  return DispatchDType<float, double>(
+      ctx.input(3).dtype(), "ResourceApplyMomentum", [&]<typename T>() -> Status {
+        return Launch(ctx, "ResourceApplyMomentum", vars.size(), MomentumKernel<T>,
+                      vars.data<T>(0), vars.data<T>(1), ctx.input(3).data<T>(),
+                      Scalar<T>(ctx, 2), Scalar<T>(ctx, 4), nesterov);
+      });
+}
+
+Status ApplyAdamGpu(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1, 2});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 9));
+  const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
+  return DispatchDType<float, double>(
+      ctx.input(9).dtype(), "ResourceApplyAdam", [&]<typename T>() -> Status {
+        const T beta1_power = Scalar<T>(ctx, 3);
+        const T beta2_power = Scalar<T>(ctx, 4);
+        const T lr = Scalar<T>(ctx, 5);
+        const T beta1 = Scalar<T>(ctx, 6);
+        const T beta2 = Scalar<T>(ctx, 7);
+        const T epsilon = Scalar<T>(ctx, 8);
+        const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+        const T mix = nesterov ? beta1 : T(1);
+        const T grad_mix = nesterov ? T(1) - beta1 : T(0);
+        return Launch(ctx, "ResourceApplyAdam", vars.size(), AdamKernel<T>, vars.data<T>(0),
+                      vars.data<T>(1), vars.data<T>(2), ctx.input(9).data<T>(), lr_t, beta1,
+                      beta2, epsilon, mix, grad_mix);
+      });
+}
+
+Status ApplyRMSPropGpu(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1, 2});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 7));
+  return DispatchDType<float, double>(
+      ctx.input(7).dtype(), "ResourceApplyRMSProp", [&]<typename T>() -> Status {
+        return Launch(ctx, "ResourceApplyRMSProp", vars.size(), RMSPropKernel<T>,
+                      vars.data<T>(0), vars.data<T>(1), vars.data<T>(2), ctx.input(7).data<T>(),
+                      Scalar<T>(ctx, 3), Scalar<T>(ctx, 4), Scalar<T>(ctx, 5),
+                      Scalar<T>(ctx, 6));
+      });
+}
+
+Status ApplyCenteredRMSPropGpu(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1, 2, 3});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 8));
+  return DispatchDType<float, double>(
+      ctx.input(8).dtype(), "ResourceApplyCenteredRMSProp", [&]<typename T>() -> Status {
+        return Launch(ctx, "ResourceApplyCenteredRMSProp", vars.size(), CenteredRMSPropKernel<T>,
+                      vars.data<T>(0), vars.data<T>(1), vars.data<T>(2), vars.data<T>(3),
+                      ctx.input(8).data<T>(), Scalar<T>(ctx, 4), Scalar<T>(ctx, 5),
+                      Scalar<T>(ctx, 6), Scalar<T>(ctx, 7));
+      });
+}
+
+Status ApplyAdagradGpu(KernelContext& ctx) {
+  LockedVars vars(ctx, {0, 1});
+  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  const bool update_slots = ctx.attrs().GetOr<bool>("update_slots", true);
+  return DispatchDType<float, double>(
+      ctx.input(3).dtype(), "ResourceApplyAdagrad", [&]<typename T>() -> Status {
+        return Launch(ctx, "ResourceApplyAdagrad", vars.size(), AdagradKernel<T>,
+                      vars.data<T>(0), vars.data<T>(1), ctx.input(3).data<T>(),
+                      Scalar<T>(ctx, 2), update_slots);
+      });
+}
+
+// Registers an update op with its resource inputs and scalar inputs in host memory.
+GpuKernel ApplyKernel(const char* op, KernelFn fn, const std::vector<std::string>& host_args) {
+  GpuKernel kernel(op, std::move(fn));
+  kernel.Types({DType::kFloat32, DType::kFloat64});
+  for (const std::string& arg : host_args) kernel.HostMemory(arg);
+  return kernel;
+}
+
+FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyGradientDescent", ApplyGradientDescentGpu,
+                                   {"var", "alpha"}));
+FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyMomentum", ApplyMomentumGpu,
+                                   {"var", "accum", "lr", "momentum"}));
+FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyAdam", ApplyAdamGpu,
+                                   {"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
+                                    "beta2", "epsilon"}));
+FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyRMSProp", ApplyRMSPropGpu,
+                                   {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon"}));
+FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyCenteredRMSProp", ApplyCenteredRMSPropGpu,
+                                   {"var", "mg", "ms", "mom", "lr", "rho", "momentum",
+                                    "epsilon"}));
+FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyAdagrad", ApplyAdagradGpu,
+                                   {"var", "accum", "lr"}));
+
+}  // namespace
+}  // namespace flowstone::cuda
