@@ -4,6 +4,8 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -128,6 +130,14 @@ void ReadVersion(GpuLibrary& lib) {
 
 std::string Major(const std::string& version) { return version.substr(0, version.find('.')); }
 
+// "12.2" < "13.0", comparing major then minor numerically.
+bool VersionLess(const std::string& a, const std::string& b) {
+  int a_major = 0, a_minor = 0, b_major = 0, b_minor = 0;
+  std::sscanf(a.c_str(), "%d.%d", &a_major, &a_minor);
+  std::sscanf(b.c_str(), "%d.%d", &b_major, &b_minor);
+  return a_major != b_major ? a_major < b_major : a_minor < b_minor;
+}
+
 }  // namespace
 
 GpuDiscovery& GpuDiscovery::Get() {
@@ -218,6 +228,15 @@ bool GpuDiscovery::LoadLibraries() {
                ". `flowstone doctor` explains this machine.");
     return false;
   }
+  // A driver older than the toolkit cannot run this build's kernels: say so before trying.
+  if (!driver.found_version.empty() && VersionLess(driver.found_version, cuda_version)) {
+    report_.reason = StrCat("the NVIDIA driver supports CUDA up to ", driver.found_version,
+                            " but this build needs CUDA ", cuda_version);
+    LogWarning(kLog, "Cannot use a GPU: ", report_.reason,
+               ". Skipping GPU devices: every op runs on the CPU. To fix: update the NVIDIA "
+               "driver to one for CUDA ", cuda_version, " or newer.");
+    return false;
+  }
   const GpuLibrary& runtime = report_.libraries[1];
   if (!runtime.found_version.empty() && Major(runtime.found_version) != cuda_major) {
     report_.reason = StrCat("the CUDA runtime found (", runtime.found_version, " at ",
@@ -278,8 +297,12 @@ void GpuDiscovery::LoadPlatform() {
             " deviceMemoryBandwidth: ", bandwidth);
   }
   if (report_.devices.empty()) {
-    report_.reason = StrCat("the ", report_.platform_name, " driver (", report_.driver_version,
-                            ") reports no usable GPU", error.empty() ? "" : ": ", error);
+    while (!error.empty() && error.back() == '.') error.pop_back();
+    const bool versioned = !report_.driver_version.empty() && std::isdigit(
+                                static_cast<unsigned char>(report_.driver_version[0]));
+    report_.reason = StrCat("the ", report_.platform_name, " driver",
+                            versioned ? StrCat(" (", report_.driver_version, ")") : "",
+                            " reports no usable GPU", error.empty() ? "" : ": ", error);
     LogWarning(kLog, "Cannot use a GPU: ", report_.reason, ". Every op runs on the CPU.");
     return;
   }

@@ -4,11 +4,14 @@
  * cleanly. Only the entry points the runtime looks up first are provided; every call fails the
  * way a driver without devices does. */
 #include <stddef.h>
+#include <stdlib.h>
 
 enum { kCudaSuccess = 0, kCudaErrorNoDevice = 100, kCudaErrorNotFound = 500 };
 
+/* FLOWSTONE_FAKE_DRIVER_VERSION (e.g. 12020 for CUDA 12.2) plays an older driver. */
 int cuDriverGetVersion(int* version) {
-  *version = 13000;
+  const char* forced = getenv("FLOWSTONE_FAKE_DRIVER_VERSION");
+  *version = forced != NULL ? atoi(forced) : 13000;
   return kCudaSuccess;
 }
 

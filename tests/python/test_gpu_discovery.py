@@ -132,3 +132,19 @@ def test_the_real_cuda_backend_loads_and_reports_no_gpu_behind_a_driver_without_
     assert int(count) > 50 and has_matmul == "True" and has_conv == "True"
     assert lines[2] == "[[2.0, 2.0], [2.0, 2.0]]"
     assert "Cannot use a GPU: the CUDA driver" in proc.stderr
+
+
+@needs_no_driver
+@pytest.mark.skipif(not tf.test.is_built_with_cuda(), reason="this build has no CUDA backend")
+@pytest.mark.skipif(_stand_in_driver_dir() is None, reason="the stand-in libcuda.so.1 is not "
+                    "built (configure with -DFLOWSTONE_BUILD_TESTS=ON, as `make test` does)")
+def test_a_driver_older_than_the_build_is_named_with_the_fix():
+    proc = run("""
+        print(tf._C.gpu_discovery()["reason"])
+        print(tf.config.list_physical_devices("GPU"))
+    """, env={"LD_LIBRARY_PATH": _stand_in_driver_dir(),
+              "FLOWSTONE_FAKE_DRIVER_VERSION": "12020"})
+    built = tf.sysconfig.get_build_info()["cuda_version"]
+    assert proc.stdout.splitlines() == [
+        f"the NVIDIA driver supports CUDA up to 12.2 but this build needs CUDA {built}", "[]"]
+    assert f"To fix: update the NVIDIA driver to one for CUDA {built} or newer" in proc.stderr
