@@ -524,11 +524,13 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
                   p.filter_hwio(), df->data<float>());
 }
 
-FS_REGISTER_GPU_KERNEL(GpuKernel("Conv2D", Conv2DGpu).Types({DType::kFloat32}));
+FS_REGISTER_GPU_KERNEL(GpuKernel("Conv2D", Conv2DGpu).Types({DType::kFloat32}).Needs("cuDNN"));
 FS_REGISTER_GPU_KERNEL(GpuKernel("Conv2DBackpropInput", Conv2DBackpropInputGpu)
+                           .Needs("cuDNN")
                            .Types({DType::kFloat32})
                            .HostMemory("input_sizes"));
 FS_REGISTER_GPU_KERNEL(GpuKernel("Conv2DBackpropFilter", Conv2DBackpropFilterGpu)
+                           .Needs("cuDNN")
                            .Types({DType::kFloat32})
                            .HostMemory("filter_sizes"));
 

@@ -1,11 +1,14 @@
 #include "cuda_kernel.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <utility>
 
 #include "cuda_device.h"
+#include "flowstone/logging.h"
 
 namespace flowstone::cuda {
 namespace {
@@ -97,14 +100,65 @@ KernelDef GpuKernel::Build() const {
   return def;
 }
 
-GpuKernelRegistrar::GpuKernelRegistrar(const GpuKernel& kernel) {
-  Status s = OpRegistry::Global().RegisterKernel(kernel.op_name(), kernel.Build());
+GpuKernel& GpuKernel::Needs(std::string library) {
+  needs_ = std::move(library);
+  return *this;
+}
+
+namespace {
+
+struct PendingKernel {
+  std::string op_name;
+  std::string library;
+  KernelDef def;
+};
+
+std::vector<PendingKernel>& PendingKernels() {
+  static auto* pending = new std::vector<PendingKernel>;
+  return *pending;
+}
+
+void RegisterOrAbort(const std::string& op_name, KernelDef def) {
+  Status s = OpRegistry::Global().RegisterKernel(op_name, std::move(def));
   if (!s.ok()) {
     // The op set is fixed at build time, so this is a programming error in the plugin.
     std::fprintf(stderr, "flowstone: cannot register the GPU kernel of %s: %s\n",
-                 kernel.op_name().c_str(), s.ToString().c_str());
+                 op_name.c_str(), s.ToString().c_str());
     std::abort();
   }
+}
+
+}  // namespace
+
+void RegisterGpuKernel(const GpuKernel& kernel, KernelDef def) {
+  if (kernel.needs().empty()) {
+    RegisterOrAbort(kernel.op_name(), std::move(def));
+  } else {
+    // Static registrars run while the plugin loads, before the platform knows its libraries.
+    PendingKernels().push_back({kernel.op_name(), kernel.needs(), std::move(def)});
+  }
+}
+
+void RegisterKernelsNeedingLibraries(const std::vector<std::string>& usable_libraries) {
+  std::map<std::string, std::string> skipped;  // library -> "Conv2D, Conv2DBackpropInput"
+  for (PendingKernel& kernel : PendingKernels()) {
+    if (std::find(usable_libraries.begin(), usable_libraries.end(), kernel.library) !=
+        usable_libraries.end()) {
+      RegisterOrAbort(kernel.op_name, std::move(kernel.def));
+    } else {
+      std::string& ops = skipped[kernel.library];
+      ops += (ops.empty() ? "" : ", ") + kernel.op_name;
+    }
+  }
+  PendingKernels().clear();
+  for (const auto& [library, ops] : skipped) {
+    LogWarning("flowstone/gpu", library, " is not usable, so these ops run on the CPU: ", ops,
+               ".");
+  }
+}
+
+GpuKernelRegistrar::GpuKernelRegistrar(const GpuKernel& kernel) {
+  RegisterGpuKernel(kernel, kernel.Build());
 }
 
 }  // namespace flowstone::cuda

@@ -44,7 +44,12 @@ class GpuKernel {
   GpuKernel& Types(std::vector<DType> types);
   // An input or output argument (by its name in the op's schema) kept in host memory.
   GpuKernel& HostMemory(std::string arg_name);
+  // A vendor library ("cuBLAS", "cuDNN") the kernel cannot run without. Such a kernel is
+  // registered only when the platform starts with that library usable, so that without it the
+  // placer puts the op on the CPU instead of failing at run time.
+  GpuKernel& Needs(std::string library);
   const std::string& op_name() const { return op_name_; }
+  const std::string& needs() const { return needs_; }
   KernelDef Build() const;
 
  private:
@@ -52,11 +57,19 @@ class GpuKernel {
   KernelFn fn_;
   std::vector<DType> types_;
   std::vector<std::string> host_memory_;
+  std::string needs_;
 };
 
 struct GpuKernelRegistrar {
   explicit GpuKernelRegistrar(const GpuKernel& kernel);
 };
+
+// Registers `def` for `kernel`'s op now, or, when the kernel needs a vendor library, when the
+// platform starts (RegisterKernelsNeedingLibraries). Aborts on an unknown op: a plugin bug.
+void RegisterGpuKernel(const GpuKernel& kernel, KernelDef def);
+// Called once by the platform: registers the waiting kernels whose library is usable and logs,
+// per missing library, the ops that will run on the CPU instead.
+void RegisterKernelsNeedingLibraries(const std::vector<std::string>& usable_libraries);
 
 }  // namespace flowstone::cuda
 

@@ -90,6 +90,10 @@ class CudaPlatform final : public GpuPlatform {
         LogWarning("flowstone/gpu", "cuDNN is not usable: ", cudnn.message());
       }
     }
+    std::vector<std::string> usable;
+    if (cublas_ != nullptr) usable.push_back("cuBLAS");
+    if (cudnn_ != nullptr) usable.push_back("cuDNN");
+    RegisterKernelsNeedingLibraries(usable);
   }
 
   // Why no GPU could be counted, or empty.

@@ -6,8 +6,6 @@
 // The GpuKernel supplies the op name, dtypes and host-memory arguments; its function is unused.
 #pragma once
 
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <utility>
 
@@ -38,13 +36,7 @@ struct GpuKernelClassRegistrar {
       if (s.ok()) *out = std::move(instance);
       return s;
     };
-    Status s = OpRegistry::Global().RegisterKernel(kernel.op_name(), std::move(def));
-    if (!s.ok()) {
-      // The op set is fixed at build time, so this is a programming error in the plugin.
-      std::fprintf(stderr, "flowstone: cannot register the GPU kernel of %s: %s\n",
-                   kernel.op_name().c_str(), s.ToString().c_str());
-      std::abort();
-    }
+    RegisterGpuKernel(kernel, std::move(def));
   }
 };
 

@@ -246,8 +246,9 @@ Status BatchMatMul(KernelContext& ctx) {
 }
 
 const std::vector<DType> kGpuFloatTypes = {DType::kFloat32, DType::kFloat64};
-FS_REGISTER_GPU_KERNEL(GpuKernel("MatMul", MatMul).Types(kGpuFloatTypes));
-FS_REGISTER_GPU_KERNEL(GpuKernel("BatchMatMulV2", BatchMatMul).Types(kGpuFloatTypes));
+FS_REGISTER_GPU_KERNEL(GpuKernel("MatMul", MatMul).Types(kGpuFloatTypes).Needs("cuBLAS"));
+FS_REGISTER_GPU_KERNEL(
+    GpuKernel("BatchMatMulV2", BatchMatMul).Types(kGpuFloatTypes).Needs("cuBLAS"));
 
 }  // namespace
 }  // namespace flowstone::cuda
