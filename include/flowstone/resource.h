@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 
+#include "flowstone/device.h"
 #include "flowstone/graph.h"
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
@@ -27,6 +28,10 @@ class Var {
   // Only with mu() held.
   bool initialized() const { return value_.initialized(); }
   Tensor& value() { return value_; }
+  // The device whose memory holds the value (a GPU), or nullptr for host memory. Set by the
+  // variable's handle op when it first runs; only with mu() held.
+  Device* device() const { return device_; }
+  void set_device(Device* device) { device_ = device; }
 
  private:
   std::string name_;
@@ -34,6 +39,7 @@ class Var {
   PartialShape shape_;
   std::mutex mu_;
   Tensor value_;
+  Device* device_ = nullptr;
 };
 
 class ResourceMgr {

@@ -494,6 +494,9 @@ Status SnapshotVariables(Session& session, const CheckpointVars& vars,
     if (Var* var = resources->LookupVar(name)) {
       std::lock_guard<std::mutex> lock(var->mu());
       if (var->initialized()) value = var->value();
+      if (value.initialized() && var->device() != nullptr) {
+        FS_RETURN_IF_ERROR(var->device()->CopyToHost(value, &value));
+      }
     }
     if (!value.initialized()) {
       return errors::FailedPrecondition(
@@ -653,7 +656,11 @@ Status AssignVariables(Session& session, const CheckpointVars& vars,
     const Node& node = *vars[i].second;
     Var* var = resources->LookupOrCreateVar(VarNameOf(node), VarDType(node), VarShape(node));
     std::lock_guard<std::mutex> lock(var->mu());
-    var->value() = values[i];
+    if (var->device() == nullptr) {
+      var->value() = values[i];
+    } else {
+      FS_RETURN_IF_ERROR(var->device()->CopyFromHost(values[i], &var->value()));
+    }
   }
   return Status::OK();
 }

@@ -12,6 +12,21 @@ namespace flowstone {
 namespace {
 
 // Looks up the variable once per session (kernels are per session), then hands out the handle.
+// Records that `var` lives in `device`'s memory; a value already there (restored from a
+// checkpoint before the first run) is moved into that memory.
+Status MoveToDevice(Var* var, Device* device) {
+  if (device->host_memory()) return Status::OK();
+  std::lock_guard<std::mutex> lock(var->mu());
+  if (var->device() == device) return Status::OK();
+  if (var->initialized()) {
+    Tensor on_device;
+    FS_RETURN_IF_ERROR(device->CopyFromHost(var->value(), &on_device));
+    var->value() = std::move(on_device);
+  }
+  var->set_device(device);
+  return Status::OK();
+}
+
 class VarHandleKernel final : public OpKernel {
  public:
   explicit VarHandleKernel(const Node& node) : OpKernel(node) {}
@@ -21,6 +36,7 @@ class VarHandleKernel final : public OpKernel {
       var = ctx.resources()->LookupOrCreateVar(
           VarNameOf(node()), node().attrs().GetOr<DType>("dtype", DType::kFloat32),
           node().attrs().GetOr<PartialShape>("shape", PartialShape::Unknown()));
+      FS_RETURN_IF_ERROR(MoveToDevice(var, ctx.device()));
       var_.store(var, std::memory_order_release);
     }
     Tensor* out;

@@ -287,3 +287,27 @@ def test_empty_cuda_visible_devices_hides_the_gpus_too():
         print(tf.config.list_physical_devices("GPU"), tf.test.is_gpu_available())
     """, env={"CUDA_VISIBLE_DEVICES": ""})
     assert "[] False" in proc.stdout
+
+
+def test_checkpoints_of_gpu_variables_save_and_restore_through_the_host(tmp_path):
+    proc = run(f"""
+        v = tf.Variable(np.array([1.0, 2.0], np.float32), name="v")
+        bump = v.assign_add(tf.constant([10.0, 20.0]))
+        doubled = v * 2.0
+        saver = tf.train.Saver()
+        path = {str(tmp_path / "model")!r}
+        cfg = tf.ConfigProto(log_device_placement=True)
+        with tf.Session(config=cfg) as sess:
+            sess.run(v.initializer)
+            sess.run(bump)
+            saver.save(sess, path)
+        with tf.Session() as sess:
+            saver.restore(sess, path)       # before any run: the variable is not placed yet
+            print("restored", sess.run(doubled).tolist())
+            sess.run(bump)
+            saver.restore(sess, path)       # now it lives on the GPU
+            print("again", sess.run(doubled).tolist())
+    """)
+    assert placements(proc.stderr)["v"] == GPU0
+    assert "restored [22.0, 44.0]" in proc.stdout
+    assert "again [22.0, 44.0]" in proc.stdout
