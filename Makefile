@@ -39,7 +39,7 @@ cpp-test: install
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 py-test: install
-	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider python seeds
+	cd tests && ../$(VPY) -m pytest -q -p no:cacheprovider python seeds gpu
 
 test: cpp-test py-test
 
