@@ -71,8 +71,8 @@ asan: $(BUILD)/.system-deps $(VENV)/.deps
 	cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure
 
-format:
-	clang-format -i $$(git ls-files '*.h' '*.cc')
+format: $(VENV)/.deps
+	$(VENV)/bin/clang-format -i $$(git ls-files "*.h" "*.cc" "*.cu")
 
 clean:
 	rm -rf build

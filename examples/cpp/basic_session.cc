@@ -15,7 +15,8 @@ int main() {
 
   flowstone::GraphBuilder b;
   auto x = b.Placeholder(DType::kFloat32, PartialShape({-1, 2}), "x");
-  auto w = b.NewVariable("w", b.Const(Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}))));
+  auto w =
+      b.NewVariable("w", b.Const(Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}))));
   auto y = b.MatMul(x, w.value, false, false, "y");
   if (!b.status().ok()) {
     std::fprintf(stderr, "building the graph failed: %s\n", b.status().ToString().c_str());

@@ -29,10 +29,9 @@ enum class AttrType {
 };
 const char* AttrTypeName(AttrType type);
 
-using AttrValue =
-    std::variant<int64_t, double, bool, std::string, DType, PartialShape, Tensor,
-                 std::vector<int64_t>, std::vector<double>, std::vector<DType>,
-                 std::vector<PartialShape>, std::vector<std::string>>;
+using AttrValue = std::variant<int64_t, double, bool, std::string, DType, PartialShape, Tensor,
+                               std::vector<int64_t>, std::vector<double>, std::vector<DType>,
+                               std::vector<PartialShape>, std::vector<std::string>>;
 
 // The variant index for each AttrType, in declaration order.
 AttrType AttrValueType(const AttrValue& value);
@@ -56,8 +55,7 @@ class AttrMap {
       *out = *p;
       return Status::OK();
     }
-    return errors::InvalidArgument("attr '", name, "' has type ",
-                                   AttrTypeName(AttrValueType(*v)));
+    return errors::InvalidArgument("attr '", name, "' has type ", AttrTypeName(AttrValueType(*v)));
   }
   // Typed access with a fallback; for attrs that always have a default.
   template <typename T>

@@ -16,11 +16,11 @@ namespace flowstone {
 
 // A parsed device specification; every field is optional.
 struct DeviceSpec {
-  std::string job;      // empty = any
-  int replica = -1;     // -1 = any
+  std::string job;   // empty = any
+  int replica = -1;  // -1 = any
   int task = -1;
-  std::string type;     // "CPU", "GPU", empty = any (upper case)
-  int id = -1;          // -1 = any
+  std::string type;  // "CPU", "GPU", empty = any (upper case)
+  int id = -1;       // -1 = any
 
   // Parses "/job:localhost/replica:0/task:0/device:GPU:1", "/gpu:1", "/device:CPU:*", "gpu:0",
   // "" ... Fails with InvalidArgument showing the grammar.

@@ -26,9 +26,9 @@ namespace flowstone {
 
 // One vendor library discovery tried to load, e.g. {"cuBLAS", "libcublas.so.13", ...}.
 struct GpuLibrary {
-  std::string name;           // "CUDA driver", "CUDA runtime", "cuBLAS", "cuBLASLt", "cuDNN"
-  std::string file;           // the file name asked for: "libcudart.so.13"
-  bool required = false;      // without it no GPU can be used
+  std::string name;       // "CUDA driver", "CUDA runtime", "cuBLAS", "cuBLASLt", "cuDNN"
+  std::string file;       // the file name asked for: "libcudart.so.13"
+  bool required = false;  // without it no GPU can be used
   bool loaded = false;
   std::string path;           // where it was found, when loaded
   std::string error;          // dlerror() when not loaded

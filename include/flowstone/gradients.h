@@ -74,8 +74,7 @@ struct GradientOptions {
 // Adds ops computing sum(d ys / d xs) for each x. (*grads)[i] is a null endpoint when ys do not
 // depend on xs[i]. Fails with InvalidArgument (py_type LookupError) naming the op when a needed
 // op has no gradient and is not marked NotDifferentiable.
-Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys,
-                    const std::vector<Endpoint>& xs, const GradientOptions& options,
-                    std::vector<Endpoint>* grads);
+Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys, const std::vector<Endpoint>& xs,
+                    const GradientOptions& options, std::vector<Endpoint>* grads);
 
 }  // namespace flowstone

@@ -47,9 +47,9 @@ class KernelContext {
     const Node* node = nullptr;
     Device* device = nullptr;
     ResourceMgr* resources = nullptr;
-    Tensor* inputs = nullptr;            // num_inputs entries
-    const bool* forwardable = nullptr;   // may input i's buffer be reused for an output?
-    Tensor* outputs = nullptr;           // num_outputs entries
+    Tensor* inputs = nullptr;           // num_inputs entries
+    const bool* forwardable = nullptr;  // may input i's buffer be reused for an output?
+    Tensor* outputs = nullptr;          // num_outputs entries
     int64_t step_id = 0;
   };
   explicit KernelContext(const Params& params) : p_(params) {}

@@ -54,7 +54,7 @@ using KernelFactory = std::function<Status(const Node&, std::unique_ptr<OpKernel
 using GradFn = std::function<Status(GradientContext&)>;
 
 struct KernelDef {
-  std::string device_type;          // "CPU", "GPU"
+  std::string device_type;             // "CPU", "GPU"
   std::vector<DType> type_constraint;  // allowed values of the op's first type attr; empty = any
   KernelFactory factory;
   // Inputs and outputs (by argument name) this kernel reads or writes in host memory although it
@@ -143,8 +143,7 @@ class OpBuilder {
   OpBuilder& KernelFactory(const std::string& device_type, flowstone::KernelFactory factory,
                            std::vector<DType> type_constraint = {});
   template <typename K>
-  OpBuilder& KernelClass(const std::string& device_type,
-                         std::vector<DType> type_constraint = {}) {
+  OpBuilder& KernelClass(const std::string& device_type, std::vector<DType> type_constraint = {}) {
     return KernelFactory(
         device_type,
         [](const Node& node, std::unique_ptr<OpKernel>* out) {
@@ -163,8 +162,7 @@ class OpBuilder {
   std::unique_ptr<OpDef> Build();
 
  private:
-  ArgDef MakeArg(const std::string& name, const std::string& type,
-                 const std::string& number_attr);
+  ArgDef MakeArg(const std::string& name, const std::string& type, const std::string& number_attr);
   std::unique_ptr<OpDef> op_;
 };
 

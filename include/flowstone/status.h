@@ -81,10 +81,10 @@ class Status {
 };
 
 namespace errors {
-#define FLOWSTONE_DECLARE_ERROR(Name, CodeValue)        \
-  template <typename... Args>                           \
-  Status Name(const Args&... args) {                    \
-    return Status(Code::CodeValue, StrCat(args...));    \
+#define FLOWSTONE_DECLARE_ERROR(Name, CodeValue)     \
+  template <typename... Args>                        \
+  Status Name(const Args&... args) {                 \
+    return Status(Code::CodeValue, StrCat(args...)); \
   }
 FLOWSTONE_DECLARE_ERROR(Cancelled, kCancelled)
 FLOWSTONE_DECLARE_ERROR(Unknown, kUnknown)
@@ -118,7 +118,7 @@ Status TypeError(const Args&... args) {
 template <typename T>
 class StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  StatusOr(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   StatusOr(Status status) : status_(std::move(status)) {}  // NOLINT
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
@@ -137,14 +137,13 @@ class StatusOr {
 #define FS_CONCAT_INNER(a, b) a##b
 #define FS_CONCAT(a, b) FS_CONCAT_INNER(a, b)
 
-#define FS_RETURN_IF_ERROR(expr)                       \
-  do {                                                 \
-    ::flowstone::Status _fs_status = (expr);           \
-    if (!_fs_status.ok()) return _fs_status;           \
+#define FS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::flowstone::Status _fs_status = (expr); \
+    if (!_fs_status.ok()) return _fs_status; \
   } while (0)
 
-#define FS_ASSIGN_OR_RETURN(lhs, expr)                          \
-  auto FS_CONCAT(_fs_or_, __LINE__) = (expr);                   \
-  if (!FS_CONCAT(_fs_or_, __LINE__).ok())                       \
-    return FS_CONCAT(_fs_or_, __LINE__).status();               \
+#define FS_ASSIGN_OR_RETURN(lhs, expr)                                                  \
+  auto FS_CONCAT(_fs_or_, __LINE__) = (expr);                                           \
+  if (!FS_CONCAT(_fs_or_, __LINE__).ok()) return FS_CONCAT(_fs_or_, __LINE__).status(); \
   lhs = std::move(FS_CONCAT(_fs_or_, __LINE__).value())

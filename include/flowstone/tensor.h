@@ -52,8 +52,7 @@ class Tensor {
 
   // Allocates an uninitialized tensor. Fails with an empty status message on OOM; callers that
   // know the device (kernels, sessions) turn that into the full OOM report.
-  static Status Allocate(Allocator* allocator, DType dtype, const TensorShape& shape,
-                         Tensor* out);
+  static Status Allocate(Allocator* allocator, DType dtype, const TensorShape& shape, Tensor* out);
   // Allocates on the CPU allocator and aborts on OOM; for tests and small host-side values.
   static Tensor Host(DType dtype, const TensorShape& shape);
   template <typename T>

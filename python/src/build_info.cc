@@ -24,28 +24,34 @@ std::string CompilerId() {
 }  // namespace
 
 void RegisterBuildInfo(nb::module_& m) {
-  m.def("build_info", [] {
-    nb::dict d;
-    d["version"] = FLOWSTONE_VERSION_STRING;
-    d["built_with_cuda"] = FLOWSTONE_BUILT_WITH_CUDA != 0;
-    d["cuda_version"] = FLOWSTONE_CUDA_VERSION;
-    d["cudnn_major"] = FLOWSTONE_CUDNN_MAJOR_STRING;
-    d["baseline_isa"] = FLOWSTONE_BASELINE_ISA;
-    d["compiler"] = CompilerId();
-    d["compiler_version"] = __VERSION__;
-    return d;
-  }, "What this build was compiled with: CUDA and cuDNN versions, baseline ISA, compiler.");
-  m.def("cpu_info", [] {
-    const CpuInfo& cpu = GetCpuInfo();
-    nb::dict d;
-    d["vendor"] = cpu.vendor;
-    d["brand"] = cpu.brand;
-    d["features"] = cpu.FeatureNames();
-    d["kernel_isa"] = DispatchedKernelIsa();
-    d["dispatched_kernels"] = DispatchedKernels();
-    return d;
-  }, "The CPU's vendor, model and instruction sets (CPUID, with OS support), and the "
-     "instruction set the run-time dispatched kernels use on it.");
+  m.def(
+      "build_info",
+      [] {
+        nb::dict d;
+        d["version"] = FLOWSTONE_VERSION_STRING;
+        d["built_with_cuda"] = FLOWSTONE_BUILT_WITH_CUDA != 0;
+        d["cuda_version"] = FLOWSTONE_CUDA_VERSION;
+        d["cudnn_major"] = FLOWSTONE_CUDNN_MAJOR_STRING;
+        d["baseline_isa"] = FLOWSTONE_BASELINE_ISA;
+        d["compiler"] = CompilerId();
+        d["compiler_version"] = __VERSION__;
+        return d;
+      },
+      "What this build was compiled with: CUDA and cuDNN versions, baseline ISA, compiler.");
+  m.def(
+      "cpu_info",
+      [] {
+        const CpuInfo& cpu = GetCpuInfo();
+        nb::dict d;
+        d["vendor"] = cpu.vendor;
+        d["brand"] = cpu.brand;
+        d["features"] = cpu.FeatureNames();
+        d["kernel_isa"] = DispatchedKernelIsa();
+        d["dispatched_kernels"] = DispatchedKernels();
+        return d;
+      },
+      "The CPU's vendor, model and instruction sets (CPUID, with OS support), and the "
+      "instruction set the run-time dispatched kernels use on it.");
 }
 
 }  // namespace flowstone::python

@@ -9,8 +9,8 @@ PyObject* status_error_type = nullptr;
 
 void RegisterErrors(nb::module_& m) {
   status_error_type = PyErr_NewExceptionWithDoc(
-      "flowstone._C.StatusError",
-      "A failed C++ Status: args are (code, message, payloads dict).", PyExc_Exception, nullptr);
+      "flowstone._C.StatusError", "A failed C++ Status: args are (code, message, payloads dict).",
+      PyExc_Exception, nullptr);
   m.attr("StatusError") = nb::handle(status_error_type);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

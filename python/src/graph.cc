@@ -75,17 +75,23 @@ AttrType GuessType(nb::handle value) {
 AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string& name) {
   AttrType type = def ? def->type : GuessType(value);
   switch (type) {
-    case AttrType::kInt: return Scalar<int64_t>(value, name, "an int");
-    case AttrType::kFloat: return Scalar<double>(value, name, "a float");
-    case AttrType::kBool: return Scalar<bool>(value, name, "a bool");
-    case AttrType::kString: return Scalar<std::string>(value, name, "a string");
+    case AttrType::kInt:
+      return Scalar<int64_t>(value, name, "an int");
+    case AttrType::kFloat:
+      return Scalar<double>(value, name, "a float");
+    case AttrType::kBool:
+      return Scalar<bool>(value, name, "a bool");
+    case AttrType::kString:
+      return Scalar<std::string>(value, name, "a string");
     case AttrType::kType: {
       int64_t v = Scalar<int64_t>(value, name, "a dtype");
       if (v <= 0 || v >= kNumDTypes) throw StatusException{AttrTypeError(name, "a dtype", value)};
       return static_cast<DType>(v);
     }
-    case AttrType::kShape: return ShapeFromPython(value, name);
-    case AttrType::kTensor: return TensorFromPython(value, name);
+    case AttrType::kShape:
+      return ShapeFromPython(value, name);
+    case AttrType::kTensor:
+      return TensorFromPython(value, name);
     case AttrType::kIntList:
       return List<int64_t>(value, [&](nb::handle h) { return Scalar<int64_t>(h, name, "ints"); });
     case AttrType::kFloatList:
@@ -97,8 +103,8 @@ AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string
     case AttrType::kShapeList:
       return List<PartialShape>(value, [&](nb::handle h) { return ShapeFromPython(h, name); });
     case AttrType::kStringList:
-      return List<std::string>(value,
-                               [&](nb::handle h) { return Scalar<std::string>(h, name, "strings"); });
+      return List<std::string>(
+          value, [&](nb::handle h) { return Scalar<std::string>(h, name, "strings"); });
   }
   throw StatusException{AttrTypeError(name, "a supported attr value", value)};
 }
@@ -165,7 +171,8 @@ void RegisterGraph(nb::module_& m) {
       .def_prop_ro("is_stateful", [](const NodeRef& n) { return n.node->is_stateful(); })
       .def("output_dtype",
            [](const NodeRef& n, int i) { return static_cast<int>(n.node->output_type(i)); })
-      .def("output_shape", [](const NodeRef& n, int i) { return ShapeToPython(n.node->output_shape(i)); })
+      .def("output_shape",
+           [](const NodeRef& n, int i) { return ShapeToPython(n.node->output_shape(i)); })
       .def_prop_ro("inputs",
                    [](const NodeRef& n) {
                      nb::list out;
@@ -179,15 +186,16 @@ void RegisterGraph(nb::module_& m) {
                      for (Node* d : n.node->control_inputs()) out.append(NodeRef{n.graph, d});
                      return out;
                    })
-      .def("attr",
-           [](const NodeRef& n, const std::string& name) -> nb::object {
-             const AttrValue* v = n.node->attrs().Find(name);
-             if (v == nullptr) {
-               throw nb::value_error(
-                   ("Operation '" + n.node->name() + "' has no attr named '" + name + "'.").c_str());
-             }
-             return AttrToPython(*v);
-           })
+      .def(
+          "attr",
+          [](const NodeRef& n, const std::string& name) -> nb::object {
+            const AttrValue* v = n.node->attrs().Find(name);
+            if (v == nullptr) {
+              throw nb::value_error(
+                  ("Operation '" + n.node->name() + "' has no attr named '" + name + "'.").c_str());
+            }
+            return AttrToPython(*v);
+          })
       .def("attr_names",
            [](const NodeRef& n) {
              std::vector<std::string> names;
@@ -203,8 +211,8 @@ void RegisterGraph(nb::module_& m) {
       .def("add_node",
            [](Graph& graph, const std::string& op, const std::string& name,
               const std::vector<std::pair<NodeRef, int>>& inputs,
-              const std::vector<NodeRef>& control_inputs, nb::dict attrs,
-              const std::string& device, const std::string& creation_site) {
+              const std::vector<NodeRef>& control_inputs, nb::dict attrs, const std::string& device,
+              const std::string& creation_site) {
              const OpDef* def = OpRegistry::Global().Find(op);
              NodeSpec spec;
              spec.name = name;

@@ -10,15 +10,24 @@ namespace {
 
 int NumpyType(DType dtype) {
   switch (dtype) {
-    case DType::kFloat32: return NPY_FLOAT32;
-    case DType::kFloat64: return NPY_FLOAT64;
-    case DType::kInt32: return NPY_INT32;
-    case DType::kInt64: return NPY_INT64;
-    case DType::kUInt8: return NPY_UINT8;
-    case DType::kBool: return NPY_BOOL;
-    case DType::kFloat16: return NPY_FLOAT16;
-    case DType::kBFloat16: return NPY_FLOAT32;
-    default: return -1;
+    case DType::kFloat32:
+      return NPY_FLOAT32;
+    case DType::kFloat64:
+      return NPY_FLOAT64;
+    case DType::kInt32:
+      return NPY_INT32;
+    case DType::kInt64:
+      return NPY_INT64;
+    case DType::kUInt8:
+      return NPY_UINT8;
+    case DType::kBool:
+      return NPY_BOOL;
+    case DType::kFloat16:
+      return NPY_FLOAT16;
+    case DType::kBFloat16:
+      return NPY_FLOAT32;
+    default:
+      return -1;
   }
 }
 
@@ -43,23 +52,31 @@ DType DTypeOfNumpy(PyObject* object) {
     return DType::kInvalid;
   }
   switch (descr->type_num) {
-    case NPY_FLOAT32: return DType::kFloat32;
-    case NPY_FLOAT64: return DType::kFloat64;
-    case NPY_INT32: return DType::kInt32;
-    case NPY_INT64: return DType::kInt64;
-    case NPY_LONGLONG: return sizeof(long long) == 8 ? DType::kInt64 : DType::kInvalid;
-    case NPY_UINT8: return DType::kUInt8;
-    case NPY_BOOL: return DType::kBool;
-    case NPY_FLOAT16: return DType::kFloat16;
-    default: return DType::kInvalid;
+    case NPY_FLOAT32:
+      return DType::kFloat32;
+    case NPY_FLOAT64:
+      return DType::kFloat64;
+    case NPY_INT32:
+      return DType::kInt32;
+    case NPY_INT64:
+      return DType::kInt64;
+    case NPY_LONGLONG:
+      return sizeof(long long) == 8 ? DType::kInt64 : DType::kInvalid;
+    case NPY_UINT8:
+      return DType::kUInt8;
+    case NPY_BOOL:
+      return DType::kBool;
+    case NPY_FLOAT16:
+      return DType::kFloat16;
+    default:
+      return DType::kInvalid;
   }
 }
 
 PyObject* TensorToNumpy(const Tensor& tensor) {
   int type = NumpyType(tensor.dtype());
   if (type < 0) {
-    PyErr_Format(PyExc_TypeError, "cannot convert a %s tensor to numpy",
-                 DTypeName(tensor.dtype()));
+    PyErr_Format(PyExc_TypeError, "cannot convert a %s tensor to numpy", DTypeName(tensor.dtype()));
     return nullptr;
   }
   const int rank = tensor.rank();
@@ -105,12 +122,12 @@ PyObject* TensorToNumpy(const Tensor& tensor) {
 Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out) {
   int type = NumpyType(dtype);
   if (type < 0) return errors::InvalidArgument("cannot feed a ", DTypeName(dtype), " tensor");
-  PyObject* array = PyArray_FromAny(object, PyArray_DescrFromType(type), 0, 0,
-                                    NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, nullptr);
+  PyObject* array =
+      PyArray_FromAny(object, PyArray_DescrFromType(type), 0, 0,
+                      NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, nullptr);
   if (array == nullptr) {
     PyErr_Clear();
-    return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype),
-                                   " array");
+    return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype), " array");
   }
   PyArrayObject* arr = reinterpret_cast<PyArrayObject*>(array);
   Dims dims;

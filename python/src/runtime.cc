@@ -22,16 +22,18 @@ void RegisterRuntime(nb::module_& m) {
     d["system_allocations"] = s.num_system_allocs;
     return d;
   });
-  m.def("set_num_logical_cpus",
-        [](int n) { ProcessState::Get().set_num_logical_cpus(n); });
+  m.def("set_num_logical_cpus", [](int n) { ProcessState::Get().set_num_logical_cpus(n); });
   m.def("num_logical_cpus", [] { return ProcessState::Get().num_logical_cpus(); });
   m.def("num_schedulable_cpus", &NumSchedulableCpus);
-  m.def("merge_device_specs", [](const std::string& outer, const std::string& inner) {
-    DeviceSpec a, b;
-    ThrowIfError(DeviceSpec::Parse(outer, &a));
-    ThrowIfError(DeviceSpec::Parse(inner, &b));
-    return DeviceSpec::Merge(a, b).ToString();
-  }, "Merges two device strings field by field, as nested tf.device scopes do.");
+  m.def(
+      "merge_device_specs",
+      [](const std::string& outer, const std::string& inner) {
+        DeviceSpec a, b;
+        ThrowIfError(DeviceSpec::Parse(outer, &a));
+        ThrowIfError(DeviceSpec::Parse(inner, &b));
+        return DeviceSpec::Merge(a, b).ToString();
+      },
+      "Merges two device strings field by field, as nested tf.device scopes do.");
 }
 
 }  // namespace flowstone::python

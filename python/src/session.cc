@@ -1,5 +1,7 @@
 // Bindings for sessions and compiled callables. The GIL is released while a plan runs, so many
 // Python threads can run one session at once.
+#include "flowstone/session.h"
+
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -7,7 +9,6 @@
 
 #include "common.h"
 #include "numpy_conversion.h"
-#include "flowstone/session.h"
 
 namespace flowstone::python {
 namespace {
@@ -84,13 +85,14 @@ struct Callable {
 void RegisterSession(nb::module_& m) {
   nb::class_<Callable>(m, "Callable")
       .def("__call__", &Callable::Call)
-      .def("call_reporting_oom",
-           [](Callable& c, nb::args feed_values) {
-             RunOptions options;
-             options.report_tensor_allocations_upon_oom = true;
-             return c.CallWithOptions(options, feed_values);
-           },
-           "Runs like __call__, listing the live tensors in an out-of-memory error.")
+      .def(
+          "call_reporting_oom",
+          [](Callable& c, nb::args feed_values) {
+            RunOptions options;
+            options.report_tensor_allocations_upon_oom = true;
+            return c.CallWithOptions(options, feed_values);
+          },
+          "Runs like __call__, listing the live tensors in an out-of-memory error.")
       .def_prop_ro("feed_dtypes", [](const Callable& c) {
         std::vector<int> out;
         for (DType t : c.feed_dtypes) out.push_back(static_cast<int>(t));
@@ -105,29 +107,30 @@ void RegisterSession(nb::module_& m) {
             ThrowIfError(Session::Create(std::move(graph), OptionsFromDict(options), &session));
             return std::shared_ptr<Session>(std::move(session));
           })
-      .def("make_callable",
-           [](std::shared_ptr<Session> self, const std::vector<std::pair<NodeRef, int>>& feeds,
-              const std::vector<std::pair<NodeRef, int>>& fetches,
-              const std::vector<NodeRef>& targets) {
-             std::vector<Endpoint> feed_eps, fetch_eps;
-             std::vector<Node*> target_nodes;
-             auto c = std::make_unique<Callable>();
-             for (const auto& [ref, i] : feeds) {
-               feed_eps.push_back({ref.node, i});
-               c->feed_dtypes.push_back(ref.node->output_type(i));
-             }
-             for (const auto& [ref, i] : fetches) fetch_eps.push_back({ref.node, i});
-             for (const NodeRef& ref : targets) target_nodes.push_back(ref.node);
-             Status s;
-             {
-               nb::gil_scoped_release release;
-               s = self->MakeCallable(feed_eps, fetch_eps, target_nodes, &c->handle);
-             }
-             ThrowIfError(s);
-             c->session = std::move(self);
-             return c.release();
-           },
-           nb::rv_policy::take_ownership)
+      .def(
+          "make_callable",
+          [](std::shared_ptr<Session> self, const std::vector<std::pair<NodeRef, int>>& feeds,
+             const std::vector<std::pair<NodeRef, int>>& fetches,
+             const std::vector<NodeRef>& targets) {
+            std::vector<Endpoint> feed_eps, fetch_eps;
+            std::vector<Node*> target_nodes;
+            auto c = std::make_unique<Callable>();
+            for (const auto& [ref, i] : feeds) {
+              feed_eps.push_back({ref.node, i});
+              c->feed_dtypes.push_back(ref.node->output_type(i));
+            }
+            for (const auto& [ref, i] : fetches) fetch_eps.push_back({ref.node, i});
+            for (const NodeRef& ref : targets) target_nodes.push_back(ref.node);
+            Status s;
+            {
+              nb::gil_scoped_release release;
+              s = self->MakeCallable(feed_eps, fetch_eps, target_nodes, &c->handle);
+            }
+            ThrowIfError(s);
+            c->session = std::move(self);
+            return c.release();
+          },
+          nb::rv_policy::take_ownership)
       .def("close",
            [](Session& s) {
              nb::gil_scoped_release release;

@@ -66,8 +66,8 @@ GraphBuilder::Variable GraphBuilder::NewVariable(const std::string& name, Endpoi
   var.handle = Op("VarHandleOp", {}, handle_attrs, name);
   AttrMap dtype_attr;
   dtype_attr.Set("dtype", dtype);
-  var.initializer = AddOp("AssignVariableOp", {var.handle, initial_value}, dtype_attr,
-                          name + "/Assign");
+  var.initializer =
+      AddOp("AssignVariableOp", {var.handle, initial_value}, dtype_attr, name + "/Assign");
   AttrMap read_attrs = dtype_attr;
   read_attrs.Set("value_shape", shape);
   var.value = Op("ReadVariableOp", {var.handle}, read_attrs, name + "/Read/ReadVariableOp");

@@ -17,7 +17,7 @@ constexpr size_t kMaxCachedBlock = size_t{1} << 31;
 size_t SizeClassBytes(size_t bytes) {
   if (bytes <= 1024) return std::max<size_t>(64, (bytes + 63) & ~size_t{63});
   int log2 = 63 - __builtin_clzll(bytes - 1);  // bytes - 1 < 2^(log2+1)
-  size_t quarter = size_t{1} << (log2 - 2);     // four steps between 2^log2 and 2^(log2+1)
+  size_t quarter = size_t{1} << (log2 - 2);    // four steps between 2^log2 and 2^(log2+1)
   return (bytes + quarter - 1) / quarter * quarter;
 }
 
@@ -92,9 +92,7 @@ class CachingCpuAllocator final : public Allocator {
     std::vector<void*> free;
   };
 
-  static void* SystemAllocate(size_t block) {
-    return std::aligned_alloc(kTensorAlignment, block);
-  }
+  static void* SystemAllocate(size_t block) { return std::aligned_alloc(kTensorAlignment, block); }
 
   // Cached memory is bounded so that an idle process does not hold on to much.
   int64_t CacheCap() const { return std::min<int64_t>(limit_ / 4, int64_t{2} << 30); }

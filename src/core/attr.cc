@@ -6,18 +6,30 @@ namespace flowstone {
 
 const char* AttrTypeName(AttrType type) {
   switch (type) {
-    case AttrType::kInt: return "int";
-    case AttrType::kFloat: return "float";
-    case AttrType::kBool: return "bool";
-    case AttrType::kString: return "string";
-    case AttrType::kType: return "type";
-    case AttrType::kShape: return "shape";
-    case AttrType::kTensor: return "tensor";
-    case AttrType::kIntList: return "list(int)";
-    case AttrType::kFloatList: return "list(float)";
-    case AttrType::kTypeList: return "list(type)";
-    case AttrType::kShapeList: return "list(shape)";
-    case AttrType::kStringList: return "list(string)";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kFloat:
+      return "float";
+    case AttrType::kBool:
+      return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kType:
+      return "type";
+    case AttrType::kShape:
+      return "shape";
+    case AttrType::kTensor:
+      return "tensor";
+    case AttrType::kIntList:
+      return "list(int)";
+    case AttrType::kFloatList:
+      return "list(float)";
+    case AttrType::kTypeList:
+      return "list(type)";
+    case AttrType::kShapeList:
+      return "list(shape)";
+    case AttrType::kStringList:
+      return "list(string)";
   }
   return "unknown";
 }
@@ -65,8 +77,9 @@ std::string AttrValueToString(const AttrValue& value) {
 }
 
 void AttrMap::Set(const std::string& name, AttrValue value) {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const auto& entry, const std::string& n) { return entry.first < n; });
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const auto& entry, const std::string& n) { return entry.first < n; });
   if (it != entries_.end() && it->first == name) {
     it->second = std::move(value);
   } else {
@@ -75,8 +88,9 @@ void AttrMap::Set(const std::string& name, AttrValue value) {
 }
 
 const AttrValue* AttrMap::Find(const std::string& name) const {
-  auto it = std::lower_bound(entries_.begin(), entries_.end(), name,
-                             [](const auto& entry, const std::string& n) { return entry.first < n; });
+  auto it =
+      std::lower_bound(entries_.begin(), entries_.end(), name,
+                       [](const auto& entry, const std::string& n) { return entry.first < n; });
   if (it != entries_.end() && it->first == name) return &it->second;
   return nullptr;
 }

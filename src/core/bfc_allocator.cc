@@ -212,8 +212,8 @@ struct BfcAllocator::Impl {
   int64_t largest_alloc = 0;
 };
 
-BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> sub_allocator,
-                           const BfcOptions& options, std::string name)
+BfcAllocator::BfcAllocator(std::unique_ptr<SubAllocator> sub_allocator, const BfcOptions& options,
+                           std::string name)
     : impl_(std::make_unique<Impl>(std::move(sub_allocator), options)),
       options_(options),
       name_(std::move(name)) {}

@@ -4,23 +4,40 @@ namespace flowstone {
 
 const char* CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kUnknown: return "Unknown";
-    case Code::kInvalidArgument: return "Invalid argument";
-    case Code::kDeadlineExceeded: return "Deadline exceeded";
-    case Code::kNotFound: return "Not found";
-    case Code::kAlreadyExists: return "Already exists";
-    case Code::kPermissionDenied: return "Permission denied";
-    case Code::kResourceExhausted: return "Resource exhausted";
-    case Code::kFailedPrecondition: return "Failed precondition";
-    case Code::kAborted: return "Aborted";
-    case Code::kOutOfRange: return "Out of range";
-    case Code::kUnimplemented: return "Unimplemented";
-    case Code::kInternal: return "Internal";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kDataLoss: return "Data loss";
-    case Code::kUnauthenticated: return "Unauthenticated";
+    case Code::kOk:
+      return "OK";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kUnknown:
+      return "Unknown";
+    case Code::kInvalidArgument:
+      return "Invalid argument";
+    case Code::kDeadlineExceeded:
+      return "Deadline exceeded";
+    case Code::kNotFound:
+      return "Not found";
+    case Code::kAlreadyExists:
+      return "Already exists";
+    case Code::kPermissionDenied:
+      return "Permission denied";
+    case Code::kResourceExhausted:
+      return "Resource exhausted";
+    case Code::kFailedPrecondition:
+      return "Failed precondition";
+    case Code::kAborted:
+      return "Aborted";
+    case Code::kOutOfRange:
+      return "Out of range";
+    case Code::kUnimplemented:
+      return "Unimplemented";
+    case Code::kInternal:
+      return "Internal";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kDataLoss:
+      return "Data loss";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
   }
   return "Unknown code";
 }
@@ -29,8 +46,7 @@ Status::Status(Code code, std::string message) {
   if (code != Code::kOk) state_.reset(new State{code, std::move(message), {}});
 }
 
-Status::Status(const Status& other)
-    : state_(other.state_ ? new State(*other.state_) : nullptr) {}
+Status::Status(const Status& other) : state_(other.state_ ? new State(*other.state_) : nullptr) {}
 
 Status& Status::operator=(const Status& other) {
   if (this != &other) state_.reset(other.state_ ? new State(*other.state_) : nullptr);

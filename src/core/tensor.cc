@@ -54,8 +54,7 @@ Tensor::~Tensor() {
   if (buffer_) buffer_->Unref();
 }
 
-Status Tensor::Allocate(Allocator* allocator, DType dtype, const TensorShape& shape,
-                        Tensor* out) {
+Status Tensor::Allocate(Allocator* allocator, DType dtype, const TensorShape& shape, Tensor* out) {
   int64_t n = 1;
   for (int64_t d : shape.dims()) {
     if (d < 0) return errors::InvalidArgument("negative dimension in ", shape.ToString());
@@ -83,8 +82,7 @@ Tensor Tensor::Host(DType dtype, const TensorShape& shape) {
   Tensor t;
   Status s = Allocate(CpuAllocator(), dtype, shape, &t);
   if (!s.ok()) {
-    std::fprintf(stderr, "flowstone: out of host memory allocating %s\n",
-                 shape.ToString().c_str());
+    std::fprintf(stderr, "flowstone: out of host memory allocating %s\n", shape.ToString().c_str());
     std::abort();
   }
   return t;
@@ -105,25 +103,39 @@ Tensor Tensor::Copy() const {
 
 double Tensor::ElementAsDouble(int64_t i) const {
   switch (dtype_) {
-    case DType::kFloat32: return data<float>()[i];
-    case DType::kFloat64: return data<double>()[i];
-    case DType::kInt32: return data<int32_t>()[i];
-    case DType::kInt64: return static_cast<double>(data<int64_t>()[i]);
-    case DType::kUInt8: return data<uint8_t>()[i];
-    case DType::kBool: return data<bool>()[i] ? 1.0 : 0.0;
-    case DType::kFloat16: return static_cast<float>(data<Half>()[i]);
-    case DType::kBFloat16: return static_cast<float>(data<BFloat16>()[i]);
-    default: return 0.0;
+    case DType::kFloat32:
+      return data<float>()[i];
+    case DType::kFloat64:
+      return data<double>()[i];
+    case DType::kInt32:
+      return data<int32_t>()[i];
+    case DType::kInt64:
+      return static_cast<double>(data<int64_t>()[i]);
+    case DType::kUInt8:
+      return data<uint8_t>()[i];
+    case DType::kBool:
+      return data<bool>()[i] ? 1.0 : 0.0;
+    case DType::kFloat16:
+      return static_cast<float>(data<Half>()[i]);
+    case DType::kBFloat16:
+      return static_cast<float>(data<BFloat16>()[i]);
+    default:
+      return 0.0;
   }
 }
 
 int64_t Tensor::ElementAsInt64(int64_t i) const {
   switch (dtype_) {
-    case DType::kInt32: return data<int32_t>()[i];
-    case DType::kInt64: return data<int64_t>()[i];
-    case DType::kUInt8: return data<uint8_t>()[i];
-    case DType::kBool: return data<bool>()[i] ? 1 : 0;
-    default: return static_cast<int64_t>(ElementAsDouble(i));
+    case DType::kInt32:
+      return data<int32_t>()[i];
+    case DType::kInt64:
+      return data<int64_t>()[i];
+    case DType::kUInt8:
+      return data<uint8_t>()[i];
+    case DType::kBool:
+      return data<bool>()[i] ? 1 : 0;
+    default:
+      return static_cast<int64_t>(ElementAsDouble(i));
   }
 }
 

@@ -82,7 +82,7 @@ Half::Half(float value) {
     bits = static_cast<uint16_t>(sign | 0x7c00u);
     return;
   }
-  if (abs < 0x38800000u) {  // subnormal or zero in half
+  if (abs < 0x38800000u) {                  // subnormal or zero in half
     float magic = BitsToFloat(abs) + 0.5f;  // 0.5 = 2^-1 aligns the subnormal mantissa
     bits = static_cast<uint16_t>(sign | (FloatBits(magic) - FloatBits(0.5f)));
     return;

@@ -41,8 +41,8 @@ struct ChannelView {
 };
 
 template <typename T>
-__global__ void BiasAddKernel(const T* x, const T* bias, int64_t channels, int64_t inner,
-                              int64_t n, T* y) {
+__global__ void BiasAddKernel(const T* x, const T* bias, int64_t channels, int64_t inner, int64_t n,
+                              T* y) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     y[i] = x[i] + bias[(i / inner) % channels];
@@ -84,10 +84,9 @@ Status BiasAddGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(ParseFormat(ctx, &nchw));
   const int channel_dim = ChannelDim(nchw, value.rank());
   if (bias.dim(0) != value.dim(channel_dim)) {
-    return errors::InvalidArgument("Must provide as many biases as the ",
-                                   nchw ? "channel dimension (1)" : "last dimension",
-                                   " of the input tensor: ", bias.shape().ToString(), " vs. ",
-                                   value.shape().ToString());
+    return errors::InvalidArgument(
+        "Must provide as many biases as the ", nchw ? "channel dimension (1)" : "last dimension",
+        " of the input tensor: ", bias.shape().ToString(), " vs. ", value.shape().ToString());
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, value.shape(), &out));

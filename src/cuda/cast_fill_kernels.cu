@@ -51,7 +51,8 @@ Status Cast(KernelContext& ctx) {
     return Status::OK();
   }
   if (dst == DType::kFloat16 || dst == DType::kBFloat16) {
-    return errors::Unimplemented("Cast to ", DTypeName(dst), " has no GPU kernel; place the cast "
+    return errors::Unimplemented("Cast to ", DTypeName(dst),
+                                 " has no GPU kernel; place the cast "
                                  "on the CPU with tf.device('/cpu:0')");
   }
   Tensor* out;
@@ -60,8 +61,8 @@ Status Cast(KernelContext& ctx) {
   if (n == 0) return Status::OK();
   return DispatchDType<FS_GPU_CAST_TYPES>(in.dtype(), "Cast", [&]<typename From>() {
     return DispatchDType<FS_GPU_CAST_TYPES>(dst, "Cast", [&]<typename To>() {
-      CastKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
-          ctx.input(0).data<From>(), out->data<To>(), n);
+      CastKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(ctx.input(0).data<From>(),
+                                                                       out->data<To>(), n);
       return LaunchCheck("Cast");
     });
   });

@@ -61,14 +61,14 @@ class TensorDesc {
     if (desc_ != nullptr) api_.cudnnDestroyTensorDescriptor(desc_);
   }
   Status Init(const Image& image) {
-    FS_RETURN_IF_ERROR(CudnnCheck(api_, api_.cudnnCreateTensorDescriptor(&desc_),
-                                  "cudnnCreateTensorDescriptor"));
-    return CudnnCheck(api_,
-                      api_.cudnnSetTensor4dDescriptor(
-                          desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, static_cast<int>(image.n),
-                          static_cast<int>(image.c), static_cast<int>(image.h),
-                          static_cast<int>(image.w)),
-                      "cudnnSetTensor4dDescriptor");
+    FS_RETURN_IF_ERROR(
+        CudnnCheck(api_, api_.cudnnCreateTensorDescriptor(&desc_), "cudnnCreateTensorDescriptor"));
+    return CudnnCheck(
+        api_,
+        api_.cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                        static_cast<int>(image.n), static_cast<int>(image.c),
+                                        static_cast<int>(image.h), static_cast<int>(image.w)),
+        "cudnnSetTensor4dDescriptor");
   }
   cudnnTensorDescriptor_t get() const { return desc_; }
 
@@ -85,14 +85,12 @@ class FilterDesc {
     if (desc_ != nullptr) api_.cudnnDestroyFilterDescriptor(desc_);
   }
   Status Init(int64_t out, int64_t rows, int64_t cols, int64_t in) {
-    FS_RETURN_IF_ERROR(CudnnCheck(api_, api_.cudnnCreateFilterDescriptor(&desc_),
-                                  "cudnnCreateFilterDescriptor"));
+    FS_RETURN_IF_ERROR(
+        CudnnCheck(api_, api_.cudnnCreateFilterDescriptor(&desc_), "cudnnCreateFilterDescriptor"));
     return CudnnCheck(api_,
-                      api_.cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                                      static_cast<int>(out),
-                                                      static_cast<int>(in),
-                                                      static_cast<int>(rows),
-                                                      static_cast<int>(cols)),
+                      api_.cudnnSetFilter4dDescriptor(
+                          desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(out),
+                          static_cast<int>(in), static_cast<int>(rows), static_cast<int>(cols)),
                       "cudnnSetFilter4dDescriptor");
   }
   cudnnFilterDescriptor_t get() const { return desc_; }
@@ -114,10 +112,9 @@ class ConvDesc {
     FS_RETURN_IF_ERROR(CudnnCheck(
         api_,
         api_.cudnnSetConvolution2dDescriptor(
-            desc_, static_cast<int>(pad[0]), static_cast<int>(pad[1]),
-            static_cast<int>(stride[0]), static_cast<int>(stride[1]),
-            static_cast<int>(dilation[0]), static_cast<int>(dilation[1]),
-            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            desc_, static_cast<int>(pad[0]), static_cast<int>(pad[1]), static_cast<int>(stride[0]),
+            static_cast<int>(stride[1]), static_cast<int>(dilation[0]),
+            static_cast<int>(dilation[1]), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolution2dDescriptor"));
     return CudnnCheck(api_, api_.cudnnSetConvolutionMathType(desc_, CUDNN_FMA_MATH),
                       "cudnnSetConvolutionMathType");
@@ -133,8 +130,8 @@ class ConvDesc {
 // does.
 struct GpuConv {
   conv::DataFormat format;  // of the caller's tensors
-  Image in;         // the caller's input image
-  Image padded;     // `in` with the uneven part of the padding added
+  Image in;                 // the caller's input image
+  Image padded;             // `in` with the uneven part of the padding added
   Image out;
   int64_t filter[4];  // HWIO: rows, cols, in, out
   int64_t cudnn_pad[2];
@@ -169,8 +166,8 @@ constexpr Dims4 kNoShift = {{0, 0, 0, 0}};
 Status CheckFitsInt(const std::string& op, const Image& image, const char* name) {
   // Every size is at most the element count, so checking the count covers them all.
   if (image.n * image.h * image.w * image.c > INT_MAX) {
-    return errors::InvalidArgument(op, " on the GPU: the ", name, " [", image.n, ",", image.h,
-                                   ",", image.w, ",", image.c,
+    return errors::InvalidArgument(op, " on the GPU: the ", name, " [", image.n, ",", image.h, ",",
+                                   image.w, ",", image.c,
                                    "] has more than 2^31 - 1 elements, more than cuDNN's "
                                    "4-D descriptors address. Split the batch.");
   }
@@ -198,8 +195,8 @@ Status ReadSizes(const std::string& op, const char* name, const Tensor& t, bool 
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     const int64_t s = t.ElementAsInt64(i);
     if (s < 0) {
-      return errors::InvalidArgument(op, ": ", name, " must hold non-negative sizes, but entry ",
-                                     i, " is ", s);
+      return errors::InvalidArgument(op, ": ", name, " must hold non-negative sizes, but entry ", i,
+                                     " is ", s);
     }
     sizes->push_back(s);
   }
@@ -211,8 +208,10 @@ Status MakeGpuConv(const KernelContext& ctx, const WindowAttrs& attrs, const Ima
                    const int64_t filter[4], const Image* dy, GpuConv* p) {
   const std::string& op = ctx.node().type();
   if (filter[0] < 1 || filter[1] < 1) {
-    return errors::InvalidArgument(op, ": filter rows and columns must be positive, but the "
-                                   "filter is ", filter[0], "x", filter[1]);
+    return errors::InvalidArgument(op,
+                                   ": filter rows and columns must be positive, but the "
+                                   "filter is ",
+                                   filter[0], "x", filter[1]);
   }
   if (in.c != filter[2]) {
     return errors::InvalidArgument(op, ": the input depth (", in.c,
@@ -285,8 +284,8 @@ Status RunBestAlgorithm(KernelContext& ctx, const CudnnApi& api, const char* wha
     }
     Tensor workspace;
     if (bytes > 0) {
-      Status s = ctx.AllocateTemp(DType::kUInt8, TensorShape{static_cast<int64_t>(bytes)},
-                                  &workspace);
+      Status s =
+          ctx.AllocateTemp(DType::kUInt8, TensorShape{static_cast<int64_t>(bytes)}, &workspace);
       if (s.code() == Code::kResourceExhausted) {
         // A slower algorithm may need less scratch memory.
         last_oom = s;
@@ -310,16 +309,14 @@ constexpr int kMaxAlgorithms = 16;
 const float kOne = 1.0f, kZero = 0.0f;
 
 Status FillZero(KernelContext& ctx, Tensor* t) {
-  return CudaCheck(cudaMemsetAsync(t->raw_data(), 0, t->bytes(), StreamOf(ctx)),
-                   "cudaMemsetAsync");
+  return CudaCheck(cudaMemsetAsync(t->raw_data(), 0, t->bytes(), StreamOf(ctx)), "cudaMemsetAsync");
 }
 
 // A temporary tensor of `dims` filled by Relayout from `source`.
-Status Relaid(KernelContext& ctx, const Tensor& source, const Dims4& source_dims,
-              const Perm4& perm, const Dims4& shift, const Dims4& dims, Tensor* out) {
-  FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32,
-                                      TensorShape{dims.d[0], dims.d[1], dims.d[2], dims.d[3]},
-                                      out));
+Status Relaid(KernelContext& ctx, const Tensor& source, const Dims4& source_dims, const Perm4& perm,
+              const Dims4& shift, const Dims4& dims, Tensor* out) {
+  FS_RETURN_IF_ERROR(ctx.AllocateTemp(
+      DType::kFloat32, TensorShape{dims.d[0], dims.d[1], dims.d[2], dims.d[3]}, out));
   return Relayout(StreamOf(ctx), source.data<float>(), source_dims, perm, shift, dims,
                   out->data<float>());
 }
@@ -340,8 +337,8 @@ Status OutputGradToCudnn(KernelContext& ctx, const GpuConv& p, const Tensor& dy,
 }
 
 Status AllocateNchw(KernelContext& ctx, const Dims4& dims, Tensor* out) {
-  return ctx.AllocateTemp(DType::kFloat32,
-                          TensorShape{dims.d[0], dims.d[1], dims.d[2], dims.d[3]}, out);
+  return ctx.AllocateTemp(DType::kFloat32, TensorShape{dims.d[0], dims.d[1], dims.d[2], dims.d[3]},
+                          out);
 }
 
 Status Conv2DGpu(KernelContext& ctx) {
@@ -354,11 +351,10 @@ Status Conv2DGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(conv::ParseConvAttrs(ctx.attrs(), &attrs));
   const int64_t filter[4] = {f.dim(0), f.dim(1), f.dim(2), f.dim(3)};
   GpuConv p;
-  FS_RETURN_IF_ERROR(MakeGpuConv(ctx, attrs, conv::ImageOf(x.shape().dims(), attrs.format),
-                                 filter, nullptr, &p));
-  Tensor* y;
   FS_RETURN_IF_ERROR(
-      ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.out, attrs.format)), &y));
+      MakeGpuConv(ctx, attrs, conv::ImageOf(x.shape().dims(), attrs.format), filter, nullptr, &p));
+  Tensor* y;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.out, attrs.format)), &y));
   if (y->num_elements() == 0) return Status::OK();
   if (x.num_elements() == 0 || f.num_elements() == 0) return FillZero(ctx, y);
 
@@ -383,18 +379,18 @@ Status Conv2DGpu(KernelContext& ctx) {
                                                    d.y.get(), kMaxAlgorithms, &count, perf),
         "cudnnGetConvolutionForwardAlgorithm_v7"));
     FS_RETURN_IF_ERROR(RunBestAlgorithm(
-      ctx, api, "cudnnGetConvolutionForwardWorkspaceSize", perf, count,
+        ctx, api, "cudnnGetConvolutionForwardWorkspaceSize", perf, count,
         [&](int algo, size_t* bytes) {
-          return api.cudnnGetConvolutionForwardWorkspaceSize(
-              handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), algo, bytes);
+          return api.cudnnGetConvolutionForwardWorkspaceSize(handle, d.x.get(), d.w.get(),
+                                                             d.conv.get(), d.y.get(), algo, bytes);
         },
         [&](int algo, void* workspace, size_t bytes) {
-          return CudnnCheck(api,
-                            api.cudnnConvolutionForward(
-                                handle, &kOne, d.x.get(), x_nchw.raw_data(), d.w.get(),
-                                w.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
-                                d.y.get(), y_nchw.raw_data()),
-                            "cudnnConvolutionForward");
+          return CudnnCheck(
+              api,
+              api.cudnnConvolutionForward(handle, &kOne, d.x.get(), x_nchw.raw_data(), d.w.get(),
+                                          w.raw_data(), d.conv.get(), algo, workspace, bytes,
+                                          &kZero, d.y.get(), y_nchw.raw_data()),
+              "cudnnConvolutionForward");
         }));
   }
   return Relayout(StreamOf(ctx), y_nchw.data<float>(), p.out_nchw(), p.from_nchw(), kNoShift,
@@ -439,9 +435,8 @@ Status Conv2DBackpropInputGpu(KernelContext& ctx) {
     int count = 0;
     FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
         api,
-        api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w.get(), d.y.get(),
-                                                        d.conv.get(), d.x.get(), kMaxAlgorithms,
-                                                        &count, perf),
+        api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d.w.get(), d.y.get(), d.conv.get(),
+                                                        d.x.get(), kMaxAlgorithms, &count, perf),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
     FS_RETURN_IF_ERROR(RunBestAlgorithm(
         ctx, api, "cudnnGetConvolutionBackwardDataWorkspaceSize", perf, count,
@@ -450,12 +445,12 @@ Status Conv2DBackpropInputGpu(KernelContext& ctx) {
               handle, d.w.get(), d.y.get(), d.conv.get(), d.x.get(), algo, bytes);
         },
         [&](int algo, void* workspace, size_t bytes) {
-          return CudnnCheck(api,
-                            api.cudnnConvolutionBackwardData(
-                                handle, &kOne, d.w.get(), w.raw_data(), d.y.get(),
-                                dy_nchw.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
-                                d.x.get(), dx_nchw.raw_data()),
-                            "cudnnConvolutionBackwardData");
+          return CudnnCheck(
+              api,
+              api.cudnnConvolutionBackwardData(handle, &kOne, d.w.get(), w.raw_data(), d.y.get(),
+                                               dy_nchw.raw_data(), d.conv.get(), algo, workspace,
+                                               bytes, &kZero, d.x.get(), dx_nchw.raw_data()),
+              "cudnnConvolutionBackwardData");
         }));
   }
   // Back to the caller's layout, dropping the gradient of the rows and columns the uneven
@@ -477,8 +472,8 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
   const int64_t filter[4] = {sizes[0], sizes[1], sizes[2], sizes[3]};
   const Image dy_image = conv::ImageOf(dy.shape().dims(), attrs.format);
   GpuConv p;
-  FS_RETURN_IF_ERROR(MakeGpuConv(ctx, attrs, conv::ImageOf(x.shape().dims(), attrs.format),
-                                 filter, &dy_image, &p));
+  FS_RETURN_IF_ERROR(MakeGpuConv(ctx, attrs, conv::ImageOf(x.shape().dims(), attrs.format), filter,
+                                 &dy_image, &p));
   Tensor* df;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(Dims(sizes)), &df));
   if (df->num_elements() == 0) return Status::OK();
@@ -501,9 +496,8 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
     int count = 0;
     FS_RETURN_IF_ERROR(CudnnAlgorithmCheck(
         api,
-        api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d.x.get(), d.y.get(),
-                                                          d.conv.get(), d.w.get(),
-                                                          kMaxAlgorithms, &count, perf),
+        api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), kMaxAlgorithms, &count, perf),
         "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
     FS_RETURN_IF_ERROR(RunBestAlgorithm(
         ctx, api, "cudnnGetConvolutionBackwardFilterWorkspaceSize", perf, count,
@@ -512,12 +506,12 @@ Status Conv2DBackpropFilterGpu(KernelContext& ctx) {
               handle, d.x.get(), d.y.get(), d.conv.get(), d.w.get(), algo, bytes);
         },
         [&](int algo, void* workspace, size_t bytes) {
-          return CudnnCheck(api,
-                            api.cudnnConvolutionBackwardFilter(
-                                handle, &kOne, d.x.get(), x_nchw.raw_data(), d.y.get(),
-                                dy_nchw.raw_data(), d.conv.get(), algo, workspace, bytes, &kZero,
-                                d.w.get(), dw.raw_data()),
-                            "cudnnConvolutionBackwardFilter");
+          return CudnnCheck(
+              api,
+              api.cudnnConvolutionBackwardFilter(
+                  handle, &kOne, d.x.get(), x_nchw.raw_data(), d.y.get(), dy_nchw.raw_data(),
+                  d.conv.get(), algo, workspace, bytes, &kZero, d.w.get(), dw.raw_data()),
+              "cudnnConvolutionBackwardFilter");
         }));
   }
   return Relayout(StreamOf(ctx), dw.data<float>(), p.filter_oihw(), kOihwToHwio, kNoShift,

@@ -1,5 +1,4 @@
 #include "cuda/conv_layout.h"
-
 #include "cuda/cuda_kernel.h"
 
 namespace flowstone::cuda {
@@ -37,8 +36,7 @@ Status Relayout(cudaStream_t stream, const float* in, const Dims4& in_dims, cons
                 const Dims4& shift, const Dims4& out_dims, float* out) {
   const int64_t n = out_dims.num_elements();
   if (n == 0) return Status::OK();
-  RelayoutKernel<<<BlocksFor(n), kThreads, 0, stream>>>(in, in_dims, perm, shift, out_dims, n,
-                                                         out);
+  RelayoutKernel<<<BlocksFor(n), kThreads, 0, stream>>>(in, in_dims, perm, shift, out_dims, n, out);
   return LaunchCheck("RelayoutKernel");
 }
 

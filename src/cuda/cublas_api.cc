@@ -34,7 +34,8 @@ Status LoadCublasApi(void* library_handle, std::unique_ptr<CublasApi>* api) {
   Resolve(library_handle, "cublasSgemmStridedBatched", &table->SgemmStridedBatched, &missing);
   Resolve(library_handle, "cublasDgemmStridedBatched", &table->DgemmStridedBatched, &missing);
   if (!missing.empty()) {
-    return errors::NotFound("cuBLAS has no symbol ", missing, ": the libcublas.so.13 found is "
+    return errors::NotFound("cuBLAS has no symbol ", missing,
+                            ": the libcublas.so.13 found is "
                             "not the cuBLAS 13 the plugin was built for. Install the cuBLAS of "
                             "CUDA 13 (e.g. pip install nvidia-cublas) or fix LD_LIBRARY_PATH.");
   }

@@ -22,10 +22,10 @@ Status CudaDevice::CopyToHost(const Tensor& device_tensor, Tensor* host_tensor) 
       Tensor::Allocate(CpuAllocator(), device_tensor.dtype(), device_tensor.shape(), &host));
   if (device_tensor.bytes() > 0) {
     FS_RETURN_IF_ERROR(CudaCheck(cudaSetDevice(context_->ordinal), "cudaSetDevice"));
-    FS_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(host.raw_data(), device_tensor.raw_data(),
-                                                 device_tensor.bytes(), cudaMemcpyDeviceToHost,
-                                                 context_->stream),
-                                 "cudaMemcpyAsync (device to host)"));
+    FS_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpyAsync(host.raw_data(), device_tensor.raw_data(), device_tensor.bytes(),
+                                  cudaMemcpyDeviceToHost, context_->stream),
+                  "cudaMemcpyAsync (device to host)"));
     FS_RETURN_IF_ERROR(Sync());
   }
   *host_tensor = std::move(host);
@@ -45,10 +45,10 @@ Status CudaDevice::CopyFromHost(const Tensor& host_tensor, Tensor* device_tensor
   }
   if (host_tensor.bytes() > 0) {
     FS_RETURN_IF_ERROR(CudaCheck(cudaSetDevice(context_->ordinal), "cudaSetDevice"));
-    FS_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(device.raw_data(), host_tensor.raw_data(),
-                                                 host_tensor.bytes(), cudaMemcpyHostToDevice,
-                                                 context_->stream),
-                                 "cudaMemcpyAsync (host to device)"));
+    FS_RETURN_IF_ERROR(
+        CudaCheck(cudaMemcpyAsync(device.raw_data(), host_tensor.raw_data(), host_tensor.bytes(),
+                                  cudaMemcpyHostToDevice, context_->stream),
+                  "cudaMemcpyAsync (host to device)"));
     // The host buffer may be freed or reused as soon as this returns.
     FS_RETURN_IF_ERROR(Sync());
   }

@@ -13,8 +13,8 @@ namespace flowstone::cuda {
 class CudaDevice final : public Device {
  public:
   // `context` and `allocator` belong to the platform and outlive the device.
-  CudaDevice(int tf_id, const GpuContext* context, Allocator* allocator,
-             ThreadPool* intra_op_pool, std::string physical_description);
+  CudaDevice(int tf_id, const GpuContext* context, Allocator* allocator, ThreadPool* intra_op_pool,
+             std::string physical_description);
 
   const GpuContext& context() const { return *context_; }
 

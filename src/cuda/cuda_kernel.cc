@@ -49,8 +49,7 @@ const GpuContext& ContextOf(const KernelContext& ctx) {
   const GpuContext* context = ContextOrNull(ctx);
   if (context == nullptr) {
     // Only the CUDA platform creates devices that run GPU kernels: a programming error.
-    std::fprintf(stderr,
-                 "flowstone: GPU kernel for op %s ran on %s, which is not a CUDA device\n",
+    std::fprintf(stderr, "flowstone: GPU kernel for op %s ran on %s, which is not a CUDA device\n",
                  ctx.node().type().c_str(),
                  ctx.device() ? ctx.device()->name().c_str() : "no device");
     std::abort();
@@ -122,8 +121,8 @@ void RegisterOrAbort(const std::string& op_name, KernelDef def) {
   Status s = OpRegistry::Global().RegisterKernel(op_name, std::move(def));
   if (!s.ok()) {
     // The op set is fixed at build time, so this is a programming error in the plugin.
-    std::fprintf(stderr, "flowstone: cannot register the GPU kernel of %s: %s\n",
-                 op_name.c_str(), s.ToString().c_str());
+    std::fprintf(stderr, "flowstone: cannot register the GPU kernel of %s: %s\n", op_name.c_str(),
+                 s.ToString().c_str());
     std::abort();
   }
 }
@@ -152,8 +151,7 @@ void RegisterKernelsNeedingLibraries(const std::vector<std::string>& usable_libr
   }
   PendingKernels().clear();
   for (const auto& [library, ops] : skipped) {
-    LogWarning("flowstone/gpu", library, " is not usable, so these ops run on the CPU: ", ops,
-               ".");
+    LogWarning("flowstone/gpu", library, " is not usable, so these ops run on the CPU: ", ops, ".");
   }
 }
 

@@ -73,6 +73,5 @@ void RegisterKernelsNeedingLibraries(const std::vector<std::string>& usable_libr
 
 }  // namespace flowstone::cuda
 
-#define FS_REGISTER_GPU_KERNEL(kernel)                                                \
-  static ::flowstone::cuda::GpuKernelRegistrar FS_CONCAT(fs_gpu_kernel_, __COUNTER__)( \
-      kernel)
+#define FS_REGISTER_GPU_KERNEL(kernel) \
+  static ::flowstone::cuda::GpuKernelRegistrar FS_CONCAT(fs_gpu_kernel_, __COUNTER__)(kernel)

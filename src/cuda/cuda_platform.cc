@@ -172,8 +172,7 @@ class CudaPlatform final : public GpuPlatform {
     PhysicalGpu& gpu = it->second;
     if (logged_tf_ids_.insert(tf_id).second) {
       LogInfo("flowstone/gpu", "Created device ", LocalDeviceName("GPU", tf_id), " with ",
-              gpu.allocator->limit() / kMiB, " MB memory -> physical GPU (", gpu.description,
-              ")");
+              gpu.allocator->limit() / kMiB, " MB memory -> physical GPU (", gpu.description, ")");
     }
     *out = std::make_unique<CudaDevice>(tf_id, gpu.context.get(), gpu.allocator.get(),
                                         intra_op_pool, gpu.description);
@@ -219,8 +218,8 @@ class CudaPlatform final : public GpuPlatform {
     if (cublas_ != nullptr) {
       cublasHandle handle = nullptr;
       Status s = CublasCheck(*cublas_, cublas_->Create(&handle), "cublasCreate");
-      if (s.ok()) s = CublasCheck(*cublas_, cublas_->SetStream(handle, context->stream),
-                                  "cublasSetStream");
+      if (s.ok())
+        s = CublasCheck(*cublas_, cublas_->SetStream(handle, context->stream), "cublasSetStream");
       if (s.ok()) {
         context->cublas = cublas_.get();
         context->cublas_handle = handle;
@@ -243,13 +242,13 @@ class CudaPlatform final : public GpuPlatform {
     BfcOptions options;
     options.memory_limit_bytes = GpuMemoryLimitBytes(memory, free_bytes, total_bytes);
     options.allow_growth = GpuAllowGrowth(memory.allow_growth);
-    gpu->allocator = std::make_unique<BfcAllocator>(std::make_unique<CudaSubAllocator>(ordinal),
-                                                    options,
-                                                    "GPU_" + std::to_string(tf_id) + "_bfc");
+    gpu->allocator =
+        std::make_unique<BfcAllocator>(std::make_unique<CudaSubAllocator>(ordinal), options,
+                                       "GPU_" + std::to_string(tf_id) + "_bfc");
     gpu->context = std::move(context);
     gpu->description = "device: " + std::to_string(ordinal) + ", name: " + info.name +
-                       ", pci bus id: " + info.pci_bus_id + ", compute capability: " +
-                       std::to_string(info.compute_major) + "." +
+                       ", pci bus id: " + info.pci_bus_id +
+                       ", compute capability: " + std::to_string(info.compute_major) + "." +
                        std::to_string(info.compute_minor);
     return Status::OK();
   }

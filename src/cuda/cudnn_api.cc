@@ -20,8 +20,8 @@ void Resolve(void* dl_handle, const char* name, Fn* slot, std::vector<std::strin
 
 std::string Describe(const CudnnApi& api, cudnnStatus_t status, const char* what) {
   const char* text = api.cudnnGetErrorString ? api.cudnnGetErrorString(status) : nullptr;
-  return StrCat(what, " failed with cuDNN status ", status, " (",
-                text ? text : "no description", ")");
+  return StrCat(what, " failed with cuDNN status ", status, " (", text ? text : "no description",
+                ")");
 }
 
 }  // namespace
@@ -107,8 +107,8 @@ Status CudnnAlgorithmCheck(const CudnnApi& api, cudnnStatus_t status, const char
       category != kCudnnStatusExecutionFailedCategory) {
     return CudnnCheck(api, status, what);
   }
-  const bool allocation_failed = status == kCudnnStatusHostAllocationFailed ||
-                                 status == kCudnnStatusDeviceAllocationFailed;
+  const bool allocation_failed =
+      status == kCudnnStatusHostAllocationFailed || status == kCudnnStatusDeviceAllocationFailed;
   const std::string message = StrCat(
       "Failed to get convolution algorithm: ", Describe(api, status, what), ". This is ",
       allocation_failed ? "" : "often ",

@@ -30,7 +30,7 @@ constexpr cudnnStatus_t CUDNN_STATUS_SUCCESS = 0;
 constexpr int kCudnnStatusNotSupportedCategory = 3;
 constexpr int kCudnnStatusInternalErrorCategory = 4;
 constexpr int kCudnnStatusExecutionFailedCategory = 5;
-constexpr cudnnStatus_t kCudnnStatusHostAllocationFailed = 4003;    // CUDNN_STATUS_ALLOC_FAILED
+constexpr cudnnStatus_t kCudnnStatusHostAllocationFailed = 4003;  // CUDNN_STATUS_ALLOC_FAILED
 constexpr cudnnStatus_t kCudnnStatusDeviceAllocationFailed = 4004;
 
 // cudnnTensorFormat_t: NCHW images, and KCRS ([out, in, rows, cols]) filters.
@@ -123,8 +123,8 @@ struct CudnnApi {
                                                   cudnnTensorDescriptor_t dy_desc, const void* dy,
                                                   cudnnConvolutionDescriptor_t conv, int algo,
                                                   void* workspace, size_t workspace_bytes,
-                                                  const void* beta,
-                                                  cudnnFilterDescriptor_t dw_desc, void* dw);
+                                                  const void* beta, cudnnFilterDescriptor_t dw_desc,
+                                                  void* dw);
 };
 
 // Resolves the entry points from a dlopen handle of libcudnn.so.9 into a table that lives for

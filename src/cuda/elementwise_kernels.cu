@@ -29,8 +29,8 @@ Status LaunchUnary(KernelContext& ctx, const Fn& fn) {
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, in.shape(), &out));
   const int64_t n = in.num_elements();
   if (n == 0) return Status::OK();
-  UnaryKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(in.data<T>(), out->data<T>(),
-                                                                     n, fn);
+  UnaryKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(in.data<T>(), out->data<T>(), n,
+                                                                    fn);
   return LaunchCheck(ctx.node().type().c_str());
 }
 
@@ -43,74 +43,108 @@ Status UnaryOp(KernelContext& ctx) {
 
 struct NegFn {
   template <typename T>
-  __device__ T operator()(T x) const { return -x; }
+  __device__ T operator()(T x) const {
+    return -x;
+  }
 };
 struct AbsFn {
   template <typename T>
-  __device__ T operator()(T x) const { return fabs(x); }
+  __device__ T operator()(T x) const {
+    return fabs(x);
+  }
 };
 struct SquareFn {
   template <typename T>
-  __device__ T operator()(T x) const { return x * x; }
+  __device__ T operator()(T x) const {
+    return x * x;
+  }
 };
 struct SqrtFn {
   template <typename T>
-  __device__ T operator()(T x) const { return sqrt(x); }
+  __device__ T operator()(T x) const {
+    return sqrt(x);
+  }
 };
 struct RsqrtFn {
   template <typename T>
-  __device__ T operator()(T x) const { return T(1) / sqrt(x); }
+  __device__ T operator()(T x) const {
+    return T(1) / sqrt(x);
+  }
 };
 struct ExpFn {
   template <typename T>
-  __device__ T operator()(T x) const { return exp(x); }
+  __device__ T operator()(T x) const {
+    return exp(x);
+  }
 };
 struct LogFn {
   template <typename T>
-  __device__ T operator()(T x) const { return log(x); }
+  __device__ T operator()(T x) const {
+    return log(x);
+  }
 };
 struct Log1pFn {
   template <typename T>
-  __device__ T operator()(T x) const { return log1p(x); }
+  __device__ T operator()(T x) const {
+    return log1p(x);
+  }
 };
 // -1, 0 or 1; zero and NaN map to themselves.
 struct SignFn {
   template <typename T>
-  __device__ T operator()(T x) const { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }
+  __device__ T operator()(T x) const {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x);
+  }
 };
 struct FloorFn {
   template <typename T>
-  __device__ T operator()(T x) const { return floor(x); }
+  __device__ T operator()(T x) const {
+    return floor(x);
+  }
 };
 struct CeilFn {
   template <typename T>
-  __device__ T operator()(T x) const { return ceil(x); }
+  __device__ T operator()(T x) const {
+    return ceil(x);
+  }
 };
 // rint rounds halves to even, like the CPU kernel's nearbyint.
 struct RoundFn {
   template <typename T>
-  __device__ T operator()(T x) const { return rint(x); }
+  __device__ T operator()(T x) const {
+    return rint(x);
+  }
 };
 struct SigmoidFn {
   template <typename T>
-  __device__ T operator()(T x) const { return T(1) / (T(1) + exp(-x)); }
+  __device__ T operator()(T x) const {
+    return T(1) / (T(1) + exp(-x));
+  }
 };
 struct TanhFn {
   template <typename T>
-  __device__ T operator()(T x) const { return tanh(x); }
+  __device__ T operator()(T x) const {
+    return tanh(x);
+  }
 };
 // max(x, 0), NaN passing through.
 struct ReluFn {
   template <typename T>
-  __device__ T operator()(T x) const { return x < T(0) ? T(0) : x; }
+  __device__ T operator()(T x) const {
+    return x < T(0) ? T(0) : x;
+  }
 };
 struct Relu6Fn {
   template <typename T>
-  __device__ T operator()(T x) const { return x < T(0) ? T(0) : (x > T(6) ? T(6) : x); }
+  __device__ T operator()(T x) const {
+    return x < T(0) ? T(0) : (x > T(6) ? T(6) : x);
+  }
 };
 struct EluFn {
   template <typename T>
-  __device__ T operator()(T x) const { return x < T(0) ? expm1(x) : x; }
+  __device__ T operator()(T x) const {
+    return x < T(0) ? expm1(x) : x;
+  }
 };
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
@@ -123,13 +157,16 @@ struct SeluFn {
 struct LeakyReluFn {
   double alpha;
   template <typename T>
-  __device__ T operator()(T x) const { return x < T(0) ? T(alpha) * x : x; }
+  __device__ T operator()(T x) const {
+    return x < T(0) ? T(alpha) * x : x;
+  }
 };
 
 Status LeakyRelu(KernelContext& ctx) {
   const LeakyReluFn fn{ctx.attrs().GetOr<double>("alpha", 0.2)};
-  return DispatchDType<float, double>(ctx.input(0).dtype(), "LeakyRelu",
-                                      [&]<typename T>() { return LaunchUnary<LeakyReluFn, T>(ctx, fn); });
+  return DispatchDType<float, double>(ctx.input(0).dtype(), "LeakyRelu", [&]<typename T>() {
+    return LaunchUnary<LeakyReluFn, T>(ctx, fn);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -166,15 +203,21 @@ Status GradOp(KernelContext& ctx) {
 
 struct ReluGradFn {  // of the features
   template <typename T>
-  __device__ T operator()(T x) const { return x > T(0) ? T(1) : T(0); }
+  __device__ T operator()(T x) const {
+    return x > T(0) ? T(1) : T(0);
+  }
 };
 struct Relu6GradFn {  // of the features
   template <typename T>
-  __device__ T operator()(T x) const { return x > T(0) && x < T(6) ? T(1) : T(0); }
+  __device__ T operator()(T x) const {
+    return x > T(0) && x < T(6) ? T(1) : T(0);
+  }
 };
 struct EluGradFn {  // of the outputs
   template <typename T>
-  __device__ T operator()(T y) const { return y > T(0) ? T(1) : y + T(1); }
+  __device__ T operator()(T y) const {
+    return y > T(0) ? T(1) : y + T(1);
+  }
 };
 struct SeluGradFn {  // of the outputs
   template <typename T>
@@ -185,7 +228,9 @@ struct SeluGradFn {  // of the outputs
 struct LeakyReluGradFn {  // of the features
   double alpha;
   template <typename T>
-  __device__ T operator()(T x) const { return x > T(0) ? T(1) : T(alpha); }
+  __device__ T operator()(T x) const {
+    return x > T(0) ? T(1) : T(alpha);
+  }
 };
 
 Status LeakyReluGrad(KernelContext& ctx) {
@@ -230,7 +275,8 @@ Status MakeBroadcastIndex(const TensorShape& x, const TensorShape& y, const Tens
   if (static_cast<int>(dims.size()) > kMaxBroadcastDims) {
     return errors::Unimplemented("broadcasting ", x.ToString(), " against ", y.ToString(),
                                  " alternates between broadcast and full dimensions more than ",
-                                 kMaxBroadcastDims, " times, which the GPU kernels do not "
+                                 kMaxBroadcastDims,
+                                 " times, which the GPU kernels do not "
                                  "support; pin the op to the CPU with tf.device('/cpu:0')");
   }
   index->rank = static_cast<int>(dims.size());
@@ -246,8 +292,7 @@ Status MakeBroadcastIndex(const TensorShape& x, const TensorShape& y, const Tens
 }
 
 template <typename T, typename Fn>
-__global__ void BinaryKernel(const T* x, const T* y, T* z, int64_t n, BroadcastIndex index,
-                             Fn fn) {
+__global__ void BinaryKernel(const T* x, const T* y, T* z, int64_t n, BroadcastIndex index, Fn fn) {
   for (int64_t i = GridStart(); i < n; i += GridStride()) {
     int64_t rest = i, xo = 0, yo = 0;
     for (int d = index.rank - 1; d >= 0; --d) {
@@ -296,36 +341,52 @@ Status BinaryOp(KernelContext& ctx) {
 
 struct AddFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 struct SubFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a - b; }
+  __device__ T operator()(T a, T b) const {
+    return a - b;
+  }
 };
 struct MulFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a * b; }
+  __device__ T operator()(T a, T b) const {
+    return a * b;
+  }
 };
 struct DivFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a / b; }
+  __device__ T operator()(T a, T b) const {
+    return a / b;
+  }
 };
 struct PowFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return pow(a, b); }
+  __device__ T operator()(T a, T b) const {
+    return pow(a, b);
+  }
 };
 // Maximum and Minimum propagate NaN.
 struct MaximumFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return (a > b || a != a) ? a : b; }
+  __device__ T operator()(T a, T b) const {
+    return (a > b || a != a) ? a : b;
+  }
 };
 struct MinimumFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return (a < b || a != a) ? a : b; }
+  __device__ T operator()(T a, T b) const {
+    return (a < b || a != a) ? a : b;
+  }
 };
 struct SquaredDifferenceFn {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return (a - b) * (a - b); }
+  __device__ T operator()(T a, T b) const {
+    return (a - b) * (a - b);
+  }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -375,8 +436,7 @@ Status AddN(KernelContext& ctx) {
   });
 }
 
-#define FS_GPU_FLOAT_KERNEL(op, fn) \
-  FS_REGISTER_GPU_KERNEL(GpuKernel(op, fn).Types(kGpuFloatTypes))
+#define FS_GPU_FLOAT_KERNEL(op, fn) FS_REGISTER_GPU_KERNEL(GpuKernel(op, fn).Types(kGpuFloatTypes))
 
 FS_GPU_FLOAT_KERNEL("Neg", UnaryOp<NegFn>);
 FS_GPU_FLOAT_KERNEL("Abs", UnaryOp<AbsFn>);

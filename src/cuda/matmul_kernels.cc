@@ -7,8 +7,8 @@
 // row lengths of the stored matrices.
 #include <algorithm>
 #include <climits>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -33,7 +33,8 @@ MatrixDims Op(int64_t rows, int64_t cols, bool transpose) {
 Status CheckCublas(const GpuContext& gpu, const char* op) {
   if (gpu.cublas != nullptr && gpu.cublas_handle != nullptr) return Status::OK();
   return errors::FailedPrecondition(
-      op, " runs on the GPU through cuBLAS, which is not available: libcublas.so.13 could not be "
+      op,
+      " runs on the GPU through cuBLAS, which is not available: libcublas.so.13 could not be "
       "loaded or initialized (see the GPU discovery log, or run `flowstone doctor`). Install "
       "cuBLAS for CUDA 13 (e.g. pip install nvidia-cublas), or pin the op to the CPU with "
       "tf.device('/cpu:0').");
@@ -69,16 +70,16 @@ Status BatchedGemm(const GpuContext& gpu, bool trans_a, bool trans_b, int64_t m,
     T* c_first = c + first * stride_c;
     cublasStatus status;
     if constexpr (std::is_same_v<T, float>) {
-      status = count == 1 ? api.Sgemm(handle, op_b, op_a, n, m, k, &one, b_first, ldb, a_first,
-                                      lda, &zero, c_first, n)
-                          : api.SgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b_first,
-                                                    ldb, stride_b, a_first, lda, stride_a, &zero,
+      status = count == 1 ? api.Sgemm(handle, op_b, op_a, n, m, k, &one, b_first, ldb, a_first, lda,
+                                      &zero, c_first, n)
+                          : api.SgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b_first, ldb,
+                                                    stride_b, a_first, lda, stride_a, &zero,
                                                     c_first, n, stride_c, count);
     } else {
-      status = count == 1 ? api.Dgemm(handle, op_b, op_a, n, m, k, &one, b_first, ldb, a_first,
-                                      lda, &zero, c_first, n)
-                          : api.DgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b_first,
-                                                    ldb, stride_b, a_first, lda, stride_a, &zero,
+      status = count == 1 ? api.Dgemm(handle, op_b, op_a, n, m, k, &one, b_first, ldb, a_first, lda,
+                                      &zero, c_first, n)
+                          : api.DgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, b_first, ldb,
+                                                    stride_b, a_first, lda, stride_a, &zero,
                                                     c_first, n, stride_c, count);
     }
     FS_RETURN_IF_ERROR(CublasCheck(api, status, "cuBLAS gemm"));
@@ -106,8 +107,9 @@ Status MatMul(KernelContext& ctx) {
   const MatrixDims op_b = Op(b.dim(0), b.dim(1), transpose_b);
   if (op_a.cols != op_b.rows) {
     return errors::InvalidArgument(
-        "Matrix size-incompatible: In[0]: ", a.shape().ToString(), ", In[1]: ",
-        b.shape().ToString(), " (transpose_a=", transpose_a, ", transpose_b=", transpose_b,
+        "Matrix size-incompatible: In[0]: ", a.shape().ToString(),
+        ", In[1]: ", b.shape().ToString(), " (transpose_a=", transpose_a,
+        ", transpose_b=", transpose_b,
         "): the columns of the first operand must equal the rows of the second");
   }
   Tensor* out;
@@ -119,8 +121,7 @@ Status MatMul(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CheckIntRange("MatMul", {a.dim(0), a.dim(1), b.dim(0), b.dim(1)}));
   return DispatchDType<float, double>(a.dtype(), "MatMul", [&]<typename T>() {
     return BatchedGemm<T>(gpu, transpose_a, transpose_b, op_a.rows, op_b.cols, op_a.cols,
-                          a.data<T>(), a.dim(1), 0, b.data<T>(), b.dim(1), 0, out->data<T>(), 0,
-                          1);
+                          a.data<T>(), a.dim(1), 0, b.data<T>(), b.dim(1), 0, out->data<T>(), 0, 1);
   });
 }
 
@@ -145,7 +146,8 @@ Status PlanBatches(const TensorShape& x, const TensorShape& y, BatchPlan* plan) 
     if (dx != dy && dx != 1 && dy != 1) {
       return errors::InvalidArgument(
           "In[0] and In[1] must have compatible batch dimensions: ", x.ToString(), " vs. ",
-          y.ToString(), ". Batch dimensions broadcast like numpy's: each pair must be equal or "
+          y.ToString(),
+          ". Batch dimensions broadcast like numpy's: each pair must be equal or "
           "one of them 1");
     }
     plan->out_dims[i] = dx == 1 ? dy : dx;
@@ -203,8 +205,8 @@ Status BatchMatMul(KernelContext& ctx) {
   const MatrixDims op_y = Op(y.dim(ry - 2), y.dim(ry - 1), adj_y);
   if (op_x.cols != op_y.rows) {
     return errors::InvalidArgument(
-        "Matrix size-incompatible: In[0]: ", x.shape().ToString(), ", In[1]: ",
-        y.shape().ToString(), " (adj_x=", adj_x, ", adj_y=", adj_y,
+        "Matrix size-incompatible: In[0]: ", x.shape().ToString(),
+        ", In[1]: ", y.shape().ToString(), " (adj_x=", adj_x, ", adj_y=", adj_y,
         "): the columns of each matrix of the first operand must equal the rows of each "
         "matrix of the second");
   }
@@ -220,8 +222,8 @@ Status BatchMatMul(KernelContext& ctx) {
   if (k == 0) return ZeroOutput(ctx, out);
   const GpuContext& gpu = ContextOf(ctx);
   FS_RETURN_IF_ERROR(CheckCublas(gpu, "BatchMatMulV2"));
-  FS_RETURN_IF_ERROR(CheckIntRange(
-      "BatchMatMulV2", {x.dim(rx - 2), x.dim(rx - 1), y.dim(ry - 2), y.dim(ry - 1)}));
+  FS_RETURN_IF_ERROR(
+      CheckIntRange("BatchMatMulV2", {x.dim(rx - 2), x.dim(rx - 1), y.dim(ry - 2), y.dim(ry - 1)}));
   const int64_t x_size = x.dim(rx - 2) * x.dim(rx - 1);
   const int64_t y_size = y.dim(ry - 2) * y.dim(ry - 1);
   const int64_t batches = static_cast<int64_t>(plan.x_index.size());
@@ -236,10 +238,9 @@ Status BatchMatMul(KernelContext& ctx) {
                             y.dim(ry - 1), y_stride * y_size, outp, m * n, batches);
     }
     for (int64_t b = 0; b < batches; ++b) {
-      FS_RETURN_IF_ERROR(BatchedGemm<T>(gpu, adj_x, adj_y, m, n, k,
-                                        xp + plan.x_index[b] * x_size, x.dim(rx - 1), 0,
-                                        yp + plan.y_index[b] * y_size, y.dim(ry - 1), 0,
-                                        outp + b * m * n, 0, 1));
+      FS_RETURN_IF_ERROR(BatchedGemm<T>(gpu, adj_x, adj_y, m, n, k, xp + plan.x_index[b] * x_size,
+                                        x.dim(rx - 1), 0, yp + plan.y_index[b] * y_size,
+                                        y.dim(ry - 1), 0, outp + b * m * n, 0, 1));
     }
     return Status::OK();
   });

@@ -160,8 +160,7 @@ __global__ void AvgPoolBackward(PoolGeometry g, const T* dy, T* dx, int64_t n) {
       const Span ry = WindowSpan(oy, g.stride_h, g.pad_top, g.kernel_h, g.in_h);
       for (int64_t ox = oxs.begin; ox < oxs.end; ++ox) {
         const Span rx = WindowSpan(ox, g.stride_w, g.pad_left, g.kernel_w, g.in_w);
-        sum += dy[g.y.At(b, oy, ox, c)] /
-               static_cast<T>((ry.end - ry.begin) * (rx.end - rx.begin));
+        sum += dy[g.y.At(b, oy, ox, c)] / static_cast<T>((ry.end - ry.begin) * (rx.end - rx.begin));
       }
     }
     dx[g.x.At(b, iy, ix, c)] = sum;
@@ -190,10 +189,20 @@ Status MakeGeometry(const KernelContext& ctx, const TensorShape& in_shape, Windo
   if (!s.ok()) s.Append(StrCat(" (input shape ", in_shape.ToString(), ")"));
   FS_RETURN_IF_ERROR(s);
   *out = Image{in.n, rows.out, cols.out, in.c};
-  *g = PoolGeometry{in.n,           in.c,         in.h,           in.w,
-                    rows.out,       cols.out,     rows.kernel,    cols.kernel,
-                    rows.stride,    cols.stride,  rows.pad_before, cols.pad_before,
-                    StridesOf(in, attrs->format), StridesOf(*out, attrs->format)};
+  *g = PoolGeometry{in.n,
+                    in.c,
+                    in.h,
+                    in.w,
+                    rows.out,
+                    cols.out,
+                    rows.kernel,
+                    cols.kernel,
+                    rows.stride,
+                    cols.stride,
+                    rows.pad_before,
+                    cols.pad_before,
+                    StridesOf(in, attrs->format),
+                    StridesOf(*out, attrs->format)};
   return Status::OK();
 }
 
@@ -222,8 +231,8 @@ Status PoolGpu(KernelContext& ctx) {
   const int64_t n = y->num_elements();
   if (n == 0) return Status::OK();
   return DispatchDType<float, double>(x.dtype(), op.c_str(), [&]<typename T>() -> Status {
-    PoolForward<T, kMax><<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(g, x.data<T>(),
-                                                                       y->data<T>(), n);
+    PoolForward<T, kMax>
+        <<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(g, x.data<T>(), y->data<T>(), n);
     return LaunchCheck(kMax ? "MaxPool" : "AvgPool");
   });
 }
@@ -247,9 +256,8 @@ Status MaxPoolGradGpu(KernelContext& ctx) {
   const int64_t n = dx->num_elements();
   if (n == 0) return Status::OK();
   return DispatchDType<float, double>(x.dtype(), op.c_str(), [&]<typename T>() -> Status {
-    MaxPoolBackward<T><<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(g, x.data<T>(),
-                                                                      dy.data<T>(),
-                                                                      dx->data<T>(), n);
+    MaxPoolBackward<T><<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(g, x.data<T>(), dy.data<T>(),
+                                                                     dx->data<T>(), n);
     return LaunchCheck("MaxPoolGrad");
   });
 }
@@ -259,8 +267,10 @@ Status AvgPoolGradGpu(KernelContext& ctx) {
   const Tensor& sizes = ctx.input(0);
   const Tensor& dy = ctx.input(1);
   if (sizes.rank() != 1 || sizes.num_elements() != 4) {
-    return errors::InvalidArgument(op, ": orig_input_shape must be a vector of 4 sizes, but has "
-                                   "shape ", sizes.shape().ToString());
+    return errors::InvalidArgument(op,
+                                   ": orig_input_shape must be a vector of 4 sizes, but has "
+                                   "shape ",
+                                   sizes.shape().ToString());
   }
   FS_RETURN_IF_ERROR(CheckRank4(op, "grad", dy));
   std::vector<int64_t> dims;
@@ -280,8 +290,8 @@ Status AvgPoolGradGpu(KernelContext& ctx) {
   const int64_t n = dx->num_elements();
   if (n == 0) return Status::OK();
   return DispatchDType<float, double>(dy.dtype(), op.c_str(), [&]<typename T>() -> Status {
-    AvgPoolBackward<T><<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(g, dy.data<T>(),
-                                                                      dx->data<T>(), n);
+    AvgPoolBackward<T>
+        <<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(g, dy.data<T>(), dx->data<T>(), n);
     return LaunchCheck("AvgPoolGrad");
   });
 }
@@ -291,9 +301,8 @@ const std::vector<DType> kGpuFloatTypes = {DType::kFloat32, DType::kFloat64};
 FS_REGISTER_GPU_KERNEL(GpuKernel("MaxPool", PoolGpu<true>).Types(kGpuFloatTypes));
 FS_REGISTER_GPU_KERNEL(GpuKernel("AvgPool", PoolGpu<false>).Types(kGpuFloatTypes));
 FS_REGISTER_GPU_KERNEL(GpuKernel("MaxPoolGrad", MaxPoolGradGpu).Types(kGpuFloatTypes));
-FS_REGISTER_GPU_KERNEL(GpuKernel("AvgPoolGrad", AvgPoolGradGpu)
-                           .Types(kGpuFloatTypes)
-                           .HostMemory("orig_input_shape"));
+FS_REGISTER_GPU_KERNEL(
+    GpuKernel("AvgPoolGrad", AvgPoolGradGpu).Types(kGpuFloatTypes).HostMemory("orig_input_shape"));
 
 }  // namespace
 }  // namespace flowstone::cuda

@@ -230,8 +230,8 @@ class RandomGpuKernel : public OpKernel {
           const uint64_t base = next_block_.fetch_add(
               static_cast<uint64_t>(groups) * blocks_per_group, std::memory_order_relaxed);
           if (n == 0) return Status::OK();
-          RandomKernel<T, kDist><<<BlocksFor(groups), kThreads, 0, StreamOf(ctx)>>>(
-              stream_, base, n, out->data<T>());
+          RandomKernel<T, kDist>
+              <<<BlocksFor(groups), kThreads, 0, StreamOf(ctx)>>>(stream_, base, n, out->data<T>());
           return LaunchCheck(node().type().c_str());
         });
   }

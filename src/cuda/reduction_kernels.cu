@@ -165,9 +165,9 @@ Status ReducePass(KernelContext& ctx, const In* x, Out* out, int64_t outer, int6
   ReduceRowsKernel<kKind><<<blocks, kThreadsPerBlock, 0, stream>>>(
       x, partials.data<double>(), outer, reduce_len, chunks, chunk_len, 1.0);
   FS_RETURN_IF_ERROR(LaunchCheck(name));
-  ReduceRowsKernel<kKind><<<static_cast<unsigned>(std::min(outer, kMaxBlocks)), kThreadsPerBlock,
-                            0, stream>>>(partials.data<double>(), out, outer, chunks, 1, chunks,
-                                         divisor);
+  ReduceRowsKernel<kKind>
+      <<<static_cast<unsigned>(std::min(outer, kMaxBlocks)), kThreadsPerBlock, 0, stream>>>(
+          partials.data<double>(), out, outer, chunks, 1, chunks, divisor);
   return LaunchCheck(name);
 }
 
@@ -273,15 +273,14 @@ Status Reduction(KernelContext& ctx) {
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
   if (out->num_elements() == 0) return Status::OK();
-  return DispatchDType<float, double>(input.dtype(), ctx.node().type().c_str(),
-                                      [&]<typename T>() {
-                                        return RunReduction<kKind, T>(ctx, groups, count, out);
-                                      });
+  return DispatchDType<float, double>(input.dtype(), ctx.node().type().c_str(), [&]<typename T>() {
+    return RunReduction<kKind, T>(ctx, groups, count, out);
+  });
 }
 
-#define FS_GPU_REDUCTION(op, kind)                                                      \
-  FS_REGISTER_GPU_KERNEL(GpuKernel(op, Reduction<ReduceKind::kind>)                     \
-                             .Types({DType::kFloat32, DType::kFloat64})                 \
+#define FS_GPU_REDUCTION(op, kind)                                      \
+  FS_REGISTER_GPU_KERNEL(GpuKernel(op, Reduction<ReduceKind::kind>)     \
+                             .Types({DType::kFloat32, DType::kFloat64}) \
                              .HostMemory("reduction_indices"))
 
 FS_GPU_REDUCTION("Sum", kSum);

@@ -157,8 +157,7 @@ Status SparseLabelsToDevice(KernelContext& ctx, const Tensor& labels, int64_t cl
   if (batch == 0) return Status::OK();
   // From pageable memory the copy has read `values` when it returns, so the vector may go.
   return CudaCheck(cudaMemcpyAsync(device_labels->raw_data(), values.data(),
-                                   batch * sizeof(int64_t), cudaMemcpyHostToDevice,
-                                   StreamOf(ctx)),
+                                   batch * sizeof(int64_t), cudaMemcpyHostToDevice, StreamOf(ctx)),
                    "cudaMemcpyAsync (labels to the GPU)");
 }
 
@@ -178,9 +177,9 @@ Status XentGpu(KernelContext& ctx) {
         logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
   }
   if (!sparse && labels.shape() != logits.shape()) {
-    return errors::InvalidArgument("logits and labels must be same size: logits_size=",
-                                   logits.shape().ToString(),
-                                   " labels_size=", labels.shape().ToString());
+    return errors::InvalidArgument(
+        "logits and labels must be same size: logits_size=", logits.shape().ToString(),
+        " labels_size=", labels.shape().ToString());
   }
   if (sparse && batch > 0 && classes == 0) {
     return errors::InvalidArgument("Must have at least one class, but got logits shape ",
@@ -197,8 +196,7 @@ Status XentGpu(KernelContext& ctx) {
       logits.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
         XentKernel<T><<<RowBlocks(batch), kThreads, 0, StreamOf(ctx)>>>(
             logits.data<T>(), batch, classes, sparse ? nullptr : labels.data<T>(),
-            sparse ? device_labels.data<int64_t>() : nullptr, loss->data<T>(),
-            backprop->data<T>());
+            sparse ? device_labels.data<int64_t>() : nullptr, loss->data<T>(), backprop->data<T>());
         return LaunchCheck(ctx.node().type().c_str());
       });
 }

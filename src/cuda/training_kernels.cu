@@ -26,7 +26,7 @@ int BlocksFor(int64_t n) {
   return static_cast<int>(blocks < 65535 ? blocks : 65535);
 }
 
-#define FS_FOR_EACH_ELEMENT(i, n)                                                   \
+#define FS_FOR_EACH_ELEMENT(i, n)                                           \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{gridDim.x} * blockDim.x)
 
@@ -60,8 +60,8 @@ __global__ void AdamKernel(int64_t n, T* w, T* m, T* v, const T* g, T lr_t, T be
 }
 
 template <typename T>
-__global__ void RMSPropKernel(int64_t n, T* w, T* ms, T* mom, const T* g, T lr, T rho,
-                              T momentum, T epsilon) {
+__global__ void RMSPropKernel(int64_t n, T* w, T* ms, T* mom, const T* g, T lr, T rho, T momentum,
+                              T epsilon) {
   FS_FOR_EACH_ELEMENT(i, n) {
     ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
     mom[i] = mom[i] * momentum + lr * g[i] / sqrt(ms[i] + epsilon);
@@ -153,10 +153,10 @@ class LockedVars {
       // A reader still holds this value: write into a copy.
       Tensor copy;
       FS_RETURN_IF_ERROR(ctx.AllocateTemp(v->value().dtype(), v->value().shape(), &copy));
-      FS_RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(copy.raw_data(), v->value().raw_data(),
-                                                   v->value().bytes(), cudaMemcpyDeviceToDevice,
-                                                   StreamOf(ctx)),
-                                   "cudaMemcpyAsync (copy of a variable before an update)"));
+      FS_RETURN_IF_ERROR(
+          CudaCheck(cudaMemcpyAsync(copy.raw_data(), v->value().raw_data(), v->value().bytes(),
+                                    cudaMemcpyDeviceToDevice, StreamOf(ctx)),
+                    "cudaMemcpyAsync (copy of a variable before an update)"));
       v->value() = copy;
     }
     return Status::OK();
@@ -216,9 +216,9 @@ Status ApplyMomentumGpu(KernelContext& ctx) {
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
   return DispatchDType<float, double>(
       ctx.input(3).dtype(), "ResourceApplyMomentum", [&]<typename T>() -> Status {
-        return Launch(ctx, "ResourceApplyMomentum", vars.size(), MomentumKernel<T>,
-                      vars.data<T>(0), vars.data<T>(1), ctx.input(3).data<T>(),
-                      Scalar<T>(ctx, 2), Scalar<T>(ctx, 4), nesterov);
+        return Launch(ctx, "ResourceApplyMomentum", vars.size(), MomentumKernel<T>, vars.data<T>(0),
+                      vars.data<T>(1), ctx.input(3).data<T>(), Scalar<T>(ctx, 2), Scalar<T>(ctx, 4),
+                      nesterov);
       });
 }
 
@@ -238,8 +238,8 @@ Status ApplyAdamGpu(KernelContext& ctx) {
         const T mix = nesterov ? beta1 : T(1);
         const T grad_mix = nesterov ? T(1) - beta1 : T(0);
         return Launch(ctx, "ResourceApplyAdam", vars.size(), AdamKernel<T>, vars.data<T>(0),
-                      vars.data<T>(1), vars.data<T>(2), ctx.input(9).data<T>(), lr_t, beta1,
-                      beta2, epsilon, mix, grad_mix);
+                      vars.data<T>(1), vars.data<T>(2), ctx.input(9).data<T>(), lr_t, beta1, beta2,
+                      epsilon, mix, grad_mix);
       });
 }
 
@@ -248,10 +248,9 @@ Status ApplyRMSPropGpu(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 7));
   return DispatchDType<float, double>(
       ctx.input(7).dtype(), "ResourceApplyRMSProp", [&]<typename T>() -> Status {
-        return Launch(ctx, "ResourceApplyRMSProp", vars.size(), RMSPropKernel<T>,
-                      vars.data<T>(0), vars.data<T>(1), vars.data<T>(2), ctx.input(7).data<T>(),
-                      Scalar<T>(ctx, 3), Scalar<T>(ctx, 4), Scalar<T>(ctx, 5),
-                      Scalar<T>(ctx, 6));
+        return Launch(ctx, "ResourceApplyRMSProp", vars.size(), RMSPropKernel<T>, vars.data<T>(0),
+                      vars.data<T>(1), vars.data<T>(2), ctx.input(7).data<T>(), Scalar<T>(ctx, 3),
+                      Scalar<T>(ctx, 4), Scalar<T>(ctx, 5), Scalar<T>(ctx, 6));
       });
 }
 
@@ -273,9 +272,8 @@ Status ApplyAdagradGpu(KernelContext& ctx) {
   const bool update_slots = ctx.attrs().GetOr<bool>("update_slots", true);
   return DispatchDType<float, double>(
       ctx.input(3).dtype(), "ResourceApplyAdagrad", [&]<typename T>() -> Status {
-        return Launch(ctx, "ResourceApplyAdagrad", vars.size(), AdagradKernel<T>,
-                      vars.data<T>(0), vars.data<T>(1), ctx.input(3).data<T>(),
-                      Scalar<T>(ctx, 2), update_slots);
+        return Launch(ctx, "ResourceApplyAdagrad", vars.size(), AdagradKernel<T>, vars.data<T>(0),
+                      vars.data<T>(1), ctx.input(3).data<T>(), Scalar<T>(ctx, 2), update_slots);
       });
 }
 
@@ -297,8 +295,7 @@ FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyAdam", ApplyAdamGpu,
 FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyRMSProp", ApplyRMSPropGpu,
                                    {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon"}));
 FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyCenteredRMSProp", ApplyCenteredRMSPropGpu,
-                                   {"var", "mg", "ms", "mom", "lr", "rho", "momentum",
-                                    "epsilon"}));
+                                   {"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon"}));
 FS_REGISTER_GPU_KERNEL(ApplyKernel("ResourceApplyAdagrad", ApplyAdagradGpu,
                                    {"var", "accum", "lr"}));
 

@@ -17,8 +17,8 @@ struct EndpointLess {
 
 }  // namespace
 
-GradientContext::GradientContext(Graph* graph, const Node& node,
-                                 std::vector<Endpoint> output_grads, std::string name_prefix)
+GradientContext::GradientContext(Graph* graph, const Node& node, std::vector<Endpoint> output_grads,
+                                 std::string name_prefix)
     : graph_(graph),
       node_(node),
       output_grads_(std::move(output_grads)),
@@ -66,14 +66,30 @@ Endpoint GradientContext::ScalarLike(Endpoint like, double value) {
   DType dtype = like.node ? like.node->output_type(like.index) : DType::kFloat32;
   Tensor t = Tensor::Host(dtype, TensorShape{});
   switch (dtype) {
-    case DType::kFloat32: *t.data<float>() = static_cast<float>(value); break;
-    case DType::kFloat64: *t.data<double>() = value; break;
-    case DType::kInt32: *t.data<int32_t>() = static_cast<int32_t>(value); break;
-    case DType::kInt64: *t.data<int64_t>() = static_cast<int64_t>(value); break;
-    case DType::kUInt8: *t.data<uint8_t>() = static_cast<uint8_t>(value); break;
-    case DType::kBool: *t.data<bool>() = value != 0; break;
-    case DType::kFloat16: *t.data<Half>() = Half(static_cast<float>(value)); break;
-    case DType::kBFloat16: *t.data<BFloat16>() = BFloat16(static_cast<float>(value)); break;
+    case DType::kFloat32:
+      *t.data<float>() = static_cast<float>(value);
+      break;
+    case DType::kFloat64:
+      *t.data<double>() = value;
+      break;
+    case DType::kInt32:
+      *t.data<int32_t>() = static_cast<int32_t>(value);
+      break;
+    case DType::kInt64:
+      *t.data<int64_t>() = static_cast<int64_t>(value);
+      break;
+    case DType::kUInt8:
+      *t.data<uint8_t>() = static_cast<uint8_t>(value);
+      break;
+    case DType::kBool:
+      *t.data<bool>() = value != 0;
+      break;
+    case DType::kFloat16:
+      *t.data<Half>() = Half(static_cast<float>(value));
+      break;
+    case DType::kBFloat16:
+      *t.data<BFloat16>() = BFloat16(static_cast<float>(value));
+      break;
     default:
       if (status_.ok()) {
         status_ = errors::Internal("no scalar of dtype ", DTypeName(dtype), " in the gradient of ",
@@ -104,9 +120,8 @@ Endpoint GradientContext::ReduceToShapeOf(Endpoint grad, Endpoint x, Endpoint ot
   return Op("Reshape", {summed, Shape(x)});
 }
 
-Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys,
-                    const std::vector<Endpoint>& xs, const GradientOptions& options,
-                    std::vector<Endpoint>* grads) {
+Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys, const std::vector<Endpoint>& xs,
+                    const GradientOptions& options, std::vector<Endpoint>* grads) {
   std::vector<Node*> nodes = graph->nodes();
   const int n = static_cast<int>(nodes.size());
   for (const Endpoint& e : ys) {

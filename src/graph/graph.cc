@@ -65,8 +65,7 @@ Status MatchInputArgs(const OpDef& op, const NodeSpec& spec, AttrMap* attrs,
   int total = static_cast<int>(spec.inputs.size());
   if (open_lists > 1 || (open_lists == 0 && total != fixed_count) || total < fixed_count) {
     return WithPyType(errors::InvalidArgument(op.name, " expects ", fixed_count,
-                                              open_lists ? " or more" : "", " inputs, got ",
-                                              total),
+                                              open_lists ? " or more" : "", " inputs, got ", total),
                       "ValueError");
   }
   int pos = 0;
@@ -212,12 +211,12 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   }
   std::unique_lock<std::shared_mutex> lock(mu_);
   if (finalized_) {
-    return WithPyType(errors::FailedPrecondition(
-                          "Graph is finalized and cannot be modified (adding '", spec.name,
-                          "' of type ", spec.op,
-                          "). Create ops before calling graph.finalize(); creating ops inside a "
-                          "training loop makes the graph grow on every step."),
-                      "RuntimeError");
+    return WithPyType(
+        errors::FailedPrecondition(
+            "Graph is finalized and cannot be modified (adding '", spec.name, "' of type ", spec.op,
+            "). Create ops before calling graph.finalize(); creating ops inside a "
+            "training loop makes the graph grow on every step."),
+        "RuntimeError");
   }
   if (spec.name.empty()) {
     return WithPyType(errors::InvalidArgument("node name is empty"), "ValueError");
@@ -276,9 +275,8 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
     for (size_t i = 0; i < input_shapes.size(); ++i) {
       shapes += StrCat(i ? ", " : "", input_shapes[i].ToString());
     }
-    Status s(shape_status.code(),
-             StrCat(shape_status.message(), " for '", spec.name, "' (op: ", op->name,
-                    ") with input shapes: ", shapes, "."));
+    Status s(shape_status.code(), StrCat(shape_status.message(), " for '", spec.name, "' (op: ",
+                                         op->name, ") with input shapes: ", shapes, "."));
     if (const auto* payloads = shape_status.payloads()) {
       for (const auto& [k, v] : *payloads) s.SetPayload(k, v);
     }

@@ -213,7 +213,8 @@ OpBuilder& OpBuilder::Kernel(const std::string& device_type, KernelFn fn,
 OpBuilder& OpBuilder::KernelFactory(const std::string& device_type,
                                     flowstone::KernelFactory factory,
                                     std::vector<DType> type_constraint) {
-  op_->kernels_.push_back(KernelDef{device_type, std::move(type_constraint), std::move(factory), {}});
+  op_->kernels_.push_back(
+      KernelDef{device_type, std::move(type_constraint), std::move(factory), {}});
   return *this;
 }
 

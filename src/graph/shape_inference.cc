@@ -67,8 +67,7 @@ Status InferenceContext::WithRank(int i, int rank, PartialShape* out) const {
 Status InferenceContext::WithRankAtLeast(int i, int rank) const {
   const PartialShape& s = input(i);
   if (s.known_rank() && s.rank() < rank) {
-    return errors::InvalidArgument("Shape must be at least rank ", rank, " but is rank ",
-                                   s.rank());
+    return errors::InvalidArgument("Shape must be at least rank ", rank, " but is rank ", s.rank());
   }
   return Status::OK();
 }
@@ -103,8 +102,7 @@ Status BroadcastShapes(const PartialShape& a, const PartialShape& b, PartialShap
     } else if (da == db) {
       dims[i] = da;
     } else {
-      return errors::InvalidArgument("Incompatible shapes: ", a.ToString(), " vs. ",
-                                     b.ToString());
+      return errors::InvalidArgument("Incompatible shapes: ", a.ToString(), " vs. ", b.ToString());
     }
   }
   *out = PartialShape(dims);
@@ -126,8 +124,7 @@ Status BroadcastShapes(const TensorShape& a, const TensorShape& b, TensorShape* 
     const int64_t da = ia >= 0 ? a.dim(ia) : 1;
     const int64_t db = ib >= 0 ? b.dim(ib) : 1;
     if (da != db && da != 1 && db != 1) {
-      return errors::InvalidArgument("Incompatible shapes: ", a.ToString(), " vs. ",
-                                     b.ToString());
+      return errors::InvalidArgument("Incompatible shapes: ", a.ToString(), " vs. ", b.ToString());
     }
     dims[i] = da == 1 ? db : da;
   }

@@ -42,10 +42,12 @@ Status MissingFeed(KernelContext& ctx) {
   DType dtype = ctx.output_type(0);
   PartialShape shape = ctx.attrs().GetOr<PartialShape>("shape", PartialShape::Unknown());
   std::string shape_text = shape.known_rank() ? StrCat(" and shape ", shape.ToString()) : "";
-  return errors::InvalidArgument(
-      "You must feed a value for placeholder tensor '", ctx.node().name(), "' with dtype ",
-      DTypeShortName(dtype), shape_text, ". Pass it in feed_dict, e.g. sess.run(fetches, "
-      "feed_dict={", ctx.node().name(), ": value}).");
+  return errors::InvalidArgument("You must feed a value for placeholder tensor '",
+                                 ctx.node().name(), "' with dtype ", DTypeShortName(dtype),
+                                 shape_text,
+                                 ". Pass it in feed_dict, e.g. sess.run(fetches, "
+                                 "feed_dict={",
+                                 ctx.node().name(), ": value}).");
 }
 
 FS_REGISTER_OP(OpBuilder("Placeholder")

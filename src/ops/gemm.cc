@@ -18,8 +18,6 @@
 // how its threads fit with the intra-op pool.
 #include "ops/gemm.h"
 
-#include "ops/multiversion.h"
-
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -28,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/multiversion.h"
 #include "ops/onednn_util.h"
 
 namespace flowstone {
@@ -219,7 +218,6 @@ Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b,
 // computed by the same call whatever the pool size: results are reproducible across thread
 // counts, as on the hand-written path (oneDNN's rounding can depend on the size of the product it
 // is given).
-
 
 // Below this many multiply-adds, a call into oneDNN costs more than the direct loops.
 constexpr int64_t kOneDnnMinProduct = 8 * 8 * 8;

@@ -17,8 +17,10 @@ Status AddNShape(InferenceContext& ctx) {
     Status s = merged.Merge(ctx.input(i), &next);
     if (!s.ok()) {
       return errors::InvalidArgument("AddN inputs must have the same shape, but input ", i,
-                                     " has shape ", ctx.input(i).ToString(), " and earlier "
-                                     "inputs have ", merged.ToString());
+                                     " has shape ", ctx.input(i).ToString(),
+                                     " and earlier "
+                                     "inputs have ",
+                                     merged.ToString());
     }
     merged = next;
   }
@@ -89,8 +91,8 @@ Status BroadcastGradientArgsKernel(KernelContext& ctx) {
     int64_t d0 = i0 >= 0 ? s0.ElementAsInt64(i0) : 1;
     int64_t d1 = i1 >= 0 ? s1.ElementAsInt64(i1) : 1;
     if (d0 != d1 && d0 != 1 && d1 != 1) {
-      return errors::InvalidArgument("Incompatible shapes in BroadcastGradientArgs: ", d0,
-                                     " vs. ", d1, " at axis ", i);
+      return errors::InvalidArgument("Incompatible shapes in BroadcastGradientArgs: ", d0, " vs. ",
+                                     d1, " at axis ", i);
     }
     if (d0 == 1 && d1 != 1) r0.push_back(i);
     if (d1 == 1 && d0 != 1) r1.push_back(i);

@@ -102,35 +102,35 @@ Status ApplyGradientDescent(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 2));
   return DispatchDType<float, double>(ctx.input(2).dtype(), "ResourceApplyGradientDescent",
                                       [&]<typename T>() -> Status {
-    T* w = vars.data<T>(0);
-    const T* g = ctx.input(2).data<T>();
-    const T lr = ScalarInput<T>(ctx, 1);
-    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) w[i] -= lr * g[i];
-    });
-    return Status::OK();
-  });
+                                        T* w = vars.data<T>(0);
+                                        const T* g = ctx.input(2).data<T>();
+                                        const T lr = ScalarInput<T>(ctx, 1);
+                                        ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+                                          for (int64_t i = b; i < e; ++i) w[i] -= lr * g[i];
+                                        });
+                                        return Status::OK();
+                                      });
 }
 
 Status ApplyMomentum(KernelContext& ctx) {
   LockedVars vars(ctx, {0, 1});
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
-  return DispatchDType<float, double>(ctx.input(3).dtype(), "ResourceApplyMomentum",
-                                      [&]<typename T>() -> Status {
-    T* w = vars.data<T>(0);
-    T* accum = vars.data<T>(1);
-    const T lr = ScalarInput<T>(ctx, 2);
-    const T* g = ctx.input(3).data<T>();
-    const T momentum = ScalarInput<T>(ctx, 4);
-    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        accum[i] = accum[i] * momentum + g[i];
-        w[i] -= nesterov ? g[i] * lr + accum[i] * momentum * lr : lr * accum[i];
-      }
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      ctx.input(3).dtype(), "ResourceApplyMomentum", [&]<typename T>() -> Status {
+        T* w = vars.data<T>(0);
+        T* accum = vars.data<T>(1);
+        const T lr = ScalarInput<T>(ctx, 2);
+        const T* g = ctx.input(3).data<T>();
+        const T momentum = ScalarInput<T>(ctx, 4);
+        ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            accum[i] = accum[i] * momentum + g[i];
+            w[i] -= nesterov ? g[i] * lr + accum[i] * momentum * lr : lr * accum[i];
+          }
+        });
+        return Status::OK();
+      });
 }
 
 // One block of the Adam update; `mix`/`grad_mix` select plain (1, 0) or Nesterov
@@ -151,14 +151,13 @@ inline void AdamBlockImpl(int64_t n, T* __restrict w, T* __restrict m, T* __rest
 }
 
 FS_MULTIVERSION void AdamBlock(int64_t n, float* w, float* m, float* v, const float* g, float lr_t,
-                               float beta1, float beta2, float epsilon, float mix,
-                               float grad_mix) {
+                               float beta1, float beta2, float epsilon, float mix, float grad_mix) {
   AdamBlockImpl(n, w, m, v, g, lr_t, beta1, beta2, epsilon, mix, grad_mix);
 }
 
 FS_MULTIVERSION void AdamBlock(int64_t n, double* w, double* m, double* v, const double* g,
-                               double lr_t, double beta1, double beta2, double epsilon,
-                               double mix, double grad_mix) {
+                               double lr_t, double beta1, double beta2, double epsilon, double mix,
+                               double grad_mix) {
   AdamBlockImpl(n, w, m, v, g, lr_t, beta1, beta2, epsilon, mix, grad_mix);
 }
 
@@ -166,76 +165,76 @@ Status ApplyAdam(KernelContext& ctx) {
   LockedVars vars(ctx, {0, 1, 2});
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 9));
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
-  return DispatchDType<float, double>(ctx.input(9).dtype(), "ResourceApplyAdam",
-                                      [&]<typename T>() -> Status {
-    T* w = vars.data<T>(0);
-    T* m = vars.data<T>(1);
-    T* v = vars.data<T>(2);
-    const T beta1_power = ScalarInput<T>(ctx, 3);
-    const T beta2_power = ScalarInput<T>(ctx, 4);
-    const T lr = ScalarInput<T>(ctx, 5);
-    const T beta1 = ScalarInput<T>(ctx, 6);
-    const T beta2 = ScalarInput<T>(ctx, 7);
-    const T epsilon = ScalarInput<T>(ctx, 8);
-    const T* g = ctx.input(9).data<T>();
-    const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
-    const T mix = nesterov ? beta1 : T(1);
-    const T grad_mix = nesterov ? T(1) - beta1 : T(0);
-    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      AdamBlock(e - b, w + b, m + b, v + b, g + b, lr_t, beta1, beta2, epsilon, mix, grad_mix);
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      ctx.input(9).dtype(), "ResourceApplyAdam", [&]<typename T>() -> Status {
+        T* w = vars.data<T>(0);
+        T* m = vars.data<T>(1);
+        T* v = vars.data<T>(2);
+        const T beta1_power = ScalarInput<T>(ctx, 3);
+        const T beta2_power = ScalarInput<T>(ctx, 4);
+        const T lr = ScalarInput<T>(ctx, 5);
+        const T beta1 = ScalarInput<T>(ctx, 6);
+        const T beta2 = ScalarInput<T>(ctx, 7);
+        const T epsilon = ScalarInput<T>(ctx, 8);
+        const T* g = ctx.input(9).data<T>();
+        const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+        const T mix = nesterov ? beta1 : T(1);
+        const T grad_mix = nesterov ? T(1) - beta1 : T(0);
+        ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+          AdamBlock(e - b, w + b, m + b, v + b, g + b, lr_t, beta1, beta2, epsilon, mix, grad_mix);
+        });
+        return Status::OK();
+      });
 }
 
 Status ApplyRMSProp(KernelContext& ctx) {
   LockedVars vars(ctx, {0, 1, 2});
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 7));
-  return DispatchDType<float, double>(ctx.input(7).dtype(), "ResourceApplyRMSProp",
-                                      [&]<typename T>() -> Status {
-    T* w = vars.data<T>(0);
-    T* ms = vars.data<T>(1);
-    T* mom = vars.data<T>(2);
-    const T lr = ScalarInput<T>(ctx, 3);
-    const T rho = ScalarInput<T>(ctx, 4);
-    const T momentum = ScalarInput<T>(ctx, 5);
-    const T epsilon = ScalarInput<T>(ctx, 6);
-    const T* g = ctx.input(7).data<T>();
-    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
-        mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] + epsilon);
-        w[i] -= mom[i];
-      }
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      ctx.input(7).dtype(), "ResourceApplyRMSProp", [&]<typename T>() -> Status {
+        T* w = vars.data<T>(0);
+        T* ms = vars.data<T>(1);
+        T* mom = vars.data<T>(2);
+        const T lr = ScalarInput<T>(ctx, 3);
+        const T rho = ScalarInput<T>(ctx, 4);
+        const T momentum = ScalarInput<T>(ctx, 5);
+        const T epsilon = ScalarInput<T>(ctx, 6);
+        const T* g = ctx.input(7).data<T>();
+        ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
+            mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] + epsilon);
+            w[i] -= mom[i];
+          }
+        });
+        return Status::OK();
+      });
 }
 
 Status ApplyCenteredRMSProp(KernelContext& ctx) {
   LockedVars vars(ctx, {0, 1, 2, 3});
   FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 8));
-  return DispatchDType<float, double>(ctx.input(8).dtype(), "ResourceApplyCenteredRMSProp",
-                                      [&]<typename T>() -> Status {
-    T* w = vars.data<T>(0);
-    T* mg = vars.data<T>(1);
-    T* ms = vars.data<T>(2);
-    T* mom = vars.data<T>(3);
-    const T lr = ScalarInput<T>(ctx, 4);
-    const T rho = ScalarInput<T>(ctx, 5);
-    const T momentum = ScalarInput<T>(ctx, 6);
-    const T epsilon = ScalarInput<T>(ctx, 7);
-    const T* g = ctx.input(8).data<T>();
-    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
-        mg[i] += (g[i] - mg[i]) * (T(1) - rho);
-        mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] - mg[i] * mg[i] + epsilon);
-        w[i] -= mom[i];
-      }
-    });
-    return Status::OK();
-  });
+  return DispatchDType<float, double>(
+      ctx.input(8).dtype(), "ResourceApplyCenteredRMSProp", [&]<typename T>() -> Status {
+        T* w = vars.data<T>(0);
+        T* mg = vars.data<T>(1);
+        T* ms = vars.data<T>(2);
+        T* mom = vars.data<T>(3);
+        const T lr = ScalarInput<T>(ctx, 4);
+        const T rho = ScalarInput<T>(ctx, 5);
+        const T momentum = ScalarInput<T>(ctx, 6);
+        const T epsilon = ScalarInput<T>(ctx, 7);
+        const T* g = ctx.input(8).data<T>();
+        ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
+            mg[i] += (g[i] - mg[i]) * (T(1) - rho);
+            mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] - mg[i] * mg[i] + epsilon);
+            w[i] -= mom[i];
+          }
+        });
+        return Status::OK();
+      });
 }
 
 Status ApplyAdagrad(KernelContext& ctx) {
@@ -244,18 +243,18 @@ Status ApplyAdagrad(KernelContext& ctx) {
   const bool update_slots = ctx.attrs().GetOr<bool>("update_slots", true);
   return DispatchDType<float, double>(ctx.input(3).dtype(), "ResourceApplyAdagrad",
                                       [&]<typename T>() -> Status {
-    T* w = vars.data<T>(0);
-    T* accum = vars.data<T>(1);
-    const T lr = ScalarInput<T>(ctx, 2);
-    const T* g = ctx.input(3).data<T>();
-    ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        if (update_slots) accum[i] += g[i] * g[i];
-        w[i] -= lr * g[i] / std::sqrt(accum[i]);
-      }
-    });
-    return Status::OK();
-  });
+                                        T* w = vars.data<T>(0);
+                                        T* accum = vars.data<T>(1);
+                                        const T lr = ScalarInput<T>(ctx, 2);
+                                        const T* g = ctx.input(3).data<T>();
+                                        ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
+                                          for (int64_t i = b; i < e; ++i) {
+                                            if (update_slots) accum[i] += g[i] * g[i];
+                                            w[i] -= lr * g[i] / std::sqrt(accum[i]);
+                                          }
+                                        });
+                                        return Status::OK();
+                                      });
 }
 
 Status NoOutputs(InferenceContext&) { return Status::OK(); }
@@ -266,7 +265,10 @@ OpBuilder ApplyOp(const std::string& name, const std::vector<std::string>& resou
   OpBuilder b(name);
   for (const std::string& r : resources) b.Input(r, "resource");
   for (const std::string& in : inputs) b.Input(in, "T");
-  b.TypeAttr("T", kFloatTypes).Attr("use_locking", false).Stateful().Shape(NoOutputs)
+  b.TypeAttr("T", kFloatTypes)
+      .Attr("use_locking", false)
+      .Stateful()
+      .Shape(NoOutputs)
       .NotDifferentiable();
   return b;
 }

@@ -63,9 +63,11 @@ FS_REGISTER_OP(OpBuilder("VarHandleOp")
 
 Status UninitializedError(const Var& var) {
   return errors::FailedPrecondition(
-      "Attempting to use uninitialized value ", var.name(), ". Initialize it first: run "
+      "Attempting to use uninitialized value ", var.name(),
+      ". Initialize it first: run "
       "sess.run(tf.global_variables_initializer()) after building the model, or "
-      "sess.run(", var.name(), ".initializer) for this variable alone.");
+      "sess.run(",
+      var.name(), ".initializer) for this variable alone.");
 }
 
 Status ReadVariable(KernelContext& ctx) {
@@ -106,9 +108,9 @@ Status CheckAssignable(const Var& var, const Tensor& value) {
                                    DTypeName(var.dtype()));
   }
   if (!var.declared_shape().IsCompatibleWith(value.shape())) {
-    return errors::InvalidArgument("Trying to assign a value of shape ",
-                                   value.shape().ToString(), " to variable '", var.name(),
-                                   "' of shape ", var.declared_shape().ToString());
+    return errors::InvalidArgument("Trying to assign a value of shape ", value.shape().ToString(),
+                                   " to variable '", var.name(), "' of shape ",
+                                   var.declared_shape().ToString());
   }
   return Status::OK();
 }

@@ -51,15 +51,14 @@ class DirectSession final : public Session {
     if (it != options_.device_count.end() && it->second > 0) num_cpus = it->second;
     if (num_cpus == 1) num_cpus = std::max(1, ProcessState::Get().num_logical_cpus());
     if (options_.cpu_memory_limit_bytes > 0) {
-      limited_ = std::make_shared<LimitedAllocator>(CpuAllocator(),
-                                                    options_.cpu_memory_limit_bytes, "cpu");
+      limited_ = std::make_shared<LimitedAllocator>(CpuAllocator(), options_.cpu_memory_limit_bytes,
+                                                    "cpu");
     }
     Allocator* allocator = limited_ ? static_cast<Allocator*>(limited_.get()) : CpuAllocator();
     ProcessState& process = ProcessState::Get();
     process.ConfigureThreads(options_.inter_op_threads, options_.intra_op_threads);
     for (int i = 0; i < num_cpus; ++i) {
-      devices_.push_back(
-          std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
+      devices_.push_back(std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
     }
     GpuSessionOptions gpu;
     auto gpu_count = options_.device_count.find("GPU");
@@ -144,8 +143,8 @@ class DirectSession final : public Session {
       FS_RETURN_IF_ERROR(CheckFeed(plan->feeds[i], feed_values[i]));
     }
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
-    return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(),
-                     step, options);
+    return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(), step,
+                     options);
   }
 
   Status ReleaseCallable(CallableHandle handle) override {
@@ -235,10 +234,10 @@ class DirectSession final : public Session {
       auto found = placements_.find(in.node->id());
       input_devices.push_back(found == placements_.end() ? nullptr : found->second);
     }
-    Status s = colocated.empty()
-                   ? PlaceNode(node, DevicesForLocked(node), input_devices, placement_, out)
-                   : PlaceColocatedNode(node, colocated, device_ptrs_, input_devices, placement_,
-                                        out);
+    Status s =
+        colocated.empty()
+            ? PlaceNode(node, DevicesForLocked(node), input_devices, placement_, out)
+            : PlaceColocatedNode(node, colocated, device_ptrs_, input_devices, placement_, out);
     if (!s.ok()) {
       s.SetPayload("node", node.name());
       return s;
@@ -349,9 +348,8 @@ class DirectSession final : public Session {
         return s;
       }
       if (e.index < 0 || e.index >= e.node->num_outputs()) {
-        return errors::InvalidArgument(what, " refers to output ", e.index, " of ",
-                                       e.node->name(), " which has ", e.node->num_outputs(),
-                                       " outputs");
+        return errors::InvalidArgument(what, " refers to output ", e.index, " of ", e.node->name(),
+                                       " which has ", e.node->num_outputs(), " outputs");
       }
       return Status::OK();
     };
@@ -495,8 +493,7 @@ class DirectSession final : public Session {
       for (int k = 0; k < n->num_inputs(); ++k) {
         const Endpoint& in = n->inputs()[k];
         int s = slot_of(in);
-        Device* want =
-            pn.device->host_memory() || host_inputs[i][k] ? nullptr : pn.device;
+        Device* want = pn.device->host_memory() || host_inputs[i][k] ? nullptr : pn.device;
         if (slot_device[s] != want) {
           if (constant_slots.count(s) && want != nullptr) {
             Status copied = constant_on(s, want, &s);
@@ -534,8 +531,7 @@ class DirectSession final : public Session {
     std::vector<int> depth(plan.nodes.size(), 0);
     std::unordered_map<int, int> expensive_at_depth;
     for (size_t i = 0; i < plan.nodes.size(); ++i) {
-      for (int succ : plan.nodes[i].successors)
-        depth[succ] = std::max(depth[succ], depth[i] + 1);
+      for (int succ : plan.nodes[i].successors) depth[succ] = std::max(depth[succ], depth[i] + 1);
       if (IsExpensive(*plan.nodes[i].node) && ++expensive_at_depth[depth[i]] >= 2) return true;
     }
     return false;

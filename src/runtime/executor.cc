@@ -21,8 +21,9 @@ std::string ShortSite(const std::string& site) {
   if (slash != std::string::npos) file = file.substr(slash + 1);
   size_t line_begin = file_end + 8;
   size_t line_end = last.find(',', line_begin);
-  return file + ":" + last.substr(line_begin, line_end == std::string::npos ? std::string::npos
-                                                                            : line_end - line_begin);
+  return file + ":" +
+         last.substr(line_begin,
+                     line_end == std::string::npos ? std::string::npos : line_end - line_begin);
 }
 // Moves `in` from `from`'s memory (nullptr: host) to `to`'s memory (nullptr: host).
 Status Transfer(const Tensor& in, Device* from, Device* to, Tensor* out) {
@@ -156,12 +157,13 @@ std::string ExecutionPlan::AllocationReport(const RunState& state, int failing_n
             [](const Entry& a, const Entry& b) { return a.bytes > b.bytes; });
   size_t total = 0;
   for (const Entry& e : entries) total += e.bytes;
-  std::string report = StrCat("Tensors alive in this step when the OOM happened (",
-                              entries.size(), " tensors, ", FormatBytes(total),
-                              ", largest first; variables not included):");
+  std::string report =
+      StrCat("Tensors alive in this step when the OOM happened (", entries.size(), " tensors, ",
+             FormatBytes(total), ", largest first; variables not included):");
   constexpr size_t kMaxLines = 20;
   for (size_t i = 0; i < entries.size() && i < kMaxLines; ++i) report += "\n  " + entries[i].line;
-  if (entries.size() > kMaxLines) report += StrCat("\n  ... and ", entries.size() - kMaxLines, " more");
+  if (entries.size() > kMaxLines)
+    report += StrCat("\n  ... and ", entries.size() - kMaxLines, " more");
   return report;
 }
 
@@ -226,8 +228,8 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
 }
 
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
-                          ResourceMgr* resources, ThreadPool* inter_op_pool,
-                          int64_t step_id, const RunOptions& options) const {
+                          ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
+                          const RunOptions& options) const {
   std::unique_ptr<RunState> state = AcquireState();
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   for (int s = 0; s < num_slots; ++s) {

@@ -26,8 +26,8 @@ struct PlanNode {
   Device* device = nullptr;
   std::vector<int> input_slots;  // the slot each input reads
   std::vector<InputTransfer> transfers;
-  int output_base = 0;           // outputs occupy slots [output_base, output_base + n)
-  std::vector<int> successors;   // plan indices that wait on this node (data and control)
+  int output_base = 0;          // outputs occupy slots [output_base, output_base + n)
+  std::vector<int> successors;  // plan indices that wait on this node (data and control)
   int num_predecessors = 0;
 };
 
@@ -45,8 +45,8 @@ struct RunState {
 class ExecutionPlan {
  public:
   std::vector<PlanNode> nodes;
-  std::vector<int> input_base;       // per node: offset into RunState::inputs
-  std::vector<int> slot_consumers;   // per slot: number of readers (fetches count as readers)
+  std::vector<int> input_base;      // per node: offset into RunState::inputs
+  std::vector<int> slot_consumers;  // per slot: number of readers (fetches count as readers)
   int num_slots = 0;
   int num_inputs = 0;
   std::vector<int> feed_slots;
@@ -65,9 +65,8 @@ class ExecutionPlan {
   bool parallel = false;
 
   // Runs the plan. `feed_values` are moved into the feed slots.
-  Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
-             ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
-             const RunOptions& options) const;
+  Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs, ResourceMgr* resources,
+             ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;

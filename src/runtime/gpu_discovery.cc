@@ -160,10 +160,10 @@ void GpuDiscovery::Discover() {
       plugin_override.empty() ? CoreLibraryDirectory() + "/" + kPluginFile : plugin_override;
 
   // CUDA_VISIBLE_DEVICES=-1 (or empty) is how users ask for the CPU: say so once, quietly.
-  if (visible != nullptr && (report_.cuda_visible_devices.empty() ||
-                             report_.cuda_visible_devices.rfind("-", 0) == 0)) {
-    report_.reason = StrCat("CUDA_VISIBLE_DEVICES=\"", report_.cuda_visible_devices,
-                            "\" hides every GPU");
+  if (visible != nullptr &&
+      (report_.cuda_visible_devices.empty() || report_.cuda_visible_devices.rfind("-", 0) == 0)) {
+    report_.reason =
+        StrCat("CUDA_VISIBLE_DEVICES=\"", report_.cuda_visible_devices, "\" hides every GPU");
     LogInfo(kLog, report_.reason, ": every op runs on the CPU.");
     return;
   }
@@ -219,8 +219,8 @@ bool GpuDiscovery::LoadLibraries() {
     report_.reason = missing;
     std::string fix = driver.loaded
                           ? StrCat("install the CUDA ", cuda_version,
-                                   " runtime (e.g. pip install nvidia-cuda-runtime-cu",
-                                   cuda_major, ") or add its lib directory to LD_LIBRARY_PATH")
+                                   " runtime (e.g. pip install nvidia-cuda-runtime-cu", cuda_major,
+                                   ") or add its lib directory to LD_LIBRARY_PATH")
                           : "install the NVIDIA driver (it provides libcuda.so.1); in a "
                             "container, run it with the NVIDIA container toolkit";
     LogWarning(kLog, "Cannot use a GPU: ", missing,
@@ -234,14 +234,14 @@ bool GpuDiscovery::LoadLibraries() {
                             " but this build needs CUDA ", cuda_version);
     LogWarning(kLog, "Cannot use a GPU: ", report_.reason,
                ". Skipping GPU devices: every op runs on the CPU. To fix: update the NVIDIA "
-               "driver to one for CUDA ", cuda_version, " or newer.");
+               "driver to one for CUDA ",
+               cuda_version, " or newer.");
     return false;
   }
   const GpuLibrary& runtime = report_.libraries[1];
   if (!runtime.found_version.empty() && Major(runtime.found_version) != cuda_major) {
-    report_.reason = StrCat("the CUDA runtime found (", runtime.found_version, " at ",
-                            runtime.path, ") is not the one this build needs (", cuda_version,
-                            ")");
+    report_.reason = StrCat("the CUDA runtime found (", runtime.found_version, " at ", runtime.path,
+                            ") is not the one this build needs (", cuda_version, ")");
     LogWarning(kLog, "Cannot use a GPU: ", report_.reason,
                ". Skipping GPU devices: every op runs on the CPU.");
     return false;
@@ -259,8 +259,8 @@ void GpuDiscovery::LoadPlatform() {
     LogWarning(kLog, "Cannot use a GPU: ", report_.reason, ". Every op runs on the CPU.");
     return;
   }
-  auto create = reinterpret_cast<CreateGpuPlatformFn>(
-      dlsym(plugin, "flowstone_create_gpu_platform"));
+  auto create =
+      reinterpret_cast<CreateGpuPlatformFn>(dlsym(plugin, "flowstone_create_gpu_platform"));
   if (create == nullptr) {
     report_.backend_error = "flowstone_create_gpu_platform not found in the plugin";
     report_.reason = StrCat("the GPU backend plugin is broken: ", report_.backend_error);
@@ -292,14 +292,13 @@ void GpuDiscovery::LoadPlatform() {
     std::snprintf(bandwidth, sizeof(bandwidth), "%.2fGiB/s", info.memory_bandwidth_gbs);
     LogInfo(kLog, "Found device ", i, " with properties: \npciBusID: ", info.pci_bus_id,
             " name: ", info.name, " computeCapability: ", info.compute_major, ".",
-            info.compute_minor, "\ncoreClock: ", clock, " coreCount: ",
-            info.multiprocessor_count, " deviceMemorySize: ", size,
-            " deviceMemoryBandwidth: ", bandwidth);
+            info.compute_minor, "\ncoreClock: ", clock, " coreCount: ", info.multiprocessor_count,
+            " deviceMemorySize: ", size, " deviceMemoryBandwidth: ", bandwidth);
   }
   if (report_.devices.empty()) {
     while (!error.empty() && error.back() == '.') error.pop_back();
-    const bool versioned = !report_.driver_version.empty() && std::isdigit(
-                                static_cast<unsigned char>(report_.driver_version[0]));
+    const bool versioned = !report_.driver_version.empty() &&
+                           std::isdigit(static_cast<unsigned char>(report_.driver_version[0]));
     report_.reason = StrCat("the ", report_.platform_name, " driver",
                             versioned ? StrCat(" (", report_.driver_version, ")") : "",
                             " reports no usable GPU", error.empty() ? "" : ": ", error);
@@ -365,8 +364,7 @@ Status GpuDiscovery::GetMemoryStats(int index, AllocatorStats* stats) {
   if (index < 0 || index >= static_cast<int>(visible.size())) {
     std::string why = reason();
     return errors::InvalidArgument("There is no GPU:", index, ": ", visible.size(),
-                                   " GPU(s) are visible", why.empty() ? "" : " because ", why,
-                                   ".");
+                                   " GPU(s) are visible", why.empty() ? "" : " because ", why, ".");
   }
   std::lock_guard<std::mutex> lock(mu_);
   return platform_->GetMemoryStats(visible[index].ordinal, stats);
@@ -395,10 +393,12 @@ Status GpuDiscovery::CreateSessionDevices(const GpuSessionOptions& options,
       char* end = nullptr;
       long id = std::strtol(item.c_str(), &end, 10);
       if (item.empty() || *end != '\0' || id < 0 || id >= static_cast<long>(visible.size())) {
-        return errors::InvalidArgument(
-            "'visible_device_list' listed an invalid GPU id '", item, "' but the visible device "
-            "count is ", visible.size(), ". To fix: use ids from 0 to ", visible.size() - 1,
-            ", separated by commas, e.g. visible_device_list=\"0\".");
+        return errors::InvalidArgument("'visible_device_list' listed an invalid GPU id '", item,
+                                       "' but the visible device "
+                                       "count is ",
+                                       visible.size(), ". To fix: use ids from 0 to ",
+                                       visible.size() - 1,
+                                       ", separated by commas, e.g. visible_device_list=\"0\".");
       }
       if (std::find(picks.begin(), picks.end(), static_cast<int>(id)) != picks.end()) {
         return errors::InvalidArgument("'visible_device_list' lists GPU id ", id, " twice: '",
@@ -420,8 +420,8 @@ Status GpuDiscovery::CreateSessionDevices(const GpuSessionOptions& options,
     }
     if (limit_bytes_[ordinal] > 0) memory.memory_limit_bytes = limit_bytes_[ordinal];
     std::unique_ptr<Device> device;
-    FS_RETURN_IF_ERROR(platform_->CreateDevice(static_cast<int>(tf_id), ordinal, memory,
-                                               intra_op_pool, &device));
+    FS_RETURN_IF_ERROR(
+        platform_->CreateDevice(static_cast<int>(tf_id), ordinal, memory, intra_op_pool, &device));
     out->push_back(std::move(device));
   }
   return Status::OK();

@@ -78,11 +78,11 @@ class GpuDiscovery {
   std::once_flag once_;
   std::mutex mu_;
   GpuDiscoveryReport report_;
-  GpuPlatform* platform_ = nullptr;  // owned for the whole process (never unloaded)
+  GpuPlatform* platform_ = nullptr;    // owned for the whole process (never unloaded)
   std::vector<int> visible_ordinals_;  // empty = all
   bool visible_set_ = false;
-  std::vector<int> growth_;            // per ordinal: -1 unset, 0, 1
-  std::vector<int64_t> limit_bytes_;   // per ordinal: 0 unset
+  std::vector<int> growth_;           // per ordinal: -1 unset, 0, 1
+  std::vector<int64_t> limit_bytes_;  // per ordinal: 0 unset
 };
 
 }  // namespace flowstone

@@ -134,8 +134,7 @@ std::vector<bool> HostMemoryInputs(const Node& node, const KernelDef& def) {
 }
 
 std::vector<bool> HostMemoryOutputs(const Node& node, const KernelDef& def) {
-  return HostMemoryArgs(node, def, node.op_def().outputs, node.num_outputs(),
-                        &Node::output_type);
+  return HostMemoryArgs(node, def, node.op_def().outputs, node.num_outputs(), &Node::output_type);
 }
 
 Status CreateKernel(const Node& node, const std::string& device_type,
@@ -145,11 +144,12 @@ Status CreateKernel(const Node& node, const std::string& device_type,
   const KernelDef* kernel = op.FindKernel(device_type, dtype);
   if (kernel == nullptr) {
     std::string available;
-    for (const std::string& t : op.KernelDeviceTypes()) available += (available.empty() ? "" : ", ") + t;
-    return errors::InvalidArgument("No ", device_type, " kernel is registered for op ", op.name,
-                                   dtype != DType::kInvalid ? StrCat(" with dtype ", DTypeName(dtype)) : "",
-                                   " (node ", node.name(), "). Kernels exist for: [",
-                                   available, "].");
+    for (const std::string& t : op.KernelDeviceTypes())
+      available += (available.empty() ? "" : ", ") + t;
+    return errors::InvalidArgument(
+        "No ", device_type, " kernel is registered for op ", op.name,
+        dtype != DType::kInvalid ? StrCat(" with dtype ", DTypeName(dtype)) : "", " (node ",
+        node.name(), "). Kernels exist for: [", available, "].");
   }
   return kernel->factory(node, out);
 }

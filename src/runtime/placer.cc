@@ -96,15 +96,17 @@ Status PlaceNode(const Node& node, const std::vector<Device*>& devices,
     }
     return errors::InvalidArgument(
         "Cannot assign a device for operation ", name, ": {{node ", name,
-        "}} was explicitly assigned to ", node.requested_device(),
-        " but available devices are ", DeviceList(devices),
-        ". Make sure the device specification refers to a valid device.", gpu_note,
+        "}} was explicitly assigned to ", node.requested_device(), " but available devices are ",
+        DeviceList(devices), ". Make sure the device specification refers to a valid device.",
+        gpu_note,
         " To fix: change or remove the tf.device(...) pin, or create the session with "
         "tf.ConfigProto(allow_soft_placement=True) to fall back to an available device.");
   }
   return errors::InvalidArgument(
-      "Cannot assign a device for operation ", name, ": Could not satisfy explicit device "
-      "specification '", node.requested_device(), "' because no supported kernel for ",
+      "Cannot assign a device for operation ", name,
+      ": Could not satisfy explicit device "
+      "specification '",
+      node.requested_device(), "' because no supported kernel for ",
       requested.type.empty() ? std::string("the requested") : requested.type,
       " devices is available. Op ", node.type(), " has kernels for: ",
       [&] {
@@ -146,10 +148,10 @@ Status PlaceColocatedNode(const Node& node, const std::vector<ColocationTarget>&
   Status conflict;
   for (const ColocationTarget& target : targets) {
     if (target.device != first.device) {
-      conflict = cannot_colocate(
-          *target.node, StrCat("it is colocated with both ", first.node->name(), " on ",
-                               first.device->name(), " and ", target.node->name(), " on ",
-                               target.device->name(), ", which are different devices."));
+      conflict = cannot_colocate(*target.node,
+                                 StrCat("it is colocated with both ", first.node->name(), " on ",
+                                        first.device->name(), " and ", target.node->name(), " on ",
+                                        target.device->name(), ", which are different devices."));
       break;
     }
   }
@@ -171,10 +173,10 @@ Status PlaceColocatedNode(const Node& node, const std::vector<ColocationTarget>&
     std::string types;
     for (const std::string& t : node.op_def().KernelDeviceTypes())
       types += (types.empty() ? "" : ", ") + t;
-    conflict = cannot_colocate(
-        *first.node, StrCat(first.node->name(), " is on ", first.device->name(),
-                            ", which has no kernel for op ", node.type(), " (it has kernels for: ",
-                            types, ")."));
+    conflict =
+        cannot_colocate(*first.node, StrCat(first.node->name(), " is on ", first.device->name(),
+                                            ", which has no kernel for op ", node.type(),
+                                            " (it has kernels for: ", types, ")."));
   }
   if (conflict.ok()) {
     *out = first.device;

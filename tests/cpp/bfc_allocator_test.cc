@@ -189,9 +189,9 @@ TEST(BfcAllocatorTest, GrowthDoublesRegionsUpToTheLimit) {
   EXPECT_EQ(log.allocated, (std::vector<size_t>{2 * kMiB, 4 * kMiB}));
   ASSERT_NE(Alloc(*allocator, 3 * kMiB), nullptr);  // 2.5 MiB left in the second region
   EXPECT_EQ(log.allocated, (std::vector<size_t>{2 * kMiB, 4 * kMiB, 8 * kMiB}));
-  ASSERT_NE(Alloc(*allocator, 5 * kMiB), nullptr);          // fills the third region
-  ASSERT_NE(Alloc(*allocator, 2560 * kKiB), nullptr);       // fills the second
-  ASSERT_NE(Alloc(*allocator, 512 * kKiB), nullptr);        // fills the first
+  ASSERT_NE(Alloc(*allocator, 5 * kMiB), nullptr);     // fills the third region
+  ASSERT_NE(Alloc(*allocator, 2560 * kKiB), nullptr);  // fills the second
+  ASSERT_NE(Alloc(*allocator, 512 * kKiB), nullptr);   // fills the first
   EXPECT_EQ(log.allocated.size(), 3u);
   // 14 MiB reserved: the next region would be 16 MiB but only 1 MiB is left under the limit.
   ASSERT_NE(Alloc(*allocator, 512 * kKiB), nullptr);

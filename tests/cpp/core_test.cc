@@ -93,7 +93,9 @@ TEST(AllocatorTest, LimitIsEnforcedAndMemoryIsReused) {
   EXPECT_EQ(limited->stats().bytes_in_use, 0);
 
   // A freed block of a size class is handed out again without a system allocation.
-  { Tensor warm = Tensor::Host(DType::kFloat32, TensorShape({12345})); }
+  {
+    Tensor warm = Tensor::Host(DType::kFloat32, TensorShape({12345}));
+  }
   int64_t before = CpuAllocator()->stats().num_system_allocs;
   for (int i = 0; i < 10; ++i) {
     Tensor again = Tensor::Host(DType::kFloat32, TensorShape({12345}));
@@ -103,11 +105,12 @@ TEST(AllocatorTest, LimitIsEnforcedAndMemoryIsReused) {
 
 TEST(AllocatorTest, HugeRequestsFailCleanly) {
   Tensor t;
-  EXPECT_EQ(Tensor::Allocate(CpuAllocator(), DType::kFloat32,
-                             TensorShape({5000, 5000, 5000}), &t).code(),
-            Code::kResourceExhausted);
+  EXPECT_EQ(
+      Tensor::Allocate(CpuAllocator(), DType::kFloat32, TensorShape({5000, 5000, 5000}), &t).code(),
+      Code::kResourceExhausted);
   EXPECT_EQ(Tensor::Allocate(CpuAllocator(), DType::kFloat64,
-                             TensorShape({int64_t{1} << 40, int64_t{1} << 40}), &t).code(),
+                             TensorShape({int64_t{1} << 40, int64_t{1} << 40}), &t)
+                .code(),
             Code::kResourceExhausted);
 }
 

@@ -1,10 +1,11 @@
 // Graph building, sessions and the executor through the public C++ API.
+#include "flowstone/session.h"
+
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "flowstone/cc/ops.h"
-#include "flowstone/session.h"
 
 namespace flowstone {
 namespace {
@@ -78,9 +79,10 @@ TEST(SessionTest, FetchesFeedsAndValidatesFeedShapes) {
 
   Status missing = session->Run({}, {y}, {}, &out);
   EXPECT_EQ(missing.code(), Code::kInvalidArgument);
-  EXPECT_NE(missing.message().find(
-                "You must feed a value for placeholder tensor 'x' with dtype float and shape [?,3]"),
-            std::string::npos);
+  EXPECT_NE(
+      missing.message().find(
+          "You must feed a value for placeholder tensor 'x' with dtype float and shape [?,3]"),
+      std::string::npos);
   EXPECT_EQ(missing.GetPayload("node"), "x");
 
   Tensor wrong = Tensor::FromVector<float>({1, 2}, TensorShape({2}));

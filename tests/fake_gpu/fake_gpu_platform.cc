@@ -89,10 +89,9 @@ class FakeGpuDevice final : public Device {
     Tensor out;
     Status s = Tensor::Allocate(allocator, from.dtype(), from.shape(), &out);
     if (!s.ok()) {
-      return errors::ResourceExhausted("OOM when copying tensor with shape",
-                                       from.shape().ToString(), " and type ",
-                                       DTypeShortName(from.dtype()), " to ", name(),
-                                       " by allocator ", allocator->name());
+      return errors::ResourceExhausted(
+          "OOM when copying tensor with shape", from.shape().ToString(), " and type ",
+          DTypeShortName(from.dtype()), " to ", name(), " by allocator ", allocator->name());
     }
     if (from.bytes() > 0) std::memcpy(out.raw_data(), from.raw_data(), from.bytes());
     *to = std::move(out);
@@ -183,8 +182,10 @@ class CheckedKernel final : public OpKernel {
       const bool on_device = FakeDeviceMemory::Owns(in.raw_data());
       if (on_device == host_inputs_[i]) {
         return errors::Internal("fake GPU: input ", i, " of ", node().name(), " is in ",
-                                on_device ? "device" : "host", " memory but the kernel reads it "
-                                "in ", on_device ? "host" : "device", " memory");
+                                on_device ? "device" : "host",
+                                " memory but the kernel reads it "
+                                "in ",
+                                on_device ? "host" : "device", " memory");
       }
     }
     return inner_->Compute(ctx);
@@ -210,14 +211,13 @@ struct FakeKernelRegistrar {
     def.type_constraint = std::move(types);
     def.host_memory_args = std::move(host_memory_args);
     KernelFactory cpu_factory = cpu->factory;
-    def.factory = [cpu_factory, def_args = def.host_memory_args](
-                      const Node& node, std::unique_ptr<OpKernel>* out) {
+    def.factory = [cpu_factory, def_args = def.host_memory_args](const Node& node,
+                                                                 std::unique_ptr<OpKernel>* out) {
       std::unique_ptr<OpKernel> inner;
       FS_RETURN_IF_ERROR(cpu_factory(node, &inner));
       KernelDef probe;
       probe.host_memory_args = def_args;
-      *out = std::make_unique<CheckedKernel>(node, std::move(inner),
-                                             HostMemoryInputs(node, probe));
+      *out = std::make_unique<CheckedKernel>(node, std::move(inner), HostMemoryInputs(node, probe));
       return Status::OK();
     };
     Status s = OpRegistry::Global().RegisterKernel(op_name, std::move(def));
