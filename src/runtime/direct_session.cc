@@ -522,7 +522,9 @@ class DirectSession final : public Session {
       plan->fetch_devices.push_back(slot_device[s]);
       ++plan->slot_consumers[s];
     }
-    plan->parallel = HasIndependentExpensiveNodes(*plan);
+    // A GPU runs its kernels in stream order anyway, and its library handles (cuBLAS, cuDNN)
+    // must not be used from several threads at once: plans using one run on a single thread.
+    plan->parallel = plan->devices_to_sync.empty() && HasIndependentExpensiveNodes(*plan);
     return Status::OK();
   }
 
