@@ -5,17 +5,11 @@
 #include <vector>
 
 #include "cuda/cuda_kernel.h"
+#include "cuda/gpu_launch.h"
 #include "flowstone/kernel.h"
 
 namespace flowstone::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);
-}
 
 Status ParseFormat(const KernelContext& ctx, bool* nchw) {
   const std::string format = ctx.attrs().GetOr<std::string>("data_format", "NHWC");
@@ -54,7 +48,7 @@ __global__ void BiasAddKernel(const T* x, const T* bias, int64_t channels, int64
 template <typename T>
 __global__ void BiasAddGradKernel(const T* g, int64_t outer, int64_t channels, int64_t inner,
                                   T* out) {
-  __shared__ T shares[kThreads];
+  __shared__ T shares[kThreadsPerBlock];
   const int64_t channel = blockIdx.x;
   const int64_t count = outer * inner;
   T sum = T(0);
@@ -94,7 +88,7 @@ Status BiasAddGpu(KernelContext& ctx) {
   if (n == 0) return Status::OK();
   const ChannelView view(value.shape(), channel_dim);
   return DispatchDType<float, double>(value.dtype(), "BiasAdd", [&]<typename T>() -> Status {
-    BiasAddKernel<T><<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(
+    BiasAddKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
         value.data<T>(), bias.data<T>(), view.channels, view.inner, n, out->data<T>());
     return LaunchCheck("BiasAdd");
   });
@@ -113,8 +107,9 @@ Status BiasAddGradGpu(KernelContext& ctx) {
   if (view.channels == 0) return Status::OK();
   return DispatchDType<float, double>(grad.dtype(), "BiasAddGrad", [&]<typename T>() -> Status {
     // An empty gradient sums to zero: the blocks still run and write 0.
-    BiasAddGradKernel<T><<<static_cast<unsigned>(view.channels), kThreads, 0, StreamOf(ctx)>>>(
-        grad.data<T>(), view.outer, view.channels, view.inner, out->data<T>());
+    BiasAddGradKernel<T>
+        <<<static_cast<unsigned>(view.channels), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
+            grad.data<T>(), view.outer, view.channels, view.inner, out->data<T>());
     return LaunchCheck("BiasAddGrad");
   });
 }

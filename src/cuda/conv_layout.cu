@@ -1,15 +1,9 @@
 #include "cuda/conv_layout.h"
 #include "cuda/cuda_kernel.h"
+#include "cuda/gpu_launch.h"
 
 namespace flowstone::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);
-}
 
 __global__ void RelayoutKernel(const float* in, Dims4 in_dims, Perm4 perm, Dims4 shift,
                                Dims4 out_dims, int64_t n, float* out) {
@@ -36,7 +30,8 @@ Status Relayout(cudaStream_t stream, const float* in, const Dims4& in_dims, cons
                 const Dims4& shift, const Dims4& out_dims, float* out) {
   const int64_t n = out_dims.num_elements();
   if (n == 0) return Status::OK();
-  RelayoutKernel<<<BlocksFor(n), kThreads, 0, stream>>>(in, in_dims, perm, shift, out_dims, n, out);
+  RelayoutKernel<<<BlocksFor(n), kThreadsPerBlock, 0, stream>>>(in, in_dims, perm, shift, out_dims,
+                                                                n, out);
   return LaunchCheck("RelayoutKernel");
 }
 

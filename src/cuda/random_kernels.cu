@@ -30,17 +30,11 @@
 
 #include "cuda/cuda_kernel.h"
 #include "cuda/gpu_kernel_class.h"
+#include "cuda/gpu_launch.h"
 #include "flowstone/kernel.h"
 
 namespace flowstone::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Philox4x32-10, as in src/ops/random_ops.cc.
@@ -230,8 +224,8 @@ class RandomGpuKernel : public OpKernel {
           const uint64_t base = next_block_.fetch_add(
               static_cast<uint64_t>(groups) * blocks_per_group, std::memory_order_relaxed);
           if (n == 0) return Status::OK();
-          RandomKernel<T, kDist>
-              <<<BlocksFor(groups), kThreads, 0, StreamOf(ctx)>>>(stream_, base, n, out->data<T>());
+          RandomKernel<T, kDist><<<BlocksFor(groups), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
+              stream_, base, n, out->data<T>());
           return LaunchCheck(node().type().c_str());
         });
   }

@@ -13,18 +13,12 @@
 #include <vector>
 
 #include "cuda/cuda_kernel.h"
+#include "cuda/gpu_launch.h"
 #include "flowstone/kernel.h"
 #include "flowstone/resource.h"
 
 namespace flowstone::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 ? blocks : 65535);
-}
 
 #define FS_FOR_EACH_ELEMENT(i, n)                                           \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
@@ -196,7 +190,7 @@ template <typename... Params, typename... Args>
 Status Launch(KernelContext& ctx, const char* name, int64_t n, void (*kernel)(int64_t, Params...),
               Args... args) {
   if (n == 0) return Status::OK();
-  kernel<<<BlocksFor(n), kThreads, 0, StreamOf(ctx)>>>(n, args...);
+  kernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(n, args...);
   return LaunchCheck(name);
 }
 

@@ -10,7 +10,7 @@ namespace {
 Status ConstShape(InferenceContext& ctx) {
   Tensor value;
   FS_RETURN_IF_ERROR(ctx.GetAttr("value", &value));
-  DType dtype;
+  DType dtype = DType::kInvalid;
   FS_RETURN_IF_ERROR(ctx.GetAttr("dtype", &dtype));
   if (value.dtype() != dtype) {
     return errors::InvalidArgument("Const value has dtype ", DTypeName(value.dtype()),
