@@ -16,6 +16,7 @@
 #include "cuda/gpu_launch.h"
 #include "flowstone/kernel.h"
 #include "flowstone/resource.h"
+#include "ops/optimizer_support.h"
 
 namespace flowstone::cuda {
 namespace {
@@ -97,89 +98,24 @@ bool IsDeviceMemory(const void* ptr) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
-// Locks the variables named by resource inputs `indices` (in address order, so concurrent steps
-// cannot deadlock), checks them, and makes their device buffers private for writing.
-class LockedVars {
- public:
-  LockedVars(KernelContext& ctx, const std::vector<int>& indices) {
-    for (int i : indices) vars_.push_back(VarFromHandle(ctx.input(i)));
-    std::vector<Var*> order = vars_;
-    std::sort(order.begin(), order.end());
-    order.erase(std::unique(order.begin(), order.end()), order.end());
-    for (Var* v : order) locks_.emplace_back(v->mu());
-    status_ = Prepare(ctx);
-  }
-  const Status& status() const { return status_; }
-  template <typename T>
-  T* data(int k) {
-    return vars_[k]->value().template data<T>();
-  }
-  int64_t size() const { return vars_[0]->value().num_elements(); }
-  const TensorShape& shape() const { return vars_[0]->value().shape(); }
-
- private:
-  Status Prepare(KernelContext& ctx) {
-    for (Var* v : vars_) {
-      if (!v->initialized()) {
-        return errors::FailedPrecondition(
-            "Attempting to use uninitialized value ", v->name(),
-            ". Run the variables' initializers (tf.global_variables_initializer()) after "
-            "creating the optimizer: its slot variables need initializing too.");
-      }
-    }
-    const Tensor& first = vars_[0]->value();
-    for (Var* v : vars_) {
-      if (v->value().shape() != first.shape() || v->value().dtype() != first.dtype()) {
-        return errors::InvalidArgument("Slot ", v->name(), " has shape ",
-                                       v->value().shape().ToString(), " but variable ",
-                                       vars_[0]->name(), " has ", first.shape().ToString());
-      }
-      if (v->value().num_elements() > 0 && !IsDeviceMemory(v->value().raw_data())) {
-        return errors::FailedPrecondition(
-            "Variable ", v->name(), " is in host memory, but ", ctx.node().type(), " runs on ",
-            ctx.device()->name(),
-            ". Create the variable and its optimizer on the same device (one tf.device scope), "
-            "or let the placer colocate them by not pinning either.");
-      }
-    }
-    for (Var* v : vars_) {
-      if (v->value().RefCountIsOne()) continue;
-      // A reader still holds this value: write into a copy.
-      Tensor copy;
-      FS_RETURN_IF_ERROR(ctx.AllocateTemp(v->value().dtype(), v->value().shape(), &copy));
-      FS_RETURN_IF_ERROR(
-          CudaCheck(cudaMemcpyAsync(copy.raw_data(), v->value().raw_data(), v->value().bytes(),
-                                    cudaMemcpyDeviceToDevice, StreamOf(ctx)),
-                    "cudaMemcpyAsync (copy of a variable before an update)"));
-      v->value() = copy;
-    }
-    return Status::OK();
-  }
-
-  std::vector<Var*> vars_;
-  std::vector<std::unique_lock<std::mutex>> locks_;
-  Status status_;
-};
-
-// A scalar hyper-parameter from host memory.
-template <typename T>
-T Scalar(KernelContext& ctx, int i) {
-  return static_cast<T>(ctx.input(i).ElementAsDouble(0));
+// A variable's private copy before an update, on the device's stream.
+Status DeviceCopy(KernelContext& ctx, const Tensor& from, Tensor* to) {
+  return CudaCheck(cudaMemcpyAsync(to->raw_data(), from.raw_data(), from.bytes(),
+                                   cudaMemcpyDeviceToDevice, StreamOf(ctx)),
+                   "cudaMemcpyAsync (copy of a variable before an update)");
 }
 
-Status CheckGrad(KernelContext& ctx, LockedVars& vars, int grad_index) {
-  FS_RETURN_IF_ERROR(vars.status());
-  const Tensor& grad = ctx.input(grad_index);
-  if (grad.shape() != vars.shape()) {
-    return errors::InvalidArgument("Gradient of shape ", grad.shape().ToString(),
-                                   " does not match variable shape ", vars.shape().ToString());
-  }
-  for (int i = 0; i < ctx.num_inputs(); ++i) {
-    if (i != grad_index && ctx.input(i).dtype() != DType::kResource &&
-        ctx.input(i).num_elements() != 1) {
-      return errors::InvalidArgument("Input ", i, " of ", ctx.node().type(),
-                                     " must be a scalar, got shape ",
-                                     ctx.input(i).shape().ToString());
+// The shared checks, and that every variable really is in device memory.
+Status CheckGpuOptimizerInputs(KernelContext& ctx, const LockedVars& vars, int grad_index) {
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, grad_index));
+  for (int k = 0; k < vars.num_vars(); ++k) {
+    Var* v = vars.var(k);
+    if (v->value().num_elements() > 0 && !IsDeviceMemory(v->value().raw_data())) {
+      return errors::FailedPrecondition(
+          "Variable ", v->name(), " is in host memory, but ", ctx.node().type(), " runs on ",
+          ctx.device()->name(),
+          ". Create the variable and its optimizer on the same device (one tf.device scope), "
+          "or let the placer colocate them by not pinning either.");
     }
   }
   return Status::OK();
@@ -195,39 +131,39 @@ Status Launch(KernelContext& ctx, const char* name, int64_t n, void (*kernel)(in
 }
 
 Status ApplyGradientDescentGpu(KernelContext& ctx) {
-  LockedVars vars(ctx, {0});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 2));
+  LockedVars vars(ctx, {0}, DeviceCopy);
+  FS_RETURN_IF_ERROR(CheckGpuOptimizerInputs(ctx, vars, 2));
   return DispatchDType<float, double>(
       ctx.input(2).dtype(), "ResourceApplyGradientDescent", [&]<typename T>() -> Status {
         return Launch(ctx, "ResourceApplyGradientDescent", vars.size(), GradientDescentKernel<T>,
-                      vars.data<T>(0), ctx.input(2).data<T>(), Scalar<T>(ctx, 1));
+                      vars.data<T>(0), ctx.input(2).data<T>(), ScalarInput<T>(ctx, 1));
       });
 }
 
 Status ApplyMomentumGpu(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  LockedVars vars(ctx, {0, 1}, DeviceCopy);
+  FS_RETURN_IF_ERROR(CheckGpuOptimizerInputs(ctx, vars, 3));
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
   return DispatchDType<float, double>(
       ctx.input(3).dtype(), "ResourceApplyMomentum", [&]<typename T>() -> Status {
         return Launch(ctx, "ResourceApplyMomentum", vars.size(), MomentumKernel<T>, vars.data<T>(0),
-                      vars.data<T>(1), ctx.input(3).data<T>(), Scalar<T>(ctx, 2), Scalar<T>(ctx, 4),
-                      nesterov);
+                      vars.data<T>(1), ctx.input(3).data<T>(), ScalarInput<T>(ctx, 2),
+                      ScalarInput<T>(ctx, 4), nesterov);
       });
 }
 
 Status ApplyAdamGpu(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1, 2});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 9));
+  LockedVars vars(ctx, {0, 1, 2}, DeviceCopy);
+  FS_RETURN_IF_ERROR(CheckGpuOptimizerInputs(ctx, vars, 9));
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
   return DispatchDType<float, double>(
       ctx.input(9).dtype(), "ResourceApplyAdam", [&]<typename T>() -> Status {
-        const T beta1_power = Scalar<T>(ctx, 3);
-        const T beta2_power = Scalar<T>(ctx, 4);
-        const T lr = Scalar<T>(ctx, 5);
-        const T beta1 = Scalar<T>(ctx, 6);
-        const T beta2 = Scalar<T>(ctx, 7);
-        const T epsilon = Scalar<T>(ctx, 8);
+        const T beta1_power = ScalarInput<T>(ctx, 3);
+        const T beta2_power = ScalarInput<T>(ctx, 4);
+        const T lr = ScalarInput<T>(ctx, 5);
+        const T beta1 = ScalarInput<T>(ctx, 6);
+        const T beta2 = ScalarInput<T>(ctx, 7);
+        const T epsilon = ScalarInput<T>(ctx, 8);
         const T lr_t = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
         const T mix = nesterov ? beta1 : T(1);
         const T grad_mix = nesterov ? T(1) - beta1 : T(0);
@@ -238,36 +174,38 @@ Status ApplyAdamGpu(KernelContext& ctx) {
 }
 
 Status ApplyRMSPropGpu(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1, 2});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 7));
+  LockedVars vars(ctx, {0, 1, 2}, DeviceCopy);
+  FS_RETURN_IF_ERROR(CheckGpuOptimizerInputs(ctx, vars, 7));
   return DispatchDType<float, double>(
       ctx.input(7).dtype(), "ResourceApplyRMSProp", [&]<typename T>() -> Status {
         return Launch(ctx, "ResourceApplyRMSProp", vars.size(), RMSPropKernel<T>, vars.data<T>(0),
-                      vars.data<T>(1), vars.data<T>(2), ctx.input(7).data<T>(), Scalar<T>(ctx, 3),
-                      Scalar<T>(ctx, 4), Scalar<T>(ctx, 5), Scalar<T>(ctx, 6));
+                      vars.data<T>(1), vars.data<T>(2), ctx.input(7).data<T>(),
+                      ScalarInput<T>(ctx, 3), ScalarInput<T>(ctx, 4), ScalarInput<T>(ctx, 5),
+                      ScalarInput<T>(ctx, 6));
       });
 }
 
 Status ApplyCenteredRMSPropGpu(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1, 2, 3});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 8));
+  LockedVars vars(ctx, {0, 1, 2, 3}, DeviceCopy);
+  FS_RETURN_IF_ERROR(CheckGpuOptimizerInputs(ctx, vars, 8));
   return DispatchDType<float, double>(
       ctx.input(8).dtype(), "ResourceApplyCenteredRMSProp", [&]<typename T>() -> Status {
         return Launch(ctx, "ResourceApplyCenteredRMSProp", vars.size(), CenteredRMSPropKernel<T>,
                       vars.data<T>(0), vars.data<T>(1), vars.data<T>(2), vars.data<T>(3),
-                      ctx.input(8).data<T>(), Scalar<T>(ctx, 4), Scalar<T>(ctx, 5),
-                      Scalar<T>(ctx, 6), Scalar<T>(ctx, 7));
+                      ctx.input(8).data<T>(), ScalarInput<T>(ctx, 4), ScalarInput<T>(ctx, 5),
+                      ScalarInput<T>(ctx, 6), ScalarInput<T>(ctx, 7));
       });
 }
 
 Status ApplyAdagradGpu(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  LockedVars vars(ctx, {0, 1}, DeviceCopy);
+  FS_RETURN_IF_ERROR(CheckGpuOptimizerInputs(ctx, vars, 3));
   const bool update_slots = ctx.attrs().GetOr<bool>("update_slots", true);
   return DispatchDType<float, double>(
       ctx.input(3).dtype(), "ResourceApplyAdagrad", [&]<typename T>() -> Status {
         return Launch(ctx, "ResourceApplyAdagrad", vars.size(), AdagradKernel<T>, vars.data<T>(0),
-                      vars.data<T>(1), ctx.input(3).data<T>(), Scalar<T>(ctx, 2), update_slots);
+                      vars.data<T>(1), ctx.input(3).data<T>(), ScalarInput<T>(ctx, 2),
+                      update_slots);
       });
 }
 

@@ -10,84 +10,14 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/multiversion.h"
+#include "ops/optimizer_support.h"
 
 namespace flowstone {
 namespace {
 
-// Locks the variables named by resource inputs `indices` (in address order, so concurrent
-// steps cannot deadlock), checks them, and makes their buffers private for writing.
-class LockedVars {
- public:
-  LockedVars(KernelContext& ctx, const std::vector<int>& indices) {
-    for (int i : indices) vars_.push_back(VarFromHandle(ctx.input(i)));
-    std::vector<Var*> order = vars_;
-    std::sort(order.begin(), order.end());
-    order.erase(std::unique(order.begin(), order.end()), order.end());
-    for (Var* v : order) locks_.emplace_back(v->mu());
-    for (Var* v : vars_) {
-      if (!v->initialized()) {
-        status_ = errors::FailedPrecondition(
-            "Attempting to use uninitialized value ", v->name(),
-            ". Run the variables' initializers (tf.global_variables_initializer()) after "
-            "creating the optimizer: its slot variables need initializing too.");
-        return;
-      }
-    }
-    const Tensor& grad_like = vars_[0]->value();
-    for (Var* v : vars_) {
-      if (v->value().shape() != grad_like.shape() || v->value().dtype() != grad_like.dtype()) {
-        status_ = errors::InvalidArgument("Slot ", v->name(), " has shape ",
-                                          v->value().shape().ToString(), " but variable ",
-                                          vars_[0]->name(), " has ", grad_like.shape().ToString());
-        return;
-      }
-    }
-    for (Var* v : vars_) {
-      if (!status_.ok()) break;
-      if (!v->value().RefCountIsOne()) {
-        Tensor copy;
-        status_ = ctx.AllocateTemp(v->value().dtype(), v->value().shape(), &copy);
-        if (status_.ok()) {
-          std::memcpy(copy.raw_data(), v->value().raw_data(), v->value().bytes());
-          v->value() = copy;
-        }
-      }
-    }
-  }
-  const Status& status() const { return status_; }
-  template <typename T>
-  T* data(int k) {
-    return vars_[k]->value().template data<T>();
-  }
-  int64_t size() const { return vars_[0]->value().num_elements(); }
-  const TensorShape& shape() const { return vars_[0]->value().shape(); }
-
- private:
-  std::vector<Var*> vars_;
-  std::vector<std::unique_lock<std::mutex>> locks_;
-  Status status_;
-};
-
-template <typename T>
-T ScalarInput(KernelContext& ctx, int i) {
-  return static_cast<T>(ctx.input(i).ElementAsDouble(0));
-}
-
-Status CheckGrad(KernelContext& ctx, LockedVars& vars, int grad_index) {
-  FS_RETURN_IF_ERROR(vars.status());
-  const Tensor& grad = ctx.input(grad_index);
-  if (grad.shape() != vars.shape()) {
-    return errors::InvalidArgument("Gradient of shape ", grad.shape().ToString(),
-                                   " does not match variable shape ", vars.shape().ToString());
-  }
-  for (int i = 0; i < ctx.num_inputs(); ++i) {
-    if (i != grad_index && ctx.input(i).dtype() != DType::kResource &&
-        ctx.input(i).num_elements() != 1) {
-      return errors::InvalidArgument("Input ", i, " of ", ctx.node().type(),
-                                     " must be a scalar, got shape ",
-                                     ctx.input(i).shape().ToString());
-    }
-  }
+// Variables and slots live in host memory on the CPU.
+Status HostCopy(KernelContext&, const Tensor& from, Tensor* to) {
+  std::memcpy(to->raw_data(), from.raw_data(), from.bytes());
   return Status::OK();
 }
 
@@ -98,8 +28,8 @@ void ForEachBlock(KernelContext& ctx, int64_t n, F&& fn) {
 }
 
 Status ApplyGradientDescent(KernelContext& ctx) {
-  LockedVars vars(ctx, {0});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 2));
+  LockedVars vars(ctx, {0}, HostCopy);
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 2));
   return DispatchDType<float, double>(ctx.input(2).dtype(), "ResourceApplyGradientDescent",
                                       [&]<typename T>() -> Status {
                                         T* w = vars.data<T>(0);
@@ -113,8 +43,8 @@ Status ApplyGradientDescent(KernelContext& ctx) {
 }
 
 Status ApplyMomentum(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  LockedVars vars(ctx, {0, 1}, HostCopy);
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 3));
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
   return DispatchDType<float, double>(
       ctx.input(3).dtype(), "ResourceApplyMomentum", [&]<typename T>() -> Status {
@@ -162,8 +92,8 @@ FS_MULTIVERSION void AdamBlock(int64_t n, double* w, double* m, double* v, const
 }
 
 Status ApplyAdam(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1, 2});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 9));
+  LockedVars vars(ctx, {0, 1, 2}, HostCopy);
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 9));
   const bool nesterov = ctx.attrs().GetOr<bool>("use_nesterov", false);
   return DispatchDType<float, double>(
       ctx.input(9).dtype(), "ResourceApplyAdam", [&]<typename T>() -> Status {
@@ -188,8 +118,8 @@ Status ApplyAdam(KernelContext& ctx) {
 }
 
 Status ApplyRMSProp(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1, 2});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 7));
+  LockedVars vars(ctx, {0, 1, 2}, HostCopy);
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 7));
   return DispatchDType<float, double>(
       ctx.input(7).dtype(), "ResourceApplyRMSProp", [&]<typename T>() -> Status {
         T* w = vars.data<T>(0);
@@ -212,8 +142,8 @@ Status ApplyRMSProp(KernelContext& ctx) {
 }
 
 Status ApplyCenteredRMSProp(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1, 2, 3});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 8));
+  LockedVars vars(ctx, {0, 1, 2, 3}, HostCopy);
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 8));
   return DispatchDType<float, double>(
       ctx.input(8).dtype(), "ResourceApplyCenteredRMSProp", [&]<typename T>() -> Status {
         T* w = vars.data<T>(0);
@@ -238,8 +168,8 @@ Status ApplyCenteredRMSProp(KernelContext& ctx) {
 }
 
 Status ApplyAdagrad(KernelContext& ctx) {
-  LockedVars vars(ctx, {0, 1});
-  FS_RETURN_IF_ERROR(CheckGrad(ctx, vars, 3));
+  LockedVars vars(ctx, {0, 1}, HostCopy);
+  FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 3));
   const bool update_slots = ctx.attrs().GetOr<bool>("update_slots", true);
   return DispatchDType<float, double>(ctx.input(3).dtype(), "ResourceApplyAdagrad",
                                       [&]<typename T>() -> Status {
