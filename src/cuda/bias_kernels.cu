@@ -7,32 +7,10 @@
 #include "cuda/cuda_kernel.h"
 #include "cuda/gpu_launch.h"
 #include "flowstone/kernel.h"
+#include "ops/bias_util.h"
 
 namespace flowstone::cuda {
 namespace {
-
-Status ParseFormat(const KernelContext& ctx, bool* nchw) {
-  const std::string format = ctx.attrs().GetOr<std::string>("data_format", "NHWC");
-  if (format != "NHWC" && format != "NCHW") {
-    return errors::InvalidArgument("Value for attr 'data_format' of \"", format,
-                                   "\" is not in the list of allowed values: \"NHWC\", \"NCHW\"");
-  }
-  *nchw = format == "NCHW";
-  return Status::OK();
-}
-
-int ChannelDim(bool nchw, int rank) { return nchw ? 1 : rank - 1; }
-
-struct ChannelView {
-  int64_t outer = 1, channels = 1, inner = 1;
-  ChannelView(const TensorShape& shape, int channel_dim) {
-    for (int i = 0; i < shape.rank(); ++i) {
-      if (i < channel_dim) outer *= shape.dim(i);
-      if (i == channel_dim) channels = shape.dim(i);
-      if (i > channel_dim) inner *= shape.dim(i);
-    }
-  }
-};
 
 template <typename T>
 __global__ void BiasAddKernel(const T* x, const T* bias, int64_t channels, int64_t inner, int64_t n,
@@ -75,7 +53,7 @@ Status BiasAddGpu(KernelContext& ctx) {
     return errors::InvalidArgument("Biases must be 1D: ", bias.shape().ToString());
   }
   bool nchw;
-  FS_RETURN_IF_ERROR(ParseFormat(ctx, &nchw));
+  FS_RETURN_IF_ERROR(ParseBiasFormat(ctx.attrs(), &nchw));
   const int channel_dim = ChannelDim(nchw, value.rank());
   if (bias.dim(0) != value.dim(channel_dim)) {
     return errors::InvalidArgument(
@@ -100,7 +78,7 @@ Status BiasAddGradGpu(KernelContext& ctx) {
     return errors::InvalidArgument("Input tensor must be at least 2D: ", grad.shape().ToString());
   }
   bool nchw;
-  FS_RETURN_IF_ERROR(ParseFormat(ctx, &nchw));
+  FS_RETURN_IF_ERROR(ParseBiasFormat(ctx.attrs(), &nchw));
   const ChannelView view(grad.shape(), ChannelDim(nchw, grad.rank()));
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{view.channels}, &out));

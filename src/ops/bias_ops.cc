@@ -8,38 +8,14 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/bias_util.h"
 
 namespace flowstone {
 namespace {
 
-Status ParseFormat(const AttrMap& attrs, bool* nchw) {
-  std::string format = attrs.GetOr<std::string>("data_format", "NHWC");
-  if (format != "NHWC" && format != "NCHW") {
-    return errors::InvalidArgument("Value for attr 'data_format' of \"", format,
-                                   "\" is not in the list of allowed values: \"NHWC\", \"NCHW\"");
-  }
-  *nchw = format == "NCHW";
-  return Status::OK();
-}
-
-int ChannelDim(bool nchw, int rank) { return nchw ? 1 : rank - 1; }
-
-// A tensor viewed as [outer, channels, inner]: the channel dimension with the products of the
-// dimensions before and after it.
-struct ChannelView {
-  int64_t outer = 1, channels = 1, inner = 1;
-  ChannelView(const TensorShape& shape, int channel_dim) {
-    for (int i = 0; i < shape.rank(); ++i) {
-      if (i < channel_dim) outer *= shape.dim(i);
-      if (i == channel_dim) channels = shape.dim(i);
-      if (i > channel_dim) inner *= shape.dim(i);
-    }
-  }
-};
-
 Status BiasAddShape(InferenceContext& ctx) {
   bool nchw;
-  FS_RETURN_IF_ERROR(ParseFormat(ctx.attrs(), &nchw));
+  FS_RETURN_IF_ERROR(ParseBiasFormat(ctx.attrs(), &nchw));
   FS_RETURN_IF_ERROR(ctx.WithRankAtLeast(0, 2));
   PartialShape bias;
   FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &bias));
@@ -60,7 +36,7 @@ Status BiasAddShape(InferenceContext& ctx) {
 class BiasAddKernel final : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Init() override { return ParseFormat(node().attrs(), &nchw_); }
+  Status Init() override { return ParseBiasFormat(node().attrs(), &nchw_); }
 
   Status Compute(KernelContext& ctx) override {
     const Tensor& value = ctx.input(0);
@@ -112,7 +88,7 @@ class BiasAddKernel final : public OpKernel {
 
 Status BiasAddGradShape(InferenceContext& ctx) {
   bool nchw;
-  FS_RETURN_IF_ERROR(ParseFormat(ctx.attrs(), &nchw));
+  FS_RETURN_IF_ERROR(ParseBiasFormat(ctx.attrs(), &nchw));
   FS_RETURN_IF_ERROR(ctx.WithRankAtLeast(0, 2));
   const PartialShape& grad = ctx.input(0);
   ctx.set_output(0, grad.known_rank() ? PartialShape{grad.dim(ChannelDim(nchw, grad.rank()))}
@@ -123,7 +99,7 @@ Status BiasAddGradShape(InferenceContext& ctx) {
 class BiasAddGradKernel final : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  Status Init() override { return ParseFormat(node().attrs(), &nchw_); }
+  Status Init() override { return ParseBiasFormat(node().attrs(), &nchw_); }
 
   Status Compute(KernelContext& ctx) override {
     const Tensor& grad = ctx.input(0);
