@@ -14,21 +14,13 @@
 
 #include "cublas_api.h"
 #include "cuda_kernel.h"
+#include "ops/matmul_util.h"
 
 namespace flowstone::cuda {
 namespace {
 
 // cuBLAS's strided batched calls are limited to 65535 matrices per call on some GPUs.
 constexpr int64_t kMaxBatchPerCall = 65535;
-
-struct MatrixDims {
-  int64_t rows;
-  int64_t cols;
-};
-
-MatrixDims Op(int64_t rows, int64_t cols, bool transpose) {
-  return transpose ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
-}
 
 Status CheckCublas(const GpuContext& gpu, const char* op) {
   if (gpu.cublas != nullptr && gpu.cublas_handle != nullptr) return Status::OK();
@@ -123,58 +115,6 @@ Status MatMul(KernelContext& ctx) {
     return BatchedGemm<T>(gpu, transpose_a, transpose_b, op_a.rows, op_b.cols, op_a.cols,
                           a.data<T>(), a.dim(1), 0, b.data<T>(), b.dim(1), 0, out->data<T>(), 0, 1);
   });
-}
-
-// For each matrix of the broadcast batch, the index of the matrix it reads in x and in y.
-struct BatchPlan {
-  std::vector<int64_t> out_dims;
-  std::vector<int64_t> x_index;
-  std::vector<int64_t> y_index;
-};
-
-Status PlanBatches(const TensorShape& x, const TensorShape& y, BatchPlan* plan) {
-  const int rank = std::max(x.rank(), y.rank()) - 2;
-  auto batch_dim = [rank](const TensorShape& s, int i) {
-    const int j = i - (rank - (s.rank() - 2));
-    return j >= 0 ? s.dim(j) : int64_t{1};
-  };
-  plan->out_dims.assign(rank, 1);
-  std::vector<int64_t> x_stride(rank), y_stride(rank);
-  int64_t xs = 1, ys = 1;
-  for (int i = rank - 1; i >= 0; --i) {
-    const int64_t dx = batch_dim(x, i), dy = batch_dim(y, i);
-    if (dx != dy && dx != 1 && dy != 1) {
-      return errors::InvalidArgument(
-          "In[0] and In[1] must have compatible batch dimensions: ", x.ToString(), " vs. ",
-          y.ToString(),
-          ". Batch dimensions broadcast like numpy's: each pair must be equal or "
-          "one of them 1");
-    }
-    plan->out_dims[i] = dx == 1 ? dy : dx;
-    x_stride[i] = dx == 1 ? 0 : xs;
-    y_stride[i] = dy == 1 ? 0 : ys;
-    xs *= dx;
-    ys *= dy;
-  }
-  int64_t batches = 1;
-  for (int64_t d : plan->out_dims) batches *= d;
-  plan->x_index.assign(batches, 0);
-  plan->y_index.assign(batches, 0);
-  std::vector<int64_t> counter(rank, 0);
-  int64_t xi = 0, yi = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    plan->x_index[b] = xi;
-    plan->y_index[b] = yi;
-    for (int i = rank - 1; i >= 0; --i) {  // an odometer over the batch dimensions
-      xi += x_stride[i];
-      yi += y_stride[i];
-      if (++counter[i] < plan->out_dims[i]) break;
-      xi -= x_stride[i] * counter[i];
-      yi -= y_stride[i] * counter[i];
-      counter[i] = 0;
-    }
-  }
-  return Status::OK();
 }
 
 // The matrix stride (in matrices) when `index` is b -> b or b -> 0 for every batch b; -1

@@ -1,0 +1,57 @@
+#include "ops/matmul_util.h"
+
+#include <algorithm>
+
+namespace flowstone {
+
+Status PlanBatches(const TensorShape& x, const TensorShape& y, BatchPlan* plan) {
+  int rank = std::max(x.rank(), y.rank()) - 2;
+  auto batch_dim = [rank](const TensorShape& s, int i) {
+    int j = i - (rank - (s.rank() - 2));
+    return j >= 0 ? s.dim(j) : int64_t{1};
+  };
+  plan->out_dims.assign(rank, 1);
+  for (int i = 0; i < rank; ++i) {
+    int64_t dx = batch_dim(x, i), dy = batch_dim(y, i);
+    if (dx != dy && dx != 1 && dy != 1) {
+      return errors::InvalidArgument(
+          "In[0] and In[1] must have compatible batch dimensions: ", x.ToString(), " vs. ",
+          y.ToString(),
+          ". Batch dimensions broadcast like numpy's: each pair must be equal or "
+          "one of them 1");
+    }
+    plan->out_dims[i] = dx == 1 ? dy : dx;
+  }
+  int64_t batches = 1;
+  for (int64_t d : plan->out_dims) batches *= d;
+  plan->x_index.assign(batches, 0);
+  plan->y_index.assign(batches, 0);
+  // Walk the output batch index like an odometer, tracking the flat index into each operand
+  // (a broadcast dimension does not advance its operand).
+  std::vector<int64_t> counter(rank, 0);
+  std::vector<int64_t> x_stride(rank), y_stride(rank);
+  int64_t xs = 1, ys = 1;
+  for (int i = rank - 1; i >= 0; --i) {
+    int64_t dx = batch_dim(x, i), dy = batch_dim(y, i);
+    x_stride[i] = dx == 1 ? 0 : xs;
+    y_stride[i] = dy == 1 ? 0 : ys;
+    xs *= dx;
+    ys *= dy;
+  }
+  int64_t xi = 0, yi = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    plan->x_index[b] = xi;
+    plan->y_index[b] = yi;
+    for (int i = rank - 1; i >= 0; --i) {
+      xi += x_stride[i];
+      yi += y_stride[i];
+      if (++counter[i] < plan->out_dims[i]) break;
+      xi -= x_stride[i] * counter[i];
+      yi -= y_stride[i] * counter[i];
+      counter[i] = 0;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace flowstone
