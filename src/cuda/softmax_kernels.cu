@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_kernel.h"
 #include "flowstone/kernel.h"
+#include "ops/xent_util.h"
 
 namespace flowstone::cuda {
 namespace {
@@ -165,26 +166,9 @@ Status XentGpu(KernelContext& ctx) {
   const Tensor& logits = ctx.input(0);
   const Tensor& labels = ctx.input(1);
   const bool sparse = ctx.node().type() == "SparseSoftmaxCrossEntropyWithLogits";
-  if (logits.rank() != 2) {
-    return errors::InvalidArgument("logits must be 2-D [batch, classes], got shape ",
-                                   logits.shape().ToString());
-  }
+  FS_RETURN_IF_ERROR(CheckXentInputs(logits, labels, sparse));
   const int64_t batch = logits.dim(0);
   const int64_t classes = logits.dim(1);
-  if (sparse && (labels.rank() != 1 || labels.dim(0) != batch)) {
-    return errors::InvalidArgument(
-        "logits and labels must have the same first dimension, got logits shape ",
-        logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
-  }
-  if (!sparse && labels.shape() != logits.shape()) {
-    return errors::InvalidArgument(
-        "logits and labels must be same size: logits_size=", logits.shape().ToString(),
-        " labels_size=", labels.shape().ToString());
-  }
-  if (sparse && batch > 0 && classes == 0) {
-    return errors::InvalidArgument("Must have at least one class, but got logits shape ",
-                                   logits.shape().ToString());
-  }
   Tensor device_labels;
   if (sparse) FS_RETURN_IF_ERROR(SparseLabelsToDevice(ctx, labels, classes, &device_labels));
   Tensor* loss;

@@ -8,6 +8,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/xent_util.h"
 
 namespace flowstone {
 namespace {
@@ -68,26 +69,9 @@ Status XentKernel(KernelContext& ctx) {
   const Tensor& logits = ctx.input(0);
   const Tensor& labels = ctx.input(1);
   const bool sparse = ctx.node().type() == "SparseSoftmaxCrossEntropyWithLogits";
-  if (logits.rank() != 2) {
-    return errors::InvalidArgument("logits must be 2-D [batch, classes], got shape ",
-                                   logits.shape().ToString());
-  }
+  FS_RETURN_IF_ERROR(CheckXentInputs(logits, labels, sparse));
   const int64_t batch = logits.dim(0);
   const int64_t classes = logits.dim(1);
-  if (sparse && (labels.rank() != 1 || labels.dim(0) != batch)) {
-    return errors::InvalidArgument(
-        "logits and labels must have the same first dimension, got logits shape ",
-        logits.shape().ToString(), " and labels shape ", labels.shape().ToString());
-  }
-  if (!sparse && labels.shape() != logits.shape()) {
-    return errors::InvalidArgument(
-        "logits and labels must be same size: logits_size=", logits.shape().ToString(),
-        " labels_size=", labels.shape().ToString());
-  }
-  if (sparse && batch > 0 && classes == 0) {
-    return errors::InvalidArgument("Must have at least one class, but got logits shape ",
-                                   logits.shape().ToString());
-  }
   if (sparse) {
     for (int64_t b = 0; b < batch; ++b) {
       int64_t label = labels.ElementAsInt64(b);
