@@ -9,6 +9,7 @@ import sys
 import textwrap
 
 import pytest
+from build_tree import find_built
 
 import flowstone as tf
 
@@ -96,11 +97,8 @@ def test_discovery_report_shape():
 
 
 def _stand_in_driver_dir():
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import glob
-    found = sorted(glob.glob(os.path.join(repo, "build", "*", "tests", "fake_gpu", "fake_driver",
-                                          "libcuda.so.1")), key=os.path.getmtime)
-    return os.path.dirname(found[-1]) if found else None
+    found = find_built(os.path.join("tests", "fake_gpu", "fake_driver", "libcuda.so.1"))
+    return os.path.dirname(found) if found else None
 
 
 @needs_no_driver

@@ -3,27 +3,16 @@ same discovery, plugin interface, placement, transfers and BFC allocator as the 
 kernels check that each input is in the memory they read it from, so a missing host<->device
 transfer fails. Discovery is once per process, so each case runs as its own program."""
 
-import glob
 import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
+from build_tree import find_built
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _fake_plugin():
-    explicit = os.environ.get("FLOWSTONE_TEST_FAKE_GPU")
-    if explicit:
-        return explicit
-    found = sorted(glob.glob(os.path.join(REPO, "build", "*", "tests", "fake_gpu",
-                                          "libflowstone_fake_gpu.so")), key=os.path.getmtime)
-    return found[-1] if found else None
-
-
-PLUGIN = _fake_plugin()
+PLUGIN = find_built(os.path.join("tests", "fake_gpu", "libflowstone_fake_gpu.so"),
+                    env_override="FLOWSTONE_TEST_FAKE_GPU")
 pytestmark = pytest.mark.skipif(
     PLUGIN is None, reason="the fake GPU plugin is not built (configure with "
     "-DFLOWSTONE_BUILD_TESTS=ON, as `make test` does)")
