@@ -300,3 +300,33 @@ def test_checkpoints_of_gpu_variables_save_and_restore_through_the_host(tmp_path
     assert placements(proc.stderr)["v"] == GPU0
     assert "restored [22.0, 44.0]" in proc.stdout
     assert "again [22.0, 44.0]" in proc.stdout
+
+
+def test_colocation_with_a_gpu_op_that_has_no_gpu_kernel():
+    proc = run("""
+        # Unpinned: the op without a GPU kernel is placed on its own.
+        a = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]), name="a")
+        with tf.colocate_with(a):
+            s = tf.nn.softmax(a, name="s")
+        cfg = tf.ConfigProto(log_device_placement=True)
+        with tf.Session(config=cfg) as sess:
+            print("unpinned", sess.run(s).tolist())
+        # Pinned to the GPU: the colocation cannot hold, and says why.
+        with tf.device("/gpu:0"):
+            b = tf.matmul(tf.ones([2, 2]), tf.ones([2, 2]), name="b")
+        with tf.colocate_with(b):
+            t = tf.nn.softmax(b, name="t")
+        try:
+            tf.Session().run(t)
+        except tf.errors.InvalidArgumentError as e:
+            print("ERROR", e.message)
+        with tf.Session(config=tf.ConfigProto(allow_soft_placement=True)) as sess:
+            print("soft", sess.run(t).tolist())
+    """)
+    assert "unpinned [[0.5, 0.5], [0.5, 0.5]]" in proc.stdout
+    placed = placements(proc.stderr)
+    assert placed["a"] == GPU0 and placed["s"] == CPU0
+    assert "ERROR Cannot colocate nodes {{colocation_node t}} and {{colocation_node b}}" \
+        in proc.stdout
+    assert f"b is on {GPU0}, which has no kernel for op Softmax" in proc.stdout
+    assert "soft [[0.5, 0.5], [0.5, 0.5]]" in proc.stdout
