@@ -330,3 +330,32 @@ def test_colocation_with_a_gpu_op_that_has_no_gpu_kernel():
         in proc.stdout
     assert f"b is on {GPU0}, which has no kernel for op Softmax" in proc.stdout
     assert "soft [[0.5, 0.5], [0.5, 0.5]]" in proc.stdout
+
+
+def test_training_split_across_gpu_and_cpu_matches_the_cpu_alone():
+    # The fake GPU runs a few of the ops (MatMul, Relu, AddV2...), the CPU the rest, so a step
+    # moves tensors both ways many times; the fake kernels are the CPU's, so the losses must be
+    # identical to a CPU-only run.
+    code = """
+        rng = np.random.RandomState(0)
+        x_data = rng.randn(64, 8).astype(np.float32)
+        y_data = (x_data.sum(1) > 0).astype(np.int64)
+        x = tf.placeholder(tf.float32, [None, 8])
+        y = tf.placeholder(tf.int64, [None])
+        w1 = tf.Variable(rng.randn(8, 16).astype(np.float32) * 0.3)
+        w2 = tf.Variable(rng.randn(16, 2).astype(np.float32) * 0.3)
+        hidden = tf.nn.relu(tf.matmul(x, w1))
+        logits = tf.matmul(hidden, w2)
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+        with tf.Session(config=tf.ConfigProto(device_count={"GPU": GPUS})) as sess:
+            sess.run(tf.global_variables_initializer())
+            losses = [sess.run([train, loss], {x: x_data, y: y_data})[1] for _ in range(20)]
+        print(repr([float(v) for v in losses]))
+    """
+    on_gpu = run("GPUS = 1\n" + textwrap.dedent(code))
+    on_cpu = run("GPUS = 0\n" + textwrap.dedent(code))
+    gpu_losses, cpu_losses = eval(on_gpu.stdout), eval(on_cpu.stdout)
+    assert gpu_losses == cpu_losses
+    assert gpu_losses[-1] < gpu_losses[0] * 0.5
