@@ -12,6 +12,7 @@
 // registry-driven test can find the ones that lack either.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -90,7 +91,8 @@ class OpDef {
  private:
   friend class OpRegistry;
   friend class OpBuilder;
-  std::vector<KernelDef> kernels_;
+  // A deque: a KernelDef found earlier stays valid while a plugin adds kernels.
+  std::deque<KernelDef> kernels_;
 };
 
 class OpRegistry {

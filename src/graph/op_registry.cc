@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <shared_mutex>
 
 #include "flowstone/kernel.h"
 
@@ -23,7 +24,19 @@ const AttrDef* OpDef::FindAttr(const std::string& attr_name) const {
   return nullptr;
 }
 
+namespace {
+
+// Guards every op's kernel list: a device plugin adds kernels (RegisterKernel) while sessions
+// may be looking kernels up on other threads. Lookups happen when plans are compiled, not per run.
+std::shared_mutex& KernelListMutex() {
+  static auto* mu = new std::shared_mutex;
+  return *mu;
+}
+
+}  // namespace
+
 const KernelDef* OpDef::FindKernel(const std::string& device_type, DType dtype) const {
+  std::shared_lock<std::shared_mutex> lock(KernelListMutex());
   for (const KernelDef& kernel : kernels_) {
     if (kernel.device_type != device_type) continue;
     if (dtype == DType::kInvalid || kernel.type_constraint.empty() ||
@@ -40,6 +53,7 @@ bool OpDef::HasKernelFor(const std::string& device_type) const {
 }
 
 std::vector<std::string> OpDef::KernelDeviceTypes() const {
+  std::shared_lock<std::shared_mutex> lock(KernelListMutex());
   std::vector<std::string> types;
   for (const KernelDef& kernel : kernels_) {
     if (std::find(types.begin(), types.end(), kernel.device_type) == types.end()) {
@@ -73,6 +87,7 @@ Status OpRegistry::RegisterKernel(const std::string& op_name, KernelDef kernel) 
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& op : ops_) {
     if (op->name == op_name) {
+      std::unique_lock<std::shared_mutex> kernels_lock(KernelListMutex());
       op->kernels_.push_back(std::move(kernel));
       return Status::OK();
     }
