@@ -135,29 +135,13 @@ Status BatchMatMul(KernelContext& ctx) {
   const Tensor& y = ctx.input(1);
   const bool adj_x = ctx.attrs().GetOr<bool>("adj_x", false);
   const bool adj_y = ctx.attrs().GetOr<bool>("adj_y", false);
-  if (x.rank() < 2 || y.rank() < 2) {
-    return errors::InvalidArgument(
-        "BatchMatMulV2 needs inputs of rank >= 2 (matrices or batches of them), but got shapes ",
-        x.shape().ToString(), " and ", y.shape().ToString());
-  }
+  BatchMatMulPlan matmul;
+  FS_RETURN_IF_ERROR(PlanBatchMatMul(x.shape(), y.shape(), adj_x, adj_y, &matmul));
+  const BatchPlan& plan = matmul.batches;
   const int rx = x.rank(), ry = y.rank();
-  const MatrixDims op_x = Op(x.dim(rx - 2), x.dim(rx - 1), adj_x);
-  const MatrixDims op_y = Op(y.dim(ry - 2), y.dim(ry - 1), adj_y);
-  if (op_x.cols != op_y.rows) {
-    return errors::InvalidArgument(
-        "Matrix size-incompatible: In[0]: ", x.shape().ToString(),
-        ", In[1]: ", y.shape().ToString(), " (adj_x=", adj_x, ", adj_y=", adj_y,
-        "): the columns of each matrix of the first operand must equal the rows of each "
-        "matrix of the second");
-  }
-  BatchPlan plan;
-  FS_RETURN_IF_ERROR(PlanBatches(x.shape(), y.shape(), &plan));
-  const int64_t m = op_x.rows, n = op_y.cols, k = op_x.cols;
-  std::vector<int64_t> out_dims = plan.out_dims;
-  out_dims.push_back(m);
-  out_dims.push_back(n);
+  const int64_t m = matmul.m, n = matmul.n, k = matmul.k;
   Tensor* out;
-  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(out_dims), &out));
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, matmul.out_shape, &out));
   if (out->num_elements() == 0) return Status::OK();
   if (k == 0) return ZeroOutput(ctx, out);
   const GpuContext& gpu = ContextOf(ctx);

@@ -164,30 +164,13 @@ class BatchMatMulKernel final : public OpKernel {
   Status Compute(KernelContext& ctx) override {
     const Tensor& x = ctx.input(0);
     const Tensor& y = ctx.input(1);
-    if (x.rank() < 2 || y.rank() < 2) {
-      return errors::InvalidArgument(
-          "BatchMatMulV2 needs inputs of rank >= 2 (matrices or "
-          "batches of them), but got shapes ",
-          x.shape().ToString(), " and ", y.shape().ToString());
-    }
-    int rx = x.rank(), ry = y.rank();
-    MatrixDims op_x = Op(x.dim(rx - 2), x.dim(rx - 1), adj_x_);
-    MatrixDims op_y = Op(y.dim(ry - 2), y.dim(ry - 1), adj_y_);
-    if (op_x.cols != op_y.rows) {
-      return errors::InvalidArgument(
-          "Matrix size-incompatible: In[0]: ", x.shape().ToString(),
-          ", In[1]: ", y.shape().ToString(), " (adj_x=", adj_x_, ", adj_y=", adj_y_,
-          "): the columns of each matrix of the first operand must equal the rows of each "
-          "matrix of the second");
-    }
-    BatchPlan plan;
-    FS_RETURN_IF_ERROR(PlanBatches(x.shape(), y.shape(), &plan));
-    const int64_t m = op_x.rows, n = op_y.cols, k = op_x.cols;
-    std::vector<int64_t> out_dims = plan.out_dims;
-    out_dims.push_back(m);
-    out_dims.push_back(n);
+    BatchMatMulPlan matmul;
+    FS_RETURN_IF_ERROR(PlanBatchMatMul(x.shape(), y.shape(), adj_x_, adj_y_, &matmul));
+    const BatchPlan& plan = matmul.batches;
+    const int rx = x.rank(), ry = y.rank();
+    const int64_t m = matmul.m, n = matmul.n, k = matmul.k;
     Tensor* out;
-    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(out_dims), &out));
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, matmul.out_shape, &out));
     const int64_t batches = static_cast<int64_t>(plan.x_index.size());
     if (out->num_elements() == 0) return Status::OK();
     const int64_t x_size = x.dim(rx - 2) * x.dim(rx - 1);

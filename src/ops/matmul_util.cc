@@ -54,4 +54,32 @@ Status PlanBatches(const TensorShape& x, const TensorShape& y, BatchPlan* plan) 
   return Status::OK();
 }
 
+Status PlanBatchMatMul(const TensorShape& x, const TensorShape& y, bool adj_x, bool adj_y,
+                       BatchMatMulPlan* plan) {
+  if (x.rank() < 2 || y.rank() < 2) {
+    return errors::InvalidArgument(
+        "BatchMatMulV2 needs inputs of rank >= 2 (matrices or batches of them), but got shapes ",
+        x.ToString(), " and ", y.ToString());
+  }
+  const int rx = x.rank(), ry = y.rank();
+  const MatrixDims op_x = Op(x.dim(rx - 2), x.dim(rx - 1), adj_x);
+  const MatrixDims op_y = Op(y.dim(ry - 2), y.dim(ry - 1), adj_y);
+  if (op_x.cols != op_y.rows) {
+    return errors::InvalidArgument(
+        "Matrix size-incompatible: In[0]: ", x.ToString(), ", In[1]: ", y.ToString(),
+        " (adj_x=", adj_x, ", adj_y=", adj_y,
+        "): the columns of each matrix of the first operand must equal the rows of each "
+        "matrix of the second");
+  }
+  FS_RETURN_IF_ERROR(PlanBatches(x, y, &plan->batches));
+  plan->m = op_x.rows;
+  plan->n = op_y.cols;
+  plan->k = op_x.cols;
+  std::vector<int64_t> out_dims = plan->batches.out_dims;
+  out_dims.push_back(plan->m);
+  out_dims.push_back(plan->n);
+  plan->out_shape = TensorShape(out_dims);
+  return Status::OK();
+}
+
 }  // namespace flowstone

@@ -30,4 +30,17 @@ struct BatchPlan {
 // InvalidArgument naming both shapes.
 Status PlanBatches(const TensorShape& x, const TensorShape& y, BatchPlan* plan);
 
+// Everything BatchMatMulV2 needs to know before computing: op(x) is [.., m, k], op(y) is
+// [.., k, n], and the output has the broadcast batch dimensions followed by [m, n].
+struct BatchMatMulPlan {
+  BatchPlan batches;
+  int64_t m = 0, n = 0, k = 0;
+  TensorShape out_shape;
+};
+
+// Checks the ranks and the inner dimensions (InvalidArgument naming both shapes) and plans the
+// batches.
+Status PlanBatchMatMul(const TensorShape& x, const TensorShape& y, bool adj_x, bool adj_y,
+                       BatchMatMulPlan* plan);
+
 }  // namespace flowstone
