@@ -51,6 +51,9 @@ class KernelContext {
     const bool* forwardable = nullptr;  // may input i's buffer be reused for an output?
     Tensor* outputs = nullptr;          // num_outputs entries
     int64_t step_id = 0;
+    // Per output, whether the kernel keeps it in host memory although its device has memory
+    // of its own (KernelDef::host_memory_args); nullptr on host devices.
+    const std::vector<bool>* host_memory_outputs = nullptr;
   };
   explicit KernelContext(const Params& params) : p_(params) {}
 
@@ -65,8 +68,10 @@ class KernelContext {
   int num_outputs() const { return p_.node->num_outputs(); }
   DType output_type(int i) const { return p_.node->output_type(i); }
 
-  // Allocates output i with the node's output dtype. On OOM returns ResourceExhausted naming
-  // the shape, dtype, device and allocator, the bytes asked for and the limit.
+  // Allocates output i with the node's output dtype, in host memory for resource handles and
+  // outputs the kernel declared host-memory, else in the device's memory. On OOM returns
+  // ResourceExhausted naming the shape, dtype, device and allocator, the bytes asked for and the
+  // limit.
   Status AllocateOutput(int i, const TensorShape& shape, Tensor** out);
   // Like AllocateOutput, but reuses input `input_index`'s buffer when this kernel holds the only
   // reference and the sizes and dtypes agree (in-place elementwise ops).

@@ -2,13 +2,11 @@
 // produce small host-memory results, so GPU tensors stay on the GPU without copies.
 //
 // Ops whose CPU kernel only forwards buffers (after reading host-memory shape arguments) reuse
-// that kernel's factory. Ops whose CPU kernel writes an output on the host (Shape, Size, Rank,
-// VarHandleOp) get kernels here that allocate that output in host memory themselves.
+// that kernel's factory; so do ops writing small host results (Shape, Size, Rank, VarHandleOp),
+// whose outputs the session allocates in host memory.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,69 +58,13 @@ CpuFactoryOnGpu squeeze("Squeeze", kGpuFloatTypes, {});
 CpuFactoryOnGpu read_variable("ReadVariableOp", kGpuFloatTypes, {"resource"});
 CpuFactoryOnGpu assign_variable("AssignVariableOp", kGpuFloatTypes, {"resource"});
 
-// Allocates output 0 in host memory.
-Status AllocateHostOutput(KernelContext& ctx, const TensorShape& shape, Tensor** out) {
-  Tensor host;
-  FS_RETURN_IF_ERROR(Tensor::Allocate(CpuAllocator(), ctx.output_type(0), shape, &host));
-  ctx.SetOutput(0, std::move(host));
-  *out = &ctx.output(0);
-  return Status::OK();
-}
-
-// Writes `value` into element i of an int32 or int64 output, failing when int32 is too small.
-Status StoreIndex(Tensor* out, int64_t i, int64_t value, const char* what) {
-  if (out->dtype() == DType::kInt32) {
-    if (value > std::numeric_limits<int32_t>::max()) {
-      return errors::InvalidArgument(what, " ", value,
-                                     " does not fit in the int32 output; use out_type=tf.int64");
-    }
-    out->data<int32_t>()[i] = static_cast<int32_t>(value);
-  } else {
-    out->data<int64_t>()[i] = value;
-  }
-  return Status::OK();
-}
-
-Status Shape(KernelContext& ctx) {
-  const TensorShape& shape = ctx.input(0).shape();
-  Tensor* out;
-  FS_RETURN_IF_ERROR(AllocateHostOutput(ctx, TensorShape{shape.rank()}, &out));
-  for (int i = 0; i < shape.rank(); ++i) {
-    FS_RETURN_IF_ERROR(StoreIndex(out, i, shape.dim(i), "Dimension size"));
-  }
-  return Status::OK();
-}
-
-Status Size(KernelContext& ctx) {
-  Tensor* out;
-  FS_RETURN_IF_ERROR(AllocateHostOutput(ctx, TensorShape{}, &out));
-  return StoreIndex(out, 0, ctx.input(0).num_elements(), "Number of elements");
-}
-
-Status Rank(KernelContext& ctx) {
-  Tensor* out;
-  FS_RETURN_IF_ERROR(AllocateHostOutput(ctx, TensorShape{}, &out));
-  *out->data<int32_t>() = ctx.input(0).rank();
-  return Status::OK();
-}
-
-// The handle is the Var's address, in host memory (as the CPU kernel writes it).
-Status VarHandle(KernelContext& ctx) {
-  const Node& node = ctx.node();
-  Var* var = ctx.resources()->LookupOrCreateVar(
-      VarNameOf(node), node.attrs().GetOr<DType>("dtype", DType::kFloat32),
-      node.attrs().GetOr<PartialShape>("shape", PartialShape::Unknown()));
-  Tensor* out;
-  FS_RETURN_IF_ERROR(AllocateHostOutput(ctx, TensorShape{}, &out));
-  std::memcpy(out->raw_data(), &var, sizeof(var));
-  return Status::OK();
-}
-
-FS_REGISTER_GPU_KERNEL(GpuKernel("Shape", Shape).Types(kGpuFloatTypes).HostMemory("output"));
-FS_REGISTER_GPU_KERNEL(GpuKernel("Size", Size).Types(kGpuFloatTypes).HostMemory("output"));
-FS_REGISTER_GPU_KERNEL(GpuKernel("Rank", Rank).Types(kGpuFloatTypes).HostMemory("output"));
-FS_REGISTER_GPU_KERNEL(
-    GpuKernel("VarHandleOp", VarHandle).Types(kGpuFloatTypes).HostMemory("resource"));
+// These CPU kernels write small host results: the session allocates their outputs in host
+// memory. VarHandleOp's also records that the variable's value lives on this GPU, which
+// checkpoints rely on.
+CpuFactoryOnGpu shape("Shape", kGpuFloatTypes, {"output"});
+CpuFactoryOnGpu size("Size", kGpuFloatTypes, {"output"});
+CpuFactoryOnGpu rank("Rank", kGpuFloatTypes, {"output"});
+CpuFactoryOnGpu var_handle("VarHandleOp", kGpuFloatTypes, {"resource"});
 
 }  // namespace
 }  // namespace flowstone::cuda

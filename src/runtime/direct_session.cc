@@ -452,9 +452,9 @@ class DirectSession final : public Session {
       if (pn.device->host_memory()) continue;
       const KernelDef* def = FindKernelDef(*pn.node, pn.device->type());
       host_inputs[i] = HostMemoryInputs(*pn.node, *def);
-      std::vector<bool> host_outputs = HostMemoryOutputs(*pn.node, *def);
+      pn.host_memory_outputs = HostMemoryOutputs(*pn.node, *def);
       for (int o = 0; o < pn.node->num_outputs(); ++o)
-        if (!host_outputs[o]) slot_device[pn.output_base + o] = pn.device;
+        if (!pn.host_memory_outputs[o]) slot_device[pn.output_base + o] = pn.device;
       auto& sync = plan->devices_to_sync;
       if (std::find(sync.begin(), sync.end(), pn.device) == sync.end()) sync.push_back(pn.device);
     }

@@ -121,6 +121,7 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   params.forwardable = reinterpret_cast<const bool*>(state.forwardable.data() + base);
   params.outputs = state.slots.data() + pn.output_base;
   params.step_id = step_id;
+  if (!pn.host_memory_outputs.empty()) params.host_memory_outputs = &pn.host_memory_outputs;
   KernelContext ctx(params);
   Status s = pn.kernel->Compute(ctx);
   if (!s.ok() && s.code() == Code::kResourceExhausted && state.report_allocations_on_oom) {

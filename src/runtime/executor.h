@@ -26,6 +26,8 @@ struct PlanNode {
   Device* device = nullptr;
   std::vector<int> input_slots;  // the slot each input reads
   std::vector<InputTransfer> transfers;
+  // Outputs the kernel writes in host memory on a device with its own memory; empty on hosts.
+  std::vector<bool> host_memory_outputs;
   int output_base = 0;          // outputs occupy slots [output_base, output_base + n)
   std::vector<int> successors;  // plan indices that wait on this node (data and control)
   int num_predecessors = 0;

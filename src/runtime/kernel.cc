@@ -57,7 +57,9 @@ Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** o
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
   // Resource handles are host structures whatever the device.
-  Allocator* allocator = dtype == DType::kResource ? CpuAllocator() : p_.device->allocator();
+  const bool host = dtype == DType::kResource ||
+                    (p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[i]);
+  Allocator* allocator = host ? CpuAllocator() : p_.device->allocator();
   Status s = Tensor::Allocate(allocator, dtype, shape, &slot);
   if (!s.ok()) {
     if (s.code() == Code::kResourceExhausted) return OomError(dtype, shape);
@@ -70,8 +72,11 @@ Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** o
 Status KernelContext::ForwardOrAllocateOutput(int input_index, int output_index,
                                               const TensorShape& shape, Tensor** out) {
   Tensor& in = p_.inputs[input_index];
-  if (p_.forwardable != nullptr && p_.forwardable[input_index] && in.RefCountIsOne() &&
-      in.dtype() == output_type(output_index) && in.num_elements() == shape.num_elements()) {
+  const bool host_output =
+      p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[output_index];
+  if (!host_output && p_.forwardable != nullptr && p_.forwardable[input_index] &&
+      in.RefCountIsOne() && in.dtype() == output_type(output_index) &&
+      in.num_elements() == shape.num_elements()) {
     p_.outputs[output_index] = in.Reshaped(shape);
     *out = &p_.outputs[output_index];
     return Status::OK();

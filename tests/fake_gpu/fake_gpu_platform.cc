@@ -239,6 +239,7 @@ FakeKernelRegistrar square("Square", kFloat);
 FakeKernelRegistrar identity("Identity", kFloat);
 FakeKernelRegistrar sum("Sum", kFloat, {"reduction_indices"});
 FakeKernelRegistrar reshape("Reshape", kFloat, {"shape"});
+FakeKernelRegistrar shape("Shape", kFloat, {"output"});
 FakeKernelRegistrar fill("Fill", kFloat, {"dims", "value"});
 FakeKernelRegistrar var_handle("VarHandleOp", kFloat);
 FakeKernelRegistrar read_variable("ReadVariableOp", kFloat);

@@ -359,3 +359,18 @@ def test_training_split_across_gpu_and_cpu_matches_the_cpu_alone():
     gpu_losses, cpu_losses = eval(on_gpu.stdout), eval(on_cpu.stdout)
     assert gpu_losses == cpu_losses
     assert gpu_losses[-1] < gpu_losses[0] * 0.5
+
+
+def test_host_memory_outputs_feed_host_memory_inputs_without_copies():
+    # Shape runs on the GPU but writes its result in host memory, where the GPU Reshape reads
+    # its `shape` argument; the fake kernels fail if either lands in the other memory.
+    proc = run("""
+        a = tf.matmul(tf.ones([2, 3]), tf.ones([3, 4]), name="a")
+        b = tf.matmul(tf.ones([4, 1]), tf.ones([1, 2]), name="b")
+        r = tf.reshape(a, tf.shape(b, name="shape_of_b"), name="r")
+        with tf.Session(config=tf.ConfigProto(log_device_placement=True)) as sess:
+            print(sess.run(r).tolist())
+    """)
+    assert "[[3.0, 3.0], [3.0, 3.0], [3.0, 3.0], [3.0, 3.0]]" in proc.stdout
+    placed = placements(proc.stderr)
+    assert placed["shape_of_b"] == GPU0 and placed["r"] == GPU0
