@@ -233,6 +233,33 @@ TEST(SessionTest, ManyThreadsRunOneSession) {
   EXPECT_EQ(out[0].data<float>()[0], float(kThreads * kRuns));
 }
 
+// Truncate=true drops the mantissa bits bfloat16 and float16 cannot hold instead of rounding.
+// Run here too because the sanitizer builds are -O2, where GCC 12 once optimized the
+// truncation away.
+TEST(SessionTest, CastTruncateDropsLowMantissaBits) {
+  GraphBuilder b;
+  const float value = 1.0f + 1.0f / 256 + 1.0f / 512;  // rounds up in bfloat16, not exact in half
+  Endpoint x = b.Const(Tensor::FromVector<float>({value, -value}, TensorShape({2})));
+  AttrMap attrs;
+  attrs.Set("SrcT", DType::kFloat32);
+  attrs.Set("Truncate", true);
+  attrs.Set("DstT", DType::kBFloat16);
+  Endpoint to_bfloat16 = b.Op("Cast", {x}, attrs);
+  attrs.Set("DstT", DType::kFloat16);
+  Endpoint to_half = b.Op("Cast", {x}, attrs);
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  auto session = NewSession(b);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {to_bfloat16, to_half}, {}, &out).ok());
+  const uint16_t* bf = static_cast<const uint16_t*>(out[0].raw_data());
+  EXPECT_EQ(bf[0], 0x3f80);  // 1.0: the dropped 2^-8 + 2^-9 do not round up to 1.0078125
+  EXPECT_EQ(bf[1], 0xbf80);
+  // float16 keeps 10 mantissa bits, so 2^-8 and 2^-9 survive: 1 + 0x6 / 1024.
+  const uint16_t* half = static_cast<const uint16_t*>(out[1].raw_data());
+  EXPECT_EQ(half[0], 0x3c06);
+  EXPECT_EQ(half[1], 0xbc06);
+}
+
 TEST(SessionTest, ParallelReadersOfOneTensor) {
   // Unknown shapes make every Neg "expensive", so the plan runs them on the inter-op pool, all
   // reading the fed tensor at once.
