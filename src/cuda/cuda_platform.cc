@@ -241,7 +241,7 @@ class CudaPlatform final : public GpuPlatform {
 
     BfcOptions options;
     options.memory_limit_bytes = GpuMemoryLimitBytes(memory, free_bytes, total_bytes);
-    options.allow_growth = GpuAllowGrowth(memory.allow_growth);
+    options.allow_growth = memory.allow_growth;
     gpu->allocator =
         std::make_unique<BfcAllocator>(std::make_unique<CudaSubAllocator>(ordinal), options,
                                        "GPU_" + std::to_string(tf_id) + "_bfc");

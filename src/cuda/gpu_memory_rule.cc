@@ -1,9 +1,6 @@
 #include "gpu_memory_rule.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
 
 namespace flowstone::cuda {
 
@@ -19,19 +16,6 @@ int64_t GpuMemoryLimitBytes(const GpuMemoryOptions& memory, int64_t free_bytes,
   const int64_t reserve =
       total_bytes < 2 * kGiB ? 225 * kMiB : std::max<int64_t>(300 * kMiB, total_bytes / 20);
   return std::max<int64_t>(0, free_bytes - reserve);
-}
-
-bool GpuAllowGrowth(bool configured) {
-  const char* env = std::getenv("TF_FORCE_GPU_ALLOW_GROWTH");
-  if (env == nullptr) return configured;
-  const std::string value = env;
-  if (value == "true") return true;
-  if (value == "false") return false;
-  std::fprintf(stderr,
-               "flowstone: ignoring TF_FORCE_GPU_ALLOW_GROWTH=%s: it must be \"true\" or "
-               "\"false\"\n",
-               env);
-  return configured;
 }
 
 }  // namespace flowstone::cuda

@@ -1,5 +1,6 @@
-// How much GPU memory a device's allocator may hold, and whether it grows on demand: TensorFlow's
-// rules for GPUOptions and tf.config. Plain C++ (no CUDA), so that it is tested without a GPU.
+// How much GPU memory a device's allocator may hold: TensorFlow's rule for GPUOptions and
+// tf.config. (TF_FORCE_GPU_ALLOW_GROWTH is applied by discovery, for every platform.) Plain C++ (no
+// CUDA), so that it is tested without a GPU.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +14,5 @@ namespace flowstone::cuda {
 // processes: 225 MiB on GPUs with less than 2 GiB, else the larger of 300 MiB and 5% of the total.
 int64_t GpuMemoryLimitBytes(const GpuMemoryOptions& memory, int64_t free_bytes,
                             int64_t total_bytes);
-
-// `configured`, unless TF_FORCE_GPU_ALLOW_GROWTH is "true" or "false" (another value is reported
-// on stderr and ignored).
-bool GpuAllowGrowth(bool configured);
 
 }  // namespace flowstone::cuda

@@ -11,7 +11,6 @@
 namespace flowstone {
 namespace {
 
-// Looks up the variable once per session (kernels are per session), then hands out the handle.
 // Records that `var` lives in `device`'s memory; a value already there (restored from a
 // checkpoint before the first run) is moved into that memory.
 Status MoveToDevice(Var* var, Device* device) {
@@ -27,6 +26,7 @@ Status MoveToDevice(Var* var, Device* device) {
   return Status::OK();
 }
 
+// Looks up the variable once per session (kernels are per session), then hands out the handle.
 class VarHandleKernel final : public OpKernel {
  public:
   explicit VarHandleKernel(const Node& node) : OpKernel(node) {}

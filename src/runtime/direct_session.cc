@@ -459,6 +459,7 @@ class DirectSession final : public Session {
       if (std::find(sync.begin(), sync.end(), pn.device) == sync.end()) sync.push_back(pn.device);
     }
     // A constant read on a device is copied there once, now, into a slot of its own.
+    std::unordered_map<int, Tensor> constant_values(plan->constants.begin(), plan->constants.end());
     std::map<std::pair<int, Device*>, int> constant_copies;
     auto constant_on = [&](int host_slot, Device* device, int* out_slot) -> Status {
       auto key = std::make_pair(host_slot, device);
@@ -467,11 +468,8 @@ class DirectSession final : public Session {
         *out_slot = found->second;
         return Status::OK();
       }
-      Tensor host;
-      for (const auto& [cs, value] : plan->constants)
-        if (cs == host_slot) host = value;
       Tensor on_device;
-      FS_RETURN_IF_ERROR(device->CopyFromHost(host, &on_device));
+      FS_RETURN_IF_ERROR(device->CopyFromHost(constant_values.at(host_slot), &on_device));
       *out_slot = plan->num_slots++;
       plan->constants.push_back({*out_slot, std::move(on_device)});
       plan->slot_consumers.push_back(0);
@@ -480,8 +478,6 @@ class DirectSession final : public Session {
       constant_copies[key] = *out_slot;
       return Status::OK();
     };
-    std::unordered_set<int> constant_slots;
-    for (const auto& [cs, value] : plan->constants) constant_slots.insert(cs);
 
     int input_count = 0;
     for (size_t i = 0; i < order.size(); ++i) {
@@ -495,7 +491,7 @@ class DirectSession final : public Session {
         int s = slot_of(in);
         Device* want = pn.device->host_memory() || host_inputs[i][k] ? nullptr : pn.device;
         if (slot_device[s] != want) {
-          if (constant_slots.count(s) && want != nullptr) {
+          if (constant_values.count(s) && want != nullptr) {
             Status copied = constant_on(s, want, &s);
             if (!copied.ok()) return AnnotateNodeError(copied, *n, pn.device);
           } else {

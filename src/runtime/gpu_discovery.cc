@@ -140,6 +140,16 @@ bool VersionLess(const std::string& a, const std::string& b) {
 
 }  // namespace
 
+bool GpuAllowGrowth(bool configured) {
+  const std::string value = EnvOr("TF_FORCE_GPU_ALLOW_GROWTH", "");
+  if (value.empty()) return configured;
+  if (value == "true") return true;
+  if (value == "false") return false;
+  LogWarning(kLog, "Ignoring TF_FORCE_GPU_ALLOW_GROWTH=", value,
+             ": it must be \"true\" or \"false\".");
+  return configured;
+}
+
 GpuDiscovery& GpuDiscovery::Get() {
   static GpuDiscovery* discovery = new GpuDiscovery;  // never destroyed, like the plugin
   return *discovery;
@@ -409,15 +419,11 @@ Status GpuDiscovery::CreateSessionDevices(const GpuSessionOptions& options,
   }
   if (options.max_devices > 0 && static_cast<int>(picks.size()) > options.max_devices)
     picks.resize(options.max_devices);
-  // TensorFlow's variable overrides the config, and users set it for both.
-  const std::string force_growth = EnvOr("TF_FORCE_GPU_ALLOW_GROWTH", "");
   for (size_t tf_id = 0; tf_id < picks.size(); ++tf_id) {
     const int ordinal = visible[picks[tf_id]].ordinal;
     GpuMemoryOptions memory = options.memory;
     if (growth_[ordinal] >= 0) memory.allow_growth = growth_[ordinal] == 1;
-    if (force_growth == "true" || force_growth == "false") {
-      memory.allow_growth = force_growth == "true";
-    }
+    memory.allow_growth = GpuAllowGrowth(memory.allow_growth);
     if (limit_bytes_[ordinal] > 0) memory.memory_limit_bytes = limit_bytes_[ordinal];
     std::unique_ptr<Device> device;
     FS_RETURN_IF_ERROR(

@@ -43,6 +43,10 @@ struct GpuDiscoveryReport {
   std::string reason;
 };
 
+// `configured`, unless TF_FORCE_GPU_ALLOW_GROWTH is "true" or "false" (another value is reported
+// on stderr and ignored). TensorFlow's variable overrides the config; users set it for both.
+bool GpuAllowGrowth(bool configured);
+
 class GpuDiscovery {
  public:
   static GpuDiscovery& Get();

@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 namespace flowstone::cuda {
 namespace {
 
@@ -34,20 +32,6 @@ TEST(GpuMemoryRule, FreeMinusReserve) {
   EXPECT_EQ(GpuMemoryLimitBytes(memory, 1 * kGiB, 3 * kGiB / 2), 1 * kGiB - 225 * kMiB);
   // Less free than the reserve: nothing, never a negative limit.
   EXPECT_EQ(GpuMemoryLimitBytes(memory, 100 * kMiB, 16 * kGiB), 0);
-}
-
-TEST(GpuMemoryRule, ForceAllowGrowthEnvironment) {
-  unsetenv("TF_FORCE_GPU_ALLOW_GROWTH");
-  EXPECT_FALSE(GpuAllowGrowth(false));
-  EXPECT_TRUE(GpuAllowGrowth(true));
-  setenv("TF_FORCE_GPU_ALLOW_GROWTH", "true", 1);
-  EXPECT_TRUE(GpuAllowGrowth(false));
-  setenv("TF_FORCE_GPU_ALLOW_GROWTH", "false", 1);
-  EXPECT_FALSE(GpuAllowGrowth(true));
-  setenv("TF_FORCE_GPU_ALLOW_GROWTH", "yes", 1);  // not understood: the configuration stands
-  EXPECT_TRUE(GpuAllowGrowth(true));
-  EXPECT_FALSE(GpuAllowGrowth(false));
-  unsetenv("TF_FORCE_GPU_ALLOW_GROWTH");
 }
 
 }  // namespace
