@@ -29,7 +29,7 @@ def _gpu_discovery():
     saved = os.environ.get("TF_CPP_MIN_LOG_LEVEL")
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     try:
-        return discover()
+        return discover(read_free_memory=True)
     finally:
         if saved is None:
             del os.environ["TF_CPP_MIN_LOG_LEVEL"]

@@ -33,11 +33,11 @@ nb::dict DeviceDict(const GpuDeviceInfo& info) {
   return d;
 }
 
-nb::dict DiscoveryDict() {
+nb::dict DiscoveryDict(bool read_free_memory) {
   GpuDiscoveryReport r;
   {
     nb::gil_scoped_release release;  // the first call dlopens libraries
-    r = GpuDiscovery::Get().Report();
+    r = GpuDiscovery::Get().Report(read_free_memory);
   }
   nb::dict d;
   d["cuda_visible_devices"] =
@@ -63,9 +63,10 @@ nb::dict DiscoveryDict() {
 }  // namespace
 
 void RegisterDevices(nb::module_& m) {
-  m.def("gpu_discovery", &DiscoveryDict,
+  m.def("gpu_discovery", &DiscoveryDict, nb::arg("read_free_memory") = false,
         "Runs GPU discovery (once per process) and reports what it found and why no GPU can be "
-        "used.");
+        "used. read_free_memory=True also reads each GPU's free memory, creating a CUDA context "
+        "on every GPU.");
   m.def("visible_gpus", [] {
     nb::list out;
     for (const GpuDeviceInfo& info : GpuDiscovery::Get().visible_devices())

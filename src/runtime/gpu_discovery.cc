@@ -320,10 +320,11 @@ void GpuDiscovery::LoadPlatform() {
   limit_bytes_.assign(report_.devices.size(), 0);
 }
 
-GpuDiscoveryReport GpuDiscovery::Report() {
+GpuDiscoveryReport GpuDiscovery::Report(bool read_free_memory) {
   EnsureDiscovered();
   std::lock_guard<std::mutex> lock(mu_);
   GpuDiscoveryReport report = report_;
+  if (!read_free_memory) return report;
   for (GpuDeviceInfo& info : report.devices) {
     int64_t free_bytes = 0, total = 0;
     if (platform_->GetFreeMemory(info.ordinal, &free_bytes, &total).ok())

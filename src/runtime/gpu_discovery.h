@@ -53,8 +53,9 @@ class GpuDiscovery {
 
   // Runs discovery on the first call (thread-safe); later calls return at once.
   void EnsureDiscovered();
-  // What discovery found (runs it if needed). Free memory figures are read now.
-  GpuDiscoveryReport Report();
+  // What discovery found (runs it if needed). With `read_free_memory`, each GPU's free memory is
+  // read now, which creates a CUDA context (hundreds of MB) on every GPU: for the doctor only.
+  GpuDiscoveryReport Report(bool read_free_memory);
   // Why no GPU can be used, or "" (runs discovery if needed).
   std::string reason();
   // Physical GPUs usable by this process after tf.config.set_visible_devices (runs discovery).

@@ -254,7 +254,7 @@ def test_allow_growth_and_memory_fraction_decide_what_is_reserved():
         a = tf.matmul(tf.ones([4, 4]), tf.ones([4, 4]))
         with tf.Session(config=config) as sess:
             sess.run(a)
-        gpu = tf._C.gpu_discovery()["devices"][0]
+        gpu = tf._C.gpu_discovery(read_free_memory=True)["devices"][0]
         print("reserved", (gpu["total_memory"] - gpu["free_memory"]) >> 20)
     """
     greedy = run("config = tf.ConfigProto()\n" + textwrap.dedent(code), memory_mb=100)
