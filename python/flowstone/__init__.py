@@ -41,18 +41,22 @@ from flowstone import train
 from flowstone import layers, losses, nn
 from flowstone import math  # noqa: A004 - TensorFlow's name
 
-# Op families, each a module with __all__ (see flowstone/ops/).
-_OP_MODULES = ["math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",
-               "gradients", "conv_ops"]
-for _name in _OP_MODULES:
-    try:
-        _module = _importlib.import_module(f"flowstone.ops.{_name}")
-    except ModuleNotFoundError as _e:
-        if _e.name != f"flowstone.ops.{_name}":
-            raise
-        continue
-    for _symbol in _module.__all__:
-        globals()[_symbol] = getattr(_module, _symbol)
+# Op families: every module in flowstone/ops is imported, so a new family needs no edit here.
+# The older modules in _TOP_LEVEL_ALL list their top-level names in __all__; every other module
+# says where each of its names goes with flowstone.util.tf_export, applied by
+# _tf_export.populate at the end of this file.
+import pkgutil as _pkgutil  # noqa: E402
+
+from flowstone import ops as _ops_package  # noqa: E402
+from flowstone.util import tf_export as _tf_export  # noqa: E402
+
+_TOP_LEVEL_ALL = {"math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",
+                  "gradients", "conv_ops"}
+for _info in sorted(_pkgutil.iter_modules(_ops_package.__path__), key=lambda m: m.name):
+    _module = _importlib.import_module(f"flowstone.ops.{_info.name}")
+    if _info.name in _TOP_LEVEL_ALL:
+        for _symbol in _module.__all__:
+            globals()[_symbol] = getattr(_module, _symbol)
 
 initializers = _types.SimpleNamespace(
     zeros=_init_ops.Zeros, ones=_init_ops.Ones, constant=_init_ops.Constant,
@@ -88,3 +92,6 @@ def disable_v2_behavior():
 
 def executing_eagerly():
     return False
+
+
+_tf_export.populate(_sys.modules[__name__])
