@@ -48,6 +48,29 @@ std::string AllowedList(const std::vector<DType>& types) {
   return out;
 }
 
+// The most tensors one list argument may have. Only a wrong attr asks for more, and the graph
+// would then allocate per-output state for each of them (num_split=2**62 never returned).
+constexpr int64_t kMaxListLength = int64_t{1} << 20;
+
+// The length of a list argument from its number attr ("N", "num_split"), checked: an attr of
+// another type or a count outside [0, kMaxListLength] is an error, not a cast.
+Status ListLength(const OpDef& op, const std::string& number_attr, const AttrValue& value,
+                  int* count) {
+  const int64_t* n = std::get_if<int64_t>(&value);
+  if (n == nullptr) {
+    return errors::TypeError("Attr '", number_attr, "' of ", op.name, " must be int, got ",
+                             AttrTypeName(AttrValueType(value)));
+  }
+  if (*n < 0 || *n > kMaxListLength) {
+    return WithPyType(errors::InvalidArgument(op.name, ": attr '", number_attr,
+                                              "' must be >= 0 and at most ", kMaxListLength,
+                                              ", got ", *n),
+                      "ValueError");
+  }
+  *count = static_cast<int>(*n);
+  return Status::OK();
+}
+
 // Assigns each input argument its [begin, end) range in the flat input list.
 Status MatchInputArgs(const OpDef& op, const NodeSpec& spec, AttrMap* attrs,
                       std::vector<std::pair<int, int>>* ranges) {
@@ -57,7 +80,9 @@ Status MatchInputArgs(const OpDef& op, const NodeSpec& spec, AttrMap* attrs,
     if (arg.number_attr.empty()) {
       ++fixed_count;
     } else if (const AttrValue* n = attrs->Find(arg.number_attr)) {
-      fixed_count += static_cast<int>(std::get<int64_t>(*n));
+      int count = 0;
+      FS_RETURN_IF_ERROR(ListLength(op, arg.number_attr, *n, &count));
+      fixed_count += count;
     } else {
       ++open_lists;
     }
@@ -73,7 +98,7 @@ Status MatchInputArgs(const OpDef& op, const NodeSpec& spec, AttrMap* attrs,
     int count = 1;
     if (!arg.number_attr.empty()) {
       if (const AttrValue* n = attrs->Find(arg.number_attr)) {
-        count = static_cast<int>(std::get<int64_t>(*n));
+        FS_RETURN_IF_ERROR(ListLength(op, arg.number_attr, *n, &count));
       } else {
         count = total - fixed_count;
         attrs->Set(arg.number_attr, static_cast<int64_t>(count));
@@ -165,14 +190,11 @@ Status OutputTypes(const OpDef& op, const AttrMap& attrs, std::vector<DType>* ou
   for (const ArgDef& arg : op.outputs) {
     DType t = arg.fixed_type;
     if (t == DType::kInvalid) t = std::get<DType>(*attrs.Find(arg.type_attr));
-    int64_t count = 1;
-    if (!arg.number_attr.empty()) count = std::get<int64_t>(*attrs.Find(arg.number_attr));
-    if (count < 0) {
-      return WithPyType(errors::InvalidArgument(op.name, ": attr '", arg.number_attr,
-                                                "' must be >= 0, got ", count),
-                        "ValueError");
+    int count = 1;
+    if (!arg.number_attr.empty()) {
+      FS_RETURN_IF_ERROR(ListLength(op, arg.number_attr, *attrs.Find(arg.number_attr), &count));
     }
-    for (int64_t i = 0; i < count; ++i) out->push_back(t);
+    out->insert(out->end(), count, t);
   }
   return Status::OK();
 }
