@@ -48,7 +48,13 @@ T Scalar(nb::handle value, const std::string& name, const char* expected) {
 }
 
 template <typename T, typename F>
-std::vector<T> List(nb::handle value, F&& convert) {
+std::vector<T> List(nb::handle value, const std::string& name, const char* expected,
+                    F&& convert) {
+  // Only lists and tuples: iterating anything else (a bool, a dict, a string) either raises a
+  // bare Python TypeError or gives a list of something else.
+  if (!nb::isinstance<nb::list>(value) && !nb::isinstance<nb::tuple>(value)) {
+    throw StatusException{AttrTypeError(name, expected, value)};
+  }
   std::vector<T> out;
   for (nb::handle item : value) out.push_back(convert(item));
   return out;
@@ -93,18 +99,24 @@ AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string
     case AttrType::kTensor:
       return TensorFromPython(value, name);
     case AttrType::kIntList:
-      return List<int64_t>(value, [&](nb::handle h) { return Scalar<int64_t>(h, name, "ints"); });
+      return List<int64_t>(value, name, "a list of ints",
+                           [&](nb::handle h) { return Scalar<int64_t>(h, name, "ints"); });
     case AttrType::kFloatList:
-      return List<double>(value, [&](nb::handle h) { return Scalar<double>(h, name, "floats"); });
+      return List<double>(value, name, "a list of floats",
+                          [&](nb::handle h) { return Scalar<double>(h, name, "floats"); });
     case AttrType::kTypeList:
-      return List<DType>(value, [&](nb::handle h) {
-        return static_cast<DType>(Scalar<int64_t>(h, name, "dtypes"));
+      return List<DType>(value, name, "a list of dtypes", [&](nb::handle h) {
+        int64_t v = Scalar<int64_t>(h, name, "dtypes");
+        if (v <= 0 || v >= kNumDTypes) throw StatusException{AttrTypeError(name, "dtypes", h)};
+        return static_cast<DType>(v);
       });
     case AttrType::kShapeList:
-      return List<PartialShape>(value, [&](nb::handle h) { return ShapeFromPython(h, name); });
+      return List<PartialShape>(value, name, "a list of shapes",
+                                [&](nb::handle h) { return ShapeFromPython(h, name); });
     case AttrType::kStringList:
-      return List<std::string>(
-          value, [&](nb::handle h) { return Scalar<std::string>(h, name, "strings"); });
+      return List<std::string>(value, name, "a list of strings", [&](nb::handle h) {
+        return Scalar<std::string>(h, name, "strings");
+      });
   }
   throw StatusException{AttrTypeError(name, "a supported attr value", value)};
 }
@@ -301,6 +313,25 @@ void RegisterGraph(nb::module_& m) {
     for (const AttrDef& a : op->attrs)
       attrs.append(nb::make_tuple(a.name, AttrTypeName(a.type), a.has_default));
     out["attrs"] = attrs;
+    // What a schema-driven generator (tests/fuzz) needs beyond names: each input's dtype source,
+    // each attr's default, and each type attr's allowed dtypes (dtypes as DTYPES enum values).
+    nb::list input_types;
+    for (const ArgDef& a : op->inputs) {
+      input_types.append(nb::make_tuple(a.name, static_cast<int>(a.fixed_type), a.type_attr,
+                                        a.number_attr));
+    }
+    out["input_types"] = input_types;
+    nb::dict attr_defaults, allowed_types;
+    for (const AttrDef& a : op->attrs) {
+      if (a.has_default) attr_defaults[a.name.c_str()] = AttrToPython(a.default_value);
+      if (a.type == AttrType::kType) {
+        nb::list allowed;
+        for (DType t : a.allowed_types) allowed.append(static_cast<int>(t));
+        allowed_types[a.name.c_str()] = allowed;
+      }
+    }
+    out["attr_defaults"] = attr_defaults;
+    out["allowed_types"] = allowed_types;
     out["stateful"] = op->stateful;
     out["has_gradient"] = static_cast<bool>(op->gradient);
     out["not_differentiable"] = op->not_differentiable;
