@@ -4,6 +4,8 @@
 #include <numpy/arrayobject.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace flowstone::python {
 namespace {
@@ -29,6 +31,26 @@ int NumpyType(DType dtype) {
     default:
       return -1;
   }
+}
+
+// The pending Python exception's message, cleared: conversion failures become Status errors.
+std::string TakePythonError() {
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  std::string message = "unknown error";
+  if (value != nullptr) {
+    PyObject* text = PyObject_Str(value);
+    if (text != nullptr) {
+      const char* utf8 = PyUnicode_AsUTF8(text);
+      if (utf8 != nullptr) message = utf8;
+      Py_DECREF(text);
+    }
+    PyErr_Clear();  // a failing str() must not leave an exception behind
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(traceback);
+  return message;
 }
 
 void ReleaseBuffer(PyObject* capsule) {
@@ -122,32 +144,43 @@ PyObject* TensorToNumpy(const Tensor& tensor) {
 Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out) {
   int type = NumpyType(dtype);
   if (type < 0) return errors::InvalidArgument("cannot feed a ", DTypeName(dtype), " tensor");
-  PyObject* array =
-      PyArray_FromAny(object, PyArray_DescrFromType(type), 0, 0,
-                      NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_FORCECAST, nullptr);
-  if (array == nullptr) {
-    PyErr_Clear();
-    return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype), " array");
+  // Any array-like becomes an array of its own dtype first (an ndarray as it is: no copy). The
+  // one copy into the tensor's memory below then handles strides (negative, zero), byte order,
+  // read-only memory and the cast, so a strided view is never first made contiguous.
+  PyObject* source = PyArray_FromAny(object, nullptr, 0, 0, 0, nullptr);
+  if (source == nullptr) {
+    return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype),
+                                   " array: ", TakePythonError());
   }
-  PyArrayObject* arr = reinterpret_cast<PyArrayObject*>(array);
+  PyArrayObject* src = reinterpret_cast<PyArrayObject*>(source);
   Dims dims;
-  for (int i = 0; i < PyArray_NDIM(arr); ++i) dims.push_back(PyArray_DIM(arr, i));
+  for (int i = 0; i < PyArray_NDIM(src); ++i) dims.push_back(PyArray_DIM(src, i));
   TensorShape shape(dims);
   Status s = Tensor::Allocate(CpuAllocator(), dtype, shape, out);
   if (!s.ok()) {
-    Py_DECREF(array);
-    return errors::ResourceExhausted("OOM when allocating a fed tensor with shape",
+    Py_DECREF(source);
+    return errors::ResourceExhausted("OOM when allocating a fed tensor with shape ",
                                      shape.ToString(), " and type ", DTypeShortName(dtype),
                                      " on the host");
   }
-  if (dtype == DType::kBFloat16) {
-    const float* in = static_cast<const float*>(PyArray_DATA(arr));
-    BFloat16* dst = out->data<BFloat16>();
-    for (int64_t i = 0; i < out->num_elements(); ++i) dst[i] = BFloat16(in[i]);
-  } else {
-    std::memcpy(out->raw_data(), PyArray_DATA(arr), out->bytes());
+  // bfloat16 has no numpy type: the tensor's memory is filled from a float32 copy.
+  std::vector<float> widened;
+  if (dtype == DType::kBFloat16) widened.resize(out->num_elements());
+  void* destination = dtype == DType::kBFloat16 ? widened.data() : out->raw_data();
+  PyObject* view = PyArray_New(&PyArray_Type, PyArray_NDIM(src), PyArray_DIMS(src), type,
+                               nullptr, destination, 0, NPY_ARRAY_CARRAY, nullptr);
+  int copied = view == nullptr ? -1 : PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(view), src);
+  Py_XDECREF(view);
+  Py_DECREF(source);
+  if (copied < 0) {
+    *out = Tensor();
+    return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype),
+                                   " array: ", TakePythonError());
   }
-  Py_DECREF(array);
+  if (dtype == DType::kBFloat16) {
+    BFloat16* dst = out->data<BFloat16>();
+    for (int64_t i = 0; i < out->num_elements(); ++i) dst[i] = BFloat16(widened[i]);
+  }
   return Status::OK();
 }
 

@@ -79,7 +79,8 @@ def test_feed_errors():
         with pytest.raises(TypeError, match="Cannot interpret feed_dict key as Tensor: The name "
                                             "'nope:0' refers to a Tensor which does not exist"):
             sess.run(x, {"nope:0": [1.0, 2.0]})
-        with pytest.raises(TypeError, match="Cannot feed value"):
+        with pytest.raises(ValueError, match="Cannot feed value .*could not convert string to "
+                                             "float: 'a'"):
             sess.run(x, {x: ["a", "b"]})
         i = tf.placeholder(tf.int32, [])
         with pytest.raises(TypeError, match="not compatible with Tensor type int32"):

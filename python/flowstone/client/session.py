@@ -159,6 +159,11 @@ class _CompiledRun:
         self.feed_np_dtypes = [t.dtype.as_numpy_dtype for t in feed_tensors]
 
 
+def _short_repr(value, limit=200):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _convert_feed(value, tensor, np_dtype):
     if isinstance(value, _ops.Tensor):
         raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed "
@@ -175,8 +180,11 @@ def _convert_feed(value, tensor, np_dtype):
                         f"with Tensor type {tensor.dtype.name}. Try explicitly setting the "
                         "type of the feed tensor to a larger type (e.g. int64).") from None
     except (TypeError, ValueError) as e:
-        raise TypeError(f"Cannot feed value {value!r} of type {type(value).__name__} for Tensor "
-                        f"{tensor.name!r} with dtype {tensor.dtype.name}: {e}") from None
+        # numpy's class is TF's: ValueError for ragged lists and unparsable strings, TypeError
+        # for values of the wrong kind.
+        error = ValueError if isinstance(e, ValueError) else TypeError
+        raise error(f"Cannot feed value {_short_repr(value)} of type {type(value).__name__} "
+                      f"for Tensor {tensor.name!r} with dtype {tensor.dtype.name}: {e}") from None
     if isinstance(value, int) and not isinstance(value, bool) and arr.item() != value:
         raise TypeError(f"Type of feed value {value} with type {type(value)} is not compatible "
                         f"with Tensor type {tensor.dtype.name}. Try explicitly setting the "
