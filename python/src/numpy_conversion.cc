@@ -3,6 +3,7 @@
 
 #include <numpy/arrayobject.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -93,6 +94,20 @@ DType DTypeOfNumpy(PyObject* object) {
     default:
       return DType::kInvalid;
   }
+}
+
+Status CheckNumpyCanHold(const Tensor& tensor) {
+  int64_t bytes = static_cast<int64_t>(std::max<size_t>(DTypeSize(tensor.dtype()), 1));
+  for (int i = 0; i < tensor.rank(); ++i) {
+    if (tensor.dim(i) == 0) continue;
+    if (__builtin_mul_overflow(bytes, tensor.dim(i), &bytes)) {
+      return errors::InvalidArgument(
+          "cannot fetch a tensor of shape ", tensor.shape().ToString(),
+          " as a numpy array: numpy requires the product of the non-zero dimensions and the item "
+          "size to fit in 64 bits, even for an empty array");
+    }
+  }
+  return Status::OK();
 }
 
 PyObject* TensorToNumpy(const Tensor& tensor) {

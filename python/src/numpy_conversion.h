@@ -17,8 +17,13 @@ bool InitNumpy();
 // bfloat16 is returned as float32, since numpy has no bfloat16.
 PyObject* TensorToNumpy(const Tensor& tensor);
 
-// Copies a numpy array (or anything np.asarray accepts) into a tensor of `dtype`.
-// Returns a Status naming the mismatch when the array's dtype is not `dtype`.
+// Whether numpy can represent the tensor's shape: numpy multiplies the non-zero dimensions and
+// the item size even for an empty array, so an empty tensor of shape [0, 2^40, 2^40] has no
+// numpy equivalent. The error names the shape.
+Status CheckNumpyCanHold(const Tensor& tensor);
+
+// Copies a numpy array (or anything np.asarray accepts) into a tensor of `dtype`, casting as
+// numpy's astype does. Returns a Status with numpy's message when the value cannot be converted.
 Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out);
 
 // The DType of a numpy array or numpy dtype object, or kInvalid.

@@ -72,6 +72,7 @@ struct Callable {
         result.append(nb::none());
         continue;
       }
+      ThrowIfError(CheckNumpyCanHold(t));
       PyObject* array = TensorToNumpy(t);
       if (array == nullptr) throw nb::python_error();
       result.append(nb::steal(array));
