@@ -396,6 +396,12 @@ FS_REGISTER_OP(OpBuilder("ConcatV2")
 // --- ConcatOffset ---------------------------------------------------------------------------
 
 Status ConcatOffsetShape(InferenceContext& ctx) {
+  // The kernel reads the first shape for the rank. TensorFlow asks for N >= 2; one shape is
+  // allowed here because the gradient of a one-input ConcatV2 asks for its offset.
+  if (ctx.num_inputs() < 2) {
+    return errors::InvalidArgument("ConcatOffset needs at least one shape (N >= 1), got N = ",
+                                   ctx.num_inputs() - 1);
+  }
   PartialShape unused;
   FS_RETURN_IF_ERROR(ctx.WithRank(0, 0, &unused));
   for (int i = 1; i < ctx.num_inputs(); ++i) {
