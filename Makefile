@@ -7,7 +7,8 @@ JOBS ?= $(shell nproc)
 # Real TensorFlow and PyTorch are peers for benchmarks only, in their own venv.
 PEERS := .venv-peers
 
-.PHONY: all demo test bench bootstrap install cpp-test py-test tsan asan format clean
+.PHONY: all demo test bench bootstrap install cpp-test py-test tsan tsan-build asan asan-configure asan-python \
+	stress fuzz format clean
 
 all: install
 
@@ -55,21 +56,54 @@ bench: install
 	$(VPY) bench/bench_training.py --peer-python $(PEERS)/bin/python
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
-tsan: $(BUILD)/.system-deps $(VENV)/.deps
+tsan-build: $(BUILD)/.system-deps $(VENV)/.deps
 	cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DFLOWSTONE_SANITIZE=thread -DFLOWSTONE_BUILD_PYTHON=OFF -DFLOWSTONE_BUILD_TESTS=ON \
 	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) \
 	  -DCMAKE_MAKE_PROGRAM=$(CURDIR)/$(VENV)/bin/ninja
 	cmake --build build/tsan -j$(JOBS)
+
+tsan: tsan-build
 	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure
 
-asan: $(BUILD)/.system-deps $(VENV)/.deps
+# AddressSanitizer + UBSan: one tree (build/asan) for the C++ tests and for the extension that
+# `make fuzz` loads (see asan-python).
+asan-configure: $(BUILD)/.system-deps $(VENV)/.deps
 	cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DFLOWSTONE_SANITIZE=address -DFLOWSTONE_BUILD_PYTHON=OFF -DFLOWSTONE_BUILD_TESTS=ON \
-	  -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) \
+	  -DFLOWSTONE_SANITIZE=address -DFLOWSTONE_BUILD_PYTHON=ON -DFLOWSTONE_BUILD_TESTS=ON \
+	  -DPython_EXECUTABLE=$(CURDIR)/$(VPY) -DCMAKE_PREFIX_PATH=$(CURDIR)/$(VENV) \
 	  -DCMAKE_MAKE_PROGRAM=$(CURDIR)/$(VENV)/bin/ninja
+
+asan: asan-configure
 	cmake --build build/asan -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build/asan --output-on-failure
+
+# The extension and core under AddressSanitizer + UBSan, as a package in $(ASAN_SITE) that the
+# ordinary interpreter loads with the ASan runtime preloaded (ASAN_RUN below).
+ASAN_SITE := build/asan/site
+ASAN_RUN := LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
+  PYTHONPATH=$(CURDIR)/$(ASAN_SITE)
+asan-python: asan-configure
+	cmake --build build/asan -j$(JOBS) --target _C
+	rm -rf $(ASAN_SITE) && mkdir -p $(ASAN_SITE)
+	cp -r python/flowstone $(ASAN_SITE)/
+	cp build/asan/_C*.so build/asan/libflowstone.so build/asan/generated/_build_config.py \
+	  $(ASAN_SITE)/flowstone/
+
+# Kernel fuzzing over the whole op registry under ASan + UBSan (tests/fuzz/fuzz_ops.py):
+# FUZZ_CALLS adversarial calls per op; a crash, sanitizer report or huge allocation fails it.
+FUZZ_CALLS ?= 1000
+fuzz: asan-python
+	$(ASAN_RUN) $(VPY) tests/fuzz/fuzz_ops.py --calls $(FUZZ_CALLS) --jobs $(JOBS) \
+	  --report build/asan/fuzz-report.json
+
+# Concurrency scenarios, long leak tests and the C++ concurrency tests, under load and under
+# ThreadSanitizer (tests/stress/run_stress.py; about 10 minutes on 2 cores).
+STRESS_ITERATIONS ?= 10000
+stress: install tsan-build
+	$(VPY) tests/stress/run_stress.py --iterations $(STRESS_ITERATIONS) \
+	  --cpp-tests $(BUILD)/tests/cpp/flowstone_tests --tsan-tests build/tsan/tests/cpp/flowstone_tests \
+	  --report build/stress-report.json
 
 format: $(VENV)/.deps
 	$(VENV)/bin/clang-format -i $$(git ls-files "*.h" "*.cc" "*.cu")

@@ -1,0 +1,163 @@
+"""Kernel fuzzing over the whole op registry (`make fuzz`).
+
+    python tests/fuzz/fuzz_ops.py [--calls 1000] [--jobs 2] [--ops A,B] [--report out.json]
+
+Every registered op (`_C.op_names()`) gets `--calls` adversarial calls generated from its schema
+(op_strategies.py). The calls run in worker processes (fuzz_worker.py), a batch of ops each, so
+that a crash, an abort or a sanitizer report is attributed to its op and call; the driver then
+starts a new worker for the ops that remain. Run it under AddressSanitizer + UBSan by building
+the ASan extension and preloading the runtime (the Makefile's `fuzz` target does both);
+ASAN_OPTIONS below make an allocation beyond --max-allocation-mb a failure as well.
+
+Exit status 0 means every call either succeeded or returned a Status error.
+"""
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fuzz_worker import read_last_call  # noqa: E402
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "AddressSanitizer:DEADLYSIGNAL", "requested allocation size")
+
+
+def list_ops():
+    out = subprocess.run([sys.executable, "-c",
+                          "from flowstone import _C; print(','.join(_C.op_names()))"],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip().split(",")
+
+
+def sanitizer_env(max_allocation_mb):
+    env = dict(os.environ)
+    # Leaks are the leak tests' business; Python itself leaks at exit.
+    options = ["detect_leaks=0", "abort_on_error=1", "allocator_may_return_null=0",
+               f"max_allocation_size_mb={max_allocation_mb}", "hard_rss_limit_mb=4096",
+               "handle_abort=1",
+               "print_summary=1"]
+    env["ASAN_OPTIONS"] = ":".join(options + [env.get("ASAN_OPTIONS", "")]).strip(":")
+    env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1:" + env.get("UBSAN_OPTIONS", "")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [HERE, env.get("PYTHONPATH")] if p)
+    return env
+
+
+def describe_last_call(path):
+    try:
+        found = read_last_call(path)
+    except (OSError, EOFError, pickle.UnpicklingError):
+        return "unknown (the call record could not be read)"
+    if found is None:
+        return "none: the worker died outside a call"
+    op, index, call = found
+    return f"call {index} of {op}: {call!r}"
+
+
+def run_worker(cmd, env, current_path, call_timeout):
+    """Runs one worker; kills it when one call runs longer than `call_timeout` seconds (a hang
+    counts as a crash). Returns (returncode or "hang", stderr)."""
+    with tempfile.TemporaryFile("w+") as stderr:
+        proc = subprocess.Popen(cmd, env=env, stderr=stderr, text=True)
+        last, since = None, time.monotonic()
+        while proc.poll() is None:
+            time.sleep(0.5)
+            try:
+                now = os.stat(current_path).st_size, os.stat(current_path).st_mtime_ns
+            except FileNotFoundError:
+                now = None
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since > call_timeout:
+                proc.kill()
+                proc.wait()
+                stderr.seek(0)
+                return "hang", stderr.read()
+        stderr.seek(0)
+        return proc.returncode, stderr.read()
+
+
+def run_batch(ops, args, workdir, env):
+    """Runs the worker over `ops` until they are all done; returns (results, crashes)."""
+    results_path = os.path.join(workdir, "results.jsonl")
+    current_path = os.path.join(workdir, "current.txt")
+    results, crashes = [], []
+    remaining = list(ops)
+    while remaining:
+        open(results_path, "w").close()
+        cmd = [sys.executable, os.path.join(HERE, "fuzz_worker.py"), "--ops", ",".join(remaining),
+               "--calls", str(args.calls), "--seed", str(args.seed), "--results", results_path,
+               "--current", current_path]
+        returncode, stderr = run_worker(cmd, env, current_path, args.call_timeout)
+        with open(results_path) as f:
+            done = [json.loads(line) for line in f if line.strip()]
+        results += done
+        remaining = remaining[len(done):]
+        sanitizer = any(marker in stderr for marker in SANITIZER_MARKERS)
+        if returncode == 0 and not sanitizer:
+            break
+        last = describe_last_call(current_path)
+        op = remaining[0] if remaining else (done[-1]["op"] if done else "?")
+        crashes.append({"op": op, "returncode": returncode, "call": last,
+                        "stderr": stderr[-6000:]})
+        print(f"CRASH in {op} (exit {returncode}): {last[:500]}", flush=True)
+        remaining = remaining[1:]
+    return results, crashes
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1000, help="adversarial calls per op")
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes at once")
+    parser.add_argument("--ops", help="comma-separated ops (default: the whole registry)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--call-timeout", type=int, default=120,
+                        help="seconds one call may take before it counts as a hang")
+    parser.add_argument("--max-allocation-mb", type=int, default=1024)
+    parser.add_argument("--report", help="write per-op counts and crashes as JSON here")
+    args = parser.parse_args()
+
+    ops = args.ops.split(",") if args.ops else list_ops()
+    env = sanitizer_env(args.max_allocation_mb)
+    start = time.monotonic()
+    batches = [ops[i::args.jobs] for i in range(args.jobs)]
+    with tempfile.TemporaryDirectory(prefix="fuzz_ops_") as tmp:
+        workdirs = [os.path.join(tmp, str(i)) for i in range(len(batches))]
+        for d in workdirs:
+            os.makedirs(d)
+        with ThreadPoolExecutor(len(batches)) as pool:
+            outcomes = list(pool.map(lambda b: run_batch(b[0], args, b[1], env),
+                                     zip(batches, workdirs)))
+    results = sorted((r for res, _ in outcomes for r in res), key=lambda r: r["op"])
+    crashes = [c for _, cs in outcomes for c in cs]
+    failures = [(r["op"], f) for r in results for f in r["failures"]]
+
+    print(f"{'op':40s} {'calls':>7s} {'ok':>7s} {'status':>7s} {'fail':>5s} {'s':>6s}")
+    for r in results:
+        print(f"{r['op']:40s} {r['calls']:7d} {r['ok']:7d} {r['status_error']:7d} "
+              f"{len(r['failures']):5d} {r['seconds']:6.1f}")
+    total = sum(r["calls"] for r in results)
+    short = [r["op"] for r in results if r["calls"] < args.calls]
+    print(f"\n{len(results)} ops, {total} calls in {time.monotonic() - start:.0f} s; "
+          f"{len(crashes)} crashes, {len(failures)} non-Status exceptions, "
+          f"{len(short)} ops below {args.calls} calls")
+    for op, failure in failures[:50]:
+        print(f"FAILURE {op}: {failure}")
+    for crash in crashes:
+        print(f"CRASH {crash['op']} (exit {crash['returncode']})\n  call: {crash['call']}\n"
+              f"  stderr tail:\n{crash['stderr'][-3000:]}")
+    if args.report:
+        with open(args.report, "w") as f:
+            json.dump({"results": results, "crashes": crashes}, f, indent=1)
+    return 1 if crashes or failures or short else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

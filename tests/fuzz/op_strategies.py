@@ -1,0 +1,278 @@
+"""Hypothesis strategies that build adversarial calls of one op from its registry schema.
+
+Nothing here names an op: inputs, list lengths, dtypes and attrs all come from `_C.op_def`, so
+an op registered tomorrow is fuzzed with no edit. A call is a plain description (`Call`) that the
+worker turns into a graph; it prints as something a person can read and paste into a test.
+"""
+
+import dataclasses
+
+import numpy as np
+from hypothesis import strategies as st
+
+from flowstone import _C
+
+# Flowstone dtype enum values by name, and the numpy dtype that feeds each one (bfloat16 is fed
+# as float32 and converted by the binding; resources are variable handles, not arrays).
+DTYPE_ENUM = {name: info[0] for name, info in _C.DTYPES.items()}
+DTYPE_NAME = {enum: name for name, enum in DTYPE_ENUM.items()}
+NUMPY_DTYPE = {
+    "float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": np.float32,
+    "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_,
+}
+VALUE_DTYPES = sorted(NUMPY_DTYPE)
+
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
+# Integers that break index, axis, size and shape arithmetic: signs, type limits, values whose
+# products overflow int64 (2**32 squared), and the small ones valid calls use.
+EDGE_INTS = [0, 1, 2, 3, -1, -2, 4, 7, 8, -3, 9, 16, 100, INT32_MAX, INT32_MIN, INT32_MAX + 1,
+             2**32, 2**40, 2**62, INT64_MAX, INT64_MIN, INT64_MIN + 1]
+SMALL_INTS = [0, 1, 2, 3, -1, -2, 4, 5]
+EDGE_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, float("nan"), float("inf"), float("-inf"),
+               5e-324, 1e-310, 1e-40, 1.4e-45, 3.4e38, 1.7976931348623157e308, -1e300, 1e-8]
+# Strings for string attrs: every value the registry's defaults use, the enumerations TF's ops
+# take, and malformed ones.
+KNOWN_STRINGS = ["SAME", "VALID", "EXPLICIT", "NHWC", "NCHW", "NDHWC", "NCDHW", "NWC", "NCW",
+                 "CONSTANT", "REFLECT", "SYMMETRIC", "", "same", "x" * 300, "\x00", "NHWC\x00",
+                 "é", "NHW", "NHWCC"]
+
+# Element counts stay small so that a call is fast; shapes of attrs and of int inputs that ops
+# read as shapes are not bounded (that is where the overflow bugs live).
+MAX_ELEMENTS = 4096
+MAX_RANK = 8
+
+
+@dataclasses.dataclass
+class Input:
+    """One input of a call: a constant, a fed placeholder (whose declared shape may be unknown or
+    partial) or a variable handle (`dtype` is the variable's; `value` its initial value or None
+    for an uninitialized variable)."""
+    kind: str  # "const", "feed" or "variable"
+    dtype: str
+    value: np.ndarray
+    declared_shape: object = None  # for feeds: None (unknown rank) or a list with None dims
+
+    def __repr__(self):
+        value = self.value
+        if value is not None:
+            value = np.array2string(np.asarray(value), threshold=40, max_line_width=200)
+            value = f"{value} shape={tuple(np.shape(self.value))}"
+        extra = f", declared_shape={self.declared_shape}" if self.kind == "feed" else ""
+        return f"{self.kind}({self.dtype}, {value}{extra})"
+
+
+@dataclasses.dataclass
+class Call:
+    op: str
+    inputs: list  # per flat input: Input
+    attrs: dict
+
+    def __repr__(self):
+        attrs = {k: (DTYPE_NAME.get(v, v) if isinstance(v, int) and k in self._type_attrs else v)
+                 for k, v in self.attrs.items()}
+        return f"{self.op}(inputs={self.inputs!r}, attrs={attrs!r})"
+
+    @property
+    def _type_attrs(self):
+        return {name for name, type_name, _ in _C.op_def(self.op)["attrs"] if type_name == "type"}
+
+
+def _shape_pool():
+    """Shapes of rank 0..8 with zero-sized dims, at most MAX_ELEMENTS elements each."""
+    rng = np.random.default_rng(0)
+    shapes = {(), (0,), (1,), (3,), (0, 3), (2, 3), (3, 0, 2), (1, 1, 1, 1)}
+    while len(shapes) < 400:
+        rank = int(rng.choice([1, 2, 2, 3, 3, 4, 4, 5, 6, 7, 8]))
+        dims = tuple(int(d) for d in rng.choice([0, 1, 1, 2, 2, 3, 4, 5, 7], size=rank))
+        if np.prod(dims) <= MAX_ELEMENTS:
+            shapes.add(dims)
+    return sorted(shapes, key=lambda s: (len(s), s))
+
+
+SHAPES = st.sampled_from(_shape_pool())
+SEEDS = st.integers(0, 2**32 - 1)
+EDGE_INT = st.one_of(st.sampled_from(EDGE_INTS), st.integers(INT64_MIN, INT64_MAX))
+SMALL_OR_EDGE_INT = st.sampled_from(SMALL_INTS * 3 + EDGE_INTS)
+VALUE_KINDS = ["small", "small", "edge", "random", "constant"]
+
+
+def array_values(dtype, shape, seed):
+    """An array of `shape` filled by numpy from a seed that hypothesis drew: small values,
+    edge values, random bit patterns or one edge value everywhere (drawing thousands of
+    elements one by one through hypothesis would be slow)."""
+    np_dtype = NUMPY_DTYPE[dtype]
+    rng = np.random.default_rng(seed)
+    kind = VALUE_KINDS[seed % len(VALUE_KINDS)]
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype in ("float32", "float64", "float16", "bfloat16"):
+        pool = {"small": [0.0, 1.0, -1.0, 0.5, 2.0, 3.0], "edge": EDGE_FLOATS,
+                "constant": [EDGE_FLOATS[seed % len(EDGE_FLOATS)]]}.get(kind)
+        with np.errstate(over="ignore"):
+            if pool is None:  # random: any bit pattern, so also NaN payloads and denormals
+                bits = rng.integers(0, 2**64 - 1, size=shape, dtype=np.uint64, endpoint=True)
+                return bits.view(np.float64).astype(np_dtype)
+            return rng.choice(np.array(pool, np.float64), size=shape).astype(np_dtype)
+    info = np.iinfo(np_dtype)
+    pool = {"small": SMALL_INTS, "edge": EDGE_INTS,
+            "constant": [EDGE_INTS[seed % len(EDGE_INTS)]]}.get(kind)
+    if pool is None:
+        return rng.integers(info.min, info.max, size=shape, dtype=np_dtype, endpoint=True)
+    # Wrap to the dtype's range the way a C cast does, so INT_MIN and friends survive.
+    wrapped = np.array([v % (1 << info.bits) for v in pool], np.uint64).astype(np_dtype)
+    return rng.choice(wrapped, size=shape)
+
+
+def index_like_shapes(base):
+    """Shapes an int input has when it holds axes, sizes, multiples or paddings for a tensor of
+    shape `base`: a scalar, one per dim, a pair per dim, or `base` itself."""
+    rank = len(base)
+    return [(), (1,), (rank,), (rank, 2), base, (max(rank - 1, 0),)]
+
+
+@st.composite
+def tensors(draw, dtype, base_shape, position):
+    """One input. Inputs after the first usually share the first one's shape (float inputs) or
+    have the shape of an axis, a shape or paddings for it (int inputs). Hypothesis draws a shape
+    and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
+    seed = draw(SEEDS)
+    shape = draw(SHAPES)
+    if dtype == "resource":
+        var_dtype = VALUE_DTYPES[seed % len(VALUE_DTYPES)]
+        return Input("variable", var_dtype, array_values(var_dtype, shape, seed)
+                     if seed % 3 else None)
+    if position > 0 and base_shape is not None and (seed >> 8) % 3:
+        if dtype in ("int32", "int64"):
+            shapes = index_like_shapes(base_shape)
+            shape = shapes[(seed >> 10) % len(shapes)]
+        else:
+            shape = base_shape
+    value = array_values(dtype, shape, seed)
+    if position > 0 and dtype in ("int32", "int64") and (seed >> 12) % 2:
+        value = (value % 4 - (seed % 3 == 0)).astype(value.dtype)  # small: valid axes and sizes
+    kind = ["const", "feed-unknown", "feed-exact", "feed-partial"][(seed >> 14) % 4]
+    if dtype == "bfloat16":  # no numpy dtype: it can only be fed (as float32)
+        kind = "feed-unknown"
+    if kind == "const":
+        return Input("const", dtype, value)
+    declared = {"feed-unknown": None, "feed-exact": list(shape),
+                "feed-partial": [None if (seed >> (16 + i)) & 1 else d
+                                 for i, d in enumerate(shape)]}
+    return Input("feed", dtype, value, declared[kind])
+
+
+SHAPE_ATTRS = st.one_of(
+    st.none(), st.sampled_from([[], [2, 3], [None, 3], [-1], [0, 5], [2**32, 2**32, 2**32]]),
+    st.lists(st.one_of(st.sampled_from([None, 0, 1, 2, 3, -1, -2]), EDGE_INT),
+             max_size=MAX_RANK + 2))
+WRONG_TYPES = st.sampled_from(["a string", 1.5, -7, [1, "x"], [[1]], True, {"k": 1}, 2**70,
+                               -2**70, [2**70], b"bytes", None])
+ALL_DTYPES = list(DTYPE_ENUM.values())
+WELL_TYPED = {
+    "int": SMALL_OR_EDGE_INT,
+    "float": st.one_of(st.sampled_from(EDGE_FLOATS), st.floats()),
+    "bool": st.booleans(),
+    "string": st.sampled_from(KNOWN_STRINGS),
+    "shape": SHAPE_ATTRS,
+    "tensor": st.tuples(st.sampled_from(VALUE_DTYPES[1:]), SHAPES, SEEDS).map(
+        lambda t: array_values(*t)),
+    "list(int)": st.one_of(st.lists(st.sampled_from(SMALL_INTS), max_size=8),
+                           st.lists(SMALL_OR_EDGE_INT, max_size=10)),
+    "list(float)": st.lists(st.sampled_from(EDGE_FLOATS), max_size=6),
+    "list(type)": st.lists(st.sampled_from(ALL_DTYPES + [0, 99]), max_size=4),
+    "list(shape)": st.lists(SHAPE_ATTRS, max_size=4),
+    "list(string)": st.lists(st.sampled_from(KNOWN_STRINGS), max_size=4),
+}
+
+
+def attr_values(type_name, default, allowed_dtypes):
+    """Values for an attr of `type_name`: the default, well-typed edge values, or (one time in
+    five) a value of the wrong type."""
+    if type_name == "type":
+        well_typed = st.sampled_from((allowed_dtypes or ALL_DTYPES) * 3 + ALL_DTYPES +
+                                     [0, -1, 99, 2**40])
+    else:
+        well_typed = WELL_TYPED[type_name]
+    choices = [well_typed, well_typed, well_typed, WRONG_TYPES]
+    if default is not None:
+        choices.append(st.just(default))
+    return st.one_of(*choices)
+
+
+_CALLS = {}
+
+
+def calls(op):
+    """The strategy of adversarial calls of `op`, built once per op from its schema."""
+    if op not in _CALLS:
+        _CALLS[op] = _calls(op)
+    return _CALLS[op]
+
+
+def _calls(op):
+    op_def = _C.op_def(op)
+    if op_def is None:
+        raise ValueError(f"{op} is not a registered op")
+    attr_types = {name: type_name for name, type_name, _ in op_def["attrs"]}
+    defaults = op_def["attr_defaults"]
+    allowed = op_def["allowed_types"]
+    number_attrs = {number for _, _, _, number in op_def["input_types"] if number}
+    type_choices = {name: st.sampled_from(allowed[name] or ALL_DTYPES)
+                    for name, type_name in attr_types.items() if type_name == "type"}
+    # One input in ten gets another dtype than its type attr says (mismatched dtypes).
+    mismatch = st.sampled_from([None] * 9 + ["other"])
+    other_dtype = st.sampled_from(VALUE_DTYPES)
+    list_length = st.sampled_from([0, 1, 1, 2, 2, 3, 5])
+    # Per attr, two ways to draw it. Adversarial: left to the default (or to inference from the
+    # inputs), or any value, wrong types included. Gentle: left to the default where there is
+    # one, else a well-typed value with small numbers, so that the call often reaches the kernel.
+    adversarial, gentle = {}, {}
+    for name, type_name in attr_types.items():
+        value = attr_values(type_name, defaults.get(name), allowed.get(name))
+        inferred = type_name == "type" or name in number_attrs or name in defaults
+        adversarial[name] = st.one_of(st.just(_UNSET), value) if inferred else value
+        if inferred:
+            gentle[name] = st.just(_UNSET)
+        elif type_name == "int":
+            gentle[name] = st.sampled_from(SMALL_INTS)
+        elif type_name == "list(int)":
+            gentle[name] = st.lists(st.sampled_from([1, 1, 1, 2, 0, -1]), max_size=5)
+        else:
+            gentle[name] = WELL_TYPED.get(type_name, value)
+    extra_attr = st.sampled_from([False] * 49 + [True])
+    gentle_call = st.sampled_from([True, True, True, False, False])
+
+    @st.composite
+    def draw_call(draw):
+        is_gentle = draw(gentle_call)
+        chosen_types = {name: draw(s) for name, s in type_choices.items()}
+        lengths = {name: draw(list_length) for name in number_attrs}
+        inputs, base_shape = [], None
+        for _, fixed, type_attr, number_attr in op_def["input_types"]:
+            for _ in range(lengths[number_attr] if number_attr else 1):
+                dtype = DTYPE_NAME[fixed or chosen_types.get(type_attr, DTYPE_ENUM["float32"])]
+                if not is_gentle and draw(mismatch):
+                    dtype = draw(other_dtype)
+                item = draw(tensors(dtype, base_shape, len(inputs)))
+                if base_shape is None and item.value is not None:
+                    base_shape = tuple(np.shape(item.value))
+                inputs.append(item)
+        attrs = {}
+        for name, strategy in (gentle if is_gentle else adversarial).items():
+            value = draw(strategy)
+            if value is not _UNSET:
+                attrs[name] = value
+        if not is_gentle and draw(extra_attr):
+            attrs["not_an_attr_of_this_op"] = 1
+        return Call(op, inputs, attrs)
+
+    return draw_call()
+
+
+class _Unset:
+    def __repr__(self):
+        return "<unset>"
+
+
+_UNSET = _Unset()

@@ -1,0 +1,66 @@
+"""Calls that `make fuzz` (tests/fuzz) found crashing, hanging or raising something other than a
+Status error, reduced to the smallest call that showed it. Each must now fail cleanly (or work)
+and leave the graph and session usable. docs/RELIABILITY.md lists them with their causes."""
+
+import numpy as np
+import pytest
+
+import flowstone as tf
+from flowstone import _C
+from flowstone.framework.ops import apply_op
+
+
+@pytest.mark.parametrize("num_split", [2**62, 2**20 + 1, -1])
+def test_a_huge_or_negative_output_list_length_is_a_value_error(num_split):
+    # num_split=2**62 used to fill a vector of 2**62 output dtypes: the process hung and then
+    # ran out of memory while the graph was being built.
+    x = tf.constant(np.ones((2, 4), np.float32))
+    with pytest.raises(ValueError, match=f"Split: attr 'num_split' must be >= 0 and at most "
+                                         f"1048576, got {num_split}"):
+        apply_op("Split", [tf.constant(0), x], {"num_split": num_split})
+    assert tf.split(x, 2, axis=1)[1].shape.as_list() == [2, 2]
+
+
+def test_a_list_length_attr_that_disagrees_with_huge_values_is_a_value_error():
+    x = tf.constant([1.0])
+    with pytest.raises(ValueError, match="AddN: attr 'N' must be >= 0 and at most 1048576, got "
+                                         "4294967298"):
+        apply_op("AddN", [[x, x]], {"N": 2**32 + 2})  # used to be cast to int: 2
+
+
+@pytest.mark.parametrize("value", [True, 7, {"a": 1}, "SAME", None])
+def test_a_list_attr_given_a_non_list_is_a_status_type_error(value):
+    # A bool or an int raised a bare TypeError from iterating it, a dict or a string was read
+    # as a list of its keys or characters.
+    graph = _C.Graph()
+    x = graph.add_node("Const", "x", [], [], {"value": np.ones((1, 2, 2, 1), np.float32),
+                                              "dtype": 1}, "", "")
+    with pytest.raises(_C.StatusError, match="Expected a list of ints for attr 'strides'"):
+        graph.add_node("Conv2D", "conv", [(x, 0), (x, 0)], [],
+                       {"strides": value, "padding": "SAME"}, "", "")
+    with pytest.raises(TypeError, match="Expected a list of ints for attr 'strides', got True"):
+        apply_op("Conv2D", [tf.ones([1, 2, 2, 1]), tf.ones([1, 1, 1, 1])],
+                 {"strides": True, "padding": "SAME"})
+
+
+def test_fetching_an_empty_tensor_that_numpy_cannot_shape_is_a_status_error():
+    # Tile of an empty tensor by huge multiples is empty, but numpy multiplies the non-zero
+    # dimensions anyway: the fetch raised numpy's bare ValueError ("array is too big").
+    empty = tf.zeros([3, 0, 2])
+    tiled = tf.tile(empty, tf.constant([2**40, 5, 2**40], tf.int64))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"cannot fetch a tensor of shape \[3298534883328,0,"
+                                 r"2199023255552\] as a numpy array"):
+            sess.run(tiled)
+        assert sess.run(tf.size(tiled)) == 0
+
+
+def test_concat_offset_without_shapes_is_an_error_not_a_segfault():
+    # The kernel read the first shape (input 1) of a node that had none: SIGSEGV.
+    with pytest.raises(ValueError, match=r"ConcatOffset needs at least one shape \(N >= 1\), "
+                                         "got N = 0"):
+        apply_op("ConcatOffset", [tf.constant(0), []])
+    offsets = apply_op("ConcatOffset", [tf.constant(0), [tf.constant([2, 3])]])
+    with tf.Session() as sess:
+        assert sess.run(offsets.outputs[0]).tolist() == [0, 0]
