@@ -474,6 +474,9 @@ Status PackAxis(int64_t axis, int value_rank, int* out) {
 }
 
 Status PackShape(InferenceContext& ctx) {
+  if (ctx.num_inputs() == 0) {
+    return errors::InvalidArgument("Attr 'N' of 'Pack' Op passed 0 less than minimum 1.");
+  }
   PartialShape merged = ctx.input(0);
   for (int i = 1; i < ctx.num_inputs(); ++i) {
     PartialShape next;

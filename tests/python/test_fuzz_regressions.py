@@ -64,3 +64,10 @@ def test_concat_offset_without_shapes_is_an_error_not_a_segfault():
     offsets = apply_op("ConcatOffset", [tf.constant(0), [tf.constant([2, 3])]])
     with tf.Session() as sess:
         assert sess.run(offsets.outputs[0]).tolist() == [0, 0]
+
+
+def test_pack_of_no_values_is_an_error_not_a_segfault():
+    # The shape function read the first input's shape of a node without inputs: SIGSEGV.
+    with pytest.raises(ValueError, match=r"Attr 'N' of 'Pack' Op passed 0 less than minimum 1\."):
+        apply_op("Pack", [[]], {"T": tf.bool, "axis": 0})
+    assert tf.stack([tf.constant(True)]).shape.as_list() == [1]
