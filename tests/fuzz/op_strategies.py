@@ -236,8 +236,9 @@ def _calls(op):
             gentle[name] = st.just(_UNSET)
         elif type_name == "int":
             gentle[name] = st.sampled_from(SMALL_INTS)
-        elif type_name == "list(int)":
-            gentle[name] = st.lists(st.sampled_from([1, 1, 1, 2, 0, -1]), max_size=5)
+        elif type_name == "list(int)":  # strides, ksize, dilations: often all ones
+            gentle[name] = st.one_of(st.sampled_from([[1] * k for k in range(6)]),
+                                     st.lists(st.sampled_from([1, 1, 1, 2, 0, -1]), max_size=5))
         else:
             gentle[name] = WELL_TYPED.get(type_name, value)
     extra_attr = st.sampled_from([False] * 49 + [True])
