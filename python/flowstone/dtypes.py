@@ -148,14 +148,23 @@ _BY_NAME = {}
 _BY_ENUM = {}  # C++ enum -> DType
 _BY_TF_ENUM = {}
 for _name, (_tf_enum, _size, _short, _np_dtype, _kind) in _TENSORFLOW_DTYPES.items():
+    # The core gives its enum and message name; size and enum number stay TensorFlow's (a
+    # resource handle has size 0 in TensorFlow, whatever the core stores).
     _core = _C.DTYPES.get(_name)
     if _core is not None:
-        _enum, _size, _short, _tf_enum = _core
+        _enum, _, _short, _ = _core
     _dtype = DType(_name, None if _core is None else _enum, _size, _short, _tf_enum, _np_dtype,
                    _kind)
     _BY_NAME[_name] = _BY_NAME[_short] = _BY_TF_ENUM[_tf_enum] = _dtype
     if _core is not None:
         _BY_ENUM[_enum] = _dtype
+
+# A core dtype TensorFlow does not have (none today) still gets a DType, so that nodes of it
+# can be wrapped.
+for _name, (_enum, _size, _short, _tf_enum) in _C.DTYPES.items():
+    if _name not in _BY_NAME:
+        _BY_NAME[_name] = _BY_ENUM[_enum] = DType(_name, _enum, _size, _short, _tf_enum, None,
+                                                  "other")
 
 float16 = half = _BY_NAME["float16"]
 bfloat16 = _BY_NAME["bfloat16"]
