@@ -50,21 +50,40 @@ def _short_site(site):
 
 
 class GraphKeys:
-    """Standard collection names."""
+    """Standard collection names (TensorFlow's strings, so that programs filling a collection
+    by its literal name meet the same one)."""
     GLOBAL_VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    CONCATENATED_VARIABLES = "concatenated_variables"
     SUMMARIES = "summaries"
+    SUMMARY_OP = "summary_op"
     QUEUE_RUNNERS = "queue_runners"
     TABLE_INITIALIZERS = "table_initializer"
+    ASSET_FILEPATHS = "asset_filepaths"
     SAVERS = "savers"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
     UPDATE_OPS = "update_ops"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
     GLOBAL_STEP = "global_step"
+    EVAL_STEP = "eval_step"
     INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
     TRAIN_OP = "train_op"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
     VARIABLES = GLOBAL_VARIABLES
 
 

@@ -55,6 +55,12 @@ def init_scope():
         yield
 
 
+@tf_export("moving_average_variables")
+def moving_average_variables(scope=None):
+    """The variables in MOVING_AVERAGE_VARIABLES (filled by ExponentialMovingAverage)."""
+    return _ops.get_collection(_ops.GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
 @tf_export("all_variables")
 def all_variables():
     """Deprecated TF1 name of tf.global_variables()."""
