@@ -287,7 +287,8 @@ def _define(flag_values, flag, required):
     return flag_values._define(flag, _caller_module())
 
 
-def DEFINE_string(name, default, help, flag_values=FLAGS, required=False, **args):  # noqa: N802,A002
+def DEFINE_string(name, default, help, flag_values=FLAGS,  # noqa: N802,A002
+                  required=False, **args):
     return _define(flag_values, Flag(name, default, help, str, "string"), required)
 
 
@@ -311,8 +312,8 @@ def DEFINE_boolean(name, default, help, flag_values=FLAGS, module_name=None,  # 
 DEFINE_bool = DEFINE_boolean
 
 
-def DEFINE_enum(name, default, enum_values, help, flag_values=FLAGS, module_name=None,  # noqa: N802,A002
-                required=False, **args):
+def DEFINE_enum(name, default, enum_values, help,  # noqa: N802,A002
+                flag_values=FLAGS, module_name=None, required=False, **args):
     if not enum_values:
         raise ValueError(f"enum_values cannot be empty, found '{enum_values}'")
     return _define(flag_values, Flag(name, default, help, _enum(list(enum_values)), "enum"),
@@ -323,7 +324,8 @@ def DEFINE_list(name, default, help, flag_values=FLAGS, required=False, **args):
     return _define(flag_values, Flag(name, default, help, _comma_list, "list"), required)
 
 
-def DEFINE_multi_string(name, default, help, flag_values=FLAGS, required=False, **args):  # noqa: N802,A002
+def DEFINE_multi_string(name, default, help, flag_values=FLAGS,  # noqa: N802,A002
+                        required=False, **args):
     return _define(flag_values, Flag(name, default, help, str, "string", multi=True), required)
 
 
