@@ -232,7 +232,7 @@ def as_dtype(type_value):
             return dtype
     elif isinstance(type_value, type) and type_value in _FROM_PYTHON:
         return _FROM_PYTHON[type_value]
-    else:
+    elif type_value is not None:  # np.dtype(None) would be float64
         if isinstance(type_value, np.dtype) and type_value.names:
             # The structured numpy dtypes TensorFlow uses for its quantized types.
             dtype = _BY_NAME.get(type_value.names[0])

@@ -62,6 +62,9 @@ def test_as_dtype_conversions():
     assert tf.int16 == np.int16 and tf.int16 != tf.int32 and tf.int16 == "int16"
     with pytest.raises(TypeError, match="Cannot convert value 'int17' to a TensorFlow DType."):
         tf.as_dtype("int17")
+    with pytest.raises(TypeError, match="Cannot convert value None"):
+        tf.as_dtype(None)
+    assert tf.float64 != None  # noqa: E711 - the comparison under test
 
 
 @pytest.mark.parametrize("dtype", [tf.complex64, tf.qint8, tf.string, tf.uint32])
