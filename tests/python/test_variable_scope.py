@@ -263,6 +263,19 @@ def test_scopes_are_per_graph():
         assert v.name == "v:0"
 
 
+def test_a_function_body_uses_the_scopes_and_variables_of_its_outer_graph():
+    # A body traced for tf.cond / tf.while_loop is a graph with an `outer_graph`.
+    outer = tf.get_default_graph()
+    body = tf.Graph()
+    body.outer_graph = outer
+    with tf.variable_scope("net"):
+        w = tf.get_variable("w", [1])
+        with body.as_default():
+            assert tf.get_variable_scope().name == "net"
+            with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+                assert tf.get_variable("w", [1]) is w
+
+
 _SCOPE_PROGRAM = textwrap.dedent("""
     import sys
     if sys.argv[1] == "tensorflow":

@@ -284,15 +284,25 @@ class _VariableScopeStore:
         return self.variable_scopes_count.get(scope_name, 0)
 
 
+def _store_graph(graph=None):
+    """The graph whose stores `graph` uses: a function body being traced (which has an
+    `outer_graph`) uses its outermost graph's, so that scopes and variables opened around a
+    tf.cond or tf.while_loop hold inside its branches and body, as in TensorFlow."""
+    graph = graph or _ops.get_default_graph()
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
+    return graph
+
+
 def _scope_store(graph=None):
-    ctx = (graph or _ops.get_default_graph())._ctx()
+    ctx = _store_graph(graph)._ctx()
     if ctx.var_scope_store is None:
         ctx.var_scope_store = _VariableScopeStore()
     return ctx.var_scope_store
 
 
 def _variable_store(graph=None):
-    graph = graph or _ops.get_default_graph()
+    graph = _store_graph(graph)
     if graph._variable_store is None:
         graph._variable_store = _VariableStore()
     return graph._variable_store
