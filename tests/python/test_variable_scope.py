@@ -276,6 +276,22 @@ def test_a_function_body_uses_the_scopes_and_variables_of_its_outer_graph():
                 assert tf.get_variable("w", [1]) is w
 
 
+def test_variables_ignore_control_dependencies_and_init_scope_keeps_the_name_scope():
+    x = tf.constant(1.0, name="x")
+    with tf.control_dependencies([x]):
+        v = tf.Variable(2.0, name="v")
+        w = tf.get_variable("w", [1])
+        y = tf.constant(3.0, name="y")
+        with tf.init_scope():
+            free = tf.constant(0.0, name="free")
+    assert v.op.control_inputs == [] and v.initializer.control_inputs == []
+    assert w.op.control_inputs == [] and free.op.control_inputs == []
+    assert y.op.control_inputs == [x.op]
+    with tf.name_scope("ns"):
+        with tf.init_scope():
+            assert tf.constant(0).name == "ns/Const:0"
+
+
 _SCOPE_PROGRAM = textwrap.dedent("""
     import sys
     if sys.argv[1] == "tensorflow":

@@ -679,6 +679,22 @@ def control_dependencies(control_inputs):
     return get_default_graph().control_dependencies(control_inputs)
 
 
+@tf_export("init_scope")
+@contextlib.contextmanager
+def init_scope():
+    """Where variables and their initializers are built, as in TensorFlow: in the outermost
+    graph (out of any function body being traced), free of the control dependencies in scope,
+    under the current name scope."""
+    graph = get_default_graph()
+    scope = graph.get_name_scope()
+    outer = graph
+    while getattr(outer, "outer_graph", None) is not None:
+        outer = outer.outer_graph
+    with outer.as_default(), outer.name_scope(scope + "/" if scope else ""), \
+            outer.control_dependencies(None):
+        yield
+
+
 def device(device_name_or_function):
     """Pins ops created in the block to a device; nested scopes merge, None clears."""
     return get_default_graph().device(device_name_or_function)

@@ -34,6 +34,14 @@ class Variable:
         self._trainable = True if trainable is None else bool(trainable)
         self._constraint = constraint
         dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+        # Like TensorFlow's, a variable ignores the control dependencies in scope and is made
+        # in the outermost graph (see init_scope).
+        with _ops.init_scope():
+            self._init_from_args(initial_value, init_from_fn, dtype, shape, validate_shape,
+                                 name, collections)
+
+    def _init_from_args(self, initial_value, init_from_fn, dtype, shape, validate_shape, name,
+                        collections):
         graph = _ops.get_default_graph()
         with graph.name_scope(name or "Variable") as scope:
             handle_name = scope[:-1]

@@ -1,8 +1,7 @@
 """TF1's variable utilities around tf.Variable: the aggregation and synchronization enums,
-resource-variable switches, init_scope, and TF1's deprecated aliases for variable lists,
-initializers and scopes."""
+resource-variable switches, and TF1's deprecated aliases for variable lists, initializers and
+scopes."""
 
-import contextlib
 import enum
 
 from flowstone.framework import ops as _ops
@@ -44,15 +43,6 @@ def enable_resource_variables():
 @tf_export("disable_resource_variables")
 def disable_resource_variables():
     """Accepted for TF1 programs; variables stay resource variables (see docs/COMPAT.md)."""
-
-
-@tf_export("init_scope")
-@contextlib.contextmanager
-def init_scope():
-    """Builds ops free of the control dependencies in scope, as initializers need; the name
-    scope is kept, as in TensorFlow's graph mode."""
-    with _ops.get_default_graph().control_dependencies(None):
-        yield
 
 
 @tf_export("moving_average_variables")
