@@ -197,6 +197,14 @@ def test_partitioner_is_accepted_and_must_be_callable():
         tf.get_variable("w", [4], partitioner=3)
 
 
+def test_a_name_taken_by_another_op_is_an_error_not_a_renamed_variable():
+    tf.constant(0.0, name="taken")
+    with pytest.raises(ValueError, match="Variable taken cannot be created: the graph already "
+                                         "has an op named taken"):
+        tf.get_variable("taken", [1])
+    assert tf.global_variables() == []
+
+
 def test_get_local_variable_is_local_and_untrained():
     v = tf.get_local_variable("counter", [], dtype=tf.int64)
     assert tf.local_variables() == [v] and tf.trainable_variables() == []

@@ -16,6 +16,7 @@ import traceback
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import as_shape
+from flowstone.ops import init_ops as _init_ops
 from flowstone.ops import variables as _variables
 from flowstone.util.tf_export import export_value, tf_export
 
@@ -219,12 +220,14 @@ class _VariableStore:
             else:
                 raise ValueError(f"Shape of a new variable ({name}) must be fully defined, but "
                                  f"instead was {shape}.")
+        # TensorFlow would name the variable "<name>_1" and still file it under `name`; a
+        # variable whose name differs from its key is a trap, so this is an error here.
+        if _store_graph()._operation_by_name_or_none(name) is not None:
+            raise ValueError(f"Variable {name} cannot be created: the graph already has an op "
+                             f"named {name} that is not a variable made by tf.get_variable.")
         var = _variables.Variable(init_value, trainable=trainable, collections=collections,
                                   name=name, dtype=variable_dtype, validate_shape=validate_shape,
                                   constraint=constraint)
-        if var.op.name != name:
-            raise ValueError(f"Variable {name} would be created as {var.op.name}: an op named "
-                             f"{name} that is not a variable already exists in the graph.")
         self._vars[name] = var
         if regularizer:
             with _ops.colocate_with(var), _ops.name_scope(name + "/Regularizer/"):
@@ -236,11 +239,10 @@ class _VariableStore:
 
 def _default_initializer(name, dtype):
     """Glorot uniform for floating variables, zeros for integers and bools, as TensorFlow."""
-    from flowstone.ops import init_ops
     if dtype.is_floating:
-        return init_ops.GlorotUniform()
+        return _init_ops.GlorotUniform()
     if dtype.is_integer or dtype.is_unsigned or dtype.is_bool:
-        return init_ops.Zeros()
+        return _init_ops.Zeros()
     raise ValueError(f"An initializer for variable {name} of {_dtype_repr(dtype)} is required")
 
 
