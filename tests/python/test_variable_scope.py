@@ -205,6 +205,33 @@ def test_a_name_taken_by_another_op_is_an_error_not_a_renamed_variable():
     assert tf.global_variables() == []
 
 
+def test_variable_creator_scopes_wrap_variable_creation_innermost_first():
+    calls = []
+
+    def outer(next_creator, **kwargs):
+        calls.append(("outer", kwargs["name"], sorted(kwargs)))
+        return next_creator(**kwargs)
+
+    def inner(next_creator, **kwargs):
+        calls.append(("inner", kwargs["name"]))
+        kwargs["trainable"] = False
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(outer), tf.variable_creator_scope(inner):
+        v = tf.Variable(1.0, name="v")
+        w = tf.get_variable("w", [1])
+    assert [c[:2] for c in calls] == [("inner", "v"), ("outer", "v"), ("inner", "w"),
+                                      ("outer", "w")]
+    assert calls[1][2] == ["aggregation", "caching_device", "collections", "constraint",
+                           "dtype", "expected_shape", "import_scope", "initial_value", "name",
+                           "shape", "synchronization", "trainable", "use_resource",
+                           "validate_shape", "variable_def"]
+    assert tf.global_variables() == [v, w] and tf.trainable_variables() == []
+    with tf.variable_creator_scope(lambda next_creator, **kwargs: "made elsewhere"):
+        assert tf.Variable(1.0) == "made elsewhere"
+    assert len(tf.global_variables()) == 2
+
+
 def test_get_local_variable_is_local_and_untrained():
     v = tf.get_local_variable("counter", [], dtype=tf.int64)
     assert tf.local_variables() == [v] and tf.trainable_variables() == []

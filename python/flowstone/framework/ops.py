@@ -282,6 +282,7 @@ class Graph:
             ctx.device_stack = []
             ctx.colocation_stack = []  # (colocation groups, device) per colocate_with block
             ctx.var_scope_store = None  # this thread's variable scopes (ops/variable_scope.py)
+            ctx.variable_creators = []  # tf.variable_creator_scope's, outermost first
         return ctx
 
     # --- properties ---------------------------------------------------------------------------

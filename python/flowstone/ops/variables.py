@@ -5,6 +5,8 @@ A variable is a handle op in the graph; its value lives in each session (see var
 """
 
 import contextlib
+import functools
+import inspect
 
 import numpy as np
 
@@ -12,6 +14,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.ops import basic_ops
+from flowstone.util.tf_export import tf_export
 
 __all__ = [
     "Variable", "global_variables", "trainable_variables", "local_variables",
@@ -21,7 +24,27 @@ __all__ = [
 ]
 
 
-class Variable:
+class _VariableMetaclass(type):
+    """Sends `tf.Variable(...)` through the creators of tf.variable_creator_scope, innermost
+    first; each gets the constructor's arguments as keywords and the next creator to call."""
+
+    def __call__(cls, *args, **kwargs):
+        creators = _ops.get_default_graph()._ctx().variable_creators
+        if cls is not Variable or not creators:
+            return super().__call__(*args, **kwargs)
+        arguments = _CONSTRUCTOR.bind(None, *args, **kwargs).arguments
+        arguments.pop("self")
+
+        def create(**keywords):
+            return type.__call__(cls, **keywords)
+
+        for creator in creators:
+            create = functools.partial(creator, create)
+        return create(**{name: arguments.get(name, parameter.default)
+                         for name, parameter in list(_CONSTRUCTOR.parameters.items())[1:]})
+
+
+class Variable(metaclass=_VariableMetaclass):
     """A value kept across runs: `w = tf.Variable(tf.zeros([3]), name="w")`."""
 
     def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
@@ -173,6 +196,24 @@ class Variable:
     def __array__(self, dtype=None):
         raise TypeError(f"Variable {self.name} has no value outside a session; use "
                         "sess.run(var) or var.eval().")
+
+
+_CONSTRUCTOR = inspect.signature(Variable.__init__)
+
+
+@tf_export("variable_creator_scope")
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Routes tf.Variable construction in the block through
+    `variable_creator(next_creator, **kwargs)`, which may change the arguments, call
+    `next_creator(**kwargs)` or return a variable of its own."""
+    ctx = _ops.get_default_graph()._ctx()
+    old = ctx.variable_creators
+    ctx.variable_creators = old + [variable_creator]
+    try:
+        yield
+    finally:
+        ctx.variable_creators = old
 
 
 def _delegate(name):
