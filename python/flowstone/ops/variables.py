@@ -14,7 +14,6 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.ops import basic_ops
-from flowstone.util.tf_export import tf_export
 
 __all__ = [
     "Variable", "global_variables", "trainable_variables", "local_variables",
@@ -199,21 +198,6 @@ class Variable(metaclass=_VariableMetaclass):
 
 
 _CONSTRUCTOR = inspect.signature(Variable.__init__)
-
-
-@tf_export("variable_creator_scope")
-@contextlib.contextmanager
-def variable_creator_scope(variable_creator):
-    """Routes tf.Variable construction in the block through
-    `variable_creator(next_creator, **kwargs)`, which may change the arguments, call
-    `next_creator(**kwargs)` or return a variable of its own."""
-    ctx = _ops.get_default_graph()._ctx()
-    old = ctx.variable_creators
-    ctx.variable_creators = old + [variable_creator]
-    try:
-        yield
-    finally:
-        ctx.variable_creators = old
 
 
 def _delegate(name):

@@ -2,6 +2,7 @@
 resource-variable switches, and TF1's deprecated aliases for variable lists, initializers and
 scopes."""
 
+import contextlib
 import enum
 
 from flowstone.framework import ops as _ops
@@ -43,6 +44,21 @@ def enable_resource_variables():
 @tf_export("disable_resource_variables")
 def disable_resource_variables():
     """Accepted for TF1 programs; variables stay resource variables (see docs/COMPAT.md)."""
+
+
+@tf_export("variable_creator_scope")
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator):
+    """Routes tf.Variable construction in the block through
+    `variable_creator(next_creator, **kwargs)`, which may change the arguments, call
+    `next_creator(**kwargs)` or return a variable of its own."""
+    ctx = _ops.get_default_graph()._ctx()
+    old = ctx.variable_creators
+    ctx.variable_creators = old + [variable_creator]
+    try:
+        yield
+    finally:
+        ctx.variable_creators = old
 
 
 @tf_export("moving_average_variables")
