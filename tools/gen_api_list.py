@@ -97,7 +97,8 @@ def main():
     os.makedirs(os.path.dirname(OUTPUT), exist_ok=True)
     with open(OUTPUT, "w") as f:
         f.write(text)
-    print(f"wrote {len(lines) - 1} names to {OUTPUT}")
+    count = sum(not line.startswith("#") for line in lines)
+    print(f"wrote {count} names to {OUTPUT}")
 
 
 if __name__ == "__main__":
