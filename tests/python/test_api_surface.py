@@ -119,7 +119,7 @@ def coverage_rows(api, found):
 
 
 def coverage_table(api, found):
-    lines = [f"{'namespace':<16}{'have':>6}{'of':>6}{'coverage':>10}  target"]
+    lines = [f"{'namespace':<20}{'have':>6}{'of':>6}{'coverage':>10}  target"]
     total_have = total = 0
     for path, have, count in coverage_rows(api, found):
         target = TARGETS.get(path)
@@ -128,10 +128,10 @@ def coverage_table(api, found):
         label = "tf" if path == "." else f"tf.{path}"
         if path == "train":
             label += "*"
-        lines.append(f"{label:<16}{have:>6}{count:>6}{have / count:>10.1%}  {mark}")
+        lines.append(f"{label:<20}{have:>6}{count:>6}{have / count:>10.1%}  {mark}")
         total_have += have
         total += count
-    lines.append(f"{'all':<16}{total_have:>6}{total:>6}{total_have / total:>10.1%}")
+    lines.append(f"{'all':<20}{total_have:>6}{total:>6}{total_have / total:>10.1%}")
     lines.append("* tf.train without its queue-runner and distributed-training names")
     return "\n".join(lines)
 
