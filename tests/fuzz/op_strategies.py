@@ -133,8 +133,8 @@ def index_like_shapes(base):
 
 @st.composite
 def tensors(draw, dtype, base_shape, position):
-    """One input. Inputs after the first usually share the first one's shape (float inputs) or
-    have the shape of an axis, a shape or paddings for it (int inputs). Hypothesis draws a shape
+    """One input. Float inputs after the first usually share the first one's shape; int inputs
+    usually have the shape of an axis, a shape or paddings for it, and often small values. Hypothesis draws a shape
     and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
@@ -142,14 +142,14 @@ def tensors(draw, dtype, base_shape, position):
         var_dtype = VALUE_DTYPES[seed % len(VALUE_DTYPES)]
         return Input("variable", var_dtype, array_values(var_dtype, shape, seed)
                      if seed % 3 else None)
-    if position > 0 and base_shape is not None and (seed >> 8) % 3:
-        if dtype in ("int32", "int64"):
-            shapes = index_like_shapes(base_shape)
+    if (seed >> 8) % 3:
+        if dtype in ("int32", "int64"):  # also a first input: RandomUniform's, Fill's shape
+            shapes = index_like_shapes(base_shape if base_shape is not None else shape)
             shape = shapes[(seed >> 10) % len(shapes)]
-        else:
+        elif base_shape is not None:
             shape = base_shape
     value = array_values(dtype, shape, seed)
-    if position > 0 and dtype in ("int32", "int64") and (seed >> 12) % 2:
+    if dtype in ("int32", "int64") and (seed >> 12) % 2:
         value = (value % 4 - (seed % 3 == 0)).astype(value.dtype)  # small: valid axes and sizes
     kind = ["const", "feed-unknown", "feed-exact", "feed-partial"][(seed >> 14) % 4]
     if dtype == "bfloat16":  # no numpy dtype: it can only be fed (as float32)
