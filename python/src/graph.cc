@@ -48,8 +48,7 @@ T Scalar(nb::handle value, const std::string& name, const char* expected) {
 }
 
 template <typename T, typename F>
-std::vector<T> List(nb::handle value, const std::string& name, const char* expected,
-                    F&& convert) {
+std::vector<T> List(nb::handle value, const std::string& name, const char* expected, F&& convert) {
   // Only lists and tuples: iterating anything else (a bool, a dict, a string) either raises a
   // bare Python TypeError or gives a list of something else.
   if (!nb::isinstance<nb::list>(value) && !nb::isinstance<nb::tuple>(value)) {
@@ -322,8 +321,8 @@ void RegisterGraph(nb::module_& m) {
     // each attr's default, and each type attr's allowed dtypes (dtypes as DTYPES enum values).
     nb::list input_types;
     for (const ArgDef& a : op->inputs) {
-      input_types.append(nb::make_tuple(a.name, static_cast<int>(a.fixed_type), a.type_attr,
-                                        a.number_attr));
+      input_types.append(
+          nb::make_tuple(a.name, static_cast<int>(a.fixed_type), a.type_attr, a.number_attr));
     }
     out["input_types"] = input_types;
     nb::dict attr_defaults, allowed_types;

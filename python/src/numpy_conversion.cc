@@ -182,8 +182,8 @@ Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out) {
   std::vector<float> widened;
   if (dtype == DType::kBFloat16) widened.resize(out->num_elements());
   void* destination = dtype == DType::kBFloat16 ? widened.data() : out->raw_data();
-  PyObject* view = PyArray_New(&PyArray_Type, PyArray_NDIM(src), PyArray_DIMS(src), type,
-                               nullptr, destination, 0, NPY_ARRAY_CARRAY, nullptr);
+  PyObject* view = PyArray_New(&PyArray_Type, PyArray_NDIM(src), PyArray_DIMS(src), type, nullptr,
+                               destination, 0, NPY_ARRAY_CARRAY, nullptr);
   int copied = view == nullptr ? -1 : PyArray_CopyInto(reinterpret_cast<PyArrayObject*>(view), src);
   Py_XDECREF(view);
   Py_DECREF(source);

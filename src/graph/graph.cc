@@ -62,10 +62,10 @@ Status ListLength(const OpDef& op, const std::string& number_attr, const AttrVal
                              AttrTypeName(AttrValueType(value)));
   }
   if (*n < 0 || *n > kMaxListLength) {
-    return WithPyType(errors::InvalidArgument(op.name, ": attr '", number_attr,
-                                              "' must be >= 0 and at most ", kMaxListLength,
-                                              ", got ", *n),
-                      "ValueError");
+    return WithPyType(
+        errors::InvalidArgument(op.name, ": attr '", number_attr, "' must be >= 0 and at most ",
+                                kMaxListLength, ", got ", *n),
+        "ValueError");
   }
   *count = static_cast<int>(*n);
   return Status::OK();
