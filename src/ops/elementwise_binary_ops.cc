@@ -1,8 +1,8 @@
 // Binary arithmetic with numpy broadcasting: AddV2, Sub, Mul, RealDiv, Div, FloorDiv, FloorMod,
 // TruncateDiv, TruncateMod, Pow, Maximum, Minimum, SquaredDifference, Atan2, Xlogy, Xdivy,
 // Xlog1py and the bitwise ops, and their gradients (TensorFlow's formulas).
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -443,8 +443,9 @@ Status SquaredDifferenceGrad(GradientContext& ctx) {
 Status Atan2Grad(GradientContext& ctx) {
   const Endpoint y = ctx.input(0);
   const Endpoint x = ctx.input(1);
-  const Endpoint grad_inv = ctx.Op(
-      "RealDiv", {ctx.output_grad(0), ctx.Op("AddV2", {ctx.Op("Square", {x}), ctx.Op("Square", {y})})});
+  const Endpoint grad_inv =
+      ctx.Op("RealDiv",
+             {ctx.output_grad(0), ctx.Op("AddV2", {ctx.Op("Square", {x}), ctx.Op("Square", {y})})});
   SetReducedInputGrads(ctx, ctx.Op("Mul", {x, grad_inv}),
                        ctx.Op("Neg", {ctx.Op("Mul", {y, grad_inv})}));
   return Status::OK();

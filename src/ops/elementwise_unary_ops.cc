@@ -181,12 +181,12 @@ struct LogicalNotFn {
 };
 
 // Functors that apply one <cmath> function.
-#define FS_STD_UNARY(Name, fn)    \
-  struct Name {                   \
-    template <typename T>         \
-    T operator()(T x) const {     \
-      return std::fn(x);          \
-    }                             \
+#define FS_STD_UNARY(Name, fn) \
+  struct Name {                \
+    template <typename T>      \
+    T operator()(T x) const {  \
+      return std::fn(x);       \
+    }                          \
   }
 FS_STD_UNARY(SinFn, sin);
 FS_STD_UNARY(CosFn, cos);
@@ -238,8 +238,8 @@ struct DigammaFn {
     }
     const double inv2 = 1 / (x * x);
     const double series =
-        inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 -
-                                                                              inv2 / 132))));
+        inv2 *
+        (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 / 132))));
     return static_cast<T>(result + std::log(x) - 0.5 / x - series);
   }
 };
@@ -440,13 +440,9 @@ Status AtanGrad(GradientContext& ctx) {
   return SetDividedGrad(ctx, ctx.Op("AddV2", {ctx.ScalarLike(x, 1), ctx.Op("Square", {x})}));
 }
 
-Status SinhGrad(GradientContext& ctx) {
-  return SetScaledGrad(ctx, ctx.Op("Cosh", {ctx.input(0)}));
-}
+Status SinhGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Cosh", {ctx.input(0)})); }
 
-Status CoshGrad(GradientContext& ctx) {
-  return SetScaledGrad(ctx, ctx.Op("Sinh", {ctx.input(0)}));
-}
+Status CoshGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Sinh", {ctx.input(0)})); }
 
 // d asinh(x)/dx = 1 / cosh(y) and d acosh(x)/dx = 1 / sinh(y).
 Status AsinhGrad(GradientContext& ctx) {
@@ -480,9 +476,7 @@ Status ReciprocalGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Square", {ctx.output(0)})}));
 }
 
-Status Expm1Grad(GradientContext& ctx) {
-  return SetScaledGrad(ctx, ctx.Op("Exp", {ctx.input(0)}));
-}
+Status Expm1Grad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Exp", {ctx.input(0)})); }
 
 // d softplus(x)/dx = sigmoid(x).
 Status SoftplusGrad(GradientContext& ctx) {
@@ -586,8 +580,8 @@ FS_REGISTER_OP(UnaryOp<ErfcFn>("Erfc", FloatTypeList{}, kTranscendentalCost)
 FS_REGISTER_OP(UnaryOp<LgammaFn>("Lgamma", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(LgammaGrad)
                    .Doc("log |Gamma(x)| elementwise."));
-// Its gradient needs polygamma(1, x), which is not implemented yet (tests/python/op_cases_math_functions.py
-// lists it as pending).
+// Its gradient needs polygamma(1, x), which is not implemented yet
+// (tests/python/op_cases_math_functions.py lists it as pending).
 FS_REGISTER_OP(UnaryOp<DigammaFn>("Digamma", FloatTypeList{}, kTranscendentalCost)
                    .Doc("psi(x) = d/dx log Gamma(x) elementwise."));
 FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatTypeList{}, kTranscendentalCost)
@@ -612,8 +606,8 @@ FS_REGISTER_OP(UnaryOp<SoftsignFn>("Softsign", FloatTypeList{}, kSqrtCost, "feat
                    .Doc("features / (abs(features) + 1) elementwise."));
 
 // Tests with bool results.
-FS_REGISTER_OP(UnaryPredicateOp<IsNanFn>("IsNan", FloatTypeList{})
-                   .Doc("Whether each element is NaN."));
+FS_REGISTER_OP(
+    UnaryPredicateOp<IsNanFn>("IsNan", FloatTypeList{}).Doc("Whether each element is NaN."));
 FS_REGISTER_OP(UnaryPredicateOp<IsInfFn>("IsInf", FloatTypeList{})
                    .Doc("Whether each element is +inf or -inf."));
 FS_REGISTER_OP(UnaryPredicateOp<IsFiniteFn>("IsFinite", FloatTypeList{})

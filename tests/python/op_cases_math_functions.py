@@ -25,6 +25,10 @@ def _softplus(x):
 
 
 _SPECIAL_VALUES = np.array([np.nan, np.inf, -np.inf, 0.0, -1.5, 3.0])
+# TensorFlow's gradients of xlogy and friends with respect to x are 0 where x is 0 (there the
+# finite difference sees log(y)), so the gradient cases avoid x == 0 and the value cases have it.
+_WITH_ZEROS = np.array([[0.0, 0.5, 2.0], [1.5, 0.0, -1.0]])
+_NONZERO = np.array([[0.3, 0.5, 2.0], [1.5, -0.7, -1.0]])
 # Halves round to even, others to the nearest integer.
 _HALVES = np.array([0.5, 1.5, 2.5, -0.5, -2.5, 1.2, -3.7])
 
@@ -69,15 +73,19 @@ CASES = [
     Case("Atan2", [rand(2, 3), _away_from_zero(3)], np.arctan2, grad=[0, 1]),
     Case("Atan2", [np.array([1.0, -1.0, 0.0, -0.0]), np.array([-1.0, -1.0, -1.0, -1.0])],
          np.arctan2),
-    Case("Xlogy", [np.array([[0.0, 0.5, 2.0], [1.5, 0.0, -1.0]]), rand(3, low=0.2, high=2)],
-         lambda x, y: np.where(x == 0, 0.0, x * np.log(y)), grad=[0, 1]),
+    Case("Xlogy", [_WITH_ZEROS, rand(3, low=0.2, high=2)],
+         lambda x, y: np.where(x == 0, 0.0, x * np.log(y)), grad=[1]),
+    Case("Xlogy", [_NONZERO, rand(3, low=0.2, high=2)], lambda x, y: x * np.log(y), grad=[0, 1]),
     # 0 * log(0) is 0 here, not NaN.
     Case("Xlogy", [np.array([0.0, 0.0, 1.0]), np.array([0.0, -1.0, 2.0])],
          lambda x, y: np.array([0.0, 0.0, np.log(2.0)])),
-    Case("Xdivy", [np.array([[0.0, 0.5, 2.0], [1.5, 0.0, -1.0]]), _away_from_zero(3)],
-         lambda x, y: np.where(x == 0, 0.0, x / y), grad=[0, 1]),
-    Case("Xlog1py", [np.array([[0.0, 0.5, 2.0], [1.5, 0.0, -1.0]]), rand(3, low=-0.5, high=2)],
-         lambda x, y: np.where(x == 0, 0.0, x * np.log1p(y)), grad=[0, 1]),
+    Case("Xdivy", [_WITH_ZEROS, _away_from_zero(3)],
+         lambda x, y: np.where(x == 0, 0.0, x / y), grad=[1]),
+    Case("Xdivy", [_NONZERO, _away_from_zero(3)], lambda x, y: x / y, grad=[0, 1]),
+    Case("Xlog1py", [_WITH_ZEROS, rand(3, low=-0.5, high=2)],
+         lambda x, y: np.where(x == 0, 0.0, x * np.log1p(y)), grad=[1]),
+    Case("Xlog1py", [_NONZERO, rand(3, low=-0.5, high=2)], lambda x, y: x * np.log1p(y),
+         grad=[0, 1]),
     Case("TruncateDiv", [np.array([7, -7, 7, -7, -2147483648], np.int32),
                          np.array([2, 2, -2, -2, -1], np.int32)],
          lambda a, b: np.array([3, -3, -3, 3, -2147483648], np.int32)),

@@ -29,7 +29,7 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
         t_min = _math.minimum(values, clip_value_max)
         # The bounds must not broadcast t to a larger shape.
         values.shape.assert_is_compatible_with(t_min.shape)
-        t_max = _math.maximum(t_min, clip_value_min, name=scope.rstrip("/"))
+        t_max = _math.maximum(t_min, clip_value_min, name=scope)  # the scope itself, re-entered
         values.shape.assert_is_compatible_with(t_max.shape)
         return t_max
 
@@ -98,7 +98,8 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
                 continue
             v = _ops.convert_to_tensor(t, name=f"t_{i}")
             with _ops.colocate_with(v):
-                clipped.append(_op("Identity", [v * scale], name=f"{scope.rstrip('/')}_{i}"))
+                # TensorFlow's name: "<scope>/<scope>/_<i>".
+                clipped.append(_op("Identity", [v * scale], name=f"{scope}_{i}"))
         return clipped, use_norm
 
 

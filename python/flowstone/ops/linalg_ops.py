@@ -103,7 +103,9 @@ def trace(x, name=None):
     with _ops.name_scope(name, "Trace", [x]) as scope:
         x = _ops.convert_to_tensor(x, name="x")
         diagonals = _op("MatrixDiagPart", [x])
-        return _reduction.reduce_sum(diagonals, [-1], name=scope.rstrip("/"))
+        last_axis = _ops.constant([-1], dtype=_dtypes.int32)
+        return _ops.apply_op("Sum", [diagonals, last_axis], {"keep_dims": False},
+                             name=scope.rstrip("/"), exact_name=True).outputs[0]
 
 
 @tf_export("linalg.matrix_transpose", "linalg.transpose", "matrix_transpose")

@@ -59,6 +59,14 @@ Status DispatchFloat(const Tensor& t, const char* op, Body&& body) {
   return DispatchDType<float, double>(t.dtype(), op, std::forward<Body>(body));
 }
 
+// A gradient TensorFlow does not define either: NotImplementedError in Python, as TensorFlow's.
+template <typename... Args>
+Status GradientNotImplemented(const Args&... args) {
+  Status s = errors::Unimplemented(args...);
+  s.SetPayload("py_type", "NotImplementedError");
+  return s;
+}
+
 // --- MatrixInverse ----------------------------------------------------------------------------
 
 Status MatrixInverseKernel(KernelContext& ctx) {
@@ -129,8 +137,7 @@ void SignAndLogAbsDet(const T* lu, const lapack_int* ipiv, lapack_int n, T* sign
 template <typename T, typename Done>
 Status FactorForDeterminant(const Tensor& in, const MatrixBatch& mb, int64_t b, Done&& done) {
   const lapack_int n = static_cast<lapack_int>(mb.rows);
-  std::vector<T> lu(in.data<T>() + b * mb.matrix_size(),
-                    in.data<T>() + (b + 1) * mb.matrix_size());
+  std::vector<T> lu(in.data<T>() + b * mb.matrix_size(), in.data<T>() + (b + 1) * mb.matrix_size());
   std::vector<lapack_int> ipiv(std::max<lapack_int>(n, 1));
   lapack_int info = 0;
   if (n > 0) lapack::Getrf(n, n, lu.data(), n, ipiv.data(), &info);
@@ -249,8 +256,8 @@ Status CholeskyGrad(GradientContext& ctx) {
   const Endpoint l_inverse = ctx.Op("MatrixTriangularSolve", {l, eye}, lower);
   Endpoint middle = linalg::MatMul(ctx, l, grad, true, false);
   const Endpoint half = ctx.ScalarLike(grad, 0.5);
-  middle = ctx.Op("MatrixSetDiag",
-                  {middle, ctx.Op("Mul", {half, ctx.Op("MatrixDiagPart", {middle})})});
+  middle =
+      ctx.Op("MatrixSetDiag", {middle, ctx.Op("Mul", {half, ctx.Op("MatrixDiagPart", {middle})})});
   middle = linalg::BandPart(ctx, middle, -1, 0);
   Endpoint grad_a =
       linalg::MatMul(ctx, linalg::MatMul(ctx, l_inverse, middle, true, false), l_inverse);
@@ -273,8 +280,8 @@ Status SolveShape(InferenceContext& ctx) {
   }
   if (matrix.rank() != rhs.rank()) {
     return errors::InvalidArgument("Shape must be rank ", matrix.rank(), " but is rank ",
-                                   rhs.rank(), " for '", ctx.node_name(), "' (op: '",
-                                   ctx.op_type(), "'): matrix and rhs need the same batch shape");
+                                   rhs.rank(), " for '", ctx.node_name(), "' (op: '", ctx.op_type(),
+                                   "'): matrix and rhs need the same batch shape");
   }
   std::vector<int64_t> dims = rhs.ToVector();
   for (int i = 0; i < matrix.rank() - 1; ++i) {
@@ -388,8 +395,8 @@ Status MatrixTriangularSolveGrad(GradientContext& ctx) {
   const Endpoint grad_b =
       ctx.Op("MatrixTriangularSolve", {ctx.input(0), ctx.output_grad(0)}, attrs);
   const Endpoint grad_a = SolveMatrixGrad(ctx, grad_b, adjoint);
-  ctx.SetInputGrad(0, lower ? linalg::BandPart(ctx, grad_a, -1, 0)
-                            : linalg::BandPart(ctx, grad_a, 0, -1));
+  ctx.SetInputGrad(
+      0, lower ? linalg::BandPart(ctx, grad_a, -1, 0) : linalg::BandPart(ctx, grad_a, 0, -1));
   ctx.SetInputGrad(1, grad_b);
   return Status::OK();
 }
@@ -468,8 +475,7 @@ Endpoint SolveWithRAdjoint(GradientContext& ctx, Endpoint x, Endpoint r) {
   AttrMap upper;
   upper.Set("lower", false);
   upper.Set("adjoint", false);
-  return linalg::Adjoint(
-      ctx, ctx.Op("MatrixTriangularSolve", {r, linalg::Adjoint(ctx, x)}, upper));
+  return linalg::Adjoint(ctx, ctx.Op("MatrixTriangularSolve", {r, linalg::Adjoint(ctx, x)}, upper));
 }
 
 // TensorFlow's gradient for square and tall inputs with the reduced factorization.
@@ -480,17 +486,17 @@ Status QrGrad(GradientContext& ctx) {
   const PartialShape& r_shape = ctx.node().output_shape(1);
   if (!q_shape.known_rank() || !r_shape.known_rank() || r_shape.dim(r_shape.rank() - 2) < 0 ||
       r_shape.dim(r_shape.rank() - 1) < 0 || q_shape.dim(q_shape.rank() - 2) < 0) {
-    return errors::Unimplemented("QrGrad not implemented with dynamic shapes.");
+    return GradientNotImplemented("QrGrad not implemented with dynamic shapes.");
   }
   const int64_t rows = q_shape.dim(q_shape.rank() - 2);
   const int64_t cols = r_shape.dim(r_shape.rank() - 1);
   if (rows < cols) {
-    return errors::Unimplemented(
+    return GradientNotImplemented(
         "QrGrad not implemented for wide matrices (more columns than rows); differentiate the QR "
         "of the transpose or of a square leading block instead.");
   }
   if (r_shape.dim(r_shape.rank() - 2) > cols) {
-    return errors::Unimplemented(
+    return GradientNotImplemented(
         "QrGrad not implemented when nrows > ncols and full_matrices is true.");
   }
   const Endpoint dq = ctx.output_grad(0);
@@ -617,18 +623,18 @@ Status SvdGrad(GradientContext& ctx) {
     Node* factors = ctx.AddNode("Svd", {a}, attrs);
     if (factors == nullptr) return ctx.status();
     const Endpoint u{factors, 1}, v{factors, 2};
-    ctx.SetInputGrad(0, linalg::MatMul(
-                            ctx, u, linalg::MatMul(ctx, ctx.Op("MatrixDiag", {grad_s}), v, false,
-                                                   true)));
+    ctx.SetInputGrad(
+        0, linalg::MatMul(ctx, u,
+                          linalg::MatMul(ctx, ctx.Op("MatrixDiag", {grad_s}), v, false, true)));
     return Status::OK();
   }
   if (!shape.known_rank() || shape.dim(shape.rank() - 2) < 0 || shape.dim(shape.rank() - 1) < 0) {
-    return errors::Unimplemented("SvdGrad needs the matrix dimensions known while building.");
+    return GradientNotImplemented("SvdGrad needs the matrix dimensions known while building.");
   }
   int64_t m = shape.dim(shape.rank() - 2);
   int64_t n = shape.dim(shape.rank() - 1);
   if (full && m != n) {
-    return errors::Unimplemented(
+    return GradientNotImplemented(
         "SVD gradient is not implemented for full_matrices=True with non-square matrices; use "
         "full_matrices=False.");
   }
@@ -641,7 +647,8 @@ Status SvdGrad(GradientContext& ctx) {
     std::swap(grad_u, grad_v);
   }
   const Endpoint s_2 = ctx.Op("Square", {s});
-  const Endpoint gaps = ctx.Op("Sub", {linalg::ExpandDims(ctx, s_2, -2), linalg::ExpandDims(ctx, s_2, -1)});
+  const Endpoint gaps =
+      ctx.Op("Sub", {linalg::ExpandDims(ctx, s_2, -2), linalg::ExpandDims(ctx, s_2, -1)});
   const Endpoint f =
       ctx.Op("MatrixSetDiag", {linalg::SafeReciprocal(ctx, gaps), ctx.Op("ZerosLike", {s})});
   const Endpoint s_mat = ctx.Op("MatrixDiag", {s});
@@ -709,9 +716,8 @@ Status EigKernel(KernelContext& ctx) {
       lapack::Syevd(jobz, 'U', n, a.data(), n, w, &work_query, -1, &iwork_query, -1, &info);
       std::vector<T> work(lapack::QueriedSize(work_query));
       std::vector<lapack_int> iwork(std::max<lapack_int>(iwork_query, 1));
-      lapack::Syevd(jobz, 'U', n, a.data(), n, w, work.data(),
-                    static_cast<lapack_int>(work.size()), iwork.data(),
-                    static_cast<lapack_int>(iwork.size()), &info);
+      lapack::Syevd(jobz, 'U', n, a.data(), n, w, work.data(), static_cast<lapack_int>(work.size()),
+                    iwork.data(), static_cast<lapack_int>(iwork.size()), &info);
       if (info != 0) {
         return errors::InvalidArgument(
             "Self-adjoint eigen decomposition was not successful. The input might not be valid. "
@@ -746,8 +752,8 @@ Status EigGrad(GradientContext& ctx) {
     Node* eig = ctx.AddNode("SelfAdjointEigV2", {ctx.input(0)}, attrs);
     if (eig == nullptr) return ctx.status();
     const Endpoint v{eig, 1};
-    grad_a = linalg::MatMul(
-        ctx, v, linalg::MatMul(ctx, ctx.Op("MatrixDiag", {grad_e}), v, false, true));
+    grad_a =
+        linalg::MatMul(ctx, v, linalg::MatMul(ctx, ctx.Op("MatrixDiag", {grad_e}), v, false, true));
   }
   grad_a = linalg::BandPart(ctx, ctx.Op("AddV2", {grad_a, linalg::Adjoint(ctx, grad_a)}), -1, 0);
   const Endpoint half_diag =

@@ -95,13 +95,11 @@ inline void Potrf(char uplo, lapack_int n, double* a, lapack_int lda, lapack_int
 // TensorFlow's kernel does, rather than an error.
 inline void Trsm(CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, lapack_int n, lapack_int nrhs,
                  const float* a, float* b) {
-  scipy_cblas_strsm(CblasColMajor, CblasLeft, uplo, trans, CblasNonUnit, n, nrhs, 1.0f, a, n, b,
-                    n);
+  scipy_cblas_strsm(CblasColMajor, CblasLeft, uplo, trans, CblasNonUnit, n, nrhs, 1.0f, a, n, b, n);
 }
 inline void Trsm(CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans, lapack_int n, lapack_int nrhs,
                  const double* a, double* b) {
-  scipy_cblas_dtrsm(CblasColMajor, CblasLeft, uplo, trans, CblasNonUnit, n, nrhs, 1.0, a, n, b,
-                    n);
+  scipy_cblas_dtrsm(CblasColMajor, CblasLeft, uplo, trans, CblasNonUnit, n, nrhs, 1.0, a, n, b, n);
 }
 
 // QR: Householder factorization, then Q formed from the reflectors. lwork = -1 queries the size.

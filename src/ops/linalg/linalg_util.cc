@@ -8,7 +8,8 @@ namespace linalg {
 Status ReadMatrixBatch(const Tensor& t, const char* op, bool square, MatrixBatch* out) {
   const int rank = t.rank();
   if (rank < 2) {
-    return errors::InvalidArgument(op, ": input must have rank >= 2 (a batch of matrices "
+    return errors::InvalidArgument(op,
+                                   ": input must have rank >= 2 (a batch of matrices "
                                    "[..., M, N]), but has shape ",
                                    t.shape().ToString());
   }
@@ -83,7 +84,8 @@ Endpoint Adjoint(GradientContext& ctx, Endpoint x) {
   const Endpoint two = ctx.Const(Tensor::Scalar<int32_t>(2));
   const Endpoint rank = ctx.Op("Rank", {x});
   const Endpoint index = ctx.Op("Range", {ctx.Const(Tensor::Scalar<int32_t>(0)), rank, one});
-  const Endpoint up = ctx.Op("Cast", {ctx.Op("Equal", {index, ctx.Op("Sub", {rank, two})})}, to_int);
+  const Endpoint up =
+      ctx.Op("Cast", {ctx.Op("Equal", {index, ctx.Op("Sub", {rank, two})})}, to_int);
   const Endpoint down =
       ctx.Op("Cast", {ctx.Op("Equal", {index, ctx.Op("Sub", {rank, one})})}, to_int);
   const Endpoint perm = ctx.Op("Sub", {ctx.Op("AddV2", {index, up}), down});

@@ -51,8 +51,9 @@ Status BandPartKernel(KernelContext& ctx) {
   const int64_t num_lower = ctx.input(1).ElementAsInt64(0);
   const int64_t num_upper = ctx.input(2).ElementAsInt64(0);
   if (num_lower > mb.rows) {
-    return errors::InvalidArgument("num_lower must be negative or less or equal to number of rows (",
-                                   mb.rows, ") got: ", num_lower);
+    return errors::InvalidArgument(
+        "num_lower must be negative or less or equal to number of rows (", mb.rows,
+        ") got: ", num_lower);
   }
   if (num_upper > mb.cols) {
     return errors::InvalidArgument(
@@ -69,7 +70,8 @@ Status BandPartKernel(KernelContext& ctx) {
       const int64_t m = row % mb.rows;
       for (int64_t n = 0; n < mb.cols; ++n) {
         const int64_t at = row * mb.cols + n;
-        const bool keep = (num_lower < 0 || m - n <= num_lower) && (num_upper < 0 || n - m <= num_upper);
+        const bool keep =
+            (num_lower < 0 || m - n <= num_lower) && (num_upper < 0 || n - m <= num_upper);
         if (keep) {
           if (src != dst) CopyElement(src, at, dst, at, size);
         } else {
@@ -324,8 +326,8 @@ Status CrossShape(InferenceContext& ctx) {
     }
     const int64_t last = merged.dim(merged.rank() - 1);
     if (last >= 0 && last != 3) {
-      return errors::InvalidArgument("Dimension must be 3 but is ", last, " for '",
-                                     ctx.node_name(), "' (op: 'Cross')");
+      return errors::InvalidArgument("Dimension must be 3 but is ", last, " for '", ctx.node_name(),
+                                     "' (op: 'Cross')");
     }
   }
   ctx.set_output(0, merged);
