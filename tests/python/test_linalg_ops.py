@@ -242,3 +242,45 @@ def test_unsupported_diagonal_offsets_say_so():
     with tf.Graph().as_default():
         with pytest.raises(NotImplementedError, match="main diagonal"):
             tf.linalg.diag([1.0, 2.0], k=1)
+
+
+# --- composites ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,l2", [((5, 3), 0.0), ((3, 5), 0.0), ((2, 4, 3), 0.5)])
+def test_lstsq_matches_numpy(shape, l2):
+    a = RNG.uniform(-1, 1, size=shape)
+    b = RNG.uniform(-1, 1, size=shape[:-1] + (2,))
+    with tf.Graph().as_default():
+        got = _run(tf.linalg.lstsq(tf.constant(a), tf.constant(b), l2_regularizer=l2))
+    if l2 == 0:
+        expected = np.stack([np.linalg.lstsq(m, r, rcond=None)[0]
+                             for m, r in zip(a.reshape((-1,) + shape[-2:]),
+                                             b.reshape((-1,) + b.shape[-2:]))]).reshape(got.shape)
+    else:
+        at = np.swapaxes(a, -1, -2)
+        expected = np.linalg.solve(at @ a + l2 * np.eye(shape[-1]), at @ b)
+    np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-10)
+
+
+def test_lstsq_gradient():
+    b = RNG.uniform(-1, 1, size=(4, 1))
+    _check_gradient(lambda x: tf.reduce_sum(_weights([3, 1]) * tf.matrix_solve_ls(x, b)),
+                    RNG.uniform(-1, 1, size=(4, 3)))
+
+
+def test_pinv_rank_normalize_matvec():
+    a = RNG.uniform(-1, 1, size=(4, 3))
+    low_rank = a[:, :1] @ a[:1, :]  # rank 1
+    v = RNG.uniform(-1, 1, size=3)
+    with tf.Graph().as_default():
+        pinv, rank, full_rank, (normalized, norm), product, mm = _run([
+            tf.linalg.pinv(tf.constant(a)), tf.linalg.matrix_rank(tf.constant(low_rank)),
+            tf.linalg.matrix_rank(tf.constant(a)), tf.linalg.normalize(tf.constant(v)),
+            tf.linalg.matvec(tf.constant(a), tf.constant(v)),
+            tf.linalg.matmul(tf.constant(a), tf.constant(a), transpose_a=True)])
+    np.testing.assert_allclose(pinv, np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
+    assert rank == 1 and full_rank == 3
+    np.testing.assert_allclose(normalized, v / np.linalg.norm(v))
+    np.testing.assert_allclose(norm, [np.linalg.norm(v)])
+    np.testing.assert_allclose(product, a @ v)
+    np.testing.assert_allclose(mm, a.T @ a)

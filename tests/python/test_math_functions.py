@@ -305,3 +305,54 @@ def test_tensordot_matches_numpy(axes):
         b = RNG.uniform(-1, 1, size=(2,))
     got = _run(tf.tensordot(tf.constant(a), tf.constant(b), axes))
     np.testing.assert_allclose(got, np.tensordot(a, b, axes), rtol=1e-10)
+
+
+# --- composites ----------------------------------------------------------------------------------
+
+def test_no_nan_divisions_and_products():
+    x = tf.constant([1.0, 2.0, np.inf, 3.0])
+    y = tf.constant([0.0, 4.0, 0.0, -2.0])
+    div, rec, mul, top_level = _run([tf.math.divide_no_nan(x, y), tf.math.reciprocal_no_nan(y),
+                                     tf.math.multiply_no_nan(x, y), tf.div_no_nan(x, y)])
+    np.testing.assert_array_equal(div, [0.0, 0.5, 0.0, -1.5])
+    np.testing.assert_array_equal(rec, [0.0, 0.25, 0.0, -0.5])
+    np.testing.assert_array_equal(mul, [0.0, 8.0, 0.0, -6.0])
+    np.testing.assert_array_equal(top_level, div)
+    _check_gradient(lambda a, b: tf.reduce_sum(tf.math.divide_no_nan(a, b) * [1.0, 2.0, 3.0]),
+                    np.array([1.0, -2.0, 0.5]), np.array([0.4, 0.7, -1.3]))
+    # Where y is 0 both gradients are 0, not NaN, as TensorFlow's.
+    a = tf.placeholder(tf.float64, [2])
+    b = tf.placeholder(tf.float64, [2])
+    grads = tf.gradients(tf.reduce_sum(tf.math.divide_no_nan(a, b)), [a, b])
+    ga, gb = _run(grads, {a: [1.0, 2.0], b: [0.0, 4.0]})
+    np.testing.assert_array_equal(ga, [0.0, 0.25])
+    np.testing.assert_array_equal(gb, [0.0, -0.125])
+
+
+def test_small_composites():
+    x = np.array([[0.5, 1.5, 2.0], [3.0, 0.2, 1.0]])
+    t = tf.constant(x)
+    lbeta, scaled, zeros, xor, up, strict, acc = _run([
+        tf.lbeta(t), tf.scalar_mul(2.0, t), tf.math.zero_fraction(tf.constant([0, 1, 0, 3])),
+        tf.logical_xor(tf.constant([True, True, False]), tf.constant([True, False, False])),
+        tf.is_non_decreasing(tf.constant([1, 1, 2])), tf.is_strictly_increasing([1, 1, 2]),
+        tf.accumulate_n([t, t, t])])
+    expected_lbeta = special.gammaln(x).sum(-1) - special.gammaln(x.sum(-1))
+    np.testing.assert_allclose(lbeta, expected_lbeta, rtol=1e-10)
+    np.testing.assert_array_equal(scaled, 2 * x)
+    assert zeros == np.float32(0.5)
+    np.testing.assert_array_equal(xor, [False, True, False])
+    assert up and not strict
+    np.testing.assert_allclose(acc, 3 * x)
+    assert _run(tf.is_strictly_increasing(tf.constant([5.0])))
+    with pytest.raises(ValueError, match="Only scalar multiply works"):
+        tf.scalar_mul(tf.constant([1.0, 2.0], tf.float64), t)
+
+
+def test_complex_part_functions_on_real_tensors():
+    x = tf.constant([-2.0, 0.0, 3.0])
+    conj, real, imag, angle = _run([tf.conj(x), tf.math.real(x), tf.imag(x), tf.angle(x)])
+    np.testing.assert_array_equal(conj, [-2.0, 0.0, 3.0])
+    np.testing.assert_array_equal(real, conj)
+    np.testing.assert_array_equal(imag, [0.0, 0.0, 0.0])
+    np.testing.assert_allclose(angle, np.angle([-2.0, 0.0, 3.0]).astype(np.float32))
