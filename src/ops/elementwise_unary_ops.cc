@@ -14,6 +14,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/math/special_functions.h"
 
 namespace flowstone {
 namespace {
@@ -216,31 +217,12 @@ struct LgammaFn {
   }
 };
 
-// The digamma function psi(x) = d/dx log Gamma(x): the reflection formula moves x < 0.5 to
-// 1 - x, the recurrence psi(x) = psi(x + 1) - 1/x moves x up to 6, and the asymptotic series
-// finishes (error below 1e-15 there). Poles (0, -1, -2, ...) give NaN, as in TensorFlow.
+// The digamma function psi(x) = d/dx log Gamma(x); poles (0, -1, -2, ...) give NaN, as in
+// TensorFlow.
 struct DigammaFn {
   template <typename T>
-  T operator()(T value) const {
-    double x = static_cast<double>(value);
-    if (std::isnan(x) || x == -std::numeric_limits<double>::infinity()) {
-      return std::numeric_limits<T>::quiet_NaN();
-    }
-    double result = 0;
-    if (x <= 0 && x == std::floor(x)) return std::numeric_limits<T>::quiet_NaN();
-    if (x < 0.5) {
-      result -= std::numbers::pi / std::tan(std::numbers::pi * x);
-      x = 1 - x;
-    }
-    while (x < 6) {
-      result -= 1 / x;
-      x += 1;
-    }
-    const double inv2 = 1 / (x * x);
-    const double series =
-        inv2 *
-        (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 / 132))));
-    return static_cast<T>(result + std::log(x) - 0.5 / x - series);
+  T operator()(T x) const {
+    return static_cast<T>(special::Digamma(static_cast<double>(x)));
   }
 };
 
@@ -471,6 +453,12 @@ Status LgammaGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Digamma", {ctx.input(0)}));
 }
 
+// d psi(x)/dx = psi^(1)(x), the trigamma function.
+Status DigammaGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  return SetScaledGrad(ctx, ctx.Op("Polygamma", {ctx.ScalarLike(x, 1), x}));
+}
+
 // d(1/x)/dx = -y^2.
 Status ReciprocalGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Square", {ctx.output(0)})}));
@@ -580,9 +568,8 @@ FS_REGISTER_OP(UnaryOp<ErfcFn>("Erfc", FloatTypeList{}, kTranscendentalCost)
 FS_REGISTER_OP(UnaryOp<LgammaFn>("Lgamma", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(LgammaGrad)
                    .Doc("log |Gamma(x)| elementwise."));
-// Its gradient needs polygamma(1, x), which is not implemented yet
-// (tests/python/op_cases_math_functions.py lists it as pending).
 FS_REGISTER_OP(UnaryOp<DigammaFn>("Digamma", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(DigammaGrad)
                    .Doc("psi(x) = d/dx log Gamma(x) elementwise."));
 FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(Expm1Grad)

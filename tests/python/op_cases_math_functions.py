@@ -49,7 +49,7 @@ CASES = [
     Case("Lgamma", [rand(2, 3, low=0.2, high=6)], special.gammaln, grad=[0]),
     # Negative non-integers use the reflection formula; poles give NaN.
     Case("Digamma", [np.array([0.3, 1.0, 2.5, 7.0, 40.0, -0.5, -2.3])], special.digamma,
-         rtol=1e-12),
+         rtol=1e-12, grad=[0]),
     Case("Digamma", [np.array([0.0, -1.0, -3.0], np.float32)],
          lambda x: np.full(3, np.nan, np.float32)),
     Case("Digamma", [rand(2, 3, low=0.5, high=4).astype(np.float32)],
@@ -111,5 +111,18 @@ CASES = [
     Case("All", [np.zeros((0, 3), bool), np.array([0], np.int32)], lambda x, a: np.ones(3, bool)),
 ]
 
-# Digamma's gradient is polygamma(1, x), which Flowstone does not implement yet.
-GRADIENT_PENDING = {"Digamma"}
+# Special functions of two arguments; TensorFlow differentiates them in the second only.
+CASES += [
+    Case("Zeta", [np.array([2.0, 3.0, 4.5, 1.5, 30.0]), np.array([1.0, 0.5, 2.0, 10.0, 1.2])],
+         special.zeta, rtol=1e-12, grad=[1]),
+    # A pole at s == 1 and q == 0, outside the domain below s == 1 and for non-integer s at q < 0.
+    Case("Zeta", [np.array([1.0, 2.0, 0.5, 2.5, 2.0]), np.array([1.0, 0.0, 1.0, -1.5, -1.5])],
+         lambda s, q: np.array([np.inf, np.inf, np.nan, np.nan, special.zeta(2.0, -1.5)])),
+    Case("Polygamma", [np.array([[0.0], [1.0], [2.0], [3.0]]), rand(3, low=0.3, high=5)],
+         special.polygamma, rtol=1e-11, grad=[1]),
+    Case("Polygamma", [np.array([1.5, -1.0, 1.0], np.float32), np.array([2.0, 2.0, 0.5], np.float32)],
+         lambda a, x: np.array([np.nan, np.nan, special.polygamma(1, 0.5)], np.float32), rtol=1e-6),
+]
+
+# Every differentiable op of this family has its gradient.
+GRADIENT_PENDING = set()

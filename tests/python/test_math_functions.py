@@ -356,3 +356,13 @@ def test_complex_part_functions_on_real_tensors():
     np.testing.assert_array_equal(real, conj)
     np.testing.assert_array_equal(imag, [0.0, 0.0, 0.0])
     np.testing.assert_allclose(angle, np.angle([-2.0, 0.0, 3.0]).astype(np.float32))
+
+
+def test_zeta_and_polygamma():
+    x = RNG.uniform(0.5, 4, size=5)
+    zeta, trigamma = _run([tf.math.zeta(tf.constant(3.0, tf.float64), tf.constant(x)),
+                           tf.polygamma(tf.constant(1.0, tf.float64), tf.constant(x))])
+    np.testing.assert_allclose(zeta, special.zeta(3.0, x), rtol=1e-12)
+    np.testing.assert_allclose(trigamma, special.polygamma(1, x), rtol=1e-12)
+    # Digamma's gradient is the trigamma function.
+    _check_gradient(lambda t: tf.reduce_sum(tf.digamma(t) * [1.0, 2.0, 3.0, 4.0, 5.0]), x)

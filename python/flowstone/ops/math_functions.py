@@ -1,5 +1,5 @@
 """tf.math's elementwise functions beyond arithmetic: trigonometric and hyperbolic functions,
-special functions, floating-point tests, xlogy and friends, truncating division, bitwise ops,
+special functions (erf, lgamma, digamma, zeta, polygamma), floating-point tests, xlogy and friends, truncating division, bitwise ops,
 log_sigmoid and polyval. Each is one op (or, where TensorFlow composes, the same composition),
 named as TensorFlow names it."""
 
@@ -94,6 +94,18 @@ left_shift = _binary_export("LeftShift", "LeftShift", "bitwise.left_shift",
                             doc="x << y; counts are clamped to [0, bits - 1].")
 right_shift = _binary_export("RightShift", "RightShift", "bitwise.right_shift",
                              doc="x >> y (arithmetic for signed types); counts are clamped.")
+
+
+@tf_export("math.zeta", "zeta")
+def zeta(x, q, name=None):
+    """The Hurwitz zeta function: the sum over k >= 0 of (q + k)^-x."""
+    return _binary("Zeta", x, q, name, "Zeta")
+
+
+@tf_export("math.polygamma", "polygamma")
+def polygamma(a, x, name=None):
+    """psi^(a)(x), the a-th derivative of digamma (a a whole number, as a float tensor)."""
+    return _binary("Polygamma", a, x, name, "Polygamma")
 
 
 @tf_export("math.atan2", "atan2")
