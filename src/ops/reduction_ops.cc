@@ -397,7 +397,14 @@ class ReductionKernel final : public OpKernel {
     } else if constexpr (kKind == ReduceKind::kAll) {
       return RunReduction<AllReducer, bool>(ctx, input, reduced, output,
                                             [](uint8_t a) { return a != 0; });
+    } else {
+      return ComputeArithmetic(ctx, input, reduced, output);
     }
+  }
+
+ private:
+  Status ComputeArithmetic(KernelContext& ctx, const Tensor& input,
+                           const std::vector<bool>& reduced, Tensor* output) {
     int64_t count = 1;  // elements reduced into each output, for Mean
     for (int i = 0; i < input.rank(); ++i) {
       if (reduced[i]) count *= input.dim(i);
@@ -423,7 +430,6 @@ class ReductionKernel final : public OpKernel {
         });
   }
 
- private:
   // Floats divide (0 / 0 gives NaN for an empty mean); integers divide with truncation, as
   // TensorFlow does, and the mean of nothing is 0 rather than a division by zero.
   template <typename T>
