@@ -141,9 +141,11 @@ def test_reduce_logsumexp_is_stable_and_differentiable():
 def test_any_all_and_count_nonzero():
     b = RNG.uniform(size=(3, 4)) > 0.5
     x = np.array([[0, 1, 2], [0, 0, 3]], np.int32)
-    anys, alls, all_of_all, count, count_axis = _run([
+    anys, alls, all_of_all, count, count_axis, count_bools = _run([
         tf.reduce_any(b, axis=0), tf.math.reduce_all(b, axis=1, keepdims=True), tf.reduce_all(b),
-        tf.count_nonzero(x), tf.math.count_nonzero(x, axis=1, dtype=tf.int32)])
+        tf.count_nonzero(x), tf.math.count_nonzero(x, axis=1, dtype=tf.int32),
+        tf.count_nonzero(b, axis=0)])
+    np.testing.assert_array_equal(count_bools, b.sum(axis=0))
     np.testing.assert_array_equal(anys, b.any(axis=0))
     np.testing.assert_array_equal(alls, b.all(axis=1, keepdims=True))
     assert all_of_all == b.all()

@@ -80,7 +80,7 @@ def zero_fraction(value, name=None):
     """The fraction of zeros in `value`, as float32."""
     with _ops.name_scope(name, "zero_fraction", [value]):
         value = _ops.convert_to_tensor(value, name="value")
-        zero = _ops.constant(0, dtype=value.dtype, name="zero")
+        zero = _ops.constant(np.zeros((), value.dtype.as_numpy_dtype), name="zero")
         is_zero = _math.cast(_math.equal(value, zero), _dtypes.float32)
         return _reduction.reduce_mean(is_zero)
 

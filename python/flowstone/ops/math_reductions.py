@@ -2,6 +2,8 @@
 ops), and reduce_logsumexp, count_nonzero, reduce_variance, reduce_std and reduce_euclidean_norm,
 which TensorFlow composes from other ops the same way."""
 
+import numpy as np
+
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.ops import reduction_ops as _reduction
@@ -57,7 +59,7 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=None, dtype=_dtypes.int
     keepdims = _deprecated_lookup("keepdims", keepdims, "keep_dims", keep_dims)
     with _ops.name_scope(name, "count_nonzero", [input_tensor]):
         x = _ops.convert_to_tensor(input_tensor, name="input")
-        zero = _ops.constant(0, dtype=x.dtype, name="zeros")
+        zero = _ops.constant(np.zeros((), x.dtype.as_numpy_dtype), name="zeros")
         nonzero = _apply("Cast", [_apply("NotEqual", [x, zero])], {"DstT": _dtypes.int64})
         count = _reduction.reduce_sum(nonzero, axis, keepdims=keepdims)
         dtype = _dtypes.as_dtype(dtype)
