@@ -121,6 +121,8 @@ CASES = [
     Case("Qr", [rand(2, 4, 3)], lambda a: np.linalg.qr(a), outputs=2, grad=[0]),
     Case("Qr", [rand(3, 3)], lambda a: np.linalg.qr(a), outputs=2, grad=[0]),
     Case("Qr", [rand(2, 3)], lambda a: np.linalg.qr(a), outputs=2),
+    Case("Qr", [rand(3, 2).astype(np.float32)], lambda a: np.linalg.qr(a), outputs=2, rtol=1e-5,
+         atol=1e-6),
     Case("Qr", [rand(4, 2)], lambda a: np.linalg.qr(a, mode="complete"),
          attrs={"full_matrices": True}, outputs=2),
     # Singular values only: the vectors are unique up to sign.
@@ -130,6 +132,8 @@ CASES = [
     Case("Svd", [rand(3, 3).astype(np.float32)],
          lambda a: np.linalg.svd(a, compute_uv=False), rtol=1e-5, atol=1e-6),
     Case("SelfAdjointEigV2", [_symmetric(2, 4)], np.linalg.eigvalsh, grad=[0]),
+    Case("SelfAdjointEigV2", [_symmetric(3).astype(np.float32)], np.linalg.eigvalsh, rtol=1e-5,
+         atol=1e-6),
     # Only the lower triangle is read.
     Case("SelfAdjointEigV2", [rand(3, 3)], _eigvalsh_lower, attrs={"compute_v": False},
          grad=[0]),
