@@ -176,7 +176,7 @@ def test_eigh_gradient_through_vectors():
     _check_gradient(build, RNG.uniform(-1, 1, size=(3, 3)), rtol=1e-4)
 
 
-@pytest.mark.parametrize("shape", [(4, 3), (3, 3)])
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 3), (2, 2, 4)])
 def test_qr_gradient_through_q_and_r(shape):
     def build(x):
         q, r = tf.linalg.qr(x)
@@ -186,12 +186,15 @@ def test_qr_gradient_through_q_and_r(shape):
     _check_gradient(build, RNG.uniform(-1, 1, size=shape))
 
 
-def test_qr_gradient_of_wide_matrices_is_a_clear_error():
+def test_qr_gradient_limits_are_clear_errors():
     with tf.Graph().as_default():
-        x = tf.placeholder(tf.float64, [2, 3])
-        q, r = tf.linalg.qr(x)
-        with pytest.raises(NotImplementedError, match="wide matrices"):
+        x = tf.placeholder(tf.float64, [4, 3])
+        q, r = tf.linalg.qr(x, full_matrices=True)
+        with pytest.raises(NotImplementedError, match="nrows > ncols and full_matrices"):
             tf.gradients(tf.reduce_sum(r), [x])
+        unknown = tf.placeholder(tf.float64, [None, None])
+        with pytest.raises(NotImplementedError, match="dynamic shapes"):
+            tf.gradients(tf.reduce_sum(tf.linalg.qr(unknown)[1]), [unknown])
 
 
 # --- errors ----------------------------------------------------------------------------------------

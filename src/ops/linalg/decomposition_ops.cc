@@ -479,28 +479,8 @@ Endpoint SolveWithRAdjoint(GradientContext& ctx, Endpoint x, Endpoint r) {
 }
 
 // TensorFlow's gradient for square and tall inputs with the reduced factorization.
-Status QrGrad(GradientContext& ctx) {
-  const Endpoint q = ctx.output(0);
-  const Endpoint r = ctx.output(1);
-  const PartialShape& q_shape = ctx.node().output_shape(0);
-  const PartialShape& r_shape = ctx.node().output_shape(1);
-  if (!q_shape.known_rank() || !r_shape.known_rank() || r_shape.dim(r_shape.rank() - 2) < 0 ||
-      r_shape.dim(r_shape.rank() - 1) < 0 || q_shape.dim(q_shape.rank() - 2) < 0) {
-    return GradientNotImplemented("QrGrad not implemented with dynamic shapes.");
-  }
-  const int64_t rows = q_shape.dim(q_shape.rank() - 2);
-  const int64_t cols = r_shape.dim(r_shape.rank() - 1);
-  if (rows < cols) {
-    return GradientNotImplemented(
-        "QrGrad not implemented for wide matrices (more columns than rows); differentiate the QR "
-        "of the transpose or of a square leading block instead.");
-  }
-  if (r_shape.dim(r_shape.rank() - 2) > cols) {
-    return GradientNotImplemented(
-        "QrGrad not implemented when nrows > ncols and full_matrices is true.");
-  }
-  const Endpoint dq = ctx.output_grad(0);
-  const Endpoint dr = ctx.output_grad(1);
+Endpoint QrGradSquareOrTall(GradientContext& ctx, Endpoint q, Endpoint r, Endpoint dq,
+                            Endpoint dr) {
   const Endpoint qdq = linalg::MatMul(ctx, q, dq, true, false);
   const Endpoint qdq_skew = ctx.Op("Sub", {qdq, linalg::Adjoint(ctx, qdq)});
   const Endpoint rdr = linalg::MatMul(ctx, r, dr, false, true);
@@ -510,7 +490,51 @@ Status QrGrad(GradientContext& ctx) {
       linalg::MatMul(ctx, q, ctx.Op("AddV2", {dr, SolveWithRAdjoint(ctx, tril, r)}));
   const Endpoint grad_b =
       SolveWithRAdjoint(ctx, ctx.Op("Sub", {dq, linalg::MatMul(ctx, q, qdq)}), r);
-  ctx.SetInputGrad(0, ctx.Op("AddV2", {grad_a, grad_b}));
+  return ctx.Op("AddV2", {grad_a, grad_b});
+}
+
+// Columns [start, start + count) of x (rank `rank`); count -1 takes the rest.
+Endpoint Columns(GradientContext& ctx, Endpoint x, int rank, int64_t start, int64_t count) {
+  std::vector<int64_t> begin(rank, 0), size(rank, -1);
+  begin[rank - 1] = start;
+  size[rank - 1] = count;
+  return ctx.Op("Slice", {x, ctx.Const(Tensor::FromVector(begin, TensorShape{rank})),
+                          ctx.Const(Tensor::FromVector(size, TensorShape{rank}))});
+}
+
+// The reduced factorization's gradient. A wide input A = [X | Y] (M x N with M < N) has
+// Q R = Q [U | V] with X = Q U square: X's gradient is the square case's with dQ + Y dV^H, Y's is
+// Q dV, as in TensorFlow.
+Status QrGrad(GradientContext& ctx) {
+  const Endpoint q = ctx.output(0);
+  const Endpoint r = ctx.output(1);
+  const PartialShape& q_shape = ctx.node().output_shape(0);
+  const PartialShape& r_shape = ctx.node().output_shape(1);
+  if (!q_shape.known_rank() || !r_shape.known_rank() || r_shape.dim(r_shape.rank() - 2) < 0 ||
+      r_shape.dim(r_shape.rank() - 1) < 0 || q_shape.dim(q_shape.rank() - 2) < 0) {
+    return GradientNotImplemented("QrGrad not implemented with dynamic shapes.");
+  }
+  const int rank = r_shape.rank();
+  const int64_t rows = q_shape.dim(rank - 2);
+  const int64_t cols = r_shape.dim(rank - 1);
+  if (r_shape.dim(rank - 2) > cols) {
+    return GradientNotImplemented(
+        "QrGrad not implemented when nrows > ncols and full_matrices is true.");
+  }
+  const Endpoint dq = ctx.output_grad(0);
+  const Endpoint dr = ctx.output_grad(1);
+  if (rows >= cols) {
+    ctx.SetInputGrad(0, QrGradSquareOrTall(ctx, q, r, dq, dr));
+    return Status::OK();
+  }
+  const Endpoint y = Columns(ctx, ctx.input(0), rank, rows, -1);
+  const Endpoint u = Columns(ctx, r, rank, 0, rows);
+  const Endpoint dv = Columns(ctx, dr, rank, rows, -1);
+  const Endpoint du = Columns(ctx, dr, rank, 0, rows);
+  const Endpoint dy = linalg::MatMul(ctx, q, dv);
+  const Endpoint dq_total = ctx.Op("AddV2", {dq, linalg::MatMul(ctx, y, dv, false, true)});
+  const Endpoint dx = QrGradSquareOrTall(ctx, q, u, dq_total, du);
+  ctx.SetInputGrad(0, ctx.Op("ConcatV2", {dx, dy, ctx.Const(Tensor::Scalar<int32_t>(-1))}));
   return Status::OK();
 }
 
