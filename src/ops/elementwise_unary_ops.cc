@@ -1,8 +1,9 @@
 // Unary elementwise math: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Expm1, Log, Log1p, Sign, Floor,
 // Ceil, Round, Rint, Reciprocal (and its old name Inv), Sigmoid, Tanh, Relu, Softplus, Softsign,
 // the trigonometric and hyperbolic functions and their inverses, Erf, Erfc, Lgamma, Digamma, the
-// IsNan/IsInf/IsFinite tests, LogicalNot and Invert; and the gradients of the differentiable ones,
-// with TensorFlow's formulas (in terms of the output y where TensorFlow uses it).
+// modified Bessel functions I0 and I1 (plain and scaled), the IsNan/IsInf/IsFinite tests,
+// LogicalNot and Invert; and the gradients of the differentiable ones, with TensorFlow's formulas
+// (in terms of the output y where TensorFlow uses it).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -223,6 +224,53 @@ struct DigammaFn {
   template <typename T>
   T operator()(T x) const {
     return static_cast<T>(special::Digamma(static_cast<double>(x)));
+  }
+};
+
+// The modified Bessel functions of the first kind of orders 0 and 1, plain and exponentially
+// scaled (exp(-|x|) I(x), which stays finite for large |x|). <cmath>'s cyl_bessel_i takes x >= 0;
+// I0 is even and I1 odd.
+struct BesselI0Fn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(std::cyl_bessel_i(0.0, std::abs(static_cast<double>(x))));
+  }
+};
+
+struct BesselI1Fn {
+  template <typename T>
+  T operator()(T x) const {
+    const double value = std::cyl_bessel_i(1.0, std::abs(static_cast<double>(x)));
+    return static_cast<T>(x < 0 ? -value : value);
+  }
+};
+
+// Large |x| overflows I(x) itself, so the scaled forms use the asymptotic expansion
+// exp(-x) I_n(x) ~ (1 - (4n^2 - 1) / (8x) + (4n^2 - 1)(4n^2 - 9) / (2 (8x)^2) - ...) / sqrt(2 pi x)
+// beyond x = 700, where it has converged to double precision.
+inline double ScaledBesselI(int order, double x) {
+  if (x < 700) return std::exp(-x) * std::cyl_bessel_i(static_cast<double>(order), x);
+  const double mu = 4.0 * order * order;
+  double term = 1, sum = 1;
+  for (int k = 1; k < 8; ++k) {
+    term *= -(mu - (2 * k - 1) * (2 * k - 1)) / (k * 8 * x);
+    sum += term;
+  }
+  return sum / std::sqrt(2 * std::numbers::pi * x);
+}
+
+struct BesselI0eFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(ScaledBesselI(0, std::abs(static_cast<double>(x))));
+  }
+};
+
+struct BesselI1eFn {
+  template <typename T>
+  T operator()(T x) const {
+    const double value = ScaledBesselI(1, std::abs(static_cast<double>(x)));
+    return static_cast<T>(x < 0 ? -value : value);
   }
 };
 
@@ -459,6 +507,33 @@ Status DigammaGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Polygamma", {ctx.ScalarLike(x, 1), x}));
 }
 
+// I0' = I1, and for the scaled form (exp(-|x|) I0)' = I1e - sign(x) I0e.
+Status BesselI0Grad(GradientContext& ctx) {
+  return SetScaledGrad(ctx, ctx.Op("BesselI1", {ctx.input(0)}));
+}
+
+Status BesselI0eGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint sign_y = ctx.Op("Mul", {ctx.Op("Sign", {x}), ctx.output(0)});
+  return SetScaledGrad(ctx, ctx.Op("Sub", {ctx.Op("BesselI1e", {x}), sign_y}));
+}
+
+// I1' = I0 - I1 / x and (exp(-|x|) I1)' = I0e - I1e (sign(x) + 1 / x), both 1/2 at x = 0
+// (where x is replaced by 1 so that nothing divides by zero).
+Status BesselI1GradOf(GradientContext& ctx, const char* order0, bool scaled) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.output(0);
+  const Endpoint at_zero = ctx.Op("Equal", {x, ctx.ScalarLike(x, 0)});
+  const Endpoint safe_x = ctx.Op("SelectV2", {at_zero, ctx.ScalarLike(x, 1), x});
+  Endpoint factor = ctx.Op("Reciprocal", {safe_x});
+  if (scaled) factor = ctx.Op("AddV2", {ctx.Op("Sign", {x}), factor});
+  const Endpoint derivative = ctx.Op("Sub", {ctx.Op(order0, {x}), ctx.Op("Mul", {y, factor})});
+  return SetScaledGrad(ctx, ctx.Op("SelectV2", {at_zero, ctx.ScalarLike(x, 0.5), derivative}));
+}
+
+Status BesselI1Grad(GradientContext& ctx) { return BesselI1GradOf(ctx, "BesselI0", false); }
+Status BesselI1eGrad(GradientContext& ctx) { return BesselI1GradOf(ctx, "BesselI0e", true); }
+
 // d(1/x)/dx = -y^2.
 Status ReciprocalGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Square", {ctx.output(0)})}));
@@ -571,6 +646,18 @@ FS_REGISTER_OP(UnaryOp<LgammaFn>("Lgamma", FloatTypeList{}, kTranscendentalCost)
 FS_REGISTER_OP(UnaryOp<DigammaFn>("Digamma", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(DigammaGrad)
                    .Doc("psi(x) = d/dx log Gamma(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<BesselI0Fn>("BesselI0", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI0Grad)
+                   .Doc("The modified Bessel function of the first kind of order 0."));
+FS_REGISTER_OP(UnaryOp<BesselI0eFn>("BesselI0e", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI0eGrad)
+                   .Doc("exp(-|x|) times the modified Bessel function I0."));
+FS_REGISTER_OP(UnaryOp<BesselI1Fn>("BesselI1", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI1Grad)
+                   .Doc("The modified Bessel function of the first kind of order 1."));
+FS_REGISTER_OP(UnaryOp<BesselI1eFn>("BesselI1e", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI1eGrad)
+                   .Doc("exp(-|x|) times the modified Bessel function I1."));
 FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(Expm1Grad)
                    .Doc("exp(x) - 1 elementwise, accurate for small x."));

@@ -44,6 +44,14 @@ is_inf = _unary_export("IsInf", "math.is_inf", "is_inf", doc="Whether each eleme
 is_finite = _unary_export("IsFinite", "math.is_finite", "is_finite",
                           doc="Whether each element is neither NaN nor infinite.")
 invert = _unary_export("Invert", "bitwise.invert", doc="Bitwise NOT elementwise.")
+bessel_i0 = _unary_export("BesselI0", "math.bessel_i0", "math.special.bessel_i0",
+                          doc="The modified Bessel function of the first kind of order 0.")
+bessel_i0e = _unary_export("BesselI0e", "math.bessel_i0e", "math.special.bessel_i0e",
+                           doc="exp(-|x|) * bessel_i0(x), finite for large |x|.")
+bessel_i1 = _unary_export("BesselI1", "math.bessel_i1", "math.special.bessel_i1",
+                          doc="The modified Bessel function of the first kind of order 1.")
+bessel_i1e = _unary_export("BesselI1e", "math.bessel_i1e", "math.special.bessel_i1e",
+                           doc="exp(-|x|) * bessel_i1(x), finite for large |x|.")
 
 
 @tf_export("math.softplus", "nn.softplus")
