@@ -130,7 +130,8 @@ CASES += [
          lambda s, q: np.array([np.inf, np.inf, np.nan, np.nan, special.zeta(2.0, -1.5)])),
     Case("Polygamma", [np.array([[0.0], [1.0], [2.0], [3.0]]), rand(3, low=0.3, high=5)],
          special.polygamma, rtol=1e-11, grad=[1]),
-    Case("Polygamma", [np.array([1.5, -1.0, 1.0], np.float32), np.array([2.0, 2.0, 0.5], np.float32)],
+    Case("Polygamma",
+         [np.array([1.5, -1.0, 1.0], np.float32), np.array([2.0, 2.0, 0.5], np.float32)],
          lambda a, x: np.array([np.nan, np.nan, special.polygamma(1, 0.5)], np.float32), rtol=1e-6),
 ]
 

@@ -197,7 +197,7 @@ def test_qr_gradient_limits_are_clear_errors():
             tf.gradients(tf.reduce_sum(tf.linalg.qr(unknown)[1]), [unknown])
 
 
-# --- errors ----------------------------------------------------------------------------------------
+# --- errors --------------------------------------------------------------------------------------
 
 def test_singular_and_non_positive_definite_inputs_fail_with_tensorflows_messages():
     with tf.Graph().as_default():

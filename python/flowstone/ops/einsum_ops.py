@@ -170,7 +170,8 @@ def _contract(a, a_labels, b, b_labels, needed):
     b = _reshape(b, b_batch + [k, _product(b_kept_dims)])
     product = _op("BatchMatMulV2", [a, b])
     # Batch dimensions of size 1 on one side broadcast to the other's size.
-    out_batch = [bd if (isinstance(ad, int) and ad == 1) else ad for ad, bd in zip(a_batch, b_batch)]
+    out_batch = [bd if (isinstance(ad, int) and ad == 1) else ad
+                 for ad, bd in zip(a_batch, b_batch)]
     product = _reshape(product, out_batch + a_kept_dims + b_kept_dims)
     return product, "".join(batch + a_kept + b_kept)
 
@@ -188,8 +189,8 @@ def einsum(equation, *inputs, **kwargs):
         operands = [_ops.convert_to_tensor(t, name=f"input_{i}") for i, t in enumerate(inputs)]
         for t in operands[1:]:
             if t.dtype != operands[0].dtype:
-                raise TypeError(f"einsum operands must have one dtype, got {operands[0].dtype.name} "
-                                f"and {t.dtype.name}")
+                raise TypeError("einsum operands must have one dtype, got "
+                                f"{operands[0].dtype.name} and {t.dtype.name}")
         labels, output = _parse(equation, operands)
         pieces = []
         for i, (t, spec) in enumerate(zip(operands, labels)):

@@ -1,7 +1,7 @@
 """tf.math's elementwise functions beyond arithmetic: trigonometric and hyperbolic functions,
-special functions (erf, lgamma, digamma, zeta, polygamma), floating-point tests, xlogy and friends, truncating division, bitwise ops,
-log_sigmoid and polyval. Each is one op (or, where TensorFlow composes, the same composition),
-named as TensorFlow names it."""
+special functions (erf, lgamma, digamma, zeta, polygamma, Bessel I0 and I1), floating-point
+tests, xlogy and friends, truncating division, bitwise ops, log_sigmoid and polyval. Each is one
+op (or, where TensorFlow composes, the same composition), named as TensorFlow names it."""
 
 from flowstone.framework import ops as _ops
 from flowstone.ops.math_ops import _binary, _unary
