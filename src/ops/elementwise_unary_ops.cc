@@ -1,9 +1,9 @@
 // Unary elementwise math: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Expm1, Log, Log1p, Sign, Floor,
 // Ceil, Round, Rint, Reciprocal (and its old name Inv), Sigmoid, Tanh, Relu, Softplus, Softsign,
-// the trigonometric and hyperbolic functions and their inverses, Erf, Erfc, Lgamma, Digamma, the
-// modified Bessel functions I0 and I1 (plain and scaled), the IsNan/IsInf/IsFinite tests,
-// LogicalNot and Invert; and the gradients of the differentiable ones, with TensorFlow's formulas
-// (in terms of the output y where TensorFlow uses it).
+// the trigonometric and hyperbolic functions and their inverses, Erf, Erfc, Erfinv, Ndtri, Lgamma,
+// Digamma, the modified Bessel functions I0 and I1 (plain and scaled), the IsNan/IsInf/IsFinite
+// tests, LogicalNot and Invert; and the gradients of the differentiable ones, with TensorFlow's
+// formulas (in terms of the output y where TensorFlow uses it).
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -274,6 +274,20 @@ struct BesselI1eFn {
   }
 };
 
+struct ErfinvFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(special::InverseErf(static_cast<double>(x)));
+  }
+};
+
+struct NdtriFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(special::Ndtri(static_cast<double>(x)));
+  }
+};
+
 struct ReciprocalFn {
   template <typename T>
   T operator()(T x) const {
@@ -534,6 +548,22 @@ Status BesselI1GradOf(GradientContext& ctx, const char* order0, bool scaled) {
 Status BesselI1Grad(GradientContext& ctx) { return BesselI1GradOf(ctx, "BesselI0", false); }
 Status BesselI1eGrad(GradientContext& ctx) { return BesselI1GradOf(ctx, "BesselI0e", true); }
 
+// d erfinv(x)/dx = sqrt(pi) / 2 * exp(y^2) and d ndtri(x)/dx = sqrt(2 pi) * exp(y^2 / 2).
+Status ErfinvGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  const Endpoint growth = ctx.Op("Exp", {ctx.Op("Square", {y})});
+  return SetScaledGrad(ctx,
+                       ctx.Op("Mul", {ctx.ScalarLike(y, std::sqrt(std::numbers::pi) / 2), growth}));
+}
+
+Status NdtriGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  const Endpoint growth =
+      ctx.Op("Exp", {ctx.Op("Mul", {ctx.ScalarLike(y, 0.5), ctx.Op("Square", {y})})});
+  return SetScaledGrad(ctx,
+                       ctx.Op("Mul", {ctx.ScalarLike(y, std::sqrt(2 * std::numbers::pi)), growth}));
+}
+
 // d(1/x)/dx = -y^2.
 Status ReciprocalGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Square", {ctx.output(0)})}));
@@ -658,6 +688,12 @@ FS_REGISTER_OP(UnaryOp<BesselI1Fn>("BesselI1", FloatTypeList{}, kTranscendentalC
 FS_REGISTER_OP(UnaryOp<BesselI1eFn>("BesselI1e", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(BesselI1eGrad)
                    .Doc("exp(-|x|) times the modified Bessel function I1."));
+FS_REGISTER_OP(UnaryOp<ErfinvFn>("Erfinv", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(ErfinvGrad)
+                   .Doc("The inverse of erf elementwise (NaN outside [-1, 1])."));
+FS_REGISTER_OP(UnaryOp<NdtriFn>("Ndtri", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(NdtriGrad)
+                   .Doc("The standard normal quantile function elementwise (NaN outside [0, 1])."));
 FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(Expm1Grad)
                    .Doc("exp(x) - 1 elementwise, accurate for small x."));

@@ -366,3 +366,10 @@ def test_zeta_and_polygamma():
     np.testing.assert_allclose(trigamma, special.polygamma(1, x), rtol=1e-12)
     # Digamma's gradient is the trigamma function.
     _check_gradient(lambda t: tf.reduce_sum(tf.digamma(t) * [1.0, 2.0, 3.0, 4.0, 5.0]), x)
+
+
+def test_inverse_error_functions():
+    q = RNG.uniform(0.01, 1.99, size=6)
+    erfcinv, ndtri = _run([tf.math.erfcinv(tf.constant(q)), tf.math.ndtri(tf.constant(q / 2))])
+    np.testing.assert_allclose(erfcinv, special.erfcinv(q), rtol=1e-12)
+    np.testing.assert_allclose(ndtri, special.ndtri(q / 2), rtol=1e-12)

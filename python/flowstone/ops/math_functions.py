@@ -44,6 +44,9 @@ is_inf = _unary_export("IsInf", "math.is_inf", "is_inf", doc="Whether each eleme
 is_finite = _unary_export("IsFinite", "math.is_finite", "is_finite",
                           doc="Whether each element is neither NaN nor infinite.")
 invert = _unary_export("Invert", "bitwise.invert", doc="Bitwise NOT elementwise.")
+erfinv = _unary_export("Erfinv", "math.erfinv", doc="The inverse of erf (NaN outside [-1, 1]).")
+ndtri = _unary_export("Ndtri", "math.ndtri",
+                      doc="The standard normal quantile: x with Phi(x) = p (NaN outside [0, 1]).")
 bessel_i0 = _unary_export("BesselI0", "math.bessel_i0", "math.special.bessel_i0",
                           doc="The modified Bessel function of the first kind of order 0.")
 bessel_i0e = _unary_export("BesselI0e", "math.bessel_i0e", "math.special.bessel_i0e",
@@ -52,6 +55,14 @@ bessel_i1 = _unary_export("BesselI1", "math.bessel_i1", "math.special.bessel_i1"
                           doc="The modified Bessel function of the first kind of order 1.")
 bessel_i1e = _unary_export("BesselI1e", "math.bessel_i1e", "math.special.bessel_i1e",
                            doc="exp(-|x|) * bessel_i1(x), finite for large |x|.")
+
+
+@tf_export("math.erfcinv")
+def erfcinv(x, name=None):
+    """The inverse of erfc, -ndtri(x / 2) / sqrt(2) as TensorFlow computes it."""
+    with _ops.name_scope(name, "erfcinv", [x]):
+        x = _ops.convert_to_tensor(x, name="start")
+        return -ndtri(0.5 * x) * 0.7071067811865476  # sqrt(1/2)
 
 
 @tf_export("math.softplus", "nn.softplus")

@@ -1,5 +1,5 @@
-// Special functions in double precision, shared by the unary (Digamma) and binary (Zeta,
-// Polygamma) op families.
+// Special functions in double precision, shared by the unary (Digamma, Erfinv, Ndtri) and
+// binary (Zeta, Polygamma) op families.
 #pragma once
 
 #include <cmath>
@@ -77,6 +77,54 @@ inline double Digamma(double x) {
       inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 - inv2 / 132))));
   return result + std::log(x) - 0.5 / x - series;
 }
+
+// erf^-1(p) for |p| <= 0.5 by Newton's method on erf, from p sqrt(pi) / 2 (converges in a few
+// steps: erf is nearly linear there).
+inline double InverseErfCentral(double p) {
+  constexpr double kTwoOverSqrtPi = 1.1283791670955126;  // 2 / sqrt(pi)
+  double x = p / kTwoOverSqrtPi;
+  for (int i = 0; i < 20; ++i) {
+    const double step = (std::erf(x) - p) / (kTwoOverSqrtPi * std::exp(-x * x));
+    x -= step;
+    if (std::abs(step) <= 1e-16 * std::abs(x)) break;
+  }
+  return x;
+}
+
+// erfc^-1(q) for q in (0, 2): near q = 1 through erf^-1(1 - q) (exact subtraction there), in the
+// lower tail by Newton's method on log(erfc(x)), which stays accurate where erfc is tiny, and in
+// the upper tail by symmetry, erfc(-x) = 2 - erfc(x). 0 and 2 give +inf and -inf; outside
+// [0, 2], NaN.
+inline double InverseErfc(double q) {
+  if (std::isnan(q) || q < 0 || q > 2) return std::numeric_limits<double>::quiet_NaN();
+  if (q == 0) return std::numeric_limits<double>::infinity();
+  if (q == 2) return -std::numeric_limits<double>::infinity();
+  if (q > 1.5) return -InverseErfc(2 - q);
+  if (q >= 0.5) return InverseErfCentral(1 - q);
+  constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+  const double log_q = std::log(q);
+  double x = std::sqrt(-log_q);
+  for (int i = 0; i < 100; ++i) {
+    const double erfc_x = std::erfc(x);
+    // d log(erfc(x))/dx = -2/sqrt(pi) exp(-x^2) / erfc(x).
+    const double slope = -kTwoOverSqrtPi * std::exp(-x * x) / erfc_x;
+    const double step = (std::log(erfc_x) - log_q) / slope;
+    x -= step;
+    if (std::abs(step) <= 1e-16 * std::abs(x)) break;
+  }
+  return x;
+}
+
+// erf^-1(p) for p in [-1, 1]; +-1 give +-inf, outside NaN.
+inline double InverseErf(double p) {
+  if (std::isnan(p) || std::abs(p) > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (std::abs(p) <= 0.5) return InverseErfCentral(p);
+  const double magnitude = InverseErfc(1 - std::abs(p));
+  return p < 0 ? -magnitude : magnitude;
+}
+
+// The standard normal quantile: x with Phi(x) = p, -sqrt(2) erfc^-1(2p).
+inline double Ndtri(double p) { return -std::numbers::sqrt2 * InverseErfc(2 * p); }
 
 }  // namespace special
 }  // namespace flowstone
