@@ -102,9 +102,9 @@ def _binary_export(op_type, default_name, *names, doc, args=("x", "y")):
 xlogy = _binary_export("Xlogy", "Xlogy", "math.xlogy", doc="x * log(y), 0 where x == 0.")
 xdivy = _binary_export("Xdivy", "Xdivy", "math.xdivy", doc="x / y, 0 where x == 0.")
 xlog1py = _binary_export("Xlog1py", "Xlog1py", "math.xlog1py", doc="x * log1p(y), 0 where x == 0.")
-truncatediv = _binary_export("TruncateDiv", "TruncateDiv", "truncatediv", "math.truncatediv",
+truncatediv = _binary_export("TruncateDiv", "TruncateDiv", "truncatediv",
                              doc="x / y rounded toward zero, like C.")
-truncatemod = _binary_export("TruncateMod", "TruncateMod", "truncatemod", "math.truncatemod",
+truncatemod = _binary_export("TruncateMod", "TruncateMod", "truncatemod",
                              doc="The remainder of truncatediv, with the sign of x, like C.")
 bitwise_and = _binary_export("BitwiseAnd", "BitwiseAnd", "bitwise.bitwise_and", doc="x & y.")
 bitwise_or = _binary_export("BitwiseOr", "BitwiseOr", "bitwise.bitwise_or", doc="x | y.")
