@@ -230,21 +230,6 @@ struct DigammaFn {
 // The modified Bessel functions of the first kind of orders 0 and 1, plain and exponentially
 // scaled (exp(-|x|) I(x), which stays finite for large |x|). <cmath>'s cyl_bessel_i takes x >= 0;
 // I0 is even and I1 odd.
-struct BesselI0Fn {
-  template <typename T>
-  T operator()(T x) const {
-    return static_cast<T>(std::cyl_bessel_i(0.0, std::abs(static_cast<double>(x))));
-  }
-};
-
-struct BesselI1Fn {
-  template <typename T>
-  T operator()(T x) const {
-    const double value = std::cyl_bessel_i(1.0, std::abs(static_cast<double>(x)));
-    return static_cast<T>(x < 0 ? -value : value);
-  }
-};
-
 // Large |x| overflows I(x) itself, so the scaled forms use the asymptotic expansion
 // exp(-x) I_n(x) ~ (1 - (4n^2 - 1) / (8x) + (4n^2 - 1)(4n^2 - 9) / (2 (8x)^2) - ...) / sqrt(2 pi x)
 // beyond x = 700, where it has converged to double precision.
@@ -258,6 +243,31 @@ inline double ScaledBesselI(int order, double x) {
   }
   return sum / std::sqrt(2 * std::numbers::pi * x);
 }
+
+// libstdc++'s cyl_bessel_i throws for large x (1e10 and +inf do: "Argument x too large in
+// __bessel_ik"), and an exception must not leave a kernel. Past 700 the scaled expansion times
+// exp(x), taken in two halves so that I(x) stays finite up to where it overflows (about 713.9).
+inline double BesselIOfAbs(int order, double abs_x) {
+  if (abs_x < 700) return std::cyl_bessel_i(static_cast<double>(order), abs_x);
+  if (std::isinf(abs_x)) return abs_x;  // the expansion would give inf * 0
+  const double half = std::exp(abs_x / 2);
+  return half * ScaledBesselI(order, abs_x) * half;
+}
+
+struct BesselI0Fn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(BesselIOfAbs(0, std::abs(static_cast<double>(x))));
+  }
+};
+
+struct BesselI1Fn {
+  template <typename T>
+  T operator()(T x) const {
+    const double value = BesselIOfAbs(1, std::abs(static_cast<double>(x)));
+    return static_cast<T>(x < 0 ? -value : value);
+  }
+};
 
 struct BesselI0eFn {
   template <typename T>

@@ -71,3 +71,16 @@ def test_pack_of_no_values_is_an_error_not_a_segfault():
     with pytest.raises(ValueError, match=r"Attr 'N' of 'Pack' Op passed 0 less than minimum 1\."):
         apply_op("Pack", [[]], {"T": tf.bool, "axis": 0})
     assert tf.stack([tf.constant(True)]).shape.as_list() == [1]
+
+
+# I0(710) and I1(710) from libstdc++'s series (std::cyl_bessel_i), which still works there.
+@pytest.mark.parametrize("op, sign, at_710", [("BesselI0", 1.0, 3.3453345586196545e306),
+                                              ("BesselI1", -1.0, 3.3429778585097626e306)])
+def test_bessel_of_huge_arguments_is_computed_not_an_escaped_exception(op, sign, at_710):
+    # std::cyl_bessel_i throws for x = 1e10 or +inf; the exception left the kernel as a bare
+    # RuntimeError (found by the fuzz smoke test the day BesselI0 and BesselI1 landed).
+    x = tf.constant([np.inf, -np.inf, 1e10, -2.77e30, 710.0, -710.0], tf.float64)
+    with tf.Session() as sess:
+        got = sess.run(apply_op(op, [x]).outputs[0])
+    expected = [np.inf, sign * np.inf, np.inf, sign * np.inf, at_710, sign * at_710]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
