@@ -84,3 +84,14 @@ def test_bessel_of_huge_arguments_is_computed_not_an_escaped_exception(op, sign,
         got = sess.run(apply_op(op, [x]).outputs[0])
     expected = [np.inf, sign * np.inf, np.inf, sign * np.inf, at_710, sign * at_710]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_svd_of_a_matrix_with_inf_or_nan_gives_nan_factors_instead_of_hanging():
+    # LAPACK's gesdd looped for minutes on a matrix holding inf (make fuzz counted a hang);
+    # TensorFlow returns NaN factors for such a matrix, and so does Flowstone now.
+    a = tf.constant([[[np.inf, 1.0], [1.0, 1.0]], [[3.0, 0.0], [0.0, 2.0]]], tf.float64)
+    s, u, v = tf.linalg.svd(a)
+    with tf.Session() as sess:
+        s, u, v = sess.run([s, u, v])
+    assert np.isnan(s[0]).all() and np.isnan(u[0]).all() and np.isnan(v[0]).all()
+    np.testing.assert_allclose(s[1], [3.0, 2.0])

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -605,8 +606,20 @@ Status SvdKernel(KernelContext& ctx) {
         }
         return Status::OK();
       }
+      // LAPACK's gesdd can loop forever on NaN or Inf (found by make fuzz: a hang of minutes).
+      // TensorFlow answers such a matrix with NaN factors, and so does this kernel.
+      const T* matrix = in.data<T>() + b * mb.matrix_size();
+      if (!std::all_of(matrix, matrix + mb.matrix_size(), [](T x) { return std::isfinite(x); })) {
+        const T nan = std::numeric_limits<T>::quiet_NaN();
+        std::fill(s, s + p, nan);
+        if (compute_uv) {
+          std::fill(u, u + m * u_cols, nan);
+          std::fill(v, v + n * v_cols, nan);
+        }
+        return Status::OK();
+      }
       std::vector<T> a(mb.matrix_size());
-      lapack::ToColMajor(in.data<T>() + b * mb.matrix_size(), m, n, a.data());
+      lapack::ToColMajor(matrix, m, n, a.data());
       // U is column-major M x u_cols; V^T is column-major v_cols x N, which read row-major is
       // V (N x v_cols): it is written straight into the output.
       std::vector<T> u_col(compute_uv ? static_cast<size_t>(m) * u_cols : 1);
