@@ -91,3 +91,16 @@ CASES += _CONV_CASES
 from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
+
+from op_cases_conv3d import CASES as _CONV3D_CASES  # noqa: E402
+
+CASES += _CONV3D_CASES
+
+from op_cases_norm import CASES as _NORM_CASES  # noqa: E402
+
+CASES += _NORM_CASES
+
+from op_cases_sampling import CASES as _SAMPLING_CASES, EXEMPT as _SAMPLING_EXEMPT  # noqa: E402
+
+CASES += _SAMPLING_CASES
+EXEMPT.update(_SAMPLING_EXEMPT)
