@@ -327,3 +327,35 @@ def test_separable_conv2d_is_depthwise_then_pointwise():
     with pytest.raises(ValueError, match="not compatible"):
         tf.nn.separable_conv2d(tf.zeros([1, 4, 4, 3]), tf.zeros([2, 2, 3, 2]),
                                tf.zeros([2, 1, 6, 4]), [1, 1, 1, 1], "SAME")
+
+
+@pytest.mark.parametrize("pooling_type", ["MAX", "AVG"])
+def test_pool_in_one_two_and_three_dimensions(pooling_type):
+    kind = pooling_type.lower()
+    x3 = rand(2, 4, 5, 3, 2)
+    got = run(lambda a: tf.nn.pool(a, [2, 3, 1], pooling_type, "SAME", strides=[1, 2, 1]), x3)
+    np.testing.assert_allclose(got, pool3d_ref(x3, (2, 3, 1), (1, 2, 1), "SAME", kind),
+                               rtol=1e-12)
+    x2 = rand(2, 5, 4, 3)
+    got = run(lambda a: tf.nn.pool(a, [2, 2], pooling_type, "VALID", strides=[2, 1],
+                                   data_format="NCHW"), x2.transpose(0, 3, 1, 2))
+    expected = pool3d_ref(x2[:, :, :, None, :], (2, 2, 1), (2, 1, 1), "VALID", kind)[:, :, :, 0]
+    np.testing.assert_allclose(got, expected.transpose(0, 3, 1, 2), rtol=1e-12)
+    x1 = rand(2, 7, 3)
+    got = run(lambda a: tf.nn.pool(a, [3], pooling_type, "SAME", strides=[2]), x1)
+    expected = pool3d_ref(x1[:, :, None, None, :], (3, 1, 1), (2, 1, 1), "SAME", kind)
+    np.testing.assert_allclose(got, expected[:, :, 0, 0], rtol=1e-12)
+
+
+def test_pool_argument_errors():
+    x = tf.zeros([1, 4, 4, 1])
+    with pytest.raises(ValueError, match="must be 1, 2, or 3"):
+        tf.nn.pool(x, [1, 1, 1, 1], "MAX", "SAME")
+    with pytest.raises(ValueError, match="`strides` > `window_shape`"):
+        tf.nn.pool(x, [2, 2], "MAX", "SAME", strides=[3, 1])
+    with pytest.raises(ValueError, match="'SAME' padding is not implemented"):
+        tf.nn.pool(x, [2, 2], "AVG", "SAME", dilation_rate=[2, 2])
+    with pytest.raises(ValueError, match="2-D MIN pooling is not supported"):
+        tf.nn.pool(x, [2, 2], "MIN", "SAME")
+    with pytest.raises(tf.errors.UnimplementedError, match="dilation_rate=\\[2, 1\\]"):
+        tf.nn.pool(x, [2, 2], "MAX", "VALID", dilation_rate=[2, 1])

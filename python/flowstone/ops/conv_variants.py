@@ -1,12 +1,13 @@
-"""Convolutions built on the 2-D ops: tf.nn.conv1d (a 2-D convolution over one row),
-atrous_conv2d (a dilated Conv2D), separable_conv2d (depthwise, then 1x1) and
-max_pool_with_argmax."""
+"""Convolution and pooling functions built on the 2-D and 3-D ops: tf.nn.conv1d (a 2-D
+convolution over one row), atrous_conv2d (a dilated Conv2D), separable_conv2d (depthwise, then
+1x1), max_pool_with_argmax and the N-D tf.nn.pool."""
 
 import numpy as np
 
 from flowstone import dtypes as _dtypes
+from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
-from flowstone.ops import array_ops
+from flowstone.ops import array_ops, conv3d_ops, conv_ops
 from flowstone.ops.conv_ops import (_channel_index, _convert, _get_sequence, _lookup,
                                     _window_attrs)
 from flowstone.util.tf_export import tf_export
@@ -115,3 +116,64 @@ def max_pool_with_argmax(input, ksize, strides, padding, data_format="NHWC",  # 
     op = _ops.apply_op("MaxPoolWithArgmax", [_convert(input, "input")], attrs,
                        name=name or "MaxPoolWithArgmax")
     return op.outputs[0], op.outputs[1]
+
+
+@tf_export("nn.pool")
+def pool(input, window_shape, pooling_type, padding, dilation_rate=None,  # noqa: A002
+         strides=None, name=None, data_format=None, dilations=None):
+    """N-D ("MAX" or "AVG") pooling over the 1, 2 or 3 spatial dimensions of `input`, with the
+    window and strides given per spatial dimension. Dilated windows (dilation_rate > 1) are not
+    supported."""
+    dilation_rate = _lookup("dilations", dilations, "dilation_rate", dilation_rate)
+    with _ops.name_scope(name, f"{pooling_type.lower()}_pool") as scope:
+        x = _convert(input, "input")
+        n = len(window_shape)
+        if n < 1 or n > 3:
+            raise ValueError(f"`len(window_shape)` must be 1, 2, or 3. Received: "
+                             f"window_shape={window_shape} of length {n}")
+        if x.shape.rank is not None and x.shape.rank != n + 2:
+            raise ValueError(f"Shape must be rank {n + 2} but is rank {x.shape.rank}")
+        window = np.array([int(w) for w in window_shape])
+        strides = np.array([1] * n if strides is None else [int(s) for s in strides])
+        dilation = np.array([1] * n if dilation_rate is None else [int(d) for d in dilation_rate])
+        if len(strides) != n or len(dilation) != n:
+            raise ValueError(f"`strides` and `dilation_rate` must have {n} entries. Received: "
+                             f"strides={strides.tolist()} and dilation_rate={dilation.tolist()}")
+        if np.any(dilation > 1) and np.any(strides > 1):
+            raise ValueError("`strides > 1` not supported in conjunction with `dilation_rate > "
+                             f"1`. Received: strides={strides.tolist()} and "
+                             f"dilation_rate={dilation.tolist()}")
+        if padding == "SAME" and np.any(dilation > 1):
+            raise ValueError("pooling with 'SAME' padding is not implemented for "
+                             f"`dilation_rate` > 1. Received: padding={padding} and "
+                             f"dilation_rate={dilation.tolist()}")
+        if np.any(strides > window):
+            raise ValueError("`strides` > `window_shape` not supported due to inconsistency "
+                             f"between CPU and GPU implementations. Received: "
+                             f"strides={strides.tolist()} and window_shape={window.tolist()}")
+        if pooling_type not in ("MAX", "AVG"):
+            raise ValueError(f"{n}-D {pooling_type} pooling is not supported.")
+        if np.any(dilation > 1):
+            raise _errors.UnimplementedError(
+                None, None, f"tf.nn.pool with dilation_rate={dilation.tolist()} is not supported; "
+                            "use dilation_rate 1 (or a dilated convolution)")
+        channels_first = data_format is not None and data_format.startswith("NC")
+        window, strides = window.tolist(), strides.tolist()
+        if channels_first:
+            ksize, stride = [1, 1] + window, [1, 1] + strides
+        else:
+            ksize, stride = [1] + window + [1], [1] + strides + [1]
+        if n == 3:
+            fn = conv3d_ops.max_pool3d if pooling_type == "MAX" else conv3d_ops.avg_pool3d
+            return fn(x, ksize, stride, padding, data_format=data_format or "NDHWC", name=scope)
+        fn = conv_ops.max_pool if pooling_type == "MAX" else conv_ops.avg_pool
+        if n == 2:
+            return fn(x, ksize, stride, padding, data_format=data_format or "NHWC")
+        if data_format not in (None, "NWC", "NCW"):
+            raise ValueError("data_format must be either 'NWC' or 'NCW'. Received: "
+                             f"data_format={data_format}")
+        # 1-D: a 2-D pooling over a height of 1.
+        x = array_ops.expand_dims(x, 2 if channels_first else 1)
+        y = fn(x, [1] + ksize, [1] + stride, padding,
+               data_format="NCHW" if channels_first else "NHWC")
+        return array_ops.squeeze(y, [2 if channels_first else 1])
