@@ -248,11 +248,6 @@ using dnnl::memory;
 
 enum class Pass { kForward, kBackpropInput, kBackpropFilter };
 
-memory::desc VolumeDesc(const Volume& v, bool channels_first) {
-  return memory::desc({v.n, v.c, v.spatial[0], v.spatial[1], v.spatial[2]}, memory::data_type::f32,
-                      channels_first ? memory::format_tag::ncdhw : memory::format_tag::ndhwc);
-}
-
 // oneDNN's weights are [out, in, planes, rows, cols]; TensorFlow's layout is dhwio.
 memory::desc FilterDesc(const Filter& f, bool any_layout) {
   return memory::desc({f.out, f.in, f.spatial[0], f.spatial[1], f.spatial[2]},
@@ -276,15 +271,15 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const Problem& p, dnnl::prop
   const Geometry g(p);
   return dnnl::convolution_forward::primitive_desc(
       onednn::Engine(), prop, dnnl::algorithm::convolution_direct,
-      VolumeDesc(p.in, p.channels_first), FilterDesc(p.filter, true), memory::desc(),
-      VolumeDesc(p.out, p.channels_first), g.strides, g.dilates, g.pad_l, g.pad_r,
+      volume::OneDnnDesc(p.in, p.channels_first), FilterDesc(p.filter, true), memory::desc(),
+      volume::OneDnnDesc(p.out, p.channels_first), g.strides, g.dilates, g.pad_l, g.pad_r,
       onednn::DefaultAttr());
 }
 
 // The primitive for one pass over one image. Throws dnnl::error when oneDNN has none.
 onednn::Primitive MakePrimitive(const Problem& p, Pass pass) {
-  const memory::desc src = VolumeDesc(p.in, p.channels_first);
-  const memory::desc dst = VolumeDesc(p.out, p.channels_first);
+  const memory::desc src = volume::OneDnnDesc(p.in, p.channels_first);
+  const memory::desc dst = volume::OneDnnDesc(p.out, p.channels_first);
   const memory::desc weights = FilterDesc(p.filter, false);
   const Geometry g(p);
   switch (pass) {

@@ -1,6 +1,10 @@
 // 3-D pooling: MaxPool3D and AvgPool3D with their gradients MaxPool3DGrad and AvgPool3DGrad,
 // over NDHWC or NCDHW volumes.
 //
+// float32 pooling runs on oneDNN, one image per call with the images spread over the intra-op
+// pool; float64, the gradients, and problems oneDNN declines run the loops below (which the
+// oneDNN path is tested against).
+//
 // Average pooling divides by the number of input elements in each window, never counting
 // padding; max pooling sends each output's gradient to the first maximum of its window (in
 // plane, row, column order), as the 2-D ops do. The loops run in parallel over output planes
@@ -8,7 +12,11 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flowstone/gradients.h"
@@ -16,6 +24,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/nn/volume_util.h"
+#include "ops/onednn_util.h"
 
 namespace flowstone {
 namespace {
@@ -224,6 +233,36 @@ void AvgPoolGrad(KernelContext& ctx, const Problem& p, const T* dy, T* dx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// oneDNN (float32 forward pooling), one image per call.
+
+struct CachedPool {
+  std::optional<onednn::Primitive> primitive;  // empty when oneDNN declined the problem
+};
+
+// The forward primitive for one image; throws dnnl::error when oneDNN has none.
+onednn::Primitive MakePoolPrimitive(PoolKind kind, const Problem& image) {
+  dnnl::memory::dims strides, kernel, dilation, pad_l, pad_r;
+  for (const Window& w : image.win) {
+    strides.push_back(w.stride);
+    kernel.push_back(w.kernel);
+    dilation.push_back(0);
+    pad_l.push_back(w.pad_before);
+    // The right padding that makes oneDNN's floor formula give the output size; 0 for VALID
+    // windows that leave input planes unread.
+    pad_r.push_back(std::max<int64_t>(w.pad_after, 0));
+  }
+  const dnnl::memory::desc src = volume::OneDnnDesc(image.in, image.channels_first);
+  const dnnl::memory::desc dst = volume::OneDnnDesc(image.out, image.channels_first);
+  dnnl::pooling_forward::primitive_desc pd(
+      onednn::Engine(), dnnl::prop_kind::forward_inference,
+      kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                             : dnnl::algorithm::pooling_avg_exclude_padding,
+      src, dst, strides, kernel, dilation, pad_l, pad_r, onednn::DefaultAttr());
+  return onednn::Primitive(dnnl::pooling_forward(pd), pd,
+                           {{DNNL_ARG_SRC, src, false}, {DNNL_ARG_DST, dst, true}});
+}
+
+// ---------------------------------------------------------------------------------------------
 // Kernels.
 
 class Pool3DKernel final : public OpKernel {
@@ -272,8 +311,13 @@ class Pool3DKernel final : public OpKernel {
     return DispatchDType<float, double>(
         ctx.output_type(0), op.c_str(), [&]<typename T>() -> Status {
           if (!is_grad) {
-            Pool<T>(ctx, is_max ? PoolKind::kMax : PoolKind::kAvg, p, ctx.input(0).data<T>(),
-                    out->data<T>());
+            const PoolKind kind = is_max ? PoolKind::kMax : PoolKind::kAvg;
+            if constexpr (std::is_same_v<T, float>) {
+              bool ran = false;
+              FS_RETURN_IF_ERROR(RunOneDnn(ctx, kind, p, ctx.input(0), out, &ran));
+              if (ran) return Status::OK();
+            }
+            Pool<T>(ctx, kind, p, ctx.input(0).data<T>(), out->data<T>());
           } else if (is_max) {
             MaxPoolGrad<T>(ctx, p, ctx.input(0).data<T>(), dy->data<T>(), out->data<T>());
           } else {
@@ -303,7 +347,46 @@ class Pool3DKernel final : public OpKernel {
     return Status::OK();
   }
 
+  // Pools image by image through oneDNN; *ran stays false when it is disabled or declines.
+  Status RunOneDnn(KernelContext& ctx, PoolKind kind, const Problem& p, const Tensor& x, Tensor* y,
+                   bool* ran) {
+    if (!onednn::Enabled() || x.num_elements() == 0) return Status::OK();
+    Problem image = p;
+    image.in.n = image.out.n = 1;
+    std::shared_ptr<const CachedPool> cached;
+    FS_RETURN_IF_ERROR(cache_.Get(
+        {image.in.spatial[0], image.in.spatial[1], image.in.spatial[2], image.in.c},
+        [&](CachedPool* c) {
+          onednn::OneOpenMpThread one_thread;
+          // oneDNN declines some problems; the reference loops handle every one.
+          (void)onednn::Guard("create a 3-D pooling primitive",
+                              [&] { c->primitive.emplace(MakePoolPrimitive(kind, image)); });
+          return Status::OK();
+        },
+        &cached));
+    if (!cached->primitive) return Status::OK();
+    const int64_t in_bytes = static_cast<int64_t>(x.bytes()) / p.in.n;
+    const int64_t out_bytes = static_cast<int64_t>(y->bytes()) / p.in.n;
+    std::mutex mu;
+    Status status;
+    ctx.ParallelFor(p.in.n, WindowCost(p) * p.out.spatial[0], [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        Status s =
+            cached->primitive->Execute(ctx, {static_cast<char*>(x.raw_data()) + b * in_bytes,
+                                             static_cast<char*>(y->raw_data()) + b * out_bytes});
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (status.ok()) status = s;
+        }
+      }
+    });
+    FS_RETURN_IF_ERROR(status);
+    *ran = true;
+    return Status::OK();
+  }
+
   VolumeAttrs attrs_;
+  onednn::ShapeCache<CachedPool> cache_;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -133,6 +133,12 @@ Status WindowOutputSize(const VolumeAttrs& attrs, int dim, int64_t in, int64_t k
   return conv::WindowOutputSize(AsWindowAttrs(attrs, dim), 0, in, kernel, out);
 }
 
+dnnl::memory::desc OneDnnDesc(const Volume& v, bool channels_first) {
+  using dnnl::memory;
+  return memory::desc({v.n, v.c, v.spatial[0], v.spatial[1], v.spatial[2]}, memory::data_type::f32,
+                      channels_first ? memory::format_tag::ncdhw : memory::format_tag::ndhwc);
+}
+
 Status CheckRank5(const std::string& op, const char* name, const TensorShape& shape) {
   if (shape.rank() != 5) {
     return errors::InvalidArgument(op, ": ", name, " must be 5-dimensional, but got shape ",

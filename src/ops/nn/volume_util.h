@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include "flowstone/attr.h"
 #include "flowstone/shape.h"
@@ -49,6 +50,9 @@ Status ComputeWindow(const VolumeAttrs& attrs, int dim, int64_t in, int64_t kern
                      conv::Window* out);
 Status WindowOutputSize(const VolumeAttrs& attrs, int dim, int64_t in, int64_t kernel,
                         int64_t* out);
+
+// The oneDNN float32 descriptor of a dense volume tensor in its own layout (ndhwc or ncdhw).
+dnnl::memory::desc OneDnnDesc(const Volume& v, bool channels_first);
 
 // Checks that a 5-D tensor argument has rank 5.
 Status CheckRank5(const std::string& op, const char* name, const TensorShape& shape);
