@@ -359,3 +359,71 @@ def test_pool_argument_errors():
         tf.nn.pool(x, [2, 2], "MIN", "SAME")
     with pytest.raises(tf.errors.UnimplementedError, match="dilation_rate=\\[2, 1\\]"):
         tf.nn.pool(x, [2, 2], "MAX", "VALID", dilation_rate=[2, 1])
+
+
+# ------------------------------------------------------------------------------------------------
+# Rank-generic entry points
+
+def test_convolution_dispatches_on_the_filter_rank():
+    x1, f1 = rand(2, 9, 3), rand(3, 3, 2)
+    x2, f2 = rand(1, 6, 7, 2), rand(3, 2, 2, 3)
+    x3, f3 = rand(1, 4, 5, 3, 2), rand(2, 2, 2, 2, 3)
+    got = run(lambda a, b, c, d, e, f: [
+        tf.nn.convolution(a, b, "SAME", strides=[2]),
+        tf.nn.convolution(c, d, "VALID", dilation_rate=[2, 1]),
+        tf.nn.convolution(e, f, "SAME", strides=[1, 2, 1]),
+    ], x1, f1, x2, f2, x3, f3)
+    np.testing.assert_allclose(got[0], conv_ref(x1[:, None], f1[None], (1, 2), "SAME")[:, 0],
+                               rtol=1e-12)
+    np.testing.assert_allclose(got[1], conv_ref(x2, f2, (1, 1), "VALID", (2, 1)), rtol=1e-12)
+    np.testing.assert_allclose(got[2], conv3d_ref(x3, f3, (1, 2, 1), "SAME"), rtol=1e-12)
+    assert tf.nn.convolution(tf.zeros([1, 4, 4, 1]), tf.zeros([2, 2, 1, 1]),
+                             "SAME").op.name == "convolution"
+    with pytest.raises(ValueError, match="rank 3, 4 or 5"):
+        tf.nn.convolution(tf.zeros([1, 4]), tf.zeros([2, 2]), "SAME")
+
+
+def test_transposed_convolutions_are_the_input_gradients():
+    from conv_reference import conv_backprop_input_ref
+    dy1, f1 = rand(2, 5, 3), rand(3, 4, 3)
+    dy2, f2 = rand(1, 4, 3, 2), rand(3, 3, 5, 2)
+    got = run(lambda a, b, c, d: [
+        tf.nn.conv1d_transpose(a, b, [2, 10, 4], 2),
+        tf.nn.conv_transpose(c, d, [1, 8, 6, 5], [1, 2, 2, 1], "SAME"),
+        tf.nn.atrous_conv2d_transpose(c, d, [1, 8, 7, 5], 2, "VALID"),
+    ], dy1, f1, dy2, f2)
+    np.testing.assert_allclose(
+        got[0], conv_backprop_input_ref((2, 1, 10, 4), f1[None], dy1[:, None], (1, 2),
+                                        "SAME")[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], conv_backprop_input_ref((1, 8, 6, 5), f2, dy2, (2, 2),
+                                                               "SAME"), rtol=1e-12)
+    np.testing.assert_allclose(got[2], conv_backprop_input_ref((1, 8, 7, 5), f2, dy2, (1, 1),
+                                                               "VALID", (2, 2)), rtol=1e-12)
+    with pytest.raises(ValueError, match="`rate` cannot be less than one"):
+        tf.nn.atrous_conv2d_transpose(tf.zeros([1, 2, 2, 1]), tf.zeros([2, 2, 1, 1]),
+                                      [1, 3, 3, 1], 0, "VALID")
+
+
+def test_rank_generic_and_1d_pooling():
+    x1, x2, x3 = rand(2, 7, 3), rand(2, 5, 4, 3), rand(1, 4, 4, 4, 2)
+    got = run(lambda a, b, c: [
+        tf.nn.max_pool1d(a, 3, 2, "SAME"), tf.nn.avg_pool1d(a, 2, 1, "VALID"),
+        tf.nn.max_pool_v2(b, 2, [2, 1], "VALID"), tf.nn.avg_pool_v2(c, 2, 2, "SAME"),
+        tf.nn.max_pool_v2(a, [2], [2], "VALID", data_format="NWC"),
+    ], x1, x2, x3)
+    as3d = x1[:, :, None, None, :]
+    np.testing.assert_allclose(got[0], pool3d_ref(as3d, (3, 1, 1), (2, 1, 1), "SAME")[:, :, 0, 0])
+    np.testing.assert_allclose(got[1], pool3d_ref(as3d, (2, 1, 1), (1, 1, 1), "VALID",
+                                                  "avg")[:, :, 0, 0], rtol=1e-12)
+    np.testing.assert_allclose(got[2], pool3d_ref(x2[:, :, :, None], (2, 2, 1), (2, 1, 1),
+                                                  "VALID")[:, :, :, 0])
+    np.testing.assert_allclose(got[3], pool3d_ref(x3, (2, 2, 2), (2, 2, 2), "SAME", "avg"),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got[4], pool3d_ref(as3d, (2, 1, 1), (2, 1, 1), "VALID")[:, :, 0, 0])
+    with pytest.raises(ValueError, match="'NWC' or 'NCW'"):
+        tf.nn.max_pool1d(tf.zeros([1, 4, 1]), 2, 2, "SAME", data_format="NHWC")
+
+
+def test_depthwise_backprop_names_are_the_native_ops():
+    assert tf.nn.depthwise_conv2d_backprop_input is tf.nn.depthwise_conv2d_native_backprop_input
+    assert tf.nn.depthwise_conv2d_backprop_filter is tf.nn.depthwise_conv2d_native_backprop_filter

@@ -351,3 +351,33 @@ def test_batch_normalization_layer_runs_the_fused_kernel_like_tensorflow():
     np.testing.assert_allclose(
         infer_out, (x - moving["batch_normalization/moving_mean:0"]) /
         np.sqrt(moving["batch_normalization/moving_variance:0"] + 1e-3), rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# Small helpers
+
+def test_xw_plus_b_relu_layer_and_zero_fraction():
+    x, w, b = rand(3, 4), rand(4, 2), rand(2)
+    a = tf.nn.xw_plus_b(x, w, b)
+    r = tf.nn.relu_layer(x, w, b, name="layer")
+    z = tf.nn.zero_fraction(np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]]))
+    got = evaluate([a, r, z])
+    np.testing.assert_allclose(got[0], x @ w + b, rtol=1e-12)
+    np.testing.assert_allclose(got[1], np.maximum(x @ w + b, 0), rtol=1e-12)
+    assert got[2] == np.float32(4 / 6) and got[2].dtype == np.float32
+    assert a.op.name == "xw_plus_b" and r.op.name == "layer"
+
+
+def test_compute_average_loss_and_scale_regularization_loss():
+    losses = np.array([1.0, 2.0, 3.0, 6.0])
+    plain = tf.nn.compute_average_loss(losses)
+    weighted = tf.nn.compute_average_loss(losses, sample_weight=[1.0, 0.0, 2.0, 0.5],
+                                          global_batch_size=8)
+    regularized = tf.nn.compute_average_loss(losses, regularization_losses=[
+        tf.constant(0.5, tf.float64), tf.constant(0.25, tf.float64)])
+    empty = tf.nn.compute_average_loss(np.zeros(0))
+    got = evaluate([plain, weighted, regularized, empty,
+                    tf.nn.scale_regularization_loss([tf.constant([1.0, 2.0])])])
+    np.testing.assert_allclose(got, [3.0, 10.0 / 8, 3.75, 0.0, 3.0])
+    with pytest.raises(ValueError, match="at least rank 1"):
+        tf.nn.compute_average_loss(3.0)

@@ -1,5 +1,5 @@
 """Sampled losses over many classes: the candidate samplers (tf.nn.log_uniform_candidate_sampler,
-uniform_candidate_sampler, compute_accidental_hits) and tf.nn.nce_loss and
+uniform_candidate_sampler, all_candidate_sampler, compute_accidental_hits) and tf.nn.nce_loss and
 tf.nn.sampled_softmax_loss, which build on them as TensorFlow's do."""
 
 import numpy as np
@@ -40,6 +40,19 @@ def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range
     true_expected_count, sampled_expected_count)."""
     return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique,
                     range_max, seed, name)
+
+
+@tf_export("nn.all_candidate_sampler", "random.all_candidate_sampler")
+def all_candidate_sampler(true_classes, num_true, num_sampled, unique, seed=None, name=None):
+    """The classes [0, num_sampled) themselves, each with expected count 1 (for testing a
+    sampled loss against the full one). Returns (sampled_candidates, true_expected_count,
+    sampled_expected_count)."""
+    seed1, seed2 = get_seed(seed)
+    true_classes = _ops.convert_to_tensor(true_classes, dtype=_dtypes.int64, name="true_classes")
+    attrs = {"num_true": int(num_true), "num_sampled": int(num_sampled), "unique": bool(unique),
+             "seed": seed1 or 0, "seed2": seed2 or 0}
+    return tuple(_ops.apply_op("AllCandidateSampler", [true_classes], attrs,
+                               name=name or "AllCandidateSampler").outputs)
 
 
 @tf_export("nn.compute_accidental_hits")

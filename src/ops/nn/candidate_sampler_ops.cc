@@ -7,6 +7,7 @@
 // TensorFlow's samplers are, so a fresh session with the same seeds replays the same samples and
 // each run draws new ones; with seed = seed2 = 0 the generator is seeded at random. Draws are
 // sequential (unique sampling rejects repeats), so a run holds the generator's lock.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -205,6 +206,45 @@ struct SamplerRegistrar {
     RegisterSampler("UniformCandidateSampler", "Samples class ids uniformly from [0, range_max).");
   }
 } sampler_registrar;
+
+// AllCandidateSampler: the classes [0, num_sampled) themselves, each expected once. There is
+// nothing random about it; the seeds are accepted for TensorFlow's signature.
+Status AllCandidateSamplerKernel(KernelContext& ctx) {
+  const std::string& op = ctx.node().type();
+  const int64_t num_true = ctx.attrs().GetOr<int64_t>("num_true", 1);
+  const int64_t num_sampled = ctx.attrs().GetOr<int64_t>("num_sampled", 1);
+  if (num_true < 1 || num_sampled < 1) {
+    return errors::InvalidArgument(op, ": num_true (", num_true, ") and num_sampled (", num_sampled,
+                                   ") must be at least 1");
+  }
+  const Tensor& true_classes = ctx.input(0);
+  FS_RETURN_IF_ERROR(CheckTrueClasses(op, true_classes, num_true));
+  Tensor *sampled, *true_expected, *sampled_expected;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{num_sampled}, &sampled));
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, true_classes.shape(), &true_expected));
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(2, TensorShape{num_sampled}, &sampled_expected));
+  for (int64_t i = 0; i < num_sampled; ++i) {
+    sampled->data<int64_t>()[i] = i;
+    sampled_expected->data<float>()[i] = 1.0f;
+  }
+  std::fill_n(true_expected->data<float>(), true_expected->num_elements(), 1.0f);
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("AllCandidateSampler")
+                   .Input("true_classes", "int64")
+                   .Output("sampled_candidates", "int64")
+                   .Output("true_expected_count", "float32")
+                   .Output("sampled_expected_count", "float32")
+                   .RequiredAttr("num_true", AttrType::kInt)
+                   .RequiredAttr("num_sampled", AttrType::kInt)
+                   .RequiredAttr("unique", AttrType::kBool)
+                   .Attr("seed", 0)
+                   .Attr("seed2", 0)
+                   .Shape(CandidateSamplerShape)
+                   .Kernel("CPU", AllCandidateSamplerKernel)
+                   .NotDifferentiable()
+                   .Doc("Samples the classes [0, num_sampled), each with expected count 1."));
 
 // For each row i and each of its true classes that was also sampled, at position j of
 // sampled_candidates (the last such position when a candidate repeats): (i, j, -FLT_MAX), the
