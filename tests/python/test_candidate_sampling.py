@@ -84,6 +84,65 @@ def test_sampler_frequencies_follow_the_distribution(sampler, probability):
     np.testing.assert_allclose(frequency, probability(np.arange(10)), atol=0.01)
 
 
+def test_fixed_unigram_sampler_follows_the_counts(tmp_path):
+    counts = np.array([5.0, 0.0, 20.0, 1.0, 10.0, 4.0])
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"word{i},x,{c:g}\n" for i, c in enumerate(counts)))
+    from_list = tf.nn.fixed_unigram_candidate_sampler(
+        [[2]], 1, 30000, False, 8, distortion=0.75, num_reserved_ids=2, unigrams=counts, seed=3)
+    from_file = tf.nn.fixed_unigram_candidate_sampler(
+        [[2]], 1, 30000, False, 8, vocab_file=str(vocab), distortion=0.75, num_reserved_ids=2,
+        seed=3)
+    shard = tf.nn.fixed_unigram_candidate_sampler([[0]], 1, 2, True, 4, num_shards=2, shard=1,
+                                                  unigrams=counts, num_reserved_ids=2, seed=3)
+    with tf.Session() as sess:
+        (s, te, se), (s2, _, _), (s3, _, _) = sess.run([from_list, from_file, shard])
+    p = np.concatenate([[0, 0], counts ** 0.75])
+    p /= p.sum()
+    np.testing.assert_array_equal(s, s2)  # the same counts and seeds give the same samples
+    np.testing.assert_allclose(np.bincount(s, minlength=8) / s.size, p, atol=0.01)
+    np.testing.assert_allclose(te, [[p[2] * 30000]], rtol=1e-5)
+    np.testing.assert_allclose(se, p[s] * 30000, rtol=1e-5)
+    # Shard 1 of 2 keeps ids 1, 3, 5, 7: weights 0 (reserved), 0, 1, 4 (ids within the shard).
+    assert sorted(s3.tolist()) == [2, 3]
+
+
+def test_fixed_unigram_sampler_errors(tmp_path):
+    def fails(message, **kwargs):
+        args = dict(true_classes=[[0]], num_true=1, num_sampled=2, unique=True, range_max=3,
+                    unigrams=[1.0, 2.0, 3.0])
+        args.update(kwargs)
+        with pytest.raises((tf.errors.InvalidArgumentError, tf.errors.NotFoundError),
+                           match=message):
+            with tf.Session() as sess:
+                sess.run(tf.nn.fixed_unigram_candidate_sampler(**args)[0])
+    fails("range_max \\(4\\) must equal the number of ids", range_max=4)
+    fails("Sampler's range is too small", num_sampled=3, unigrams=[1.0, 0.0, 3.0])
+    fails("must be non-negative", unigrams=[1.0, -2.0, 3.0])
+    fails("cannot open vocab_file", vocab_file=str(tmp_path / "missing.txt"))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a,1\nb,lots\nc,2\n")
+    fails("Wrong vocabulary format at line 2", vocab_file=str(bad))
+
+
+def test_learned_unigram_sampler_learns_the_true_classes():
+    classes = tf.placeholder(tf.int64, [None, 1])
+    sampled, true_expected, _ = tf.nn.learned_unigram_candidate_sampler(
+        classes, 1, 5000, False, 4, seed=8)
+    with tf.Session() as sess:
+        first, te = sess.run([sampled, true_expected], {classes: [[3]] * 50})
+        # Before any update every class weighs 1.
+        np.testing.assert_allclose(te, np.full((50, 1), 0.25 * 5000), rtol=1e-6)
+        second, te = sess.run([sampled, true_expected], {classes: [[3]]})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not in \\[0, range_max = 4\\)"):
+            sess.run(sampled, {classes: [[4]]})
+    np.testing.assert_allclose(np.bincount(first, minlength=4) / 5000, [0.25] * 4, atol=0.03)
+    # After 50 true 3s, class 3 weighs 51 of 54.
+    np.testing.assert_allclose(te, [[51 / 54 * 5000]], rtol=1e-6)
+    np.testing.assert_allclose(np.bincount(second, minlength=4) / 5000,
+                               np.array([1, 1, 1, 51]) / 54, atol=0.03)
+
+
 def test_sampler_errors():
     with pytest.raises(tf.errors.InvalidArgumentError, match="range_max = 5 .* num_sampled = 6"):
         with tf.Session() as sess:

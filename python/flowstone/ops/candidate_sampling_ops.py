@@ -1,5 +1,6 @@
 """Sampled losses over many classes: the candidate samplers (tf.nn.log_uniform_candidate_sampler,
-uniform_candidate_sampler, all_candidate_sampler, compute_accidental_hits) and tf.nn.nce_loss and
+uniform_candidate_sampler, learned_unigram_candidate_sampler, fixed_unigram_candidate_sampler,
+all_candidate_sampler, compute_accidental_hits) and tf.nn.nce_loss and
 tf.nn.sampled_softmax_loss, which build on them as TensorFlow's do."""
 
 import numpy as np
@@ -15,11 +16,13 @@ from flowstone.ops.random_ops import get_seed
 from flowstone.util.tf_export import tf_export
 
 
-def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, seed, name):
+def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, seed, name,
+             extra_attrs=None):
     seed1, seed2 = get_seed(seed)
     true_classes = _ops.convert_to_tensor(true_classes, dtype=_dtypes.int64, name="true_classes")
     attrs = {"num_true": int(num_true), "num_sampled": int(num_sampled), "unique": bool(unique),
              "range_max": int(range_max), "seed": seed1 or 0, "seed2": seed2 or 0}
+    attrs.update(extra_attrs or {})
     return tuple(_ops.apply_op(op_type, [true_classes], attrs, name=name or op_type).outputs)
 
 
@@ -40,6 +43,30 @@ def uniform_candidate_sampler(true_classes, num_true, num_sampled, unique, range
     true_expected_count, sampled_expected_count)."""
     return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique,
                     range_max, seed, name)
+
+
+@tf_export("nn.learned_unigram_candidate_sampler", "random.learned_unigram_candidate_sampler")
+def learned_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
+                                      seed=None, name=None):
+    """Samples classes from [0, range_max) with probabilities proportional to 1 + the number of
+    times each was a true class in this op's earlier runs (in this session)."""
+    return _sampler("LearnedUnigramCandidateSampler", true_classes, num_true, num_sampled,
+                    unique, range_max, seed, name)
+
+
+@tf_export("nn.fixed_unigram_candidate_sampler", "random.fixed_unigram_candidate_sampler")
+def fixed_unigram_candidate_sampler(true_classes, num_true, num_sampled, unique, range_max,
+                                    vocab_file="", distortion=1.0, num_reserved_ids=0,
+                                    num_shards=1, shard=0, unigrams=(), seed=None, name=None):
+    """Samples classes from [0, range_max) with probabilities proportional to
+    count ** distortion, the counts given as `unigrams` or as the last comma-separated field of
+    each line of `vocab_file`, after `num_reserved_ids` classes of probability 0; with
+    num_shards > 1, only the classes of `shard` (id % num_shards == shard)."""
+    extra = {"vocab_file": vocab_file, "distortion": float(distortion),
+             "num_reserved_ids": int(num_reserved_ids), "num_shards": int(num_shards),
+             "shard": int(shard), "unigrams": [float(u) for u in unigrams]}
+    return _sampler("FixedUnigramCandidateSampler", true_classes, num_true, num_sampled, unique,
+                    range_max, seed, name, extra)
 
 
 @tf_export("nn.all_candidate_sampler", "random.all_candidate_sampler")

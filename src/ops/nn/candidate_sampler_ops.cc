@@ -1,7 +1,8 @@
 // Candidate sampling for sampled losses (tf.nn.nce_loss, tf.nn.sampled_softmax_loss):
-// LogUniformCandidateSampler and UniformCandidateSampler draw `num_sampled` class ids from
-// [0, range_max) and report how often each true and sampled class is expected to be drawn;
-// ComputeAccidentalHits finds the sampled candidates that equal a row's true classes.
+// LogUniformCandidateSampler, UniformCandidateSampler, LearnedUnigramCandidateSampler and
+// FixedUnigramCandidateSampler draw `num_sampled` class ids from [0, range_max) and report how
+// often each true and sampled class is expected to be drawn (AllCandidateSampler returns every
+// class); ComputeAccidentalHits finds the sampled candidates that equal a row's true classes.
 //
 // A sampler keeps one generator per kernel (per node per session), seeded from (seed, seed2) as
 // TensorFlow's samplers are, so a fresh session with the same seeds replays the same samples and
@@ -11,12 +12,15 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "flowstone/kernel.h"
@@ -32,6 +36,10 @@ class Distribution {
   virtual ~Distribution() = default;
   virtual double Probability(int64_t value) const = 0;
   virtual int64_t Sample(std::mt19937_64& rng) const = 0;
+  // The number of values with a positive probability (what unique sampling can draw).
+  virtual int64_t support() const = 0;
+  // Learns from the true classes of a batch (the learned unigram distribution only).
+  virtual void Update(const int64_t* values, int64_t count) {}
 };
 
 // P(k) = 1 / range.
@@ -42,6 +50,7 @@ class UniformDistribution final : public Distribution {
   int64_t Sample(std::mt19937_64& rng) const override {
     return std::uniform_int_distribution<int64_t>(0, range_ - 1)(rng);
   }
+  int64_t support() const override { return range_; }
 
  private:
   int64_t range_;
@@ -61,11 +70,117 @@ class LogUniformDistribution final : public Distribution {
     const int64_t value = static_cast<int64_t>(std::exp(u * log_range_)) - 1;
     return value % range_;
   }
+  int64_t support() const override { return range_; }
 
  private:
   int64_t range_;
   double log_range_;
 };
+
+// P(k) = weight[k] / sum(weights): the fixed unigram distribution (weights from counts raised to
+// `distortion`), or the learned one (every weight starts at 1 and grows by 1 each time its class
+// is a true class). Sampled by binary search over the cumulative weights, rebuilt after updates.
+class WeightedDistribution final : public Distribution {
+ public:
+  explicit WeightedDistribution(std::vector<double> weights) : weights_(std::move(weights)) {
+    Rebuild();
+  }
+  double Probability(int64_t value) const override {
+    if (value < 0 || value >= static_cast<int64_t>(weights_.size())) return 0.0;
+    return weights_[value] / cumulative_.back();
+  }
+  int64_t Sample(std::mt19937_64& rng) const override {
+    const double u = std::uniform_real_distribution<double>(0.0, cumulative_.back())(rng);
+    const auto it = std::upper_bound(cumulative_.begin(), cumulative_.end(), u);
+    return std::min<int64_t>(it - cumulative_.begin(), weights_.size() - 1);
+  }
+  int64_t support() const override { return support_; }
+  void Update(const int64_t* values, int64_t count) override {
+    for (int64_t i = 0; i < count; ++i) weights_[values[i]] += 1.0;
+    Rebuild();
+  }
+
+ private:
+  void Rebuild() {
+    cumulative_.resize(weights_.size());
+    double total = 0;
+    support_ = 0;
+    for (size_t i = 0; i < weights_.size(); ++i) {
+      total += weights_[i];
+      cumulative_[i] = total;
+      if (weights_[i] > 0) ++support_;
+    }
+  }
+
+  std::vector<double> weights_;
+  std::vector<double> cumulative_;
+  int64_t support_ = 0;
+};
+
+// The weights of FixedUnigramCandidateSampler: 0 for the reserved ids, then count^distortion
+// for each unigram (from `unigrams` or the last comma-separated field of each line of
+// `vocab_file`), keeping the ids of this shard (id % num_shards == shard).
+Status FixedUnigramWeights(const std::string& op, const AttrMap& attrs, int64_t range,
+                           std::vector<double>* weights) {
+  const std::string vocab_file = attrs.GetOr<std::string>("vocab_file", "");
+  const double distortion = attrs.GetOr<double>("distortion", 1.0);
+  const int64_t reserved = attrs.GetOr<int64_t>("num_reserved_ids", 0);
+  const int64_t num_shards = attrs.GetOr<int64_t>("num_shards", 1);
+  const int64_t shard = attrs.GetOr<int64_t>("shard", 0);
+  if (num_shards < 1 || shard < 0 || shard >= num_shards || reserved < 0) {
+    return errors::InvalidArgument(op, ": need num_shards >= 1, 0 <= shard < num_shards and ",
+                                   "num_reserved_ids >= 0, but num_shards = ", num_shards,
+                                   ", shard = ", shard, ", num_reserved_ids = ", reserved);
+  }
+  std::vector<double> counts;
+  if (!vocab_file.empty()) {
+    std::ifstream in(vocab_file);
+    if (!in) {
+      return errors::NotFound(op, ": cannot open vocab_file '", vocab_file, "'");
+    }
+    std::string line;
+    for (int64_t line_number = 1; std::getline(in, line); ++line_number) {
+      const std::string field = line.substr(line.rfind(',') + 1);
+      char* end = nullptr;
+      const double count = std::strtod(field.c_str(), &end);
+      if (field.empty() || end == field.c_str() || count < 0) {
+        return errors::InvalidArgument(op, ": Wrong vocabulary format at line ", line_number,
+                                       " of '", vocab_file, "': \"", line,
+                                       "\" (expected a non-negative count after the last comma)");
+      }
+      counts.push_back(count);
+    }
+  } else {
+    for (double count : attrs.GetOr<std::vector<double>>("unigrams", {})) {
+      if (count < 0) {
+        return errors::InvalidArgument(op, ": unigrams must be non-negative, but one is ", count);
+      }
+      counts.push_back(count);
+    }
+  }
+  weights->clear();
+  int64_t id = 0;
+  for (; id < reserved; ++id) {
+    if (id % num_shards == shard) weights->push_back(0.0);
+  }
+  for (double count : counts) {
+    if (id % num_shards == shard) weights->push_back(std::pow(count, distortion));
+    ++id;
+  }
+  if (static_cast<int64_t>(weights->size()) != range) {
+    return errors::InvalidArgument(
+        op, ": range_max (", range, ") must equal the number of ids in shard ", shard, " of ",
+        num_shards, ": ", weights->size(), " from ", reserved, " reserved ids and ", counts.size(),
+        vocab_file.empty() ? " unigrams" : " vocabulary entries");
+  }
+  double total = 0;
+  for (double w : *weights) total += w;
+  if (!(total > 0)) {
+    return errors::InvalidArgument(op, ": the unigram weights sum to ", total,
+                                   "; at least one class needs a positive count");
+  }
+  return Status::OK();
+}
 
 // The expected number of times a class of probability p appears among the samples: p * n for n
 // independent draws, or 1 - (1 - p)^tries for unique sampling that took `tries` draws.
@@ -98,16 +213,26 @@ class CandidateSamplerKernel final : public OpKernel {
                                      num_sampled_, ") and range_max (", range,
                                      ") must all be at least 1");
     }
-    if (unique_ && num_sampled_ > range) {
-      return errors::InvalidArgument(op, ": Sampler's range is too small: range_max = ", range,
-                                     " but num_sampled = ", num_sampled_,
-                                     " unique candidates were requested; lower num_sampled or "
-                                     "set unique=False");
-    }
     if (op == "LogUniformCandidateSampler") {
       dist_ = std::make_unique<LogUniformDistribution>(range);
-    } else {
+    } else if (op == "UniformCandidateSampler") {
       dist_ = std::make_unique<UniformDistribution>(range);
+    } else if (op == "LearnedUnigramCandidateSampler") {
+      dist_ = std::make_unique<WeightedDistribution>(std::vector<double>(range, 1.0));
+      range_ = range;
+    } else {
+      std::vector<double> weights;
+      FS_RETURN_IF_ERROR(FixedUnigramWeights(op, attrs, range, &weights));
+      dist_ = std::make_unique<WeightedDistribution>(std::move(weights));
+    }
+    // Unique sampling draws until it has num_sampled distinct classes, so it needs that many
+    // classes it can draw.
+    if (unique_ && num_sampled_ > dist_->support()) {
+      return errors::InvalidArgument(
+          op, ": Sampler's range is too small: range_max = ", range, " with ", dist_->support(),
+          " classes of positive probability, but num_sampled = ", num_sampled_,
+          " unique candidates were requested; lower num_sampled or "
+          "set unique=False");
     }
     const uint64_t seed = static_cast<uint64_t>(attrs.GetOr<int64_t>("seed", 0));
     const uint64_t seed2 = static_cast<uint64_t>(attrs.GetOr<int64_t>("seed2", 0));
@@ -129,23 +254,31 @@ class CandidateSamplerKernel final : public OpKernel {
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{num_sampled_}, &sampled));
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, true_classes.shape(), &true_expected));
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(2, TensorShape{num_sampled_}, &sampled_expected));
-    int64_t* ids = sampled->data<int64_t>();
-    int64_t tries = 0;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (unique_) {
-        std::unordered_set<int64_t> seen;
-        for (int64_t i = 0; i < num_sampled_;) {
-          const int64_t value = dist_->Sample(rng_);
-          ++tries;
-          if (seen.insert(value).second) ids[i++] = value;
+    const int64_t* classes = true_classes.data<int64_t>();
+    if (range_ > 0) {
+      // The learned distribution counts the true classes, which must be classes.
+      for (int64_t i = 0; i < true_classes.num_elements(); ++i) {
+        if (classes[i] < 0 || classes[i] >= range_) {
+          return errors::InvalidArgument(node().type(), ": true_classes has ", classes[i],
+                                         ", which is not in [0, range_max = ", range_, ")");
         }
-      } else {
-        for (int64_t i = 0; i < num_sampled_; ++i) ids[i] = dist_->Sample(rng_);
-        tries = num_sampled_;
       }
     }
-    const int64_t* classes = true_classes.data<int64_t>();
+    int64_t* ids = sampled->data<int64_t>();
+    int64_t tries = 0;
+    // Sampling, the expected counts and the learned distribution's update see one state.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (unique_) {
+      std::unordered_set<int64_t> seen;
+      for (int64_t i = 0; i < num_sampled_;) {
+        const int64_t value = dist_->Sample(rng_);
+        ++tries;
+        if (seen.insert(value).second) ids[i++] = value;
+      }
+    } else {
+      for (int64_t i = 0; i < num_sampled_; ++i) ids[i] = dist_->Sample(rng_);
+      tries = num_sampled_;
+    }
     float* te = true_expected->data<float>();
     for (int64_t i = 0; i < true_classes.num_elements(); ++i) {
       te[i] = float(ExpectedCount(dist_->Probability(classes[i]), num_sampled_, tries));
@@ -154,11 +287,13 @@ class CandidateSamplerKernel final : public OpKernel {
     for (int64_t i = 0; i < num_sampled_; ++i) {
       se[i] = float(ExpectedCount(dist_->Probability(ids[i]), num_sampled_, tries));
     }
+    dist_->Update(classes, true_classes.num_elements());
     return Status::OK();
   }
 
  private:
   int64_t num_true_ = 1, num_sampled_ = 1;
+  int64_t range_ = 0;  // set for the learned distribution, whose updates index by class
   bool unique_ = false;
   std::unique_ptr<Distribution> dist_;
   std::mutex mu_;
@@ -178,32 +313,52 @@ Status CandidateSamplerShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
-void RegisterSampler(const char* name, const char* doc) {
-  OpRegistry::Global().Register(OpBuilder(name)
-                                    .Input("true_classes", "int64")
-                                    .Output("sampled_candidates", "int64")
-                                    .Output("true_expected_count", "float32")
-                                    .Output("sampled_expected_count", "float32")
-                                    .RequiredAttr("num_true", AttrType::kInt)
-                                    .RequiredAttr("num_sampled", AttrType::kInt)
-                                    .RequiredAttr("unique", AttrType::kBool)
-                                    .RequiredAttr("range_max", AttrType::kInt)
-                                    .Attr("seed", 0)
-                                    .Attr("seed2", 0)
-                                    .Stateful()
-                                    .Shape(CandidateSamplerShape)
-                                    .KernelClass<CandidateSamplerKernel>("CPU")
-                                    .NotDifferentiable()
-                                    .Doc(doc)
-                                    .Build());
+OpBuilder SamplerOp(const char* name, const char* doc) {
+  OpBuilder b(name);
+  b.Input("true_classes", "int64")
+      .Output("sampled_candidates", "int64")
+      .Output("true_expected_count", "float32")
+      .Output("sampled_expected_count", "float32")
+      .RequiredAttr("num_true", AttrType::kInt)
+      .RequiredAttr("num_sampled", AttrType::kInt)
+      .RequiredAttr("unique", AttrType::kBool)
+      .RequiredAttr("range_max", AttrType::kInt)
+      .Attr("seed", 0)
+      .Attr("seed2", 0)
+      .Stateful()
+      .Shape(CandidateSamplerShape)
+      .KernelClass<CandidateSamplerKernel>("CPU")
+      .NotDifferentiable()
+      .Doc(doc);
+  return b;
 }
 
 struct SamplerRegistrar {
   SamplerRegistrar() {
-    RegisterSampler("LogUniformCandidateSampler",
-                    "Samples class ids from [0, range_max) with P(k) = log((k + 2) / (k + 1)) / "
-                    "log(range_max + 1).");
-    RegisterSampler("UniformCandidateSampler", "Samples class ids uniformly from [0, range_max).");
+    OpRegistry::Global().Register(
+        SamplerOp("LogUniformCandidateSampler",
+                  "Samples class ids from [0, range_max) with P(k) = log((k + 2) / (k + 1)) / "
+                  "log(range_max + 1).")
+            .Build());
+    OpRegistry::Global().Register(
+        SamplerOp("UniformCandidateSampler", "Samples class ids uniformly from [0, range_max).")
+            .Build());
+    OpRegistry::Global().Register(
+        SamplerOp("LearnedUnigramCandidateSampler",
+                  "Samples class ids with probabilities proportional to 1 + the number of times "
+                  "each was a true class in earlier runs.")
+            .Build());
+    OpRegistry::Global().Register(
+        SamplerOp("FixedUnigramCandidateSampler",
+                  "Samples class ids with probabilities proportional to count ** distortion, "
+                  "counts from `unigrams` or `vocab_file`.")
+            .Attr("vocab_file", "")
+            .Attr("distortion", 1.0f)
+            .Attr("num_reserved_ids", 0)
+            .Attr("num_shards", 1)
+            .Attr("shard", 0)
+            .Attr("unigrams", AttrValue(std::vector<double>{}))
+            .Build());
   }
 } sampler_registrar;
 
