@@ -7,6 +7,7 @@
 // the gradient. Inference normalizes with the given mean and variance. Sums are taken in double,
 // two passes (mean, then squared deviations), in a fixed order, so results do not depend on
 // the thread count.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -79,19 +80,51 @@ Status CheckChannelVector(const std::string& op, const char* name, const Tensor&
   return Status::OK();
 }
 
-// Per-channel sums of f(o, c, i) over outer and inner, in a fixed order.
+// Per-channel sums of f(k, c) over every element k of channel c. The outer range is cut into
+// blocks fixed by the shape (not the thread count); each block accumulates its partial sums
+// walking the tensor in memory order, and the partial sums are added in block order, so the
+// result does not depend on the threads.
 template <typename F>
 void ChannelSums(KernelContext& ctx, const Extent& e, F f, std::vector<double>* sums) {
-  sums->assign(e.channels, 0.0);
-  ctx.ParallelFor(e.channels, e.per_channel() * 2, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      double s = 0;
-      for (int64_t o = 0; o < e.outer; ++o) {
-        for (int64_t i = 0; i < e.inner; ++i) s += f(o, c, i);
+  constexpr int64_t kMaxBlocks = 64;
+  const int64_t blocks = std::max<int64_t>(std::min(e.outer, kMaxBlocks), 1);
+  std::vector<double> partial(blocks * e.channels, 0.0);
+  const int64_t block_cost = (e.outer / blocks + 1) * e.channels * e.inner * 2;
+  ctx.ParallelFor(blocks, block_cost, [&](int64_t begin, int64_t end) {
+    for (int64_t block = begin; block < end; ++block) {
+      double* acc = partial.data() + block * e.channels;
+      for (int64_t o = e.outer * block / blocks; o < e.outer * (block + 1) / blocks; ++o) {
+        const int64_t row = o * e.channels * e.inner;
+        if (e.inner == 1) {  // channels last: one element per channel per row
+          for (int64_t c = 0; c < e.channels; ++c) acc[c] += f(row + c, c);
+          continue;
+        }
+        for (int64_t c = 0; c < e.channels; ++c) {
+          double s = 0;
+          for (int64_t k = row + c * e.inner; k < row + (c + 1) * e.inner; ++k) s += f(k, c);
+          acc[c] += s;
+        }
       }
-      (*sums)[c] = s;
     }
   });
+  sums->assign(e.channels, 0.0);
+  for (int64_t block = 0; block < blocks; ++block) {
+    for (int64_t c = 0; c < e.channels; ++c) (*sums)[c] += partial[block * e.channels + c];
+  }
+}
+
+// Calls fn(k, c) for every element k (of channel c), in memory order, in parallel over rows.
+template <typename Fn>
+void ForEachElement(KernelContext& ctx, const Extent& e, int64_t cost_per_element, Fn fn) {
+  ctx.ParallelFor(e.outer, e.channels * e.inner * cost_per_element,
+                  [&](int64_t begin, int64_t end) {
+                    for (int64_t o = begin; o < end; ++o) {
+                      int64_t k = o * e.channels * e.inner;
+                      for (int64_t c = 0; c < e.channels; ++c) {
+                        for (int64_t i = 0; i < e.inner; ++i) fn(k++, c);
+                      }
+                    }
+                  });
 }
 
 template <typename T, typename U>
@@ -112,14 +145,12 @@ Status BatchNormForward(KernelContext& ctx, const Extent& e, bool training, doub
   std::vector<double> mean(e.channels), var(e.channels);
   const int64_t n = e.per_channel();
   if (training) {
-    ChannelSums(
-        ctx, e, [&](int64_t o, int64_t c, int64_t i) { return double(x[e.index(o, c, i)]); },
-        &mean);
+    ChannelSums(ctx, e, [&](int64_t k, int64_t) { return double(x[k]); }, &mean);
     for (double& m : mean) m = n > 0 ? m / n : std::numeric_limits<double>::quiet_NaN();
     ChannelSums(
         ctx, e,
-        [&](int64_t o, int64_t c, int64_t i) {
-          const double d = x[e.index(o, c, i)] - mean[c];
+        [&](int64_t k, int64_t c) {
+          const double d = x[k] - mean[c];
           return d * d;
         },
         &var);
@@ -130,19 +161,15 @@ Status BatchNormForward(KernelContext& ctx, const Extent& e, bool training, doub
       var[c] = var_in[c];
     }
   }
-  std::vector<double> inv(e.channels);
-  for (int64_t c = 0; c < e.channels; ++c) inv[c] = scale[c] / std::sqrt(var[c] + epsilon);
+  // y = x * gain + shift per channel, with the coefficients computed in double.
+  std::vector<T> gain(e.channels), shift(e.channels);
+  for (int64_t c = 0; c < e.channels; ++c) {
+    const double g = scale[c] / std::sqrt(var[c] + epsilon);
+    gain[c] = T(g);
+    shift[c] = T(offset[c] - mean[c] * g);
+  }
   T* y = outs[0]->data<T>();
-  ctx.ParallelFor(e.outer, e.channels * e.inner * 2, [&](int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; ++o) {
-      for (int64_t c = 0; c < e.channels; ++c) {
-        for (int64_t i = 0; i < e.inner; ++i) {
-          const int64_t k = e.index(o, c, i);
-          y[k] = T((x[k] - mean[c]) * inv[c] + offset[c]);
-        }
-      }
-    }
-  });
+  ForEachElement(ctx, e, 2, [&](int64_t k, int64_t c) { y[k] = x[k] * gain[c] + shift[c]; });
 
   U* batch_mean = outs[1]->data<U>();
   U* batch_var = outs[2]->data<U>();
@@ -196,6 +223,7 @@ Status FusedBatchNormKernel(KernelContext& ctx) {
 //   offset_backprop = sum(dy), scale_backprop = sum(dy * xhat),
 //   training:  dx = scale / sqrt(var + eps) * (dy - mean(dy) - xhat * mean(dy * xhat))
 //   inference: dx = scale / sqrt(var + eps) * dy   (mean and var are constants)
+// Both are dx = a * dy + b * x + c per channel, with a, b, c computed in double.
 template <typename T, typename U>
 Status BatchNormBackward(KernelContext& ctx, const Extent& e, bool training, double epsilon) {
   const T* dy = ctx.input(0).data<T>();
@@ -212,34 +240,23 @@ Status BatchNormBackward(KernelContext& ctx, const Extent& e, bool training, dou
   std::vector<double> rstd(e.channels);
   for (int64_t c = 0; c < e.channels; ++c) rstd[c] = 1.0 / std::sqrt(double(var[c]) + epsilon);
   std::vector<double> sum_dy, sum_dy_xhat;
+  ChannelSums(ctx, e, [&](int64_t k, int64_t) { return double(dy[k]); }, &sum_dy);
   ChannelSums(
-      ctx, e, [&](int64_t o, int64_t c, int64_t i) { return double(dy[e.index(o, c, i)]); },
-      &sum_dy);
-  ChannelSums(
-      ctx, e,
-      [&](int64_t o, int64_t c, int64_t i) {
-        const int64_t k = e.index(o, c, i);
-        return double(dy[k]) * (x[k] - mean[c]) * rstd[c];
-      },
+      ctx, e, [&](int64_t k, int64_t c) { return double(dy[k]) * (double(x[k]) - mean[c]); },
       &sum_dy_xhat);
+  for (int64_t c = 0; c < e.channels; ++c) sum_dy_xhat[c] *= rstd[c];
   const double n = double(e.per_channel());
+  std::vector<T> a(e.channels), b(e.channels), shift(e.channels);
+  for (int64_t c = 0; c < e.channels; ++c) {
+    const double gain = scale[c] * rstd[c];
+    const double slope = training ? gain * rstd[c] * sum_dy_xhat[c] / n : 0.0;
+    a[c] = T(gain);
+    b[c] = T(-slope);
+    shift[c] = T(training ? slope * mean[c] - gain * sum_dy[c] / n : 0.0);
+  }
   T* out = dx->data<T>();
-  ctx.ParallelFor(e.outer, e.channels * e.inner * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t o = begin; o < end; ++o) {
-      for (int64_t c = 0; c < e.channels; ++c) {
-        const double gain = scale[c] * rstd[c];
-        for (int64_t i = 0; i < e.inner; ++i) {
-          const int64_t k = e.index(o, c, i);
-          if (training) {
-            const double xhat = (x[k] - mean[c]) * rstd[c];
-            out[k] = T(gain * (dy[k] - sum_dy[c] / n - xhat * sum_dy_xhat[c] / n));
-          } else {
-            out[k] = T(gain * dy[k]);
-          }
-        }
-      }
-    }
-  });
+  ForEachElement(ctx, e, 3,
+                 [&](int64_t k, int64_t c) { out[k] = dy[k] * a[c] + x[k] * b[c] + shift[c]; });
   for (int64_t c = 0; c < e.channels; ++c) {
     dscale->data<U>()[c] = U(sum_dy_xhat[c]);
     doffset->data<U>()[c] = U(sum_dy[c]);
