@@ -265,6 +265,13 @@ def test_embedding_lookup_over_variables_and_out_of_range_ids():
         with pytest.raises(tf.errors.InvalidArgumentError, match="not in"):
             sess.run(out, {ids: [11]})
         np.testing.assert_array_equal(sess.run(out, {ids: [2]}), TABLE[[2]])
+    div = tf.nn.embedding_lookup([tf.constant(s) for s in split_table("div", 3)], ids,
+                                 partition_strategy="div")
+    with tf.Session() as sess:
+        for bad in (11, 40, -1):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=f"{bad} is not in"):
+                sess.run(div, {ids: [3, bad]})
+        np.testing.assert_array_equal(sess.run(div, {ids: [10, 0]}), TABLE[[10, 0]])
     with pytest.raises(ValueError, match="Unrecognized partition strategy"):
         tf.nn.embedding_lookup(shards, [0], partition_strategy="range")
 

@@ -341,16 +341,20 @@ def _partition_ids(flat_ids, params, partition_strategy):
 def _sharded_lookup(params, ids, partition_strategy, max_norm):
     """Rows of a table split over `params` by `partition_strategy`. Each shard gathers the ids
     that fall in it (others read its row 0, then discarded), and the rows are merged by
-    partition, so gradients reach each shard's rows only."""
+    partition, so gradients reach each shard's rows only. An id outside the table is given to
+    every gather as it is, so that it fails with InvalidArgumentError naming the id."""
     math_ops = _math()
     array_ops = _array()
     flat_ids = array_ops.reshape(ids, [-1])
     partition, new_ids = _partition_ids(flat_ids, params, partition_strategy)
-    zeros = array_ops.zeros_like(new_ids)
+    n = _ops.convert_to_tensor(len(params), dtype=partition.dtype)
+    in_table = math_ops.logical_and(math_ops.greater_equal(partition, array_ops.zeros_like(n)),
+                                    math_ops.less(partition, n))
+    elsewhere = math_ops.where_v2(in_table, array_ops.zeros_like(new_ids), flat_ids)
     result = None
     for p, shard in enumerate(params):
         in_shard = math_ops.equal(partition, _ops.convert_to_tensor(p, dtype=partition.dtype))
-        rows = array_ops.gather(shard, math_ops.where_v2(in_shard, new_ids, zeros))
+        rows = array_ops.gather(shard, math_ops.where_v2(in_shard, new_ids, elsewhere))
         if max_norm is not None:
             rows = _clip_rows(rows, 1, max_norm)
         if result is None:
