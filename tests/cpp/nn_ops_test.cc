@@ -159,5 +159,32 @@ TEST(NnOpsTest, CandidateSamplersCheckTheirArguments) {
   EXPECT_EQ(out[1].num_elements(), 4);
 }
 
+TEST(NnOpsTest, DilationChecksShapesAtRunTime) {
+  GraphBuilder b;
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape::Unknown(), "x");
+  Endpoint dy = b.Placeholder(DType::kFloat32, PartialShape::Unknown(), "dy");
+  const AttrMap attrs = Attrs({{"strides", std::vector<int64_t>{1, 1, 1, 1}},
+                               {"rates", std::vector<int64_t>{1, 2, 2, 1}},
+                               {"padding", std::string("VALID")}});
+  Endpoint f = b.Const(Filled(TensorShape({2, 2, 3})));
+  Endpoint y = b.Op("Dilation2D", {x, f}, attrs);
+  Endpoint dx = b.Op("Dilation2DBackpropInput", {x, f, dy}, attrs);
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  auto session = NewSession(b);
+  ExpectInvalid(session.get(), {{x, Filled(TensorShape({1, 4, 4, 2}))}}, y, "same depth");
+  ExpectInvalid(session.get(), {{x, Filled(TensorShape({1, 1, 4, 3}))}}, y, "");
+  ExpectInvalid(session.get(),
+                {{x, Filled(TensorShape({1, 4, 4, 3}))}, {dy, Filled(TensorShape({1, 3, 2, 3}))}},
+                dx, "out_backprop must have the output's shape [1,2,2,3]");
+  std::vector<Tensor> out;
+  ASSERT_TRUE(
+      session
+          ->Run({{x, Filled(TensorShape({1, 4, 4, 3}))}, {dy, Filled(TensorShape({1, 2, 2, 3}))}},
+                {y, dx}, {}, &out)
+          .ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({1, 2, 2, 3}));
+  EXPECT_EQ(out[1].shape(), TensorShape({1, 4, 4, 3}));
+}
+
 }  // namespace
 }  // namespace flowstone

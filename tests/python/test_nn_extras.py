@@ -388,3 +388,30 @@ def test_compute_average_loss_and_scale_regularization_loss():
     np.testing.assert_allclose(got, [3.0, 10.0 / 8, 3.75, 0.0, 3.0])
     with pytest.raises(ValueError, match="at least rank 1"):
         tf.nn.compute_average_loss(3.0)
+
+
+# ------------------------------------------------------------------------------------------------
+# Morphology
+
+def test_dilation2d_and_erosion2d():
+    x = RNG.permutation(2 * 6 * 5 * 3).reshape(2, 6, 5, 3) / 9.0
+    k = RNG.permutation(2 * 3 * 3).reshape(2, 3, 3) / 13.0
+    d = tf.nn.dilation2d(x, k, [1, 1, 2, 1], [1, 2, 1, 1], "VALID")
+    e = tf.nn.erosion2d(x, k, [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
+    assert d.op.name == "Dilation2D" and d.shape.as_list() == [2, 4, 2, 3]
+    got_d, got_e = evaluate([d, e])
+    expected_d = np.zeros((2, 4, 2, 3))
+    for b, i, j, c in np.ndindex(expected_d.shape):
+        expected_d[b, i, j, c] = max(x[b, i + 2 * di, 2 * j + dj, c] + k[di, dj, c]
+                                     for di in range(2) for dj in range(3))
+    np.testing.assert_allclose(got_d, expected_d, rtol=1e-12)
+    # Erosion: min over the window of x - kernel (mirrored), SAME padding never winning.
+    padded = np.pad(x, ((0, 0), (0, 1), (1, 1), (0, 0)), constant_values=np.inf)
+    expected_e = np.full(x.shape, np.inf)
+    for di, dj in np.ndindex(2, 3):
+        expected_e = np.minimum(expected_e, padded[:, di:di + 6, dj:dj + 5] - k[1 - di, 2 - dj])
+    np.testing.assert_allclose(got_e, expected_e, rtol=1e-12)
+    check_gradients(lambda a, b: tf.nn.dilation2d(a, b, [1, 1, 1, 1], [1, 1, 1, 1], "SAME"),
+                    [x[:1, :4, :4], k])
+    with pytest.raises(ValueError, match="same depth|must be equal"):
+        tf.nn.dilation2d(x, k[:, :, :2], [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
