@@ -4,7 +4,7 @@ creates its variables with tf.get_variable under a variable scope named after th
 
 from flowstone import layers as _layers
 from flowstone.framework import ops as _ops
-from flowstone.ops import array_ops, conv3d_ops, conv_ops, conv_variants, init_ops, variables
+from flowstone.ops import array_ops, conv3d_ops, conv_ops, conv_variants, init_ops, variable_scope
 from flowstone.util.tf_export import tf_export
 
 
@@ -50,7 +50,7 @@ def conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 3, cf, "conv1d")
     (k,) = _tuple(kernel_size, 1, "kernel_size")
-    with variables.variable_scope(name, default_name="conv1d", reuse=reuse):
+    with _layers._layer_scope(name, "conv1d", reuse):
         kernel, bias = _layers._kernel_and_bias(
             [k, channels, filters], filters, inputs.dtype, use_bias, trainable,
             kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
@@ -72,7 +72,7 @@ def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 5, cf, "conv3d")
     kernel_dims = _tuple(kernel_size, 3, "kernel_size")
-    with variables.variable_scope(name, default_name="conv3d", reuse=reuse):
+    with _layers._layer_scope(name, "conv3d", reuse):
         kernel, bias = _layers._kernel_and_bias(
             kernel_dims + [channels, filters], filters, inputs.dtype, use_bias, trainable,
             kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
@@ -101,21 +101,21 @@ def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="vali
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 4, cf, "separable_conv2d")
     kh, kw = _tuple(kernel_size, 2, "kernel_size")
-    with variables.variable_scope(name, default_name="separable_conv2d", reuse=reuse):
-        depthwise = variables.get_variable(
+    with _layers._layer_scope(name, "separable_conv2d", reuse):
+        depthwise = variable_scope.get_variable(
             "depthwise_kernel", [kh, kw, channels, depth_multiplier], dtype=inputs.dtype,
             initializer=depthwise_initializer, regularizer=depthwise_regularizer,
             trainable=trainable, constraint=depthwise_constraint)
-        pointwise = variables.get_variable(
+        pointwise = variable_scope.get_variable(
             "pointwise_kernel", [1, 1, channels * depth_multiplier, filters], dtype=inputs.dtype,
             initializer=pointwise_initializer, regularizer=pointwise_regularizer,
             trainable=trainable, constraint=pointwise_constraint)
         bias = None
         if use_bias:
-            bias = variables.get_variable("bias", [filters], dtype=inputs.dtype,
-                                          initializer=bias_initializer,
-                                          regularizer=bias_regularizer, trainable=trainable,
-                                          constraint=bias_constraint)
+            bias = variable_scope.get_variable("bias", [filters], dtype=inputs.dtype,
+                                               initializer=bias_initializer,
+                                               regularizer=bias_regularizer, trainable=trainable,
+                                               constraint=bias_constraint)
         fmt = "NCHW" if cf else "NHWC"
         out = conv_variants.separable_conv2d(inputs, depthwise, pointwise,
                                              _tuple(strides, 2, "strides"),
@@ -146,7 +146,7 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
     kh, kw = _tuple(kernel_size, 2, "kernel_size")
     sh, sw = _tuple(strides, 2, "strides")
     pad = _layers._padding(padding)
-    with variables.variable_scope(name, default_name="conv2d_transpose", reuse=reuse):
+    with _layers._layer_scope(name, "conv2d_transpose", reuse):
         kernel, bias = _layers._kernel_and_bias(
             [kh, kw, filters, channels], filters, inputs.dtype, use_bias, trainable,
             kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
