@@ -1,5 +1,5 @@
-"""Small tf.nn helpers built from other ops: xw_plus_b, relu_layer, zero_fraction,
-compute_average_loss and scale_regularization_loss (one replica: Flowstone runs no distribution
+"""Small tf.nn helpers built from other ops: xw_plus_b, relu_layer, compute_average_loss and
+scale_regularization_loss (one replica: Flowstone runs no distribution
 strategy)."""
 
 from flowstone import dtypes as _dtypes
@@ -28,16 +28,6 @@ def relu_layer(x, weights, biases, name=None):
         weights = _ops.convert_to_tensor(weights, dtype=x.dtype, name="weights")
         biases = _ops.convert_to_tensor(biases, dtype=x.dtype, name="biases")
         return math_ops.relu(conv_ops.bias_add(matmul(x, weights), biases), name=scope)
-
-
-@tf_export("nn.zero_fraction")
-def zero_fraction(value, name=None):
-    """The fraction of zeros in `value`, as a float32 scalar (NaN for an empty tensor)."""
-    with _ops.name_scope(name, "zero_fraction"):
-        value = _ops.convert_to_tensor(value, name="value")
-        zero = _ops.convert_to_tensor(0, dtype=value.dtype)
-        is_zero = math_ops.cast(math_ops.equal(value, zero), _dtypes.float32)
-        return reduction_ops.reduce_mean(is_zero, name="fraction")
 
 
 @tf_export("nn.scale_regularization_loss")
