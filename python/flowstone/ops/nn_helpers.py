@@ -1,8 +1,6 @@
 """Small tf.nn helpers built from other ops: xw_plus_b, relu_layer, compute_average_loss and
-scale_regularization_loss (one replica: Flowstone runs no distribution
-strategy)."""
+scale_regularization_loss (one replica: Flowstone runs no distribution strategy)."""
 
-from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.ops import array_ops, conv_ops, math_ops, reduction_ops
 from flowstone.ops.matmul_ops import matmul
