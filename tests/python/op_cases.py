@@ -91,3 +91,11 @@ CASES += _CONV_CASES
 from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
+
+from op_cases_control_flow import (CASES as _CONTROL_FLOW_CASES,  # noqa: E402
+                                   EXEMPT as _CONTROL_FLOW_EXEMPT,
+                                   GRADIENT_PENDING as _CONTROL_FLOW_PENDING)
+
+CASES += _CONTROL_FLOW_CASES
+EXEMPT.update(_CONTROL_FLOW_EXEMPT)
+GRADIENT_PENDING |= _CONTROL_FLOW_PENDING
