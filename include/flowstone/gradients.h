@@ -22,6 +22,8 @@ class GradientContext {
                   std::string name_prefix);
 
   const Node& node() const { return node_; }
+  // The graph being differentiated (its library holds the functions call ops refer to).
+  Graph* graph() const { return graph_; }
   const AttrMap& attrs() const { return node_.attrs(); }
   int num_inputs() const { return node_.num_inputs(); }
   int num_outputs() const { return node_.num_outputs(); }

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "common.h"
+#include "flowstone/function.h"
 #include "flowstone/gradients.h"
 #include "numpy_conversion.h"
 
@@ -107,6 +108,8 @@ AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string
     case AttrType::kStringList:
       return List<std::string>(
           value, [&](nb::handle h) { return Scalar<std::string>(h, name, "strings"); });
+    case AttrType::kFunc:
+      return FunctionRef{Scalar<std::string>(value, name, "a function name")};
   }
   throw StatusException{AttrTypeError(name, "a supported attr value", value)};
 }
@@ -150,6 +153,7 @@ nb::object AttrToPython(const AttrValue& value) {
       return out;
     }
     nb::object operator()(const std::vector<std::string>& v) const { return nb::cast(v); }
+    nb::object operator()(const FunctionRef& v) const { return nb::str(v.name.c_str()); }
   };
   return std::visit(Visitor{}, value);
 }
@@ -210,6 +214,30 @@ void RegisterGraph(nb::module_& m) {
 
   nb::class_<Graph>(m, "Graph")
       .def(nb::new_([] { return std::make_shared<Graph>(); }))
+      .def_static(
+          "function_body",
+          [](const Graph& outer) { return std::make_shared<Graph>(outer.shared_library()); },
+          "A graph for a function body, sharing `outer`'s function library.")
+      .def(
+          "add_function",
+          [](Graph& graph, const std::string& name, std::shared_ptr<Graph> body,
+             const std::vector<std::pair<NodeRef, int>>& args,
+             const std::vector<std::pair<NodeRef, int>>& rets) {
+            FunctionDef def;
+            def.name = name;
+            def.body = std::move(body);
+            for (const auto& [ref, i] : args) def.args.push_back({ref.node, i});
+            for (const auto& [ref, i] : rets) def.rets.push_back({ref.node, i});
+            ThrowIfError(graph.library().Add(std::move(def)));
+          },
+          "Adds a function (a body graph, its input Placeholders and its outputs) to the "
+          "library.")
+      .def("unique_function_name",
+           [](const Graph& g, const std::string& base) { return g.library().UniqueName(base); })
+      .def("has_function",
+           [](const Graph& g, const std::string& name) {
+             return g.library().Find(name) != nullptr;
+           })
       .def("add_node",
            [](Graph& graph, const std::string& op, const std::string& name,
               const std::vector<std::pair<NodeRef, int>>& inputs,
@@ -331,7 +359,9 @@ void RegisterGraph(nb::module_& m) {
     nb::dict out;
     auto args = [](const std::vector<ArgDef>& defs) {
       nb::list list;
-      for (const ArgDef& a : defs) list.append(nb::make_tuple(a.name, !a.number_attr.empty()));
+      for (const ArgDef& a : defs) {
+        list.append(nb::make_tuple(a.name, !a.number_attr.empty() || !a.type_list_attr.empty()));
+      }
       return list;
     };
     out["name"] = op->name;

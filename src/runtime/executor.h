@@ -42,6 +42,8 @@ struct RunState {
   std::vector<uint8_t> forwardable;  // parallel to inputs
   // RunOptions.report_tensor_allocations_upon_oom for this run.
   bool report_allocations_on_oom = false;
+  // The session's function runtime, for call ops in this run.
+  FunctionRuntime* functions = nullptr;
 };
 
 class ExecutionPlan {
@@ -66,9 +68,11 @@ class ExecutionPlan {
   std::vector<int> roots;
   bool parallel = false;
 
-  // Runs the plan. `feed_values` are moved into the feed slots.
+  // Runs the plan. `feed_values` are moved into the feed slots. Call ops compile and run their
+  // functions through `functions`.
   Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs, ResourceMgr* resources,
-             ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options) const;
+             ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options,
+             FunctionRuntime* functions) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;

@@ -120,6 +120,10 @@ std::vector<bool> HostMemoryArgs(const Node& node, const KernelDef& def,
   for (const ArgDef& arg : args) {
     int64_t n = 1;
     if (!arg.number_attr.empty()) n = node.attrs().GetOr<int64_t>(arg.number_attr, 0);
+    if (!arg.type_list_attr.empty()) {
+      n = static_cast<int64_t>(
+          node.attrs().GetOr<std::vector<DType>>(arg.type_list_attr, {}).size());
+    }
     const bool named = std::find(def.host_memory_args.begin(), def.host_memory_args.end(),
                                  arg.name) != def.host_memory_args.end();
     for (int64_t k = 0; k < n && index < count; ++k, ++index) host[index] = named;

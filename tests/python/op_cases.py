@@ -99,3 +99,11 @@ CASES += _NN_CASES
 from op_cases_list import CASES as _LIST_CASES  # noqa: E402
 
 CASES += _LIST_CASES
+
+from op_cases_control_flow import (CASES as _CONTROL_FLOW_CASES,  # noqa: E402
+                                   EXEMPT as _CONTROL_FLOW_EXEMPT,
+                                   GRADIENT_PENDING as _CONTROL_FLOW_PENDING)
+
+CASES += _CONTROL_FLOW_CASES
+EXEMPT.update(_CONTROL_FLOW_EXEMPT)
+GRADIENT_PENDING |= _CONTROL_FLOW_PENDING

@@ -500,6 +500,14 @@ class Graph:
             self._collections.pop(name, None)
 
     # --- building ---------------------------------------------------------------------------------
+    # A function body (framework/func_graph.py) captures tensors of outer graphs; a plain graph
+    # rejects them.
+    _captures_outer_tensors = False
+
+    def _capture(self, tensor, op_type):
+        raise ValueError(f"Tensor {tensor!r} must be from the same graph as the other inputs "
+                         f"of {op_type}.")
+
     def _add_op(self, op_type, inputs, attrs, name, exact_name=False):
         ctx = self._ctx()
         with self._lock:
@@ -798,7 +806,6 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     `inputs` items are Tensors (anything convert_to_tensor accepts) or lists of them for list
     arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
     """
-    graph = None
     flat = []
     for item in inputs:
         if isinstance(item, (list, tuple)):
@@ -806,23 +813,17 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
                 flat.append(sub)
         else:
             flat.append(item)
-    for t in flat:
-        if isinstance(t, Tensor):
-            if graph is None:
-                graph = t.graph
-            elif t.graph is not graph:
-                raise ValueError(f"Tensor {t!r} must be from the same graph as the other inputs "
-                                 f"of {op_type}.")
-    if graph is None:
-        graph = get_default_graph()
+    # Inside a function body being traced, ops go to the body, which captures outer tensors.
+    graph = get_default_graph()
+    if not graph._captures_outer_tensors:
+        graph = next((t.graph for t in flat if isinstance(t, Tensor)), graph)
     converted = []
     for t in flat:
         if not isinstance(t, Tensor):
             with graph.as_default():
                 t = convert_to_tensor(t)
-            if t.graph is not graph:
-                raise ValueError(f"Tensor {t!r} must be from the same graph as the other inputs "
-                                 f"of {op_type}.")
+        if t.graph is not graph:
+            t = graph._capture(t, op_type)
         converted.append(t._as_node_output())
     c_attrs = {k: _attr_for_c(v) for k, v in (attrs or {}).items() if v is not None}
     return graph._add_op(op_type, converted, c_attrs, name or op_type, exact_name=exact_name)
