@@ -268,7 +268,7 @@ def test_gradient_through_cond_matches_finite_differences():
     x = tf.placeholder(tf.float64, [3])
     w = tf.constant([0.5, -1.5, 2.0], tf.float64)
     p = tf.placeholder(tf.bool, [])
-    y = tf.cond(p, lambda: tf.reduce_sum(tf.sin(x) * w), lambda: tf.reduce_sum(x * x * x))
+    y = tf.cond(p, lambda: tf.reduce_sum(tf.tanh(x) * w), lambda: tf.reduce_sum(x * x * x))
     (g,) = tf.gradients(y, [x])
     xv = np.array([0.3, -0.7, 1.1])
     with tf.Session() as sess:
@@ -329,8 +329,7 @@ def test_gradient_through_while_loop_matches_finite_differences():
     wv = np.array([[0.9, -0.3], [0.4, 0.6]])
     with tf.Session() as sess:
         for steps in (0, 1, 4):
-            feed = {n: steps}
-            got_x, got_w = sess.run([gx, gw], dict(feed, **{x: xv, w: wv}))
+            got_x, got_w = sess.run([gx, gw], {n: steps, x: xv, w: wv})
             fd_x = _finite_difference(lambda v: sess.run(loss, {x: v, w: wv, n: steps}), xv)
             fd_w = _finite_difference(lambda v: sess.run(loss, {x: xv, w: v, n: steps}), wv)
             np.testing.assert_allclose(got_x, fd_x, rtol=1e-6, atol=1e-9)
