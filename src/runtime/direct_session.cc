@@ -2,6 +2,7 @@
 // signature once into an ExecutionPlan and runs plans on the caller's thread, or on the inter-op
 // pool when a plan has independent expensive nodes.
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -124,7 +125,8 @@ class DirectSession final : public Session {
 
   Status RunCallable(CallableHandle handle, std::vector<Tensor>& feed_values,
                      std::vector<Tensor>* outputs, const RunOptions& options) override {
-    InFlight guard(this);
+    CancellationToken cancellation;
+    InFlight guard(this, &cancellation);
     if (!guard.ok()) return ClosedSessionError();
     std::shared_ptr<ExecutionPlan> plan;
     {
@@ -142,9 +144,16 @@ class DirectSession final : public Session {
     for (size_t i = 0; i < feed_values.size(); ++i) {
       FS_RETURN_IF_ERROR(CheckFeed(plan->feeds[i], feed_values[i]));
     }
+    const int64_t timeout_ms =
+        options.timeout_in_ms > 0 ? options.timeout_in_ms : options_.operation_timeout_in_ms;
+    if (timeout_ms > 0) {
+      cancellation.CancelAt(CancellationToken::Clock::now() + std::chrono::milliseconds(timeout_ms),
+                            errors::DeadlineExceeded("Timed out waiting for notification"));
+    }
+    if (options.cancel_on_interrupt) cancellation.WatchInterrupts();
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
     return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(), step,
-                     options);
+                     options, cancellation);
   }
 
   Status ReleaseCallable(CallableHandle handle) override {
@@ -157,6 +166,8 @@ class DirectSession final : public Session {
     std::unique_lock<std::mutex> lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
+    for (CancellationToken* run : running_)
+      run->Cancel(errors::Cancelled("Run call was cancelled"));
     idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
     callables_.clear();
     run_cache_.clear();
@@ -180,23 +191,32 @@ class DirectSession final : public Session {
   ResourceMgr* resource_manager() override { return &resources_; }
 
  private:
-  // Counts a run in flight so Close() can wait for it.
+  // Counts a call in flight so Close() can wait for it, and lists a run's cancellation token so
+  // Close() can cancel the run.
   class InFlight {
    public:
-    explicit InFlight(DirectSession* s) : s_(s) {
+    explicit InFlight(DirectSession* s, CancellationToken* run = nullptr) : s_(s), run_(run) {
       std::lock_guard<std::mutex> lock(s_->mu_);
       ok_ = !s_->closed_;
-      if (ok_) ++s_->in_flight_;
+      if (!ok_) return;
+      ++s_->in_flight_;
+      if (run_ != nullptr) s_->running_.push_back(run_);
     }
     ~InFlight() {
       if (!ok_) return;
       std::lock_guard<std::mutex> lock(s_->mu_);
+      if (run_ != nullptr) {
+        auto& running = s_->running_;
+        *std::find(running.begin(), running.end(), run_) = running.back();
+        running.pop_back();
+      }
       if (--s_->in_flight_ == 0) s_->idle_cv_.notify_all();
     }
     bool ok() const { return ok_; }
 
    private:
     DirectSession* s_;
+    CancellationToken* run_;
     bool ok_ = false;
   };
 
@@ -547,6 +567,7 @@ class DirectSession final : public Session {
   std::condition_variable idle_cv_;
   bool closed_ = false;
   int in_flight_ = 0;
+  std::vector<CancellationToken*> running_;  // the runs in flight
   bool logged_mapping_header_ = false;
   std::unordered_map<int, Device*> placements_;
   std::unordered_set<int> placing_;  // nodes whose colocation targets are being placed
