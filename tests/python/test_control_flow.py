@@ -115,6 +115,8 @@ def test_cond_branch_mismatch_errors():
         tf.cond(p, 1, lambda: 1)
     with pytest.raises(TypeError, match="'false_fn' must be callable."):
         tf.cond(p, lambda: 1, None)
+    with pytest.raises(TypeError, match="pred must not be a Python bool"):
+        tf.cond(True, lambda: 1, lambda: 2)
 
 
 def test_control_dependencies_inside_a_branch():
@@ -199,6 +201,8 @@ def test_maximum_iterations_stops_the_loop():
     assert _run([i, j]) == [5, 32]
     k = tf.while_loop(lambda k: k < 3, lambda k: k + 1, [0], maximum_iterations=10)
     assert _run(k) == 3
+    # A number as the condition: true while nonzero, as in TF.
+    assert _run(tf.while_loop(lambda c: c, lambda c: c - 1, [3])) == 0
 
 
 def test_shape_invariants_let_a_loop_var_grow():

@@ -6,6 +6,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import as_shape
+from flowstone.ops import math_ops
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
 
@@ -97,6 +98,8 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         raise TypeError("'true_fn' must be callable.")
     if not callable(false_fn):
         raise TypeError("'false_fn' must be callable.")
+    if isinstance(pred, bool):
+        raise TypeError("pred must not be a Python bool", pred)
     with _ops.name_scope(name, "cond") as scope:
         graph = _ops.get_default_graph()
         pred = _as_caller_tensor(graph, pred)
@@ -207,14 +210,12 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                   else [orig_loop_vars])
 
         def cond_fn(i, n, *user_vars):
-            from flowstone.ops import math_ops
             pred = cond(*user_vars)
             if maximum_iterations is None:
                 return pred
             return math_ops.logical_and(math_ops.less(i, n), pred)
 
         def body_fn(i, n, *user_vars):
-            from flowstone.ops import math_ops
             outputs = body(*user_vars)
             if not nest.is_nested(outputs):
                 outputs = [outputs]
@@ -226,9 +227,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         body_body, body_args, new_vars = _trace(graph, "body", body_fn, all_vars,
                                                 structure, all_shapes)
         (pred_t,) = _body_tensors(cond_body, [pred])
-        if pred_t.dtype != _dtypes.bool:
-            raise TypeError(f"The condition of tf.while_loop must return a bool tensor, got "
-                            f"{pred_t}.")
         new_flat = _body_tensors(body_body, new_vars)
         for before, after, shape in zip(all_vars[2:], new_flat[2:], invariants):
             if before.dtype != after.dtype:
