@@ -234,10 +234,9 @@ void RegisterGraph(nb::module_& m) {
           "library.")
       .def("unique_function_name",
            [](const Graph& g, const std::string& base) { return g.library().UniqueName(base); })
-      .def("has_function",
-           [](const Graph& g, const std::string& name) {
-             return g.library().Find(name) != nullptr;
-           })
+      .def(
+          "has_function",
+          [](const Graph& g, const std::string& name) { return g.library().Find(name) != nullptr; })
       .def("add_node",
            [](Graph& graph, const std::string& op, const std::string& name,
               const std::vector<std::pair<NodeRef, int>>& inputs,

@@ -36,9 +36,9 @@ Status FunctionLibrary::Add(FunctionDef def) {
   };
   for (const Endpoint& arg : def.args) {
     if (!in_body(arg) || arg.node->type() != "Placeholder") {
-      return ValueError(errors::InvalidArgument(
-          "an input of function '", def.name, "' is not a Placeholder of its body: ",
-          arg.ToString()));
+      return ValueError(
+          errors::InvalidArgument("an input of function '", def.name,
+                                  "' is not a Placeholder of its body: ", arg.ToString()));
     }
   }
   for (const Endpoint& ret : def.rets) {

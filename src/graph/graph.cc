@@ -120,11 +120,10 @@ Status InferInputTypes(const OpDef& op, const NodeSpec& spec,
       const auto* expected = std::get_if<std::vector<DType>>(current);
       for (size_t i = 0; expected && i < actual.size(); ++i) {
         if (actual[i] != (*expected)[i]) {
-          return errors::TypeError("Input '", arg.name, "' of '", op.name, "' Op has type ",
-                                   DTypeName(actual[i]), " at position ", i,
-                                   " that does not match expected type of ",
-                                   DTypeName((*expected)[i]), " in attr '", arg.type_list_attr,
-                                   "'.");
+          return errors::TypeError(
+              "Input '", arg.name, "' of '", op.name, "' Op has type ", DTypeName(actual[i]),
+              " at position ", i, " that does not match expected type of ",
+              DTypeName((*expected)[i]), " in attr '", arg.type_list_attr, "'.");
         }
       }
       continue;

@@ -2,6 +2,7 @@
 // signature once into an ExecutionPlan and runs plans on the caller's thread, or on the inter-op
 // pool when a plan has independent expensive nodes.
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
@@ -143,7 +144,8 @@ class DirectSession final : public Session, public FunctionRuntime {
 
   Status RunCallable(CallableHandle handle, std::vector<Tensor>& feed_values,
                      std::vector<Tensor>* outputs, const RunOptions& options) override {
-    InFlight guard(this);
+    CancellationToken cancellation;
+    InFlight guard(this, &cancellation);
     if (!guard.ok()) return ClosedSessionError();
     std::shared_ptr<ExecutionPlan> plan;
     {
@@ -161,9 +163,16 @@ class DirectSession final : public Session, public FunctionRuntime {
     for (size_t i = 0; i < feed_values.size(); ++i) {
       FS_RETURN_IF_ERROR(CheckFeed(plan->feeds[i], feed_values[i]));
     }
+    const int64_t timeout_ms =
+        options.timeout_in_ms > 0 ? options.timeout_in_ms : options_.operation_timeout_in_ms;
+    if (timeout_ms > 0) {
+      cancellation.CancelAt(CancellationToken::Clock::now() + std::chrono::milliseconds(timeout_ms),
+                            errors::DeadlineExceeded("Timed out waiting for notification"));
+    }
+    if (options.cancel_on_interrupt) cancellation.WatchInterrupts();
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
     return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(), step,
-                     options, this);
+                     options, cancellation, this);
   }
 
   // Called by a call kernel inside a run, so Close() waits for it like for the run.
@@ -193,15 +202,20 @@ class DirectSession final : public Session, public FunctionRuntime {
     return Status::OK();
   }
 
-  Status Run(const CompiledFunction& function, std::vector<Tensor>& args,
-             std::vector<Tensor>* rets, const KernelContext& caller) override {
+  Status Run(const CompiledFunction& function, std::vector<Tensor>& args, std::vector<Tensor>* rets,
+             const KernelContext& caller) override {
     const auto& f = static_cast<const SessionFunction&>(function);
     if (args.size() != f.plan.feeds.size()) {
       return errors::InvalidArgument(f.def->Describe(), " called with ", args.size(), " inputs");
     }
     RunOptions options;
     options.report_tensor_allocations_upon_oom = caller.report_allocations_on_oom();
-    Status s = f.plan.Run(args, rets, caller.resources(), nullptr, caller.step_id(), options, this);
+    // A function runs inside its caller's run and stops with it.
+    static const CancellationToken kNeverCancelled;
+    const CancellationToken* cancellation = caller.cancellation();
+    if (cancellation == nullptr) cancellation = &kNeverCancelled;
+    Status s = f.plan.Run(args, rets, caller.resources(), nullptr, caller.step_id(), options,
+                          *cancellation, this);
     return s.ok() ? s : InFunction(s, f.def->name);
   }
 
@@ -215,6 +229,8 @@ class DirectSession final : public Session, public FunctionRuntime {
     std::unique_lock<std::mutex> lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
+    for (CancellationToken* run : running_)
+      run->Cancel(errors::Cancelled("Run call was cancelled"));
     idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
     callables_.clear();
     run_cache_.clear();
@@ -239,23 +255,32 @@ class DirectSession final : public Session, public FunctionRuntime {
   ResourceMgr* resource_manager() override { return &resources_; }
 
  private:
-  // Counts a run in flight so Close() can wait for it.
+  // Counts a call in flight so Close() can wait for it, and lists a run's cancellation token so
+  // Close() can cancel the run.
   class InFlight {
    public:
-    explicit InFlight(DirectSession* s) : s_(s) {
+    explicit InFlight(DirectSession* s, CancellationToken* run = nullptr) : s_(s), run_(run) {
       std::lock_guard<std::mutex> lock(s_->mu_);
       ok_ = !s_->closed_;
-      if (ok_) ++s_->in_flight_;
+      if (!ok_) return;
+      ++s_->in_flight_;
+      if (run_ != nullptr) s_->running_.push_back(run_);
     }
     ~InFlight() {
       if (!ok_) return;
       std::lock_guard<std::mutex> lock(s_->mu_);
+      if (run_ != nullptr) {
+        auto& running = s_->running_;
+        *std::find(running.begin(), running.end(), run_) = running.back();
+        running.pop_back();
+      }
       if (--s_->in_flight_ == 0) s_->idle_cv_.notify_all();
     }
     bool ok() const { return ok_; }
 
    private:
     DirectSession* s_;
+    CancellationToken* run_;
     bool ok_ = false;
   };
 
@@ -620,6 +645,7 @@ class DirectSession final : public Session, public FunctionRuntime {
   std::condition_variable idle_cv_;
   bool closed_ = false;
   int in_flight_ = 0;
+  std::vector<CancellationToken*> running_;  // the runs in flight
   bool logged_mapping_header_ = false;
   // Keyed by node, not id: function bodies are graphs of their own.
   std::unordered_map<const Node*, Device*> placements_;

@@ -44,6 +44,8 @@ struct RunState {
   bool report_allocations_on_oom = false;
   // The session's function runtime, for call ops in this run.
   FunctionRuntime* functions = nullptr;
+  // What stops this run early (Session::Close, a deadline, an interrupt); never null in a run.
+  const CancellationToken* cancellation = nullptr;
 };
 
 class ExecutionPlan {
@@ -68,11 +70,12 @@ class ExecutionPlan {
   std::vector<int> roots;
   bool parallel = false;
 
-  // Runs the plan. `feed_values` are moved into the feed slots. Call ops compile and run their
-  // functions through `functions`.
+  // Runs the plan. `feed_values` are moved into the feed slots. The run checks `cancellation`
+  // between nodes (kernels check it between units of work) and, once it is cancelled, stops and
+  // returns its Status. Call ops compile and run their functions through `functions`.
   Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs, ResourceMgr* resources,
              ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options,
-             FunctionRuntime* functions) const;
+             const CancellationToken& cancellation, FunctionRuntime* functions) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;

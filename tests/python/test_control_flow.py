@@ -115,6 +115,8 @@ def test_cond_branch_mismatch_errors():
         tf.cond(p, 1, lambda: 1)
     with pytest.raises(TypeError, match="'false_fn' must be callable."):
         tf.cond(p, lambda: 1, None)
+    with pytest.raises(TypeError, match="pred must not be a Python bool"):
+        tf.cond(True, lambda: 1, lambda: 2)
 
 
 def test_control_dependencies_inside_a_branch():
@@ -199,6 +201,8 @@ def test_maximum_iterations_stops_the_loop():
     assert _run([i, j]) == [5, 32]
     k = tf.while_loop(lambda k: k < 3, lambda k: k + 1, [0], maximum_iterations=10)
     assert _run(k) == 3
+    # A number as the condition: true while nonzero, as in TF.
+    assert _run(tf.while_loop(lambda c: c, lambda c: c - 1, [3])) == 0
 
 
 def test_shape_invariants_let_a_loop_var_grow():
@@ -268,7 +272,7 @@ def test_gradient_through_cond_matches_finite_differences():
     x = tf.placeholder(tf.float64, [3])
     w = tf.constant([0.5, -1.5, 2.0], tf.float64)
     p = tf.placeholder(tf.bool, [])
-    y = tf.cond(p, lambda: tf.reduce_sum(tf.sin(x) * w), lambda: tf.reduce_sum(x * x * x))
+    y = tf.cond(p, lambda: tf.reduce_sum(tf.tanh(x) * w), lambda: tf.reduce_sum(x * x * x))
     (g,) = tf.gradients(y, [x])
     xv = np.array([0.3, -0.7, 1.1])
     with tf.Session() as sess:
@@ -329,8 +333,7 @@ def test_gradient_through_while_loop_matches_finite_differences():
     wv = np.array([[0.9, -0.3], [0.4, 0.6]])
     with tf.Session() as sess:
         for steps in (0, 1, 4):
-            feed = {n: steps}
-            got_x, got_w = sess.run([gx, gw], dict(feed, **{x: xv, w: wv}))
+            got_x, got_w = sess.run([gx, gw], {n: steps, x: xv, w: wv})
             fd_x = _finite_difference(lambda v: sess.run(loss, {x: v, w: wv, n: steps}), xv)
             fd_w = _finite_difference(lambda v: sess.run(loss, {x: xv, w: v, n: steps}), wv)
             np.testing.assert_allclose(got_x, fd_x, rtol=1e-6, atol=1e-9)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone import _C
 from flowstone.framework.func_graph import FuncGraph
 from flowstone.framework.ops import apply_op
 
@@ -21,6 +22,7 @@ def _define(graph, name, fn, arg_specs):
         outputs = fn(*args)
     captured = [outer for outer, _ in body.captures]
     body.add_to_library(args + [inner for _, inner in body.captures], outputs)
+    assert body.name == name
     return captured
 
 
@@ -90,8 +92,10 @@ def test_calls_that_do_not_match_the_signature_fail_at_construction():
         _call("g", [tf.constant(1.0)], [tf.float32, tf.float32])
     with pytest.raises(ValueError, match="'missing'.*is not in the graph's library"):
         _call("missing", [tf.constant(1.0)], [tf.float32])
-    with pytest.raises(ValueError, match="already exists"):
-        _define(graph, "g", lambda x: [x], [(tf.float32, [])])
+    body = FuncGraph("g", graph)
+    arg = body.add_input(tf.float32, [])
+    with pytest.raises(_C.StatusError, match="a different function with the same name already"):
+        graph._c.add_function("g", body._c, [arg._as_node_output()], [arg._as_node_output()])
 
 
 def test_error_in_a_nested_function_names_each_function():

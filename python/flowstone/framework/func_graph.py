@@ -14,19 +14,21 @@ from flowstone.framework.tensor_shape import as_shape
 
 
 class FuncGraph(ops.Graph):
-    """The body of one function, traced under `outer_graph`."""
+    """The body of one function, traced under `outer_graph`; `base_name` is the name it gets in
+    the library (made unique there)."""
 
     _captures_outer_tensors = True
 
-    def __init__(self, name, outer_graph):
+    def __init__(self, base_name, outer_graph):
         super().__init__()
         self._c = _C.Graph.function_body(outer_graph._c)
-        self.name = name
+        self.base_name = base_name
+        self.name = None  # given when the body is added to the library
         self.outer_graph = outer_graph
         self.seed = outer_graph.seed
         self.inputs = []  # Placeholders of the arguments, then of the captures
         self.outputs = []
-        self._captures = {}  # id(outer tensor) -> (outer tensor, inner Placeholder)
+        self._captures = {}  # id(tensor of outer_graph) -> (that tensor, inner Placeholder)
         self.control_captures = []  # outer ops the body depends on (run before the call)
 
     @property
@@ -60,15 +62,16 @@ class FuncGraph(ops.Graph):
         if not self._is_ancestor(tensor.graph):
             raise ValueError(f"Tensor {tensor!r} must be from the same graph as the other inputs "
                              f"of {op_type}.")
-        found = self._captures.get(id(tensor))
-        if found is not None:
-            return found[1]
-        # A tensor of a graph further out is first captured by the graph in between.
+        # A tensor of a graph further out is first captured by the graph in between; captures
+        # are keyed by that graph's tensor, so a tensor reached both ways is captured once.
         outer_value = tensor
         if tensor.graph is not self.outer_graph:
             outer_value = self.outer_graph._capture(tensor, op_type)
+        found = self._captures.get(id(outer_value))
+        if found is not None:
+            return found[1]
         placeholder = self._placeholder(tensor.dtype, tensor.shape, "Placeholder")
-        self._captures[id(tensor)] = (outer_value, placeholder)
+        self._captures[id(outer_value)] = (outer_value, placeholder)
         return placeholder
 
     def capture_all(self, outer_tensors):
@@ -98,6 +101,8 @@ class FuncGraph(ops.Graph):
     def add_to_library(self, input_placeholders, outputs):
         """Adds the body to the outer graph's function library as a function taking
         `input_placeholders` and returning `outputs` (tensors of this body)."""
+        # Named now, not when tracing began: functions traced inside this body were added first.
+        self.name = self.outer_graph._c.unique_function_name(self.base_name)
         try:
             self.outer_graph._c.add_function(
                 self.name, self._c, [p._as_node_output() for p in input_placeholders],
@@ -107,8 +112,9 @@ class FuncGraph(ops.Graph):
         self.outputs = list(outputs)
 
 
-def unique_function_name(graph, base):
-    """A function name unused in `graph`'s library, with TF's `<scope>_<kind>_<n>` shape."""
+def function_base_name(graph, kind):
+    """TF's `<scope>_<kind>` function name ("cond_true", "while_body"), made unique in the library
+    when the function is added."""
     scope = graph.get_name_scope().replace("/", "_")
-    return graph._c.unique_function_name(f"{scope}_{base}" if scope else base)
+    return f"{scope}_{kind}" if scope else kind
 

@@ -668,6 +668,9 @@ def get_collection_ref(key):
 
 
 def _graph_from_values(values):
+    default = get_default_graph()
+    if default._captures_outer_tensors:
+        return default  # a function body being traced: outer values are captured into it
     if values:
         for v in (values if isinstance(values, (list, tuple)) else [values]):
             if isinstance(v, Tensor):

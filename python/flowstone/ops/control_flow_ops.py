@@ -4,8 +4,9 @@ library, and tensors it uses from outside become extra inputs of the call."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
-from flowstone.framework.func_graph import FuncGraph, unique_function_name
+from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import as_shape
+from flowstone.ops import math_ops
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
 
@@ -26,7 +27,7 @@ def _trace(graph, kind, fn, arg_tensors, arg_structure=None, shapes=None):
     """Traces `fn` into a new function body under `graph`; its arguments are Placeholders like
     `arg_tensors` (with `shapes` when given), passed to `fn` packed as `arg_structure`. Returns
     the body, its argument Placeholders and what `fn` returned, as tensors of the body."""
-    body = FuncGraph(unique_function_name(graph, kind), graph)
+    body = FuncGraph(function_base_name(graph, kind), graph)
     shapes = shapes or [t.shape for t in arg_tensors]
     args = [body.add_input(t.dtype, s) for t, s in zip(arg_tensors, shapes)]
     packed = args if arg_structure is None else nest.pack_sequence_as(arg_structure, args)
@@ -97,11 +98,13 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         raise TypeError("'true_fn' must be callable.")
     if not callable(false_fn):
         raise TypeError("'false_fn' must be callable.")
-    with _ops.name_scope(name, "cond", [pred]) as scope:
+    if isinstance(pred, bool):
+        raise TypeError("pred must not be a Python bool", pred)
+    with _ops.name_scope(name, "cond") as scope:
         graph = _ops.get_default_graph()
         pred = _as_caller_tensor(graph, pred)
-        then_body, _, true_out = _trace(graph, "cond_true", true_fn, [])
-        else_body, _, false_out = _trace(graph, "cond_false", false_fn, [])
+        then_body, _, true_out = _trace(graph, "true", true_fn, [])
+        else_body, _, false_out = _trace(graph, "false", false_fn, [])
         try:
             nest.assert_same_structure(true_out, false_out, check_types=False)
         except (ValueError, TypeError) as e:
@@ -150,7 +153,7 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
         default = pairs.pop()[1]
     if not callable(default):
         raise TypeError("default must be callable.")
-    with _ops.name_scope(name, "case", [p for p, _ in pairs]):
+    with _ops.name_scope(name, "case"):
         def chain(index):
             if index == len(pairs):
                 return default
@@ -183,7 +186,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     if parallel_iterations < 1:
         raise TypeError("'parallel_iterations' must be a positive integer.")
     orig_loop_vars = loop_vars
-    with _ops.name_scope(name, "while", nest.flatten(loop_vars)) as scope:
+    with _ops.name_scope(name, "while") as scope:
         graph = _ops.get_default_graph()
         flat_vars = [_as_caller_tensor(graph, v) for v in nest.flatten(loop_vars)]
         if shape_invariants is None:
@@ -207,28 +210,23 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                   else [orig_loop_vars])
 
         def cond_fn(i, n, *user_vars):
-            from flowstone.ops import math_ops
             pred = cond(*user_vars)
             if maximum_iterations is None:
                 return pred
             return math_ops.logical_and(math_ops.less(i, n), pred)
 
         def body_fn(i, n, *user_vars):
-            from flowstone.ops import math_ops
             outputs = body(*user_vars)
             if not nest.is_nested(outputs):
                 outputs = [outputs]
             nest.assert_same_structure(outputs, structure[2:], check_types=False)
             return [math_ops.add(i, 1), n] + nest.flatten(outputs)
 
-        cond_body, cond_args, pred = _trace(graph, "while_cond", cond_fn, all_vars, structure,
+        cond_body, cond_args, pred = _trace(graph, "cond", cond_fn, all_vars, structure,
                                             all_shapes)
-        body_body, body_args, new_vars = _trace(graph, "while_body", body_fn, all_vars,
+        body_body, body_args, new_vars = _trace(graph, "body", body_fn, all_vars,
                                                 structure, all_shapes)
         (pred_t,) = _body_tensors(cond_body, [pred])
-        if pred_t.dtype != _dtypes.bool:
-            raise TypeError(f"The condition of tf.while_loop must return a bool tensor, got "
-                            f"{pred_t}.")
         new_flat = _body_tensors(body_body, new_vars)
         for before, after, shape in zip(all_vars[2:], new_flat[2:], invariants):
             if before.dtype != after.dtype:

@@ -11,8 +11,7 @@ Node* FunctionBuilder::AddNode(const std::string& type, const std::vector<Endpoi
   if (!status_.ok()) return nullptr;
   for (const Endpoint& in : inputs) {
     if (in.node == nullptr) {
-      status_ = errors::Internal("building function '", name_, "': a ", type,
-                                 " input is missing");
+      status_ = errors::Internal("building function '", name_, "': a ", type, " input is missing");
       return nullptr;
     }
   }

@@ -50,10 +50,11 @@ Status CheckCallSignature(const InferenceContext& ctx, const std::string& attr,
         "ValueError");
   }
   if (takes != arg_types) {
-    return WithPyType(errors::InvalidArgument(fn->Describe(), " (attr '", attr,
-                                              "') takes inputs of types ", TypeList(takes), ", but ",
-                                              ctx.op_type(), " passes ", TypeList(arg_types)),
-                      "TypeError");
+    return WithPyType(
+        errors::InvalidArgument(fn->Describe(), " (attr '", attr, "') takes inputs of types ",
+                                TypeList(takes), ", but ", ctx.op_type(), " passes ",
+                                TypeList(arg_types)),
+        "TypeError");
   }
   if (ret_types != nullptr) {
     std::vector<DType> gives = fn->ret_types();

@@ -21,8 +21,8 @@ StatusOr<Endpoint> ZerosLikeArg(Graph& body, const std::string& prefix, Endpoint
   if (arg.node->output_type(arg.index) == DType::kResource) {
     AttrMap read;
     read.Set("dtype", type);
-    FS_ASSIGN_OR_RETURN(arg, AddBodyNode(body, prefix + "/ReadVariableOp", "ReadVariableOp",
-                                         {arg}, read));
+    FS_ASSIGN_OR_RETURN(
+        arg, AddBodyNode(body, prefix + "/ReadVariableOp", "ReadVariableOp", {arg}, read));
   }
   return AddBodyNode(body, prefix + "/ZerosLike", "ZerosLike", {arg}, {});
 }
@@ -66,8 +66,8 @@ StatusOr<std::string> AddGradientFunction(const FunctionDef& function, const Gra
   for (size_t j = 0; j < inputs.size(); ++j) {
     Endpoint g = body.grads[inputs[j]];
     if (g.node == nullptr) {
-      FS_ASSIGN_OR_RETURN(g, ZerosLikeArg(*function.body, grad.name, function.args[inputs[j]],
-                                          types[j]));
+      FS_ASSIGN_OR_RETURN(
+          g, ZerosLikeArg(*function.body, grad.name, function.args[inputs[j]], types[j]));
     }
     grad.rets.push_back(g);
   }
@@ -100,7 +100,8 @@ Status CallGradient(GradientContext& ctx, const std::string& function_attr) {
   attrs.Set("Tout", types);
   Node* call = ctx.AddNode(ctx.node().type(), call_inputs, attrs);
   if (call == nullptr) return ctx.status();
-  for (size_t j = 0; j < inputs.size(); ++j) ctx.SetInputGrad(inputs[j], Endpoint{call, static_cast<int>(j)});
+  for (size_t j = 0; j < inputs.size(); ++j)
+    ctx.SetInputGrad(inputs[j], Endpoint{call, static_cast<int>(j)});
   return Status::OK();
 }
 

@@ -51,6 +51,9 @@ class WhileKernel final : public OpKernel {
     std::vector<Tensor> vars(n), cond_args, cond_rets, next;
     for (int i = 0; i < n; ++i) vars[i] = ctx.input(i);
     for (int64_t iteration = 0;; ++iteration) {
+      // An endless loop stays interruptible (a deadline, Session::Close) even when its cond and
+      // body run no kernels at all.
+      FS_RETURN_IF_ERROR(ctx.CheckCancelled());
       cond_args = vars;
       FS_RETURN_IF_ERROR(cond_.Call(ctx, cond_args, &cond_rets));
       bool keep_going;
@@ -71,9 +74,10 @@ class WhileKernel final : public OpKernel {
     for (size_t i = 0; i < values.size(); ++i) {
       if (!shapes_[i].IsCompatibleWith(values[i].shape())) {
         return errors::InvalidArgument("Loop variable ", i, " has shape ",
-                                       values[i].shape().ToString(), " after iteration ",
-                                       iteration, ", which is not compatible with its shape "
-                                       "invariant ", shapes_[i].ToString(),
+                                       values[i].shape().ToString(), " after iteration ", iteration,
+                                       ", which is not compatible with its shape "
+                                       "invariant ",
+                                       shapes_[i].ToString(),
                                        ". Pass a less specific shape in shape_invariants.");
       }
     }
@@ -84,7 +88,6 @@ class WhileKernel final : public OpKernel {
   FunctionCaller body_;
   std::vector<PartialShape> shapes_;
 };
-
 
 // --- Gradient -----------------------------------------------------------------------------------
 //
@@ -103,9 +106,9 @@ class WhileKernel final : public OpKernel {
 // (the `tensorarray` work) can replace the concatenation without changing this design.
 
 struct LoopVars {
-  std::vector<int> varying;     // loop variables the body changes
-  std::vector<int> invariant;   // loop variables the body returns unchanged
-  std::vector<int> grad_inputs; // body inputs whose gradients the backward loop carries
+  std::vector<int> varying;      // loop variables the body changes
+  std::vector<int> invariant;    // loop variables the body returns unchanged
+  std::vector<int> grad_inputs;  // body inputs whose gradients the backward loop carries
   std::vector<DType> grad_types;
 };
 
@@ -189,8 +192,7 @@ Status WhileGradient(GradientContext& ctx) {
   }
   // A float loop invariant also gets the gradient of its own (passed-through) output.
   auto passthrough_grad = [&](int j) {
-    return ctx.has_output_grad(j) && IsFloating(w.input_type(j)) ? ctx.output_grad(j)
-                                                                   : Endpoint{};
+    return ctx.has_output_grad(j) && IsFloating(w.input_type(j)) ? ctx.output_grad(j) : Endpoint{};
   };
   if (vars.grad_inputs.empty()) {
     for (int j : vars.invariant) ctx.SetInputGrad(j, passthrough_grad(j));
@@ -231,8 +233,8 @@ Status WhileGradient(GradientContext& ctx) {
       std::vector<Endpoint> inputs = x;
       for (int o : grads.dy_outputs) {
         auto carried = std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), o);
-        const bool varying = std::find(vars.varying.begin(), vars.varying.end(), o) !=
-                             vars.varying.end();
+        const bool varying =
+            std::find(vars.varying.begin(), vars.varying.end(), o) != vars.varying.end();
         inputs.push_back(varying ? g[carried - vars.grad_inputs.begin()]
                                  : b.Op("ZerosLike", {x[o]}));
       }
@@ -267,7 +269,8 @@ Status WhileGradient(GradientContext& ctx) {
   attrs.Set("body", FunctionRef{names[1]});
   Node* backward = ctx.AddNode("While", inputs, attrs);
   if (backward == nullptr) return ctx.status();
-  for (int m = 0; m < num_grads; ++m) ctx.SetInputGrad(vars.grad_inputs[m], Endpoint{backward, 1 + m});
+  for (int m = 0; m < num_grads; ++m)
+    ctx.SetInputGrad(vars.grad_inputs[m], Endpoint{backward, 1 + m});
   for (int j : vars.invariant) {
     if (std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), j) == vars.grad_inputs.end())
       ctx.SetInputGrad(j, passthrough_grad(j));
