@@ -99,8 +99,10 @@ class Tensor {
   // A short summary, "Tensor<float32, [2,3]>".
   std::string DebugString() const;
   // The first `max_entries` values (all when negative) as TensorFlow prints them in tf.Print and
-  // assertion messages: "[1.5 2 3][4...]..." for a [2,3] tensor and 4 entries.
-  std::string SummarizeValue(int64_t max_entries) const;
+  // assertion messages: "[1.5 2 3][4...]..." for a [2,3] tensor and 4 entries. With `print_v2`,
+  // as tf.print does: numpy-like nesting, and the first and last `max_entries` entries of each
+  // dimension ("[0 1 2 ... 7 8 9]").
+  std::string SummarizeValue(int64_t max_entries, bool print_v2 = false) const;
 
  private:
   DType dtype_ = DType::kInvalid;

@@ -217,10 +217,52 @@ void SummarizeDim(const Tensor& t, int dim, int64_t limit, int64_t* index, std::
   }
 }
 
+// Between two entries of dimension `dim`: a space in the last dimension, else a line break per
+// dimension below and an indent (tf.print's layout).
+void AppendSpacing(int dim, int rank, std::string* out) {
+  if (dim == rank - 1) {
+    *out += " ";
+    return;
+  }
+  out->append(static_cast<size_t>(rank - dim - 1), '\n');
+  out->append(static_cast<size_t>(dim + 1), ' ');
+}
+
+// tf.print's layout: the first and last `ends` entries of each dimension around "...".
+void SummarizeDimV2(const Tensor& t, int dim, int64_t ends, int64_t offset, std::string* out) {
+  if (dim == t.rank()) {
+    *out += FormatElement(t, offset);
+    return;
+  }
+  *out += "[";
+  const int64_t count = t.dim(dim);
+  int64_t stride = 1;
+  for (int d = dim + 1; d < t.rank(); ++d) stride *= t.dim(d);
+  const int64_t start_of_end = std::max(ends, count - ends);
+  for (int64_t i = 0; i < ends && i < count; ++i) {
+    if (i > 0) AppendSpacing(dim, t.rank(), out);
+    SummarizeDimV2(t, dim + 1, ends, offset + stride * i, out);
+  }
+  if (count > 2 * ends) {
+    AppendSpacing(dim, t.rank(), out);
+    *out += "...";
+  }
+  for (int64_t i = start_of_end; i < count; ++i) {
+    AppendSpacing(dim, t.rank(), out);
+    SummarizeDimV2(t, dim + 1, ends, offset + stride * i, out);
+  }
+  *out += "]";
+}
+
 }  // namespace
 
-std::string Tensor::SummarizeValue(int64_t max_entries) const {
+std::string Tensor::SummarizeValue(int64_t max_entries, bool print_v2) const {
   if (!initialized()) return "uninitialized Tensor";
+  if (print_v2) {
+    std::string out;
+    SummarizeDimV2(*this, 0, max_entries < 0 ? num_elements_ : max_entries, 0, &out);
+    return out;
+  }
   const int64_t limit = max_entries < 0 ? num_elements_ : std::min(max_entries, num_elements_);
   std::string out;
   if (rank() == 0) {

@@ -50,11 +50,12 @@ Status MissingFeed(KernelContext& ctx) {
                                  ctx.node().name(), ": value}).");
 }
 
-// kAllTypes and resource handles, which function bodies take as arguments (captured variables).
-// Spelled out: kAllTypes lives in another file, whose static initialization may come later.
-const std::vector<DType> kPlaceholderTypes = {DType::kFloat32, DType::kFloat64,  DType::kInt32,
-                                              DType::kInt64,   DType::kUInt8,    DType::kBool,
-                                              DType::kFloat16, DType::kBFloat16, DType::kResource};
+// kAllTypes, resource handles and variants, which function bodies take as arguments (captured
+// variables, TensorArrays). Spelled out: kAllTypes lives in another file, whose static
+// initialization may come later.
+const std::vector<DType> kPlaceholderTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kInt32,    DType::kInt64,    DType::kUInt8,
+    DType::kBool,    DType::kFloat16, DType::kBFloat16, DType::kResource, DType::kVariant};
 
 FS_REGISTER_OP(OpBuilder("Placeholder")
                    .Output("output", "dtype")

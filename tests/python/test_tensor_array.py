@@ -78,7 +78,7 @@ def test_gradients_match_finite_differences():
     ta = tf.TensorArray(tf.float64, size=3).unstack(x)
     ta = ta.write(1, ta.read(0) * ta.read(2))
     loss = tf.reduce_sum(ta.stack() * np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])) + \
-        tf.reduce_sum(tf.square(ta.gather([2, 2])))
+        tf.reduce_sum(tf.square(ta.gather([2, 0])))
     grad = tf.gradients(loss, x)[0]
     with tf.Session() as sess:
         symbolic = sess.run(grad, {x: x0})

@@ -7,6 +7,7 @@ from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import as_shape
 from flowstone.ops import math_ops
+from flowstone.ops import tensor_array_ops
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
 
@@ -185,6 +186,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise TypeError("'body' must be callable.")
     if parallel_iterations < 1:
         raise TypeError("'parallel_iterations' must be a positive integer.")
+    # TensorArrays travel through the loop as their flows.
+    ta_template = loop_vars
+    loop_vars = tensor_array_ops.to_flows(loop_vars)
     orig_loop_vars = loop_vars
     with _ops.name_scope(name, "while") as scope:
         graph = _ops.get_default_graph()
@@ -202,23 +206,28 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                                      f"specified shape invariant is {s}.")
         with graph.as_default():
             counter = _ops.constant(0, name="loop_counter")
-            limit = _ops.constant(-1 if maximum_iterations is None else maximum_iterations,
-                                  dtype=_dtypes.int32, name="maximum_iterations")
+            if isinstance(maximum_iterations, _ops.Tensor):
+                # A computed bound (tf.map_fn over a fed length).
+                limit = _as_caller_tensor(graph, maximum_iterations)
+            else:
+                limit = _ops.constant(-1 if maximum_iterations is None else maximum_iterations,
+                                      dtype=_dtypes.int32, name="maximum_iterations")
         all_vars = [counter, limit] + flat_vars
         all_shapes = [as_shape([]), as_shape([])] + invariants
-        structure = [0, 0] + list(orig_loop_vars if isinstance(orig_loop_vars, (list, tuple))
-                                  else [orig_loop_vars])
+        structure = [0, 0] + list(ta_template if isinstance(ta_template, (list, tuple))
+                                  else [ta_template])
 
         def cond_fn(i, n, *user_vars):
-            pred = cond(*user_vars)
+            pred = cond(*tensor_array_ops.from_flows(structure[2:], list(user_vars)))
             if maximum_iterations is None:
                 return pred
             return math_ops.logical_and(math_ops.less(i, n), pred)
 
         def body_fn(i, n, *user_vars):
-            outputs = body(*user_vars)
+            outputs = body(*tensor_array_ops.from_flows(structure[2:], list(user_vars)))
             if not nest.is_nested(outputs):
                 outputs = [outputs]
+            outputs = tensor_array_ops.to_flows(outputs)
             nest.assert_same_structure(outputs, structure[2:], check_types=False)
             return [math_ops.add(i, 1), n] + nest.flatten(outputs)
 
@@ -254,7 +263,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         with graph.as_default():
             outputs = [_ops.apply_op("Identity", [o], name="Identity").outputs[0]
                        for o in op.outputs[:len(all_vars)]]
-        results = nest.pack_sequence_as(orig_loop_vars, outputs[2:])
+        results = tensor_array_ops.from_flows(
+            ta_template, nest.pack_sequence_as(orig_loop_vars, outputs[2:]))
         if (not return_same_structure and isinstance(orig_loop_vars, (list, tuple))
                 and len(orig_loop_vars) == 1):
             return results[0]

@@ -9,6 +9,7 @@ from flowstone.ops import list_ops as _list_ops
 from flowstone.ops import math_ops as _math_ops
 from flowstone.ops.basic_ops import identity as _identity
 from flowstone.ops.basic_ops import no_op as _no_op
+from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
 
 
@@ -47,10 +48,11 @@ class TensorArray:
             self._flow = flow
             return
         with _ops.name_scope(name, "TensorArrayV2", [size]) as scope:
-            self._flow = _list_ops.tensor_list_reserve(
-                element_shape=self._element_shape[0],
-                num_elements=0 if size is None else size,
-                element_dtype=self._dtype, name=scope.rstrip("/"))
+            # The list op takes the scope's own name ("TensorArrayV2:0"), as in TensorFlow.
+            self._flow = _ops.apply_op("TensorListReserve", [
+                _list_ops.build_element_shape(self._element_shape[0]),
+                _ops.convert_to_tensor(0 if size is None else size, _dtypes.int32)],
+                {"element_dtype": self._dtype}, name=scope.rstrip("/"), exact_name=True).outputs[0]
 
     flow = property(lambda self: self._flow)
     dtype = property(lambda self: self._dtype)
@@ -154,3 +156,17 @@ class TensorArray:
 
     def close(self, name=None):
         return _no_op(name=name or "TensorArrayClose")
+
+
+def to_flows(structure):
+    """`structure` with each TensorArray replaced by its flow (for loop variables)."""
+    return nest.map_structure(lambda v: v.flow if isinstance(v, TensorArray) else v, structure)
+
+
+def from_flows(template, structure):
+    """`structure` (shaped like `template`) with a TensorArray, like the one in `template`, over
+    each flow where `template` holds a TensorArray."""
+    return nest.map_structure(
+        lambda t, v: t._with_flow(v) if isinstance(t, TensorArray) else v, template, structure,
+        check_types=False)
+

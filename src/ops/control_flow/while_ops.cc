@@ -101,9 +101,10 @@ class WhileKernel final : public OpKernel {
 //     gradients of the loop variables back one step. Loop invariants (variables the body passes
 //     through unchanged: captured tensors and variables) keep no history; their gradients are
 //     summed over the iterations.
-// Memory: the histories hold (n + 1) x the size of the varying loop variables. Each append
-// copies the history so far (a ConcatV2), so recording costs O(n^2) bytes copied; a TensorList
-// (the `tensorarray` work) can replace the concatenation without changing this design.
+// Memory: the histories hold (n + 1) x the size of the varying loop variables. A history is a
+// TensorList that each iteration pushes its variables onto, sharing their buffers; the push is in
+// place when the loop holds the list's only reference. It works for every dtype, variants
+// (TensorArrays carried by the loop) included.
 
 struct LoopVars {
   std::vector<int> varying;      // loop variables the body changes
@@ -111,6 +112,16 @@ struct LoopVars {
   std::vector<int> grad_inputs;  // body inputs whose gradients the backward loop carries
   std::vector<DType> grad_types;
 };
+
+AttrMap ElementDTypeAttr(DType dtype) {
+  AttrMap attrs;
+  attrs.Set("element_dtype", dtype);
+  return attrs;
+}
+
+// Whether gradients flow through a loop variable of this dtype: floats, and variants (the
+// TensorLists behind TensorArrays, whose gradients are lists).
+bool CarriesGradient(DType dtype) { return IsFloating(dtype) || dtype == DType::kVariant; }
 
 Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const FunctionDef& body,
                      const LoopVars& vars, std::vector<Endpoint>* histories, Endpoint* count) {
@@ -121,30 +132,38 @@ Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const Functi
     FunctionBuilder b(*ctx.graph(), (f == 0 ? cond.name : body.name) + "_record");
     std::vector<Endpoint> x, h;
     for (int j = 0; j < n; ++j) x.push_back(b.Arg(w.input_type(j), w.output_shape(j)));
-    for (int j : vars.varying) h.push_back(b.Arg(w.input_type(j), PartialShape::Unknown()));
+    for (size_t v = 0; v < vars.varying.size(); ++v) {
+      h.push_back(b.Arg(DType::kVariant, PartialShape{}));
+    }
     Endpoint iterations = b.Arg(DType::kInt32, PartialShape{});
     std::vector<Endpoint> rets;
     if (f == 0) {
       rets = b.Call(cond, x);
     } else {
       rets = b.Call(body, x);
-      const Endpoint zero = b.ScalarInt32(0);
       for (size_t v = 0; v < vars.varying.size(); ++v) {
-        Endpoint row = b.Op("ExpandDims", {rets[vars.varying[v]], zero});
-        rets.push_back(b.Op("ConcatV2", {h[v], row, zero}));
+        rets.push_back(b.Op("TensorListPushBack", {h[v], rets[vars.varying[v]]},
+                            ElementDTypeAttr(w.input_type(vars.varying[v]))));
       }
       rets.push_back(b.Op("AddV2", {iterations, b.ScalarInt32(1)}));
     }
     FS_ASSIGN_OR_RETURN(names[f], b.Finish(rets));
   }
   std::vector<Endpoint> inputs = w.inputs();
-  Tensor zero_value = Tensor::Scalar<int32_t>(0);
-  AttrMap const_attrs;
-  const_attrs.Set("value", zero_value);
-  const_attrs.Set("dtype", DType::kInt32);
-  const Endpoint zero = ctx.Op("Const", {}, const_attrs);
-  for (int j : vars.varying) inputs.push_back(ctx.Op("ExpandDims", {w.input(j), zero}));
-  inputs.push_back(zero);
+  auto int32_const = [&](int32_t value) {
+    AttrMap attrs;
+    attrs.Set("value", Tensor::Scalar<int32_t>(value));
+    attrs.Set("dtype", DType::kInt32);
+    return ctx.Op("Const", {}, attrs);
+  };
+  for (int j : vars.varying) {
+    AttrMap list_attrs = ElementDTypeAttr(w.input_type(j));
+    list_attrs.Set("shape_type", DType::kInt32);
+    Endpoint empty = ctx.Op("EmptyTensorList", {int32_const(-1), int32_const(-1)}, list_attrs);
+    inputs.push_back(
+        ctx.Op("TensorListPushBack", {empty, w.input(j)}, ElementDTypeAttr(w.input_type(j))));
+  }
+  inputs.push_back(int32_const(0));
   AttrMap attrs;
   attrs.Set("cond", FunctionRef{names[0]});
   attrs.Set("body", FunctionRef{names[1]});
@@ -180,7 +199,7 @@ Status WhileGradient(GradientContext& ctx) {
   GradientBody grads;
   FS_RETURN_IF_ERROR(BuildGradientBody(*body, &grads));
   for (int j : vars.varying) {
-    if (!IsFloating(w.input_type(j))) continue;
+    if (!CarriesGradient(w.input_type(j))) continue;
     vars.grad_inputs.push_back(j);
     vars.grad_types.push_back(w.input_type(j));
   }
@@ -192,7 +211,8 @@ Status WhileGradient(GradientContext& ctx) {
   }
   // A float loop invariant also gets the gradient of its own (passed-through) output.
   auto passthrough_grad = [&](int j) {
-    return ctx.has_output_grad(j) && IsFloating(w.input_type(j)) ? ctx.output_grad(j) : Endpoint{};
+    return ctx.has_output_grad(j) && CarriesGradient(w.input_type(j)) ? ctx.output_grad(j)
+                                                                      : Endpoint{};
   };
   if (vars.grad_inputs.empty()) {
     for (int j : vars.invariant) ctx.SetInputGrad(j, passthrough_grad(j));
@@ -217,7 +237,9 @@ Status WhileGradient(GradientContext& ctx) {
     for (int m = 0; m < num_grads; ++m) {
       g.push_back(b.Arg(vars.grad_types[m], w.output_shape(vars.grad_inputs[m])));
     }
-    for (int j : vars.varying) h.push_back(b.Arg(w.input_type(j), PartialShape::Unknown()));
+    for (size_t v = 0; v < vars.varying.size(); ++v) {
+      h.push_back(b.Arg(DType::kVariant, PartialShape{}));
+    }
     for (int j : vars.invariant) inv.push_back(b.Arg(w.input_type(j), w.output_shape(j)));
     std::vector<Endpoint> rets;
     if (f == 0) {
@@ -225,8 +247,11 @@ Status WhileGradient(GradientContext& ctx) {
     } else {
       // The loop variables at the start of iteration k.
       std::vector<Endpoint> x(n);
-      const Endpoint zero = b.ScalarInt32(0);
-      for (int v = 0; v < num_varying; ++v) x[vars.varying[v]] = b.Op("GatherV2", {h[v], k, zero});
+      for (int v = 0; v < num_varying; ++v) {
+        const int j = vars.varying[v];
+        x[j] = b.Op("TensorListGetItem", {h[v], k, b.ScalarInt32(-1)},
+                    ElementDTypeAttr(w.input_type(j)));
+      }
       for (size_t i = 0; i < vars.invariant.size(); ++i) x[vars.invariant[i]] = inv[i];
       // Incoming gradients of the body's outputs: the carried ones, zeros for pass-throughs
       // (their gradients are summed here instead).
@@ -243,7 +268,9 @@ Status WhileGradient(GradientContext& ctx) {
       for (int m = 0; m < num_grads; ++m) {
         const bool varying = std::find(vars.varying.begin(), vars.varying.end(),
                                        vars.grad_inputs[m]) != vars.varying.end();
-        rets.push_back(varying ? step[m] : b.Op("AddV2", {g[m], step[m]}));
+        // Gradients of lists add up with AddN (element by element), others with AddV2.
+        const char* add = vars.grad_types[m] == DType::kVariant ? "AddN" : "AddV2";
+        rets.push_back(varying ? step[m] : b.Op(add, {g[m], step[m]}));
       }
       rets.insert(rets.end(), h.begin(), h.end());
       rets.insert(rets.end(), inv.begin(), inv.end());

@@ -14,6 +14,14 @@ namespace {
 
 const std::vector<DType> kShapeTypes = {DType::kInt32, DType::kInt64};
 
+// Element dtypes of the ops that move whole elements: every dtype, and variants (lists of lists,
+// such as the histories a loop's gradient keeps of TensorArrays). Ops that copy element data
+// (stack, gather, scatter, concat, split) take kAllTypes only.
+// Spelled out: kAllTypes lives in another file, whose static initialization may come later.
+const std::vector<DType> kElementTypes = {DType::kFloat32, DType::kFloat64,  DType::kInt32,
+                                          DType::kInt64,   DType::kUInt8,    DType::kBool,
+                                          DType::kFloat16, DType::kBFloat16, DType::kVariant};
+
 // --- Element shapes -------------------------------------------------------------------------
 
 // An element_shape input: -1 (a scalar) for an unknown rank, or a vector with -1 for each
@@ -102,7 +110,8 @@ Status ResolveElementShape(const std::string& op, const TensorList& list,
 
 Status Zeros(KernelContext& ctx, DType dtype, const TensorShape& shape, Tensor* out) {
   FS_RETURN_IF_ERROR(ctx.AllocateTemp(dtype, shape, out));
-  std::memset(out->raw_data(), 0, out->bytes());
+  // Variants are allocated empty; other dtypes are zero in all-zero bytes.
+  if (dtype != DType::kVariant) std::memset(out->raw_data(), 0, out->bytes());
   return Status::OK();
 }
 
@@ -305,7 +314,7 @@ FS_REGISTER_OP(OpBuilder("EmptyTensorList")
                    .Input("element_shape", "shape_type")
                    .Input("max_num_elements", "int32")
                    .Output("handle", "variant")
-                   .TypeAttr("element_dtype", kAllTypes)
+                   .TypeAttr("element_dtype", kElementTypes)
                    .TypeAttr("shape_type", kShapeTypes)
                    .Shape(HandleShape)
                    .Kernel("CPU", EmptyTensorListKernel)
@@ -335,7 +344,7 @@ FS_REGISTER_OP(OpBuilder("TensorListReserve")
                    .Input("element_shape", "shape_type")
                    .Input("num_elements", "int32")
                    .Output("handle", "variant")
-                   .TypeAttr("element_dtype", kAllTypes)
+                   .TypeAttr("element_dtype", kElementTypes)
                    .TypeAttr("shape_type", kShapeTypes)
                    .Shape(HandleShape)
                    .Kernel("CPU", TensorListReserveKernel)
@@ -486,7 +495,7 @@ FS_REGISTER_OP(OpBuilder("TensorListGetItem")
                    .Input("index", "int32")
                    .Input("element_shape", "Tshape")
                    .Output("item", "element_dtype")
-                   .TypeAttr("element_dtype", kAllTypes)
+                   .TypeAttr("element_dtype", kElementTypes)
                    .TypeAttr("Tshape", kShapeTypes, DType::kInt32)
                    .Shape(ItemShape)
                    .Kernel("CPU", GetItemKernel)
@@ -528,7 +537,7 @@ FS_REGISTER_OP(OpBuilder("TensorListSetItem")
                    .Input("index", "int32")
                    .Input("item", "element_dtype")
                    .Output("output_handle", "variant")
-                   .TypeAttr("element_dtype", kAllTypes)
+                   .TypeAttr("element_dtype", kElementTypes)
                    .Attr("resize_if_index_out_of_bounds", false)
                    .Shape(HandleShape)
                    .Kernel("CPU", SetItemKernel)
@@ -567,7 +576,7 @@ FS_REGISTER_OP(OpBuilder("TensorListPushBack")
                    .Input("input_handle", "variant")
                    .Input("tensor", "element_dtype")
                    .Output("output_handle", "variant")
-                   .TypeAttr("element_dtype", kAllTypes)
+                   .TypeAttr("element_dtype", kElementTypes)
                    .Shape(HandleShape)
                    .Kernel("CPU", PushBackKernel)
                    .Gradient(PushBackGrad)
@@ -599,14 +608,16 @@ Status PopBackShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
-// d(pop_back(list)) = push_back(dlist, ditem); a missing dlist is an empty list.
+// d(pop_back(list)) = push_back(dlist, ditem). A missing dlist is a list of unset (zero)
+// elements as long as the remaining list, so ditem lands where the item was (TensorFlow starts
+// from an empty list there, which puts it first).
 Status PopBackGrad(GradientContext& ctx) {
-  Endpoint dlist =
-      ctx.has_output_grad(0)
-          ? ctx.output_grad(0)
-          : ctx.Op("EmptyTensorList",
-                   {ElementShapeOf(ctx, ctx.output(0)), ctx.Const(Tensor::Scalar<int32_t>(-1))},
-                   ListAttrs(ElementDType(ctx)));
+  Endpoint rest = ctx.output(0);
+  Endpoint dlist = ctx.has_output_grad(0)
+                       ? ctx.output_grad(0)
+                       : ctx.Op("TensorListReserve",
+                                {ElementShapeOf(ctx, rest), ctx.Op("TensorListLength", {rest})},
+                                ListAttrs(ElementDType(ctx)));
   ctx.SetInputGrad(
       0, ctx.Op("TensorListPushBack", {dlist, ctx.output_grad(1)}, DTypeAttrs(ElementDType(ctx))));
   return Status::OK();
@@ -617,7 +628,7 @@ FS_REGISTER_OP(OpBuilder("TensorListPopBack")
                    .Input("element_shape", "int32")
                    .Output("output_handle", "variant")
                    .Output("tensor", "element_dtype")
-                   .TypeAttr("element_dtype", kAllTypes)
+                   .TypeAttr("element_dtype", kElementTypes)
                    .Shape(PopBackShape)
                    .Kernel("CPU", PopBackKernel)
                    .Gradient(PopBackGrad)

@@ -123,7 +123,10 @@ Status ZerosLikeTensorList(KernelContext& ctx) {
     const Tensor& element = like->tensors[k];
     if (!element.initialized()) continue;
     FS_RETURN_IF_ERROR(ctx.AllocateTemp(element.dtype(), element.shape(), &zeros->tensors[k]));
-    std::memset(zeros->tensors[k].raw_data(), 0, zeros->tensors[k].bytes());
+    // Variants are allocated empty; other dtypes are zero in all-zero bytes.
+    if (element.dtype() != DType::kVariant) {
+      std::memset(zeros->tensors[k].raw_data(), 0, zeros->tensors[k].bytes());
+    }
   }
   return OutputNewList(ctx, 0, std::move(zeros));
 }
