@@ -6,6 +6,7 @@
 // and can themselves be differentiated.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,11 @@ struct GradientOptions {
   std::string name_scope = "gradients";
   // Where the user asked for the gradients, for error messages and creation sites.
   std::string creation_site;
+  // Gradient functions defined outside the core (tf.RegisterGradient in Python). Used for a node
+  // whose `_gradient_op_type` attr names one (Graph.gradient_override_map), in place of its op's
+  // gradient. Sets *found to false when no function has that name.
+  std::function<Status(GradientContext& ctx, const std::string& gradient_type, bool* found)>
+      external_gradient;
 };
 
 // Adds ops computing sum(d ys / d xs) for each x. (*grads)[i] is a null endpoint when ys do not

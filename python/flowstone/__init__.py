@@ -20,7 +20,7 @@ _cpu_check.check_this_build()
 from flowstone import dtypes
 from flowstone import errors
 from flowstone.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32,  # noqa: A004
-                              float64, half, int32, int64, uint8, resource)
+                              float64, half, int32, int64, uint8, resource, variant)
 from flowstone.framework.ops import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
                                      add_to_collections, colocate_with, control_dependencies,
                                      convert_to_tensor, device, get_collection, get_collection_ref,

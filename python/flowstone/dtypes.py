@@ -8,7 +8,7 @@ from flowstone import _C
 
 __all__ = [
     "DType", "as_dtype", "float16", "half", "bfloat16", "float32", "float64", "double",
-    "int32", "int64", "uint8", "bool", "resource",
+    "int32", "int64", "uint8", "bool", "resource", "variant",
 ]
 
 
@@ -81,7 +81,7 @@ _NUMPY = {
     "int32": np.dtype(np.int32), "int64": np.dtype(np.int64), "uint8": np.dtype(np.uint8),
     "bool": np.dtype(np.bool_), "float16": np.dtype(np.float16),
     # numpy has no bfloat16: values cross as float32.
-    "bfloat16": np.dtype(np.float32), "resource": None,
+    "bfloat16": np.dtype(np.float32), "resource": None, "variant": None,
 }
 
 _BY_NAME = {}
@@ -101,6 +101,7 @@ int64 = _BY_NAME["int64"]
 uint8 = _BY_NAME["uint8"]
 bool = _BY_NAME["bool"]  # noqa: A001 - TensorFlow's name
 resource = _BY_NAME["resource"]
+variant = _BY_NAME["variant"]
 
 _FROM_NUMPY = {
     np.dtype(np.float32): float32, np.dtype(np.float64): float64, np.dtype(np.int32): int32,

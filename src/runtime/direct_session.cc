@@ -442,7 +442,17 @@ class DirectSession final : public Session, public FunctionRuntime {
       return Status::OK();
     };
     for (const Endpoint& e : feeds) FS_RETURN_IF_ERROR(check_endpoint(e, "Feed"));
-    for (const Endpoint& e : fetches) FS_RETURN_IF_ERROR(check_endpoint(e, "Fetch"));
+    for (const Endpoint& e : fetches) {
+      FS_RETURN_IF_ERROR(check_endpoint(e, "Fetch"));
+      if (e.node->output_type(e.index) == DType::kVariant) {
+        Status s = errors::InvalidArgument(
+            "Fetch argument ", e.node->name(), ":", e.index, " (op ", e.node->type(),
+            ") has dtype variant, which has no numpy value. Fetch a tensor read from it "
+            "instead, e.g. TensorArray.stack() or TensorListStack.");
+        s.SetPayload("py_type", "TypeError");
+        return s;
+      }
+    }
     for (Node* n : targets) {
       if (n == nullptr || graph.node_unlocked(n->id()) != n) {
         Status s = errors::InvalidArgument("Target ", n ? n->name() : "<null>",

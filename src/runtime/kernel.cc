@@ -56,8 +56,8 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
-  // Resource handles are host structures whatever the device.
-  const bool host = dtype == DType::kResource ||
+  // Resource handles and variants are host structures whatever the device.
+  const bool host = dtype == DType::kResource || dtype == DType::kVariant ||
                     (p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[i]);
   Allocator* allocator = host ? CpuAllocator() : p_.device->allocator();
   Status s = Tensor::Allocate(allocator, dtype, shape, &slot);
@@ -128,7 +128,10 @@ std::vector<bool> HostMemoryArgs(const Node& node, const KernelDef& def,
                                  arg.name) != def.host_memory_args.end();
     for (int64_t k = 0; k < n && index < count; ++k, ++index) host[index] = named;
   }
-  for (int i = 0; i < count; ++i) host[i] = host[i] || (node.*type_of)(i) == DType::kResource;
+  for (int i = 0; i < count; ++i) {
+    const DType dtype = (node.*type_of)(i);
+    host[i] = host[i] || dtype == DType::kResource || dtype == DType::kVariant;
+  }
   return host;
 }
 

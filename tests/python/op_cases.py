@@ -16,10 +16,14 @@ def rand(*shape, dtype=np.float64, low=-1.0, high=1.0):
 
 class Case:
     """One run of an op. `ref(*inputs)` returns the expected output (or a tuple of them).
-    `grad` lists the input indices whose gradients are checked (float64 inputs)."""
+    `grad` lists the input indices whose gradients are checked (float64 inputs). Ops whose
+    inputs or outputs cannot be fed or fetched (variants) give `build(*placeholders)`, which
+    returns the Operation whose outputs are checked, built around `op`."""
 
-    def __init__(self, op, inputs, ref, attrs=None, grad=(), rtol=1e-6, atol=1e-6, outputs=1):
+    def __init__(self, op, inputs, ref, attrs=None, grad=(), rtol=1e-6, atol=1e-6, outputs=1,
+                 build=None):
         self.op = op
+        self.build = build
         self.inputs = inputs
         self.ref = ref
         self.attrs = attrs or {}
@@ -91,6 +95,10 @@ CASES += _CONV_CASES
 from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
+
+from op_cases_list import CASES as _LIST_CASES  # noqa: E402
+
+CASES += _LIST_CASES
 
 from op_cases_control_flow import (CASES as _CONTROL_FLOW_CASES,  # noqa: E402
                                    EXEMPT as _CONTROL_FLOW_EXEMPT,

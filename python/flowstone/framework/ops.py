@@ -226,6 +226,8 @@ class Graph:
         self._thread_local = threading.local()
         self._variable_store = {}
         self._var_scope_counts = {}
+        # op type -> gradient name (tf.RegisterGradient), set by gradient_override_map.
+        self._gradient_override_map = {}
 
     # --- per-thread building context -------------------------------------------------------
     def _ctx(self):
@@ -355,6 +357,20 @@ class Graph:
             yield new
         finally:
             ctx.name_stack = old
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map):
+        """Ops of the mapped types created inside use the gradient registered under the mapped
+        name with tf.RegisterGradient (recorded in their `_gradient_op_type` attr)."""
+        for op_type, gradient in op_type_map.items():
+            if not isinstance(op_type, str) or not isinstance(gradient, str):
+                raise TypeError("Must pass a dictionary of strings to strings")
+        saved = dict(self._gradient_override_map)
+        self._gradient_override_map.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_override_map = saved
 
     # --- control dependencies and devices ------------------------------------------------------
     @contextlib.contextmanager
@@ -499,6 +515,8 @@ class Graph:
             control = [c._node for c in ctx.control_deps]
             attrs, device = self._colocation_attrs(attrs,
                                                    self._current_device(op_type, node_name))
+            if op_type in self._gradient_override_map:
+                attrs = dict(attrs, _gradient_op_type=self._gradient_override_map[op_type])
             try:
                 node = self._c.add_node(op_type, node_name, inputs, control, attrs, device,
                                         _creation_site())
