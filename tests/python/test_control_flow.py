@@ -354,3 +354,12 @@ def test_gradient_through_while_loop_with_maximum_iterations_and_a_variable():
         np.testing.assert_allclose(got_x, vv ** 3, rtol=1e-12)
         # y = x v^3 + v^2 + v + 1 per element.
         np.testing.assert_allclose(got_v, 3 * xv * vv ** 2 + 2 * vv + 1, rtol=1e-12)
+
+
+def test_back_prop_false_stops_gradients_at_the_loop():
+    x = tf.placeholder(tf.float64, [])
+    y = tf.while_loop(lambda a: a < 10.0, lambda a: a * 2.0, [x], back_prop=False)
+    (g,) = tf.gradients(y * x, [x])
+    with tf.Session() as sess:
+        # d(y x)/dx with y held constant; with back_prop the loop's y = 4x would give 24.
+        assert sess.run([y, g], {x: 3.0}) == [12.0, 12.0]

@@ -177,9 +177,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     """Repeats `body` while `cond` is true, as TF's while_loop (control flow v2): a While op over
     two traced functions, with a loop counter and `maximum_iterations` as its first two loop
     variables. `loop_vars` may nest; `shape_invariants` (same structure) relax the shapes a loop
-    variable may take. `back_prop` and `swap_memory` are accepted; iterations run one after
-    another whatever `parallel_iterations` says."""
-    del back_prop, swap_memory
+    variable may take; `back_prop=False` stops gradients at the loop's outputs. `swap_memory` is
+    accepted; iterations run one after another whatever `parallel_iterations` says."""
+    del swap_memory
     if not callable(cond):
         raise TypeError("'cond' must be callable.")
     if not callable(body):
@@ -260,8 +260,10 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
                 "output_shapes": [s.as_proto_dims() for s in shapes],
                 "parallel_iterations": parallel_iterations,
             }, name=scope.rstrip("/"), exact_name=True)
+        # back_prop=False: no gradient flows back through the loop, as in TF.
+        output_op = "Identity" if back_prop else "StopGradient"
         with graph.as_default():
-            outputs = [_ops.apply_op("Identity", [o], name="Identity").outputs[0]
+            outputs = [_ops.apply_op(output_op, [o], name=output_op).outputs[0]
                        for o in op.outputs[:len(all_vars)]]
         results = tensor_array_ops.from_flows(
             ta_template, nest.pack_sequence_as(orig_loop_vars, outputs[2:]))
