@@ -130,3 +130,11 @@ def test_fold_gradients():
     _check_gradient(lambda x: tf.foldl(lambda a, v: a * v + 1.0, x), x0)
     tf.reset_default_graph()
     _check_gradient(lambda x: tf.foldr(lambda a, v: tf.tanh(a) + v, x), x0)
+
+
+def test_back_prop_false_stops_gradients():
+    x = tf.constant([1.0, 2.0, 3.0])
+    y = tf.map_fn(lambda v: v * v, x, back_prop=False)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y), [1.0, 4.0, 9.0])
+    assert tf.gradients(tf.reduce_sum(y), x) == [None]
