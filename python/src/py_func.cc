@@ -1,6 +1,5 @@
-// Runs tf.py_func / tf.numpy_function callables for the PyFunc kernels
-// (flowstone/py_func.h). The callables live in flowstone.ops.script_ops, keyed
-// by the op's token.
+// Runs tf.py_func / tf.numpy_function callables for the PyFunc kernels (flowstone/py_func.h). The
+// callables live in flowstone.ops.script_ops, keyed by the op's token.
 #include "flowstone/py_func.h"
 
 #include <nanobind/stl/string.h>
@@ -16,8 +15,7 @@ Status RunPyFunc(const std::string& token, const std::vector<Tensor>& inputs,
   if (!Py_IsInitialized()) {
     return errors::Cancelled("pyfunc ", token, " cannot run: the Python interpreter has exited");
   }
-  // Executor threads hold no lock of the runtime here, so waiting for the
-  // interpreter is safe.
+  // Executor threads hold no lock of the runtime here, so waiting for the interpreter is safe.
   nb::gil_scoped_acquire gil;
   nb::list args;
   for (const Tensor& t : inputs) {
@@ -38,8 +36,7 @@ Status RunPyFunc(const std::string& token, const std::vector<Tensor>& inputs,
   } catch (const nb::python_error& e) {
     return errors::Internal("pyfunc ", token, ": the runner failed: ", e.what());
   }
-  // (error code, message, None) when the callable failed; (0, "", [arrays])
-  // otherwise.
+  // (error code, message, None) when the callable failed; (0, "", [arrays]) otherwise.
   nb::tuple outcome = nb::cast<nb::tuple>(result);
   const int code = nb::cast<int>(outcome[0]);
   if (code != 0) return Status(static_cast<Code>(code), nb::cast<std::string>(outcome[1]));

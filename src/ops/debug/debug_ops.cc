@@ -1,10 +1,9 @@
-// Assertions and debugging ops: Assert, CheckNumerics and Print, with
+// Assertions and debugging ops: Assert, CheckNumerics, Print and PrintFormatted (tf.print), with
 // TensorFlow's messages.
 //
-// Flowstone has no string dtype yet, so the strings in an assertion's or a
-// print's data (the "Condition x == y did not hold element-wise:" parts) travel
-// in the `string_data` attr, placed among the tensors by `string_positions`
-// (the index of each string among all data items).
+// Flowstone has no string dtype yet, so the strings in an assertion's or a print's data (the
+// "Condition x == y did not hold element-wise:" parts) travel in the `string_data` attr, placed
+// among the tensors by `string_positions` (the index of each string among all data items).
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -19,9 +18,8 @@
 namespace flowstone {
 namespace {
 
-// "[item0] [item1] ..." (or without separators for Print): the strings in
-// place, and each tensor input from `first_tensor` on summarized to `summarize`
-// values.
+// "[item0] [item1] ..." (or without separators for Print): the strings in place, and each tensor
+// input from `first_tensor` on summarized to `summarize` values.
 std::string FormatData(KernelContext& ctx, int first_tensor, const char* separator) {
   const auto strings = ctx.attrs().GetOr<std::vector<std::string>>("string_data", {});
   const auto positions = ctx.attrs().GetOr<std::vector<int64_t>>("string_positions", {});
@@ -63,8 +61,7 @@ Status CheckStringPositions(InferenceContext& ctx, int num_tensors) {
   return Status::OK();
 }
 
-// --- Assert
-// -----------------------------------------------------------------------------------
+// --- Assert --------------------------------------------------------------------------------------
 
 Status AssertKernel(KernelContext& ctx) {
   const Tensor& condition = ctx.input(0);
@@ -98,8 +95,7 @@ FS_REGISTER_OP(OpBuilder("Assert")
                    .Doc("Fails with InvalidArgument, listing data, when "
                         "condition is false."));
 
-// --- CheckNumerics
-// ----------------------------------------------------------------------------
+// --- CheckNumerics -------------------------------------------------------------------------------
 
 Status CheckNumericsKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -140,11 +136,9 @@ FS_REGISTER_OP(OpBuilder("CheckNumerics")
                    .Doc("Its input, after checking it has no NaN or Inf; else "
                         "InvalidArgument."));
 
-// --- Print
-// ------------------------------------------------------------------------------------
+// --- Print ---------------------------------------------------------------------------------------
 
-// Counts runs for first_n once per kernel (per node and session), as TensorFlow
-// does.
+// Counts runs for first_n once per kernel (per node and session), as TensorFlow does.
 class PrintKernel final : public OpKernel {
  public:
   explicit PrintKernel(const Node& node) : OpKernel(node) {}

@@ -1,6 +1,5 @@
-// PyFunc and PyFuncStateless: a Python callable as a graph op (tf.py_func,
-// tf.numpy_function). The kernel hands its inputs to the runner the Python
-// bindings installed (flowstone/py_func.h).
+// PyFunc and PyFuncStateless: a Python callable as a graph op (tf.py_func, tf.numpy_function). The
+// kernel hands its inputs to the runner the Python bindings installed (flowstone/py_func.h).
 #include <memory>
 #include <mutex>
 
