@@ -43,11 +43,19 @@ struct SessionOptions {
   bool gpu_allow_growth = false;
   // A GPU memory limit in bytes (a virtual device's memory_limit_mb); 0 = unset.
   int64_t gpu_memory_limit_bytes = 0;
+  // ConfigProto.operation_timeout_in_ms: the deadline of runs whose RunOptions set none; 0 = none.
+  int64_t operation_timeout_in_ms = 0;
 };
 
 struct RunOptions {
   // On OOM, list the tensors alive in this step by the op that made them.
   bool report_tensor_allocations_upon_oom = false;
+  // A deadline for the run: past it, the run stops and returns DeadlineExceeded. 0 = the
+  // session's operation_timeout_in_ms.
+  int64_t timeout_in_ms = 0;
+  // Stop the run with InterruptedError() when NotifyInterrupt() is called (by a SIGINT handler)
+  // while it runs. The Python bindings set it for runs on Python's main thread.
+  bool cancel_on_interrupt = false;
 };
 
 class Session {
@@ -59,7 +67,9 @@ class Session {
   virtual ~Session() = default;
 
   // Feeds the given tensors, computes `fetches` and runs `targets`, and returns the fetched
-  // values in order. Fed values are checked against the graph before anything runs.
+  // values in order. Fed values are checked against the graph before anything runs. A run past
+  // its deadline returns DeadlineExceeded ("Timed out waiting for notification"), as in
+  // TensorFlow; a run stopped by Close() from another thread returns Cancelled.
   virtual Status Run(const std::vector<std::pair<Endpoint, Tensor>>& feeds,
                      const std::vector<Endpoint>& fetches, const std::vector<Node*>& targets,
                      std::vector<Tensor>* outputs, const RunOptions& options = {}) = 0;
@@ -72,7 +82,8 @@ class Session {
                              std::vector<Tensor>* outputs, const RunOptions& options = {}) = 0;
   virtual Status ReleaseCallable(CallableHandle handle) = 0;
 
-  // Waits for runs in flight, then frees the session's state. Idempotent.
+  // Cancels the runs in flight (they return Cancelled, "Run call was cancelled"), waits for them
+  // to return, then frees the session's state. Idempotent.
   virtual Status Close() = 0;
   virtual bool closed() const = 0;
   virtual std::vector<DeviceAttributes> ListDevices() const = 0;

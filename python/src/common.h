@@ -34,6 +34,8 @@ void RegisterRuntime(nb::module_& m);
 void RegisterCheckpoint(nb::module_& m);
 void RegisterDevices(nb::module_& m);
 void RegisterBuildInfo(nb::module_& m);
+// Installs the runner that PyFunc kernels call (py_func.cc).
+void RegisterPyFunc(nb::module_& m);
 
 // Attr values to and from Python (by the attr's declared type where one is declared).
 AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string& name);

@@ -189,6 +189,7 @@ Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b,
   ctx.ParallelFor(row_tiles * col_tiles, 2 * kMC * kNC * k, [&](int64_t begin, int64_t end) {
     std::vector<T> apack(kMC * std::min(kKC, k));
     for (int64_t u = begin; u < end; ++u) {
+      if (ctx.cancelled()) return;  // the run discards C
       int64_t i0 = (u / col_tiles) * kMC, j0 = (u % col_tiles) * kNC;
       int64_t rows = std::min(kMC, m - i0), cols = std::min(kNC, n - j0);
       for (int64_t p0 = 0; p0 < k; p0 += kKC) {
@@ -246,6 +247,7 @@ Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_
   ctx.ParallelFor(row_tiles * col_tiles, tile_m * tile_n * k / 16, [&](int64_t begin, int64_t end) {
     onednn::OneOpenMpThread one_thread;
     for (int64_t u = begin; u < end; ++u) {
+      if (ctx.cancelled()) return;  // the run discards C
       const int64_t i0 = (u / col_tiles) * tile_m, j0 = (u % col_tiles) * tile_n;
       // Row i0 of op(A) and column j0 of op(B), wherever transposition stores them.
       const float* a_tile = a + (transpose_a ? i0 : i0 * lda);
@@ -300,11 +302,14 @@ Status Gemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, i
     // Two's-complement products and sums are the same bits in unsigned arithmetic, which wraps
     // on overflow by definition (signed overflow would be undefined behaviour).
     using U = std::make_unsigned_t<T>;
-    return GemmImpl<U>(ctx, transpose_a, transpose_b, m, n, k, reinterpret_cast<const U*>(a), lda,
-                       reinterpret_cast<const U*>(b), ldb, reinterpret_cast<U*>(c), ldc);
+    FS_RETURN_IF_ERROR(
+        GemmImpl<U>(ctx, transpose_a, transpose_b, m, n, k, reinterpret_cast<const U*>(a), lda,
+                    reinterpret_cast<const U*>(b), ldb, reinterpret_cast<U*>(c), ldc));
   } else {
-    return GemmImpl<T>(ctx, transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc);
+    FS_RETURN_IF_ERROR(GemmImpl<T>(ctx, transpose_a, transpose_b, m, n, k, a, lda, b, ldb, c, ldc));
   }
+  // The tiles stop once the run is cancelled, leaving C incomplete.
+  return ctx.CheckCancelled();
 }
 
 template Status Gemm<float>(KernelContext&, bool, bool, int64_t, int64_t, int64_t, const float*,

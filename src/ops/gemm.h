@@ -17,7 +17,8 @@ namespace flowstone {
 // Work is split over ctx's intra-op threads, in pieces that depend on the shape only, so results
 // do not depend on the number of threads. The hand-written path takes its scratch memory from
 // ctx's allocator and oneDNN's sgemm its (small) packing buffers from the heap; running out of
-// either is reported as ResourceExhausted. Integer products wrap around on overflow.
+// either is reported as ResourceExhausted. Integer products wrap around on overflow. Tiles stop
+// once the run is cancelled, and Gemm then returns the cancellation's Status.
 // Instantiated for float, double, int32_t and int64_t.
 template <typename T>
 Status Gemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,

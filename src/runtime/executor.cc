@@ -78,6 +78,7 @@ std::unique_ptr<RunState> ExecutionPlan::AcquireState() const {
 void ExecutionPlan::ReleaseState(std::unique_ptr<RunState> state) const {
   for (Tensor& t : state->slots) t = Tensor();
   for (Tensor& t : state->inputs) t = Tensor();
+  state->cancellation = nullptr;
   std::lock_guard<std::mutex> lock(pool_mu_);
   free_states_.push_back(std::move(state));
 }
@@ -121,6 +122,9 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   params.forwardable = reinterpret_cast<const bool*>(state.forwardable.data() + base);
   params.outputs = state.slots.data() + pn.output_base;
   params.step_id = step_id;
+  params.functions = state.functions;
+  params.report_allocations_on_oom = state.report_allocations_on_oom;
+  params.cancellation = state.cancellation;
   if (!pn.host_memory_outputs.empty()) params.host_memory_outputs = &pn.host_memory_outputs;
   KernelContext ctx(params);
   Status s = pn.kernel->Compute(ctx);
@@ -132,6 +136,9 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
     s = with_report;
   }
   for (int i = 0; i < n_in; ++i) state.inputs[base + i] = Tensor();
+  // A kernel that saw the cancellation may have stopped part way: its outputs are not used, and
+  // the run returns the cancellation's reason as it is, which is no fault of this node.
+  if (state.cancellation->IsCancelled()) return state.cancellation->status();
   if (!s.ok()) return AnnotateNodeError(s, *pn.node, pn.device);
   return Status::OK();
 }
@@ -171,6 +178,7 @@ std::string ExecutionPlan::AllocationReport(const RunState& state, int failing_n
 Status ExecutionPlan::RunSequential(RunState& state, ResourceMgr* resources,
                                     int64_t step_id) const {
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
+    if (state.cancellation->IsCancelled()) return state.cancellation->status();
     FS_RETURN_IF_ERROR(RunNode(i, state, resources, step_id));
   }
   return Status::OK();
@@ -194,7 +202,8 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
   std::function<void(int)> process = [&](int index) {
     while (index >= 0) {
       if (!shared.failed.load(std::memory_order_acquire)) {
-        Status s = RunNode(index, state, resources, step_id);
+        Status s = state.cancellation->IsCancelled() ? state.cancellation->status()
+                                                     : RunNode(index, state, resources, step_id);
         if (!s.ok()) {
           std::lock_guard<std::mutex> lock(shared.mu);
           if (shared.status.ok()) shared.status = s;
@@ -230,9 +239,12 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
 
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
-                          const RunOptions& options) const {
+                          const RunOptions& options, const CancellationToken& cancellation,
+                          FunctionRuntime* functions) const {
   std::unique_ptr<RunState> state = AcquireState();
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
+  state->cancellation = &cancellation;
+  state->functions = functions;
   for (int s = 0; s < num_slots; ++s) {
     state->slot_uses[s].store(slot_consumers[s], std::memory_order_relaxed);
   }

@@ -183,6 +183,8 @@ WELL_TYPED = {
     "list(type)": st.lists(st.sampled_from(ALL_DTYPES + [0, 99]), max_size=4),
     "list(shape)": st.lists(SHAPE_ATTRS, max_size=4),
     "list(string)": st.lists(st.sampled_from(KNOWN_STRINGS), max_size=4),
+    # Function attrs name a function in the graph's library; a fresh graph has none.
+    "func": st.sampled_from(["", "no_such_function", "x" * 300, "\x00"]),
 }
 
 
