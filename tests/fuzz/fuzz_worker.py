@@ -53,8 +53,9 @@ def build_and_run(call):
         else:
             node = graph.add_node("Placeholder", f"in{i}", [], [],
                                   {"dtype": dtype, "shape": item.declared_shape}, "", "")
-            feeds.append((node, 0))
-            feed_values.append(item.value)
+            if item.kind == "feed":
+                feeds.append((node, 0))
+                feed_values.append(item.value)
         endpoints.append((node, 0))
     op = graph.add_node(call.op, "fuzzed", endpoints, [], dict(call.attrs), "", "")
     session = _C.Session.create(graph, {"cpu_memory_limit_bytes": SESSION_MEMORY_LIMIT})

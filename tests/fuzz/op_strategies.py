@@ -48,7 +48,7 @@ class Input:
     """One input of a call: a constant, a fed placeholder (whose declared shape may be unknown or
     partial) or a variable handle (`dtype` is the variable's; `value` its initial value or None
     for an uninitialized variable)."""
-    kind: str  # "const", "feed" or "variable"
+    kind: str  # "const", "feed", "variable" or "unfed"
     dtype: str
     value: np.ndarray
     declared_shape: object = None  # for feeds: None (unknown rank) or a list with None dims
@@ -138,6 +138,10 @@ def tensors(draw, dtype, base_shape, position):
     and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
+    if dtype not in NUMPY_DTYPE and dtype != "resource":
+        # No numpy value exists (variant: tensor lists): an unfed placeholder, so the graph
+        # checks run and the run fails with a Status ("You must feed a value").
+        return Input("unfed", dtype, None, None)
     if dtype == "resource":
         var_dtype = VALUE_DTYPES[seed % len(VALUE_DTYPES)]
         return Input("variable", var_dtype, array_values(var_dtype, shape, seed)
