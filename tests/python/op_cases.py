@@ -91,3 +91,8 @@ CASES += _CONV_CASES
 from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
+
+from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEMPT  # noqa: E402
+
+CASES += _INDEXING_CASES
+EXEMPT.update(_INDEXING_EXEMPT)
