@@ -1,6 +1,6 @@
 """Conformance cases (see op_cases.py) for the indexing families in src/ops/array/: GatherNd and
 the scatters, segment reductions, scans, reversals, partition and stitch, unique values,
-searching and counting. tests/python/test_indexing_ops.py covers the Python API, the variable
+searching and counting, Roll and BroadcastTo. tests/python/test_indexing_ops.py covers the Python API, the variable
 scatters, error paths and thread-count determinism."""
 
 import numpy as np
@@ -71,7 +71,7 @@ def _scan(fn, identity, exclusive=False, reverse=False):
         if exclusive:
             pad = np.full_like(np.take(out, [0], axis), identity)
             out = np.concatenate([pad, np.delete(out, -1, axis)], axis)
-        return np.flip(out, axis) if reverse else out
+        return (np.flip(out, axis) if reverse else out).astype(x.dtype)
     return ref
 
 
@@ -154,7 +154,7 @@ CASES = [
     Case("TensorScatterMax", [_i32([1, 5, 3]), _i32([[0], [2], [0]]), _i32([4, 2, 6])],
          _tensor_scatter(np.maximum)),
     # Sorted segments (segment 1 is empty).
-    Case("SegmentSum", [_SEGMENT_DATA, _i32([0, 0, 2, 3, 3])], _segment(np.sum, 0),
+    Case("SegmentSum", [_SEGMENT_DATA, _i32([0, 0, 2, 3, 3])], _segment(lambda r: r.sum(0), 0),
          grad=[0]),
     Case("SegmentSum", [_i32([[1, 2], [3, 4], [5, 6]]), _i64([1, 1, 2])],
          _segment(lambda r: r.sum(0), 0)),
@@ -169,7 +169,7 @@ CASES = [
     Case("SegmentProd", [_WITH_ZEROS, _i32([0, 0, 1, 1])], _segment(lambda r: r.prod(0), 1),
          grad=[0]),
     # Unsorted segments: a negative id drops its row; empty segments get the identity.
-    Case("UnsortedSegmentMax", [_SEGMENT_DATA, _i32([2, -1, 0, 2, 0]), _i32(3)],
+    Case("UnsortedSegmentMax", [_SEGMENT_DATA, _i32([2, -1, 0, 1, 0]), _i32(3)],
          _segment(lambda r: r.max(0), 0), grad=[0]),
     Case("UnsortedSegmentMax", [_SEGMENT_DATA, _i32([2, -1, 0, 2, 0]), _i32(4)],
          _segment(lambda r: r.max(0), np.finfo(np.float64).min)),
@@ -177,7 +177,7 @@ CASES = [
          _segment(lambda r: r.min(0), 0), grad=[0]),
     Case("UnsortedSegmentMin", [_i32([4, 2, 9]), _i32([1, 1, 1]), _i64(3)],
          _segment(lambda r: r.min(0), np.iinfo(np.int32).max)),
-    Case("UnsortedSegmentProd", [_SEGMENT_DATA, _i32([2, -1, 0, 2, 0]), _i32(3)],
+    Case("UnsortedSegmentProd", [_SEGMENT_DATA, _i32([2, -1, 0, 2, 0]), _i32(4)],
          _segment(lambda r: r.prod(0), 1), grad=[0]),
     Case("UnsortedSegmentProd", [_WITH_ZEROS, _i32([1, 1, 0, 0]), _i32(3)],
          _segment(lambda r: r.prod(0), 1), grad=[0]),
@@ -213,16 +213,24 @@ CASES = [
          attrs={"seq_dim": 1, "batch_dim": 0}, grad=[0]),
     Case("ReverseSequence", [rand(4, 2, 3), _i32([1, 4, 3])], _reverse_sequence(0, 2),
          attrs={"seq_dim": 0, "batch_dim": 2}, grad=[0]),
+    Case("Roll", [rand(3, 4), _i32([1, -5, 2]), _i32([0, 1, 1])],
+         lambda x, s, a: np.roll(x, (1, -3), (0, 1)), grad=[0]),
+    Case("Roll", [_i64([1, 2, 3, 4]), _i64(6), _i64(-1)], lambda x, s, a: np.roll(x, 6)),
+    Case("BroadcastTo", [rand(3, 1), _i32([2, 3, 4])], lambda x, s: np.broadcast_to(x, s),
+         grad=[0]),
+    Case("BroadcastTo", [np.array([True, False]), _i64([2, 2])],
+         lambda x, s: np.broadcast_to(x, s)),
     # Partitioning and stitching.
     Case("DynamicPartition", [rand(5, 2), _i32([1, 0, 1, 2, 0])], _partition,
          attrs={"num_partitions": 3}, outputs=3, grad=[0]),
     Case("DynamicPartition", [_i64([[1, 2], [3, 4]]), _i32([[2, 0], [0, 0]])], _partition,
          attrs={"num_partitions": 3}, outputs=3),
     Case("DynamicStitch", [_i32([0, 2]), _i32([1, 3]), rand(2, 2), rand(2, 2)], _stitch,
-         grad=[2, 3]),
-    Case("DynamicStitch", [_i32([[0, 1]]), _i32([1]), _i64([[5, 6]]), _i64([7])], _stitch),
+         attrs={"N": 2}, grad=[2, 3]),
+    Case("DynamicStitch", [_i32([[0, 1]]), _i32([1]), _i64([[5, 6]]), _i64([7])], _stitch,
+         attrs={"N": 2}),
     Case("ParallelDynamicStitch", [_i32([3, 0]), _i32([2, 1]), rand(2), rand(2)], _stitch,
-         grad=[2, 3]),
+         attrs={"N": 2}, grad=[2, 3]),
     # Unique values and set difference.
     Case("Unique", [_i32([3, 1, 3, 2, 1])], _unique, outputs=2),
     Case("Unique", [np.array([0.5, -1.0, 0.5, 2.0])], _unique, outputs=2),

@@ -63,7 +63,7 @@ def _stitch(op_type, indices, data, name):
         indices = [_ops.convert_to_tensor(i, dtype=_dtypes.int32, name="indices")
                    for i in indices]
         data = _array_ops._convert_list(list(data), "data")
-        return _outputs(op_type, [indices, data], scope)[0]
+        return _outputs(op_type, [indices, data], scope, {"N": len(indices)})[0]
 
 
 @tf_export("dynamic_stitch")

@@ -108,7 +108,9 @@ Status DynamicPartitionGrad(GradientContext& ctx) {
   std::vector<Endpoint> stitch_inputs;
   for (int i = 0; i < ctx.num_outputs(); ++i) stitch_inputs.push_back(Endpoint{partitioned, i});
   for (int i = 0; i < ctx.num_outputs(); ++i) stitch_inputs.push_back(ctx.output_grad(i));
-  const Endpoint stitched = ctx.Op("DynamicStitch", stitch_inputs);
+  AttrMap stitch_attrs;
+  stitch_attrs.Set("N", static_cast<int64_t>(ctx.num_outputs()));
+  const Endpoint stitched = ctx.Op("DynamicStitch", stitch_inputs, stitch_attrs);
   ctx.SetInputGrad(0, ctx.Op("Reshape", {stitched, ctx.Shape(ctx.input(0))}));
   return Status::OK();
 }

@@ -1,0 +1,80 @@
+"""Reshaping helpers TF1 programs use often: tf.roll and tf.broadcast_to (C++ ops in
+src/ops/array/roll_ops.cc and broadcast_ops.cc), and tf.meshgrid and tf.sequence_mask, composed
+from other ops as in TensorFlow."""
+
+from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
+from flowstone.ops import array_ops as _array_ops
+from flowstone.ops import math_ops as _math_ops
+from flowstone.ops import reduction_ops as _reduction_ops
+from flowstone.util.tf_export import tf_export
+
+
+def _index(value, name):
+    return _ops.convert_to_tensor(value, preferred_dtype=_dtypes.int32, name=name)
+
+
+@tf_export("roll", "manip.roll")
+def roll(input, shift, axis, name=None):  # noqa: A002 - TensorFlow's name
+    """`input` with its elements shifted cyclically by shift[i] along axis[i]."""
+    with _ops.name_scope(name, "Roll", [input, shift, axis]) as scope:
+        input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
+        return _ops.apply_op("Roll", [input, _index(shift, "shift"), _index(axis, "axis")],
+                             name=scope.rstrip("/"), exact_name=True).outputs[0]
+
+
+@tf_export("broadcast_to")
+def broadcast_to(input, shape, name=None):  # noqa: A002
+    """`input` broadcast numpy-style to `shape`."""
+    with _ops.name_scope(name, "BroadcastTo", [input, shape]) as scope:
+        input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
+        return _ops.apply_op("BroadcastTo", [input, _array_ops._index_tensor(shape)],
+                             name=scope.rstrip("/"), exact_name=True).outputs[0]
+
+
+@tf_export("meshgrid")
+def meshgrid(*args, **kwargs):
+    """Coordinate grids from 1-D coordinate vectors: with indexing='xy' (the default) the first
+    two output dims are swapped, as in numpy.meshgrid."""
+    indexing = kwargs.pop("indexing", "xy")
+    name = kwargs.pop("name", "meshgrid")
+    if kwargs:
+        key = list(kwargs)[0]
+        raise TypeError(f"'{key}' is an invalid keyword argument for this function")
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"Argument `indexing` parameter must be either 'xy' or 'ij', got "
+                         f"'{indexing}'")
+    with _ops.name_scope(name, "meshgrid", args):
+        ndim = len(args)
+        if not ndim:
+            return []
+        ones_shape = (1,) * ndim
+        outputs = [_array_ops.reshape(_array_ops.stack(x), ones_shape[:i] + (-1,)
+                                      + ones_shape[i + 1:]) for i, x in enumerate(args)]
+        sizes = [_array_ops.size(x) for x in args]
+        dtype = _ops.convert_to_tensor(args[0]).dtype
+        if indexing == "xy" and ndim > 1:
+            outputs[0] = _array_ops.reshape(outputs[0], (1, -1) + (1,) * (ndim - 2))
+            outputs[1] = _array_ops.reshape(outputs[1], (-1, 1) + (1,) * (ndim - 2))
+            sizes[0], sizes[1] = sizes[1], sizes[0]
+        ones = _array_ops.ones(_array_ops.stack(sizes), dtype)
+        return [x * ones for x in outputs]
+
+
+@tf_export("sequence_mask")
+def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool, name=None):
+    """mask[i..., j] = j < lengths[i...], for j in [0, maxlen) (maxlen defaults to the largest
+    length)."""
+    with _ops.name_scope(name, "SequenceMask", [lengths, maxlen]):
+        lengths = _ops.convert_to_tensor(lengths, name="lengths")
+        if maxlen is None:
+            maxlen = _math_ops.maximum(_reduction_ops.reduce_max(lengths), 0)
+        else:
+            maxlen = _ops.convert_to_tensor(maxlen, name="maxlen")
+        if maxlen.shape.ndims is not None and maxlen.shape.ndims != 0:
+            raise ValueError(f"Argument `maxlen` must be scalar for sequence_mask, received "
+                             f"`maxlen` = {maxlen}.")
+        row = _array_ops.range(0, maxlen, 1, dtype=maxlen.dtype)
+        result = row < _math_ops.cast(_array_ops.expand_dims(lengths, -1), maxlen.dtype)
+        dtype = _dtypes.as_dtype(dtype)
+        return result if dtype == _dtypes.bool else _math_ops.cast(result, dtype)
