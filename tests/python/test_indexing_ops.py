@@ -373,3 +373,53 @@ def test_results_do_not_depend_on_the_thread_count():
                               capture_output=True, check=True).stdout for threads in (1, 4)]
     assert len(outputs[0]) > 0
     assert outputs[0] == outputs[1]
+
+
+# --- roll, broadcast_to, meshgrid, sequence_mask -----------------------------------------------
+
+def test_roll_and_broadcast_to():
+    x = np.arange(12).reshape(3, 4)
+    rolled = tf.roll(x, shift=[1, -1, 3], axis=[0, 1, 1])
+    assert rolled.op.name == "Roll"
+    np.testing.assert_array_equal(_run(rolled), np.roll(x, (1, 2), (0, 1)))
+    assert tf.manip.roll is tf.roll
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"Expected axis in the range \[-2, 2\), but got 2"):
+        _run(tf.roll(x, tf.constant(1), tf.constant(2)))
+    b = tf.broadcast_to([[1.0], [2.0]], [3, 2, 4])
+    assert b.shape.as_list() == [3, 2, 4]
+    np.testing.assert_array_equal(_run(b), np.broadcast_to([[1.0], [2.0]], (3, 2, 4)))
+    with pytest.raises(ValueError, match=r"Unable to broadcast tensor of shape \[2,3\] to tensor "
+                                         r"of shape \[2,4\]"):
+        tf.broadcast_to(tf.zeros([2, 3]), [2, 4])
+    shape = tf.placeholder(tf.int32, [2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Unable to broadcast"):
+            sess.run(tf.broadcast_to(tf.zeros([2, 3]), shape), {shape: [3, 3]})
+    v = tf.constant([1.0, 2.0, 3.0])
+    grad = tf.gradients(tf.reduce_sum(tf.broadcast_to(v, [4, 3])), v)[0]
+    np.testing.assert_array_equal(_run(grad), [4.0, 4.0, 4.0])
+
+
+def test_meshgrid_matches_numpy():
+    x, y, z = [1, 2, 3], [4.0, 5.0], [7, 8, 9, 10]
+    for indexing in ["xy", "ij"]:
+        got = _run(tf.meshgrid(x, [4, 5], z, indexing=indexing))
+        for g, e in zip(got, np.meshgrid(x, [4, 5], z, indexing=indexing)):
+            np.testing.assert_array_equal(g, e)
+    got = _run(tf.meshgrid(y, y))
+    np.testing.assert_array_equal(got[0], np.meshgrid(y, y)[0])
+    with pytest.raises(ValueError, match="must be either 'xy' or 'ij'"):
+        tf.meshgrid(x, indexing="xz")
+    with pytest.raises(TypeError, match="'sparse' is an invalid keyword argument"):
+        tf.meshgrid(x, sparse=True)
+
+
+def test_sequence_mask():
+    lengths = [1, 3, 0]
+    np.testing.assert_array_equal(_run(tf.sequence_mask(lengths)),
+                                  np.arange(3)[None, :] < np.array(lengths)[:, None])
+    got = _run(tf.sequence_mask([[2], [1]], maxlen=4, dtype=tf.float32))
+    np.testing.assert_array_equal(got, [[[1, 1, 0, 0]], [[1, 0, 0, 0]]])
+    with pytest.raises(ValueError, match="`maxlen` must be scalar"):
+        tf.sequence_mask(lengths, maxlen=[3])
