@@ -96,7 +96,9 @@ def _unsorted_segment_scaled(data, segment_ids, num_segments, name, default_name
         data = _ops.convert_to_tensor(data, name="data")
         segment_ids = _ids(segment_ids)
         sums = _array_ops.unsorted_segment_sum(data, segment_ids, num_segments)
-        return sums / scale(_segment_sizes(data, segment_ids, num_segments))
+        result = sums / scale(_segment_sizes(data, segment_ids, num_segments))
+        result.set_shape(sums.shape)  # the sizes broadcast over the rows of the sums
+        return result
 
 
 @tf_export("math.unsorted_segment_mean", "unsorted_segment_mean")

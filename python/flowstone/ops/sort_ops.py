@@ -53,7 +53,8 @@ def _sort_or_argsort(values, axis, direction, return_argsort):
         perm = list(range(rank))
         perm[axis], perm[-1] = perm[-1], perm[axis]
         values = _array_ops.transpose(values, perm)
-    top = _nn_impl.top_k(values, k=_array_ops.shape(values)[-1])
+    size = values.shape.as_list()[-1]
+    top = _nn_impl.top_k(values, k=_array_ops.shape(values)[-1] if size is None else size)
     result = top.indices if return_argsort else top.values
     if perm is not None:
         result = _array_ops.transpose(result, perm)
@@ -117,17 +118,17 @@ def searchsorted(sorted_sequence, values, side="left", out_type=_dtypes.int32, n
     if side not in ("left", "right"):
         raise ValueError(f"Argument `side` must be either 'right' or 'left'. Received: "
                          f"`side` = '{side}'.")
-    with _ops.name_scope(name, "SearchSorted", [sorted_sequence, values]):
-        sorted_sequence = _ops.convert_to_tensor(sorted_sequence, name="sorted_sequence")
-        values = _ops.convert_to_tensor(values, dtype=sorted_sequence.dtype, name="values")
-        sequence_size = _array_ops.shape(sorted_sequence)[-1]
-        values_size = _array_ops.shape(values)[-1]
-        sequence_2d = _array_ops.reshape(sorted_sequence, _array_ops.stack([-1, sequence_size]))
-        values_2d = _array_ops.reshape(values, _array_ops.stack([-1, values_size]))
-        op_type = "UpperBound" if side == "right" else "LowerBound"
-        output = _ops.apply_op(op_type, [sequence_2d, values_2d],
-                               {"out_type": _dtypes.as_dtype(out_type)}).outputs[0]
-        return _array_ops.reshape(output, _array_ops.shape(values))
+    # As in TensorFlow, only the bound op is named (`name`); the reshapes are not scoped.
+    sorted_sequence = _ops.convert_to_tensor(sorted_sequence, name="sorted_sequence")
+    values = _ops.convert_to_tensor(values, dtype=sorted_sequence.dtype, name="values")
+    sequence_size = _array_ops.shape(sorted_sequence)[-1]
+    values_size = _array_ops.shape(values)[-1]
+    sequence_2d = _array_ops.reshape(sorted_sequence, _array_ops.stack([-1, sequence_size]))
+    values_2d = _array_ops.reshape(values, _array_ops.stack([-1, values_size]))
+    op_type = "UpperBound" if side == "right" else "LowerBound"
+    output = _ops.apply_op(op_type, [sequence_2d, values_2d],
+                           {"out_type": _dtypes.as_dtype(out_type)}, name=name).outputs[0]
+    return _array_ops.reshape(output, _array_ops.shape(values))
 
 
 @tf_export("math.bincount", "bincount")
