@@ -1,7 +1,8 @@
 """Conformance cases (see op_cases.py) for the indexing families in src/ops/array/: GatherNd and
 the scatters, segment reductions, scans, reversals, partition and stitch, unique values,
-searching and counting, Roll and BroadcastTo. tests/python/test_indexing_ops.py covers the Python API, the variable
-scatters, error paths and thread-count determinism."""
+searching and counting, Roll, BroadcastTo, SpaceToDepth and DepthToSpace.
+tests/python/test_indexing_ops.py covers the Python API, the variable scatters, error paths and
+thread-count determinism."""
 
 import numpy as np
 
@@ -90,6 +91,18 @@ def _reverse_sequence(seq_dim, batch_dim):
             out[tuple(index)] = np.flip(x[tuple(index)], seq_dim - (seq_dim > batch_dim))
         return out
     return ref
+
+
+def _space_to_depth(x, bs):
+    b, h, w, c = x.shape
+    blocks = x.reshape(b, h // bs, bs, w // bs, bs, c).transpose(0, 1, 3, 2, 4, 5)
+    return blocks.reshape(b, h // bs, w // bs, bs * bs * c)
+
+
+def _depth_to_space(x, bs):
+    b, h, w, c = x.shape
+    pixels = x.reshape(b, h, w, bs, bs, c // (bs * bs)).transpose(0, 1, 3, 2, 4, 5)
+    return pixels.reshape(b, h * bs, w * bs, c // (bs * bs))
 
 
 def _partition(data, partitions, num=3):
@@ -220,6 +233,12 @@ CASES = [
          grad=[0]),
     Case("BroadcastTo", [np.array([True, False]), _i64([2, 2])],
          lambda x, s: np.broadcast_to(x, s)),
+    Case("SpaceToDepth", [rand(2, 4, 6, 3)], lambda x: _space_to_depth(x, 2),
+         attrs={"block_size": 2}, grad=[0]),
+    Case("SpaceToDepth", [_i32(np.arange(36).reshape(1, 3, 3, 4))],
+         lambda x: _space_to_depth(x, 3), attrs={"block_size": 3}),
+    Case("DepthToSpace", [rand(2, 2, 3, 8)], lambda x: _depth_to_space(x, 2),
+         attrs={"block_size": 2}, grad=[0]),
     # Partitioning and stitching.
     Case("DynamicPartition", [rand(5, 2), _i32([1, 0, 1, 2, 0])], _partition,
          attrs={"num_partitions": 3}, outputs=3, grad=[0]),

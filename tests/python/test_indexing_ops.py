@@ -423,3 +423,21 @@ def test_sequence_mask():
     np.testing.assert_array_equal(got, [[[1, 1, 0, 0]], [[1, 0, 0, 0]]])
     with pytest.raises(ValueError, match="`maxlen` must be scalar"):
         tf.sequence_mask(lengths, maxlen=[3])
+
+
+def test_space_to_depth_and_back():
+    x = np.arange(2 * 4 * 6 * 3, dtype=np.float32).reshape(2, 4, 6, 3)
+    packed = tf.space_to_depth(x, 2)
+    assert packed.op.name == "SpaceToDepth" and packed.shape.as_list() == [2, 2, 3, 12]
+    assert tf.nn.depth_to_space is tf.depth_to_space
+    np.testing.assert_array_equal(_run(tf.depth_to_space(packed, 2)), x)
+    np.testing.assert_array_equal(_run(packed)[0, 0, 0], x[0, :2, :2].reshape(-1))
+    with pytest.raises(ValueError, match="Image width 6 and height 4 should be divisible by "
+                                         "block_size: 4"):
+        tf.space_to_depth(x, 4)
+    with pytest.raises(ValueError, match="Input depth dimension 3 should be divisible by: 4"):
+        tf.depth_to_space(x, 2)
+    with pytest.raises(ValueError, match="must be at least minimum 2"):
+        tf.space_to_depth(x, 1)
+    with pytest.raises(ValueError, match="Only NHWC"):
+        tf.space_to_depth(x, 2, data_format="NCHW")

@@ -1,6 +1,7 @@
-"""Reshaping helpers TF1 programs use often: tf.roll and tf.broadcast_to (C++ ops in
-src/ops/array/roll_ops.cc and broadcast_ops.cc), and tf.meshgrid and tf.sequence_mask, composed
-from other ops as in TensorFlow."""
+"""Reshaping helpers TF1 programs use often: tf.roll, tf.broadcast_to, tf.space_to_depth and
+tf.depth_to_space (C++ ops in src/ops/array/roll_ops.cc, broadcast_ops.cc and
+space_depth_ops.cc), and tf.meshgrid and tf.sequence_mask, composed from other ops as in
+TensorFlow."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -78,3 +79,25 @@ def sequence_mask(lengths, maxlen=None, dtype=_dtypes.bool, name=None):
         result = row < _math_ops.cast(_array_ops.expand_dims(lengths, -1), maxlen.dtype)
         dtype = _dtypes.as_dtype(dtype)
         return result if dtype == _dtypes.bool else _math_ops.cast(result, dtype)
+
+
+def _space_depth(op_type, input, block_size, name, data_format):  # noqa: A002
+    with _ops.name_scope(name, op_type, [input]) as scope:
+        input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
+        return _ops.apply_op(op_type, [input], {"block_size": int(block_size),
+                                                "data_format": data_format},
+                             name=scope.rstrip("/"), exact_name=True).outputs[0]
+
+
+@tf_export("space_to_depth", "nn.space_to_depth")
+def space_to_depth(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """Moves block_size x block_size blocks of pixels into channels:
+    [b, h, w, c] -> [b, h / block_size, w / block_size, c * block_size**2] (NHWC only)."""
+    return _space_depth("SpaceToDepth", input, block_size, name, data_format)
+
+
+@tf_export("depth_to_space", "nn.depth_to_space")
+def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A002
+    """Moves channels into block_size x block_size blocks of pixels:
+    [b, h, w, c] -> [b, h * block_size, w * block_size, c / block_size**2] (NHWC only)."""
+    return _space_depth("DepthToSpace", input, block_size, name, data_format)
