@@ -78,11 +78,10 @@ TEST(IndexingOpsTest, GatherAndScatterRejectIndicesOutsideTheShape) {
                 "updates must have shape");
   ExpectInvalid(RunOp("ScatterNd", {Ints({0}, {1, 1}), Floats({1}, {1}), Ints({-3}, {1})}),
                 "shape[0] = -3 must be non-negative");
-  ExpectInvalid(RunOp("ScatterNd", {Tensor::FromVector<int64_t>({0}, TensorShape({1, 1})),
-                                    Floats({1}, {1}),
-                                    Tensor::FromVector<int64_t>({1LL << 40, 1LL << 40},
-                                                                TensorShape({2}))}),
-                "too many elements");
+  ExpectInvalid(
+      RunOp("ScatterNd", {Tensor::FromVector<int64_t>({0}, TensorShape({1, 1})), Floats({1}, {1}),
+                          Tensor::FromVector<int64_t>({1LL << 40, 1LL << 40}, TensorShape({2}))}),
+      "too many elements");
   ExpectInvalid(RunOp("TensorScatterAdd", {kFive, Ints({2, 5}, {2, 1}), Floats({1, 1}, {2})}),
                 "indices[1] = [5]");
   ExpectInvalid(RunOp("TensorScatterUpdate", {kFive, Ints({2}, {1, 1}), Floats({1, 1}, {2})}),
@@ -112,13 +111,12 @@ TEST(IndexingOpsTest, ScansReversalsAndRollRejectBadAxes) {
   ExpectInvalid(RunOp("Cumprod", {x, Ints({0}, {1})}), "axis must be a scalar");
   ExpectInvalid(RunOp("ReverseV2", {x, Ints({0, -2}, {2})}), "axis 0 specified more than once");
   ExpectInvalid(RunOp("ReverseV2", {x, Ints({5}, {1})}), "Expected axis in the range");
-  ExpectInvalid(RunOp("ReverseSequence", {x, Tensor::FromVector<int64_t>({4, 1},
-                                                                         TensorShape({2}))},
+  ExpectInvalid(RunOp("ReverseSequence", {x, Tensor::FromVector<int64_t>({4, 1}, TensorShape({2}))},
                       Attrs({{"seq_dim", int64_t{1}}})),
                 "seq_lengths[0] = 4 is not in [0, 3]");
-  ExpectInvalid(RunOp("ReverseSequence", {x, Ints({1, 1, 1}, {3})},
-                      Attrs({{"seq_dim", int64_t{1}}})),
-                "seq_lengths must be a vector of length");
+  ExpectInvalid(
+      RunOp("ReverseSequence", {x, Ints({1, 1, 1}, {3})}, Attrs({{"seq_dim", int64_t{1}}})),
+      "seq_lengths must be a vector of length");
   ExpectInvalid(RunOp("Roll", {x, Scalar(1), Scalar(-3)}), "Expected axis in the range");
   ExpectInvalid(RunOp("Roll", {x, Ints({1, 1}, {2}), Scalar(0)}), "shift and axis");
   ExpectInvalid(RunOp("BroadcastTo", {x, Ints({2, 4}, {2})}), "Unable to broadcast");
@@ -133,9 +131,9 @@ TEST(IndexingOpsTest, PartitionStitchUniqueAndCountingRejectBadInputs) {
   ExpectInvalid(RunOp("DynamicPartition", {data, Ints({0, 1}, {2})},
                       Attrs({{"num_partitions", int64_t{2}}}), 2),
                 "must start with partitions.shape");
-  ExpectInvalid(RunOp("DynamicStitch", {Ints({0, -4}, {2}), Floats({1, 2}, {2})},
-                      Attrs({{"N", int64_t{1}}})),
-                "indices[0][1] = -4 is negative");
+  ExpectInvalid(
+      RunOp("DynamicStitch", {Ints({0, -4}, {2}), Floats({1, 2}, {2})}, Attrs({{"N", int64_t{1}}})),
+      "indices[0][1] = -4 is negative");
   ExpectInvalid(RunOp("DynamicStitch", {Ints({0, 1}, {2}), Floats({1, 2, 3}, {3})},
                       Attrs({{"N", int64_t{1}}})),
                 "data[0].shape [3] must start with indices[0].shape [2]");
@@ -152,9 +150,9 @@ TEST(IndexingOpsTest, PartitionStitchUniqueAndCountingRejectBadInputs) {
                 "nbins should be a positive number, but got '0'");
   ExpectInvalid(RunOp("HistogramFixedWidth", {data, Floats({1, 1}, {2}), Scalar(2)}),
                 "value_range[0] < value_range[1]");
-  ExpectInvalid(RunOp("HistogramFixedWidth", {Floats({0.0f / 0.0f}, {1}), Floats({0, 1}, {2}),
-                                              Scalar(2)}),
-                "must not contain NaN");
+  ExpectInvalid(
+      RunOp("HistogramFixedWidth", {Floats({0.0f / 0.0f}, {1}), Floats({0, 1}, {2}), Scalar(2)}),
+      "must not contain NaN");
   ExpectInvalid(RunOp("UnravelIndex", {Ints({6}, {1}), Ints({2, 3}, {2})}),
                 "indices[0] = 6 is not in [0, 6)");
   ExpectInvalid(RunOp("UnravelIndex", {Ints({0}, {1}), Ints({2, 0}, {2})}),
@@ -166,8 +164,7 @@ TEST(IndexingOpsTest, KernelsComputeOnValidInputs) {
   ASSERT_TRUE(gathered.status.ok()) << gathered.status.ToString();
   EXPECT_EQ(gathered.outputs[0].data<float>()[0], 4.0f);
   EXPECT_EQ(gathered.outputs[0].data<float>()[2], 2.0f);
-  OpRun scattered = RunOp("ScatterNd", {Ints({1, 1}, {2, 1}), Floats({2, 3}, {2}),
-                                        Ints({3}, {1})});
+  OpRun scattered = RunOp("ScatterNd", {Ints({1, 1}, {2, 1}), Floats({2, 3}, {2}), Ints({3}, {1})});
   ASSERT_TRUE(scattered.status.ok()) << scattered.status.ToString();
   EXPECT_EQ(scattered.outputs[0].data<float>()[1], 5.0f);
   OpRun summed = RunOp("Cumsum", {Floats({1, 2, 3}, {3}), Scalar(0)},
@@ -175,8 +172,8 @@ TEST(IndexingOpsTest, KernelsComputeOnValidInputs) {
   ASSERT_TRUE(summed.status.ok()) << summed.status.ToString();
   EXPECT_EQ(summed.outputs[0].data<float>()[0], 5.0f);
   EXPECT_EQ(summed.outputs[0].data<float>()[2], 0.0f);
-  OpRun stitched = RunOp("DynamicStitch", {Ints({2}, {1}), Ints({0, 1}, {2}),
-                                           Floats({7}, {1}), Floats({8, 9}, {2})},
+  OpRun stitched = RunOp("DynamicStitch",
+                         {Ints({2}, {1}), Ints({0, 1}, {2}), Floats({7}, {1}), Floats({8, 9}, {2})},
                          Attrs({{"N", int64_t{2}}}));
   ASSERT_TRUE(stitched.status.ok()) << stitched.status.ToString();
   EXPECT_EQ(stitched.outputs[0].data<float>()[2], 7.0f);

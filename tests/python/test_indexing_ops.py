@@ -250,7 +250,8 @@ def test_segment_errors():
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match=r"segment_ids\[1\] = 5 is not in \[0, 3\)"):
         _run(tf.unsorted_segment_max(data, tf.constant([0, 5, 1]), 3))
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"indices\[1\] = 3 is not in \[0, 3\)"):
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"indices\[1\] = 3 is not in \[0, 3\)"):
         _run(tf.sparse_segment_sum(data, tf.constant([0, 3]), [0, 0]))
     with pytest.raises(ValueError, match="segment_ids should be the same size as dimension 0"):
         tf.segment_sum(data, [0, 0])

@@ -57,9 +57,8 @@ Status BroadcastToKernel(KernelContext& ctx) {
     }
   }
   if (!Broadcasts(input.shape().ToVector(), target)) {
-    return errors::InvalidArgument("Unable to broadcast tensor of shape ",
-                                   input.shape().ToString(), " to tensor of shape ",
-                                   ShapeString(target));
+    return errors::InvalidArgument("Unable to broadcast tensor of shape ", input.shape().ToString(),
+                                   " to tensor of shape ", ShapeString(target));
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(target), &out));

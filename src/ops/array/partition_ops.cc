@@ -49,8 +49,7 @@ Status DynamicPartitionShape(InferenceContext& ctx) {
     for (int i = 0; i < partitions.rank(); ++i) {
       if (data.dim(i) >= 0 && partitions.dim(i) >= 0 && data.dim(i) != partitions.dim(i)) {
         return errors::InvalidArgument("data.shape ", data.ToString(),
-                                       " must start with partitions.shape ",
-                                       partitions.ToString());
+                                       " must start with partitions.shape ", partitions.ToString());
       }
     }
     for (int i = partitions.rank(); i < data.rank(); ++i) dims.push_back(data.dim(i));
@@ -167,23 +166,23 @@ Status DynamicStitchKernel(KernelContext& ctx) {
     for (int i = 0; i < row_shape.rank(); ++i) expected.AddDim(row_shape.dim(i));
     if (data.shape() != expected) {
       return errors::InvalidArgument("data[", m, "].shape = ", data.shape().ToString(),
-                                     " must be indices[", m, "].shape + ",
-                                     row_shape.ToString(), " = ", expected.ToString());
+                                     " must be indices[", m, "].shape + ", row_shape.ToString(),
+                                     " = ", expected.ToString());
     }
     for (int64_t k = 0; k < indices.num_elements(); ++k) {
       const int64_t index = indices.ElementAsInt64(k);
       if (index < 0) {
-        return errors::InvalidArgument("indices[", m, "]", scatter_util::PositionOf(
-                                                              indices.shape(), k),
-                                       " = ", index, " is negative; indices must be >= 0");
+        return errors::InvalidArgument("indices[", m, "]",
+                                       scatter_util::PositionOf(indices.shape(), k), " = ", index,
+                                       " is negative; indices must be >= 0");
       }
       rows = std::max(rows, index + 1);
     }
   }
   const int64_t row_elements = row_shape.num_elements();
   if (row_elements > 0 && rows > std::numeric_limits<int64_t>::max() / row_elements) {
-    return errors::InvalidArgument("the merged tensor would have ", rows, " rows of ",
-                                   row_elements, " elements, too many to fit int64");
+    return errors::InvalidArgument("the merged tensor would have ", rows, " rows of ", row_elements,
+                                   " elements, too many to fit int64");
   }
   TensorShape out_shape{rows};
   for (int i = 0; i < row_shape.rank(); ++i) out_shape.AddDim(row_shape.dim(i));
@@ -209,8 +208,8 @@ Status DynamicStitchKernel(KernelContext& ctx) {
 Status DynamicStitchGrad(GradientContext& ctx) {
   const int n = ctx.num_inputs() / 2;
   for (int m = 0; m < n; ++m) {
-    ctx.SetInputGrad(n + m, ctx.Op("GatherV2", {ctx.output_grad(0), ctx.input(m),
-                                                IndexScalar(ctx, 0)}));
+    ctx.SetInputGrad(n + m,
+                     ctx.Op("GatherV2", {ctx.output_grad(0), ctx.input(m), IndexScalar(ctx, 0)}));
   }
   return Status::OK();
 }

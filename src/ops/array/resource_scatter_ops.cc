@@ -24,8 +24,7 @@ using scatter_util::Combine;
 // The locked, initialized variable of input 0 whose value this kernel may write.
 class WritableVar {
  public:
-  explicit WritableVar(KernelContext& ctx)
-      : var_(VarFromHandle(ctx.input(0))), lock_(var_->mu()) {
+  explicit WritableVar(KernelContext& ctx) : var_(VarFromHandle(ctx.input(0))), lock_(var_->mu()) {
     status_ = Prepare(ctx);
   }
   const Status& status() const { return status_; }
@@ -87,8 +86,7 @@ Status ResourceScatterKernel(KernelContext& ctx) {
   const int64_t row_size = array_util::DimProduct(value.shape(), 1, value.rank());
   for (int64_t& row : rows) row *= row_size;
   return scatter_util::ScatterSlicesOfType<C>(ctx, value.dtype(), rows, row_size,
-                                              updates.raw_data(), scalar_update,
-                                              value.raw_data());
+                                              updates.raw_data(), scalar_update, value.raw_data());
 }
 
 // var[indices[i..., :]] = combine(var[...], updates[i...]) for index vectors of length K.
@@ -110,8 +108,8 @@ Status ResourceScatterNdKernel(KernelContext& ctx) {
         expected.ToString(), " to scatter into variable '", var.name(), "' of shape ",
         value.shape().ToString(), ", got ", updates.shape().ToString());
   }
-  return scatter_util::ScatterSlicesOfType<C>(ctx, value.dtype(), slices.offsets,
-                                              slices.slice_size, updates.raw_data(),
+  return scatter_util::ScatterSlicesOfType<C>(ctx, value.dtype(), slices.offsets, slices.slice_size,
+                                              updates.raw_data(),
                                               /*scalar_update=*/false, value.raw_data());
 }
 
@@ -133,8 +131,8 @@ const ResourceScatterRow kResourceScatterRows[] = {
      "dtype", "Subtracts from rows of a variable: var[indices] -= updates (tf.scatter_sub)."},
     {"ResourceScatterMul", ResourceScatterKernel<Combine::kMul>, &kNumericTypes, "resource",
      "dtype", "Multiplies rows of a variable: var[indices] *= updates (tf.scatter_mul)."},
-    {"ResourceScatterDiv", ResourceScatterKernel<Combine::kDiv>, &kFloatTypes, "resource",
-     "dtype", "Divides rows of a variable: var[indices] /= updates (tf.scatter_div)."},
+    {"ResourceScatterDiv", ResourceScatterKernel<Combine::kDiv>, &kFloatTypes, "resource", "dtype",
+     "Divides rows of a variable: var[indices] /= updates (tf.scatter_div)."},
     {"ResourceScatterMax", ResourceScatterKernel<Combine::kMax>, &kNumericTypes, "resource",
      "dtype", "var[indices] = max(var[indices], updates) (tf.scatter_max)."},
     {"ResourceScatterMin", ResourceScatterKernel<Combine::kMin>, &kNumericTypes, "resource",

@@ -107,8 +107,8 @@ Status ReverseSequenceShape(InferenceContext& ctx) {
     const int64_t batch_dim = ctx.attrs().GetOr<int64_t>("batch_dim", 0);
     FS_RETURN_IF_ERROR(CheckSequenceDims(seq_dim, batch_dim, input.rank()));
     int64_t batch;
-    FS_RETURN_IF_ERROR(ctx.MergeDim(input.dim(static_cast<int>(batch_dim)), lengths.dim(0),
-                                    &batch));
+    FS_RETURN_IF_ERROR(
+        ctx.MergeDim(input.dim(static_cast<int>(batch_dim)), lengths.dim(0), &batch));
   }
   ctx.set_output(0, input);
   return Status::OK();
@@ -123,16 +123,16 @@ Status ReverseSequenceKernel(KernelContext& ctx) {
   const int s_dim = static_cast<int>(seq_dim);
   const int b_dim = static_cast<int>(batch_dim);
   if (lengths.rank() != 1 || lengths.dim(0) != input.dim(b_dim)) {
-    return errors::InvalidArgument("seq_lengths must be a vector of length input.dims(",
-                                   batch_dim, ") = ", input.dim(b_dim), ", got shape ",
+    return errors::InvalidArgument("seq_lengths must be a vector of length input.dims(", batch_dim,
+                                   ") = ", input.dim(b_dim), ", got shape ",
                                    lengths.shape().ToString());
   }
   std::vector<int64_t> len = array_util::IntValues(lengths);
   for (size_t b = 0; b < len.size(); ++b) {
     if (len[b] < 0 || len[b] > input.dim(s_dim)) {
       return errors::InvalidArgument("seq_lengths[", b, "] = ", len[b], " is not in [0, ",
-                                     input.dim(s_dim), "], the size of dimension seq_dim = ",
-                                     seq_dim);
+                                     input.dim(s_dim),
+                                     "], the size of dimension seq_dim = ", seq_dim);
     }
   }
   Tensor* out;

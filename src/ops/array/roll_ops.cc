@@ -37,9 +37,10 @@ Status RollKernel(KernelContext& ctx) {
   const Tensor& shift = ctx.input(1);
   const Tensor& axis = ctx.input(2);
   if (shift.rank() > 1 || shift.shape() != axis.shape()) {
-    return errors::InvalidArgument("shift and axis must be scalars or vectors of one length, "
-                                   "got shapes ",
-                                   shift.shape().ToString(), " and ", axis.shape().ToString());
+    return errors::InvalidArgument(
+        "shift and axis must be scalars or vectors of one length, "
+        "got shapes ",
+        shift.shape().ToString(), " and ", axis.shape().ToString());
   }
   const int rank = input.rank();
   // The total shift of each dimension, in [0, size).

@@ -48,8 +48,8 @@ Status ScanShape(InferenceContext& ctx) {
   const PartialShape& x = ctx.input(0);
   if (const Tensor* axis = ctx.input_value(1); axis != nullptr && x.known_rank()) {
     int canonical;
-    FS_RETURN_IF_ERROR(array_util::CanonicalAxis(axis->ElementAsInt64(0),
-                                                 std::max(x.rank(), 1), "axis", &canonical));
+    FS_RETURN_IF_ERROR(array_util::CanonicalAxis(axis->ElementAsInt64(0), std::max(x.rank(), 1),
+                                                 "axis", &canonical));
   }
   ctx.set_output(0, x);
   return Status::OK();
@@ -64,8 +64,7 @@ Status ScanKernel(KernelContext& ctx) {
   }
   const int64_t axis_arg = ctx.input(1).ElementAsInt64(0);
   int axis = 0;
-  FS_RETURN_IF_ERROR(
-      array_util::CanonicalAxis(axis_arg, std::max(x.rank(), 1), "axis", &axis));
+  FS_RETURN_IF_ERROR(array_util::CanonicalAxis(axis_arg, std::max(x.rank(), 1), "axis", &axis));
   const bool exclusive = ctx.attrs().GetOr<bool>("exclusive", false);
   const bool reverse = ctx.attrs().GetOr<bool>("reverse", false);
   Tensor* out;
@@ -98,8 +97,8 @@ Status ScanKernel(KernelContext& ctx) {
   if constexpr (S == Scan::kLogSumExp) {
     return DispatchDType<float, double>(x.dtype(), ctx.node().type().c_str(), scan);
   } else {
-    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
-        x.dtype(), ctx.node().type().c_str(), scan);
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(x.dtype(),
+                                                                   ctx.node().type().c_str(), scan);
   }
 }
 
@@ -127,8 +126,7 @@ Status CumprodGrad(GradientContext& ctx) {
   const Endpoint is_zero = ctx.Op("Equal", {x, ctx.ScalarLike(x, 0)});
   const Endpoint safe_x = ctx.Op("SelectV2", {is_zero, ctx.Op("OnesLike", {x}), x});
   const Endpoint quotient = ctx.Op("RealDiv", {summed, safe_x});
-  ctx.SetInputGrad(0,
-                   ctx.Op("SelectV2", {is_zero, ctx.Op("ZerosLike", {quotient}), quotient}));
+  ctx.SetInputGrad(0, ctx.Op("SelectV2", {is_zero, ctx.Op("ZerosLike", {quotient}), quotient}));
   return Status::OK();
 }
 
@@ -145,9 +143,10 @@ Status CumulativeLogsumexpGrad(GradientContext& ctx) {
     // log|grad| where selected (log of a safe 1 elsewhere, then replaced by -inf).
     const Endpoint safe = ctx.Op("SelectV2", {selected, magnitude, ctx.Op("OnesLike", {grad})});
     const Endpoint log_grad = ctx.Op("SelectV2", {selected, ctx.Op("Log", {safe}), minus_inf});
-    return ctx.Op("Exp", {ctx.Op("AddV2", {ReversedScan(ctx, "CumulativeLogsumexp",
-                                                        ctx.Op("Sub", {log_grad, out})),
-                                           x})});
+    return ctx.Op(
+        "Exp",
+        {ctx.Op("AddV2",
+                {ReversedScan(ctx, "CumulativeLogsumexp", ctx.Op("Sub", {log_grad, out})), x})});
   };
   const Endpoint positive = part(ctx.Op("Greater", {grad, zero}), grad);
   const Endpoint negative = part(ctx.Op("Less", {grad, zero}), ctx.Op("Neg", {grad}));

@@ -62,9 +62,10 @@ Status CheckIndexDepth(const PartialShape& indices, const PartialShape& shape,
 
 Status CheckUpdatesShape(const PartialShape& updates, const PartialShape& expected) {
   if (!updates.IsCompatibleWith(expected)) {
-    return errors::InvalidArgument("updates must have shape indices.shape[:-1] + "
-                                   "shape[indices.shape[-1]:] = ",
-                                   expected.ToString(), ", got ", updates.ToString());
+    return errors::InvalidArgument(
+        "updates must have shape indices.shape[:-1] + "
+        "shape[indices.shape[-1]:] = ",
+        expected.ToString(), ", got ", updates.ToString());
   }
   return Status::OK();
 }
@@ -83,8 +84,8 @@ Status GatherNdKernel(KernelContext& ctx) {
   NdSlices slices;
   FS_RETURN_IF_ERROR(NdSliceOffsets(indices, params.shape(), "param shape", &slices));
   Tensor* out;
-  FS_RETURN_IF_ERROR(ctx.AllocateOutput(
-      0, SlicesShape(indices, params.shape(), slices.index_depth), &out));
+  FS_RETURN_IF_ERROR(
+      ctx.AllocateOutput(0, SlicesShape(indices, params.shape(), slices.index_depth), &out));
   const int64_t element = static_cast<int64_t>(DTypeSize(params.dtype()));
   const int64_t slice_bytes = slices.slice_size * element;
   if (slice_bytes == 0) return Status::OK();
@@ -136,8 +137,8 @@ Status ReadScatterShape(const Tensor& shape_tensor, TensorShape* out) {
       return errors::InvalidArgument("shape[", i, "] = ", d, " must be non-negative");
     }
     if (d > 0 && elements > std::numeric_limits<int64_t>::max() / d) {
-      return errors::InvalidArgument("shape ", array_util::JoinInts(array_util::IntValues(
-                                                   shape_tensor)),
+      return errors::InvalidArgument("shape ",
+                                     array_util::JoinInts(array_util::IntValues(shape_tensor)),
                                      " has too many elements to fit int64");
     }
     elements *= d;
@@ -159,9 +160,10 @@ Status CheckUpdates(const Tensor& updates, const Tensor& indices, const TensorSh
                     int depth) {
   const TensorShape expected = SlicesShape(indices, shape, depth);
   if (updates.shape() != expected) {
-    return errors::InvalidArgument("updates must have shape indices.shape[:-1] + "
-                                   "shape[indices.shape[-1]:] = ",
-                                   expected.ToString(), ", got ", updates.shape().ToString());
+    return errors::InvalidArgument(
+        "updates must have shape indices.shape[:-1] + "
+        "shape[indices.shape[-1]:] = ",
+        expected.ToString(), ", got ", updates.shape().ToString());
   }
   return Status::OK();
 }
@@ -178,9 +180,9 @@ Status ScatterNdKernel(KernelContext& ctx) {
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
   if (out->bytes() > 0) std::memset(out->raw_data(), 0, out->bytes());
-  return scatter_util::ScatterSlicesOfType<Combine::kAdd>(
-      ctx, updates.dtype(), slices.offsets, slices.slice_size, updates.raw_data(),
-      /*scalar_update=*/false, out->raw_data());
+  return scatter_util::ScatterSlicesOfType<Combine::kAdd>(ctx, updates.dtype(), slices.offsets,
+                                                          slices.slice_size, updates.raw_data(),
+                                                          /*scalar_update=*/false, out->raw_data());
 }
 
 // d updates: the gradient at the positions the updates went to.
@@ -235,8 +237,8 @@ Status TensorScatterKernel(KernelContext& ctx) {
 // Replaced positions get no gradient; each update gets the gradient at its position.
 Status TensorScatterUpdateGrad(GradientContext& ctx) {
   const Endpoint grad = ctx.output_grad(0);
-  ctx.SetInputGrad(0, ctx.Op("TensorScatterUpdate",
-                             {grad, ctx.input(1), ctx.Op("ZerosLike", {ctx.input(2)})}));
+  ctx.SetInputGrad(
+      0, ctx.Op("TensorScatterUpdate", {grad, ctx.input(1), ctx.Op("ZerosLike", {ctx.input(2)})}));
   ctx.SetInputGrad(2, ctx.Op("GatherNd", {grad, ctx.input(1)}));
   return Status::OK();
 }
@@ -268,13 +270,13 @@ Status TensorScatterMinOrMaxGrad(GradientContext& ctx) {
   const Endpoint x_indicators = ctx.Op("Cast", {ctx.Op("Equal", {output, tensor})}, cast);
   const Endpoint y_output = ctx.Op("GatherNd", {output, indices});
   const Endpoint y_indicators = ctx.Op("Cast", {ctx.Op("Equal", {y_output, updates})}, cast);
-  const Endpoint ys_indicators = ctx.Op(
-      "ScatterNd", {indices, y_indicators, ShapeAs(ctx, tensor, ctx.input_type(1))});
+  const Endpoint ys_indicators =
+      ctx.Op("ScatterNd", {indices, y_indicators, ShapeAs(ctx, tensor, ctx.input_type(1))});
   const Endpoint indicators = ctx.Op("AddV2", {x_indicators, ys_indicators});
   ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.Op("Mul", {grad, x_indicators}), indicators}));
-  ctx.SetInputGrad(2, ctx.Op("Mul", {ctx.Op("GatherNd", {ctx.Op("RealDiv", {grad, indicators}),
-                                                         indices}),
-                                     y_indicators}));
+  ctx.SetInputGrad(
+      2, ctx.Op("Mul", {ctx.Op("GatherNd", {ctx.Op("RealDiv", {grad, indicators}), indices}),
+                        y_indicators}));
   return Status::OK();
 }
 

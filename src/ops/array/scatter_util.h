@@ -53,8 +53,8 @@ inline Status CheckedIndices(const Tensor& indices, int64_t limit, const char* n
 // The slices addressed by an index tensor of shape [..., K] into a tensor of `shape`: index
 // vector n selects shape[K:]-shaped slice n, which starts at element offsets[n].
 struct NdSlices {
-  int index_depth = 0;      // K
-  int64_t slice_size = 1;   // elements per slice: product of shape[K:]
+  int index_depth = 0;     // K
+  int64_t slice_size = 1;  // elements per slice: product of shape[K:]
   std::vector<int64_t> offsets;
 };
 
@@ -64,9 +64,10 @@ struct NdSlices {
 inline Status NdSliceOffsets(const Tensor& indices, const TensorShape& shape,
                              const char* shape_name, NdSlices* out) {
   if (indices.rank() < 1) {
-    return errors::InvalidArgument("indices must be at least a vector (the last dimension holds "
-                                   "the index vectors), got shape ",
-                                   indices.shape().ToString());
+    return errors::InvalidArgument(
+        "indices must be at least a vector (the last dimension holds "
+        "the index vectors), got shape ",
+        indices.shape().ToString());
   }
   const int depth = static_cast<int>(indices.dim(indices.rank() - 1));
   if (indices.dim(indices.rank() - 1) > shape.rank()) {
@@ -95,10 +96,10 @@ inline Status NdSliceOffsets(const Tensor& indices, const TensorShape& shape,
       if (value < 0 || value >= shape.dim(j)) {
         std::vector<int64_t> vector(depth);
         for (int i = 0; i < depth; ++i) vector[i] = indices.ElementAsInt64(n * depth + i);
-        return errors::InvalidArgument(
-            "indices", PositionOf(rows_shape, n), " = ", array_util::JoinInts(vector),
-            " does not index into ", shape_name, " ", shape.ToString(), ": entry ", j, " is ",
-            value, ", not in [0, ", shape.dim(j), ")");
+        return errors::InvalidArgument("indices", PositionOf(rows_shape, n), " = ",
+                                       array_util::JoinInts(vector), " does not index into ",
+                                       shape_name, " ", shape.ToString(), ": entry ", j, " is ",
+                                       value, ", not in [0, ", shape.dim(j), ")");
       }
       offset += value * strides[j];
     }
@@ -145,12 +146,11 @@ void ScatterSlices(KernelContext& ctx, const std::vector<int64_t>& offsets, int6
 // copied as unsigned integers of their size), the arithmetic types otherwise.
 template <Combine C>
 Status ScatterSlicesOfType(KernelContext& ctx, DType dtype, const std::vector<int64_t>& offsets,
-                           int64_t slice_size, const void* updates, bool scalar_update,
-                           void* dst) {
+                           int64_t slice_size, const void* updates, bool scalar_update, void* dst) {
   if constexpr (C == Combine::kUpdate) {
     return array_util::DispatchElementSize(DTypeSize(dtype), [&]<typename U>() -> Status {
-      ScatterSlices<C, U>(ctx, offsets, slice_size, static_cast<const U*>(updates),
-                          scalar_update, static_cast<U*>(dst));
+      ScatterSlices<C, U>(ctx, offsets, slice_size, static_cast<const U*>(updates), scalar_update,
+                          static_cast<U*>(dst));
       return Status::OK();
     });
   } else {

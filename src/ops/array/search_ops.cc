@@ -185,9 +185,10 @@ Status HistogramKernel(KernelContext& ctx) {
   const Tensor& range = ctx.input(1);
   const Tensor& nbins_tensor = ctx.input(2);
   if (range.rank() != 1 || range.num_elements() != 2) {
-    return errors::InvalidArgument("value_range must be a vector of 2 elements [lo, hi], got "
-                                   "shape ",
-                                   range.shape().ToString());
+    return errors::InvalidArgument(
+        "value_range must be a vector of 2 elements [lo, hi], got "
+        "shape ",
+        range.shape().ToString());
   }
   if (nbins_tensor.rank() != 0) {
     return errors::InvalidArgument("nbins must be a scalar, got shape ",
@@ -280,8 +281,8 @@ Status UnravelIndexKernel(KernelContext& ctx) {
     const int64_t index = indices.ElementAsInt64(i);
     if (index < 0 || index >= total) {
       return errors::InvalidArgument("index is out of bound as with dims: indices",
-                                     indices.rank() ? array_util::JoinInts({i}) : "", " = ",
-                                     index, " is not in [0, ", total, ") for dims ",
+                                     indices.rank() ? array_util::JoinInts({i}) : "", " = ", index,
+                                     " is not in [0, ", total, ") for dims ",
                                      array_util::JoinInts(shape));
     }
   }

@@ -50,9 +50,10 @@ Status SortedSegmentShape(InferenceContext& ctx) {
     int64_t rows;
     FS_RETURN_IF_ERROR(ctx.MergeDim(ctx.input(1).dim(0), ctx.input(2).dim(0), &rows));
   } else if (ctx.input(1).dim(0) >= 0 && data.dim(0) >= 0 && ctx.input(1).dim(0) != data.dim(0)) {
-    return errors::InvalidArgument("segment_ids should be the same size as dimension 0 of data, "
-                                   "but got ",
-                                   ctx.input(1).dim(0), " ids for ", data.dim(0), " rows");
+    return errors::InvalidArgument(
+        "segment_ids should be the same size as dimension 0 of data, "
+        "but got ",
+        ctx.input(1).dim(0), " ids for ", data.dim(0), " rows");
   }
   std::vector<int64_t> dims = {-1};
   for (int i = 1; i < data.rank(); ++i) dims.push_back(data.dim(i));
@@ -109,10 +110,10 @@ Status CheckSorted(const std::vector<int64_t>& ids) {
                                      " is negative; segment ids must be >= 0");
     }
     if (k > 0 && ids[k] < ids[k - 1]) {
-      return errors::InvalidArgument(
-          "segment ids are not increasing: segment_ids[", k, "] = ", ids[k],
-          " follows segment_ids[", k - 1, "] = ", ids[k - 1],
-          "; sort them, or use the unsorted_segment_* ops");
+      return errors::InvalidArgument("segment ids are not increasing: segment_ids[", k,
+                                     "] = ", ids[k], " follows segment_ids[", k - 1,
+                                     "] = ", ids[k - 1],
+                                     "; sort them, or use the unsorted_segment_* ops");
     }
   }
   return Status::OK();
@@ -134,9 +135,9 @@ Status MapRows(KernelContext& ctx, Kind kind, RowMap* map) {
     bool prefix = data.rank() >= ids.rank();
     for (int i = 0; prefix && i < ids.rank(); ++i) prefix = data.dim(i) == ids.dim(i);
     if (!prefix) {
-      return errors::InvalidArgument("data.shape = ", data.shape().ToString(),
-                                     " does not start with segment_ids.shape = ",
-                                     ids.shape().ToString());
+      return errors::InvalidArgument(
+          "data.shape = ", data.shape().ToString(),
+          " does not start with segment_ids.shape = ", ids.shape().ToString());
     }
     map->segment = IntValues(ids);
     for (size_t k = 0; k < map->segment.size(); ++k) {
@@ -160,10 +161,10 @@ Status MapRows(KernelContext& ctx, Kind kind, RowMap* map) {
   FS_RETURN_IF_ERROR(CheckSorted(map->segment));
   if (kind == Kind::kSorted) {
     if (ids.dim(0) != data.dim(0)) {
-      return errors::InvalidArgument("segment_ids should be the same size as dimension 0 of data"
-                                     ", but got ",
-                                     ids.dim(0), " ids for data of shape ",
-                                     data.shape().ToString());
+      return errors::InvalidArgument(
+          "segment_ids should be the same size as dimension 0 of data"
+          ", but got ",
+          ids.dim(0), " ids for data of shape ", data.shape().ToString());
     }
     map->source.resize(map->segment.size());
     for (size_t k = 0; k < map->source.size(); ++k) map->source[k] = static_cast<int64_t>(k);
@@ -173,8 +174,7 @@ Status MapRows(KernelContext& ctx, Kind kind, RowMap* map) {
       return errors::InvalidArgument("indices must be a vector with one entry per segment id (",
                                      ids.dim(0), "), got shape ", indices.shape().ToString());
     }
-    FS_RETURN_IF_ERROR(
-        scatter_util::CheckedIndices(indices, data.dim(0), "indices", &map->source));
+    FS_RETURN_IF_ERROR(scatter_util::CheckedIndices(indices, data.dim(0), "indices", &map->source));
   }
   map->num_segments = map->segment.empty() ? 0 : map->segment.back() + 1;
   return Status::OK();
@@ -264,8 +264,9 @@ Endpoint AsColumn(GradientContext& ctx, Endpoint v, Endpoint like) {
   Endpoint rest = ctx.Op("Sub", {ctx.Op("Rank", {like}), IndexScalar(ctx, 1)});
   Endpoint ones = ctx.Op("Fill", {ctx.Op("Reshape", {rest, IndexConst(ctx, {1}, DType::kInt32)}),
                                   IndexScalar(ctx, 1)});
-  return ctx.Op("Reshape", {v, ctx.Op("ConcatV2", {IndexConst(ctx, {-1}, DType::kInt32), ones,
-                                                   IndexScalar(ctx, 0)})});
+  return ctx.Op(
+      "Reshape",
+      {v, ctx.Op("ConcatV2", {IndexConst(ctx, {-1}, DType::kInt32), ones, IndexScalar(ctx, 0)})});
 }
 
 // The number of rows in each segment of sorted ids, as data's dtype.
@@ -288,8 +289,7 @@ Status SegmentMeanGrad(GradientContext& ctx) {
 // `gather` maps per-segment values to rows (dropping negative ids for the unsorted ops) and
 // `segment_sum` sums per-row values into segments.
 template <typename GatherFn, typename SumFn>
-Status MinOrMaxGrad(GradientContext& ctx, GatherFn gather, SumFn segment_sum,
-                    Endpoint row_kept) {
+Status MinOrMaxGrad(GradientContext& ctx, GatherFn gather, SumFn segment_sum, Endpoint row_kept) {
   const Endpoint data = ctx.input(0);
   Endpoint is_selected = ctx.Op("Equal", {data, gather(ctx.output(0))});
   if (row_kept.node != nullptr) is_selected = ctx.Op("LogicalAnd", {is_selected, row_kept});
@@ -310,13 +310,11 @@ Status ProdGrad(GradientContext& ctx, GatherFn gather, SumFn segment_sum, ProdFn
   Endpoint grad = ctx.output_grad(0);
   grad = ctx.Op("SelectV2", {ctx.Op("Greater", {num_zeros, IndexScalar(ctx, 1)}),
                              ctx.Op("ZerosLike", {grad}), grad});
-  const Endpoint non_zero_data =
-      ctx.Op("SelectV2", {is_zero, ctx.Op("OnesLike", {data}), data});
+  const Endpoint non_zero_data = ctx.Op("SelectV2", {is_zero, ctx.Op("OnesLike", {data}), data});
   const Endpoint gathered_prod = gather(ctx.output(0));
   const Endpoint gathered_non_zero_prod = gather(segment_prod(non_zero_data));
-  const Endpoint partial = ctx.Op(
-      "SelectV2",
-      {is_zero, gathered_non_zero_prod, ctx.Op("RealDiv", {gathered_prod, non_zero_data})});
+  const Endpoint partial = ctx.Op("SelectV2", {is_zero, gathered_non_zero_prod,
+                                               ctx.Op("RealDiv", {gathered_prod, non_zero_data})});
   ctx.SetInputGrad(0, ctx.Op("Mul", {gather(grad), partial}));
   return Status::OK();
 }
@@ -348,11 +346,10 @@ struct DropNegatives {
     clipped_ids = ctx.Op("Maximum", {ids, zero});
     // ids >= 0 reshaped to ids.shape + [1] * (data.rank - ids.rank), then broadcast.
     Endpoint row_rank = ctx.Op("Sub", {ctx.Op("Rank", {ctx.input(0)}), ctx.Op("Rank", {ids})});
-    Endpoint ones = ctx.Op("Fill", {ctx.Op("Reshape", {row_rank, IndexConst(ctx, {1},
-                                                                            DType::kInt32)}),
-                                    IndexScalar(ctx, 1)});
-    Endpoint shape =
-        ctx.Op("ConcatV2", {ctx.Shape(ids), ones, IndexScalar(ctx, 0)});
+    Endpoint ones = ctx.Op(
+        "Fill",
+        {ctx.Op("Reshape", {row_rank, IndexConst(ctx, {1}, DType::kInt32)}), IndexScalar(ctx, 1)});
+    Endpoint shape = ctx.Op("ConcatV2", {ctx.Shape(ids), ones, IndexScalar(ctx, 0)});
     kept = ctx.Op("Reshape", {ctx.Op("GreaterEqual", {ids, zero}), shape});
   }
   Endpoint operator()(Endpoint per_segment) {
@@ -391,8 +388,8 @@ Status SparseSegmentGrad(GradientContext& ctx) {
     if (R == Reduce::kSqrtN) counts = ctx.Op("Sqrt", {counts});
     grad = ctx.Op("RealDiv", {grad, AsColumn(ctx, counts, ctx.input(0))});
   }
-  const Endpoint rows = ctx.Op("GatherV2", {ctx.Shape(ctx.input(0)), IndexScalar(ctx, 0),
-                                            IndexScalar(ctx, 0)});
+  const Endpoint rows =
+      ctx.Op("GatherV2", {ctx.Shape(ctx.input(0)), IndexScalar(ctx, 0), IndexScalar(ctx, 0)});
   ctx.SetInputGrad(0, ctx.Op("UnsortedSegmentSum", {Gather(ctx, grad, ids), indices, rows}));
   return Status::OK();
 }
@@ -434,11 +431,11 @@ const SegmentRow kSegmentRows[] = {
      &kNumericTypes, UnsortedSegmentProdGrad,
      "Products of the rows of data by segment id into num_segments rows; empty segments give "
      "1, negative ids drop their row."},
-    {"SparseSegmentSum", Kind::kSparse, SegmentKernel<Reduce::kSum, Kind::kSparse>,
-     &kNumericTypes, SparseSegmentGrad<Reduce::kSum>,
+    {"SparseSegmentSum", Kind::kSparse, SegmentKernel<Reduce::kSum, Kind::kSparse>, &kNumericTypes,
+     SparseSegmentGrad<Reduce::kSum>,
      "Sums of the rows data[indices[k]] by sorted segment id segment_ids[k]."},
-    {"SparseSegmentMean", Kind::kSparse, SegmentKernel<Reduce::kMean, Kind::kSparse>,
-     &kFloatTypes, SparseSegmentGrad<Reduce::kMean>,
+    {"SparseSegmentMean", Kind::kSparse, SegmentKernel<Reduce::kMean, Kind::kSparse>, &kFloatTypes,
+     SparseSegmentGrad<Reduce::kMean>,
      "Means of the rows data[indices[k]] by sorted segment id segment_ids[k]."},
     {"SparseSegmentSqrtN", Kind::kSparse, SegmentKernel<Reduce::kSqrtN, Kind::kSparse>,
      &kFloatTypes, SparseSegmentGrad<Reduce::kSqrtN>,

@@ -132,11 +132,13 @@ OpBuilder SpaceDepthOp(const char* name, const char* doc) {
 }
 
 FS_REGISTER_OP(SpaceDepthOp<Move::kSpaceToDepth>(
-    "SpaceToDepth", "Moves block_size x block_size blocks of pixels into the depth dimension "
-                    "(NHWC): [b, h, w, c] -> [b, h / bs, w / bs, c * bs * bs]."));
+    "SpaceToDepth",
+    "Moves block_size x block_size blocks of pixels into the depth dimension "
+    "(NHWC): [b, h, w, c] -> [b, h / bs, w / bs, c * bs * bs]."));
 FS_REGISTER_OP(SpaceDepthOp<Move::kDepthToSpace>(
-    "DepthToSpace", "Moves depth into block_size x block_size blocks of pixels (NHWC): "
-                    "[b, h, w, c] -> [b, h * bs, w * bs, c / (bs * bs)]."));
+    "DepthToSpace",
+    "Moves depth into block_size x block_size blocks of pixels (NHWC): "
+    "[b, h, w, c] -> [b, h * bs, w * bs, c / (bs * bs)]."));
 
 }  // namespace
 }  // namespace flowstone
