@@ -105,6 +105,21 @@ TEST(IndexingOpsTest, SegmentOpsRejectBadIds) {
                 "one entry per segment id");
 }
 
+TEST(IndexingOpsTest, SizesFromUserDataDoNotOverflow) {
+  const Tensor wide = Floats({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4});
+  const Tensor huge_ids = Tensor::FromVector<int64_t>({0, int64_t{1} << 62}, TensorShape({2}));
+  ExpectInvalid(RunOp("SegmentSum", {wide, huge_ids}), "too many elements to fit int64");
+  ExpectInvalid(
+      RunOp("BroadcastTo", {Floats({1}, {1}), Tensor::FromVector<int64_t>(
+                                                  {int64_t{1} << 40, 1 << 30}, TensorShape({2}))}),
+      "too many elements to fit int64");
+  // No columns: a huge number of empty segments costs nothing.
+  OpRun empty = RunOp("UnsortedSegmentMax", {Floats({}, {2, 0}), Ints({0, 1}, {2}),
+                                             Tensor::Scalar<int64_t>(int64_t{1} << 62)});
+  ASSERT_TRUE(empty.status.ok()) << empty.status.ToString();
+  EXPECT_EQ(empty.outputs[0].num_elements(), 0);
+}
+
 TEST(IndexingOpsTest, ScansReversalsAndRollRejectBadAxes) {
   const Tensor x = Floats({1, 2, 3, 4, 5, 6}, {2, 3});
   ExpectInvalid(RunOp("Cumsum", {x, Scalar(2)}), "Expected axis in the range [-2, 2)");

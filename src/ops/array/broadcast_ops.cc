@@ -9,6 +9,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/array/scatter_util.h"
 #include "ops/array_util.h"
 
 namespace flowstone {
@@ -60,8 +61,10 @@ Status BroadcastToKernel(KernelContext& ctx) {
     return errors::InvalidArgument("Unable to broadcast tensor of shape ", input.shape().ToString(),
                                    " to tensor of shape ", ShapeString(target));
   }
+  TensorShape out_shape;
+  FS_RETURN_IF_ERROR(scatter_util::CheckedShape(target, &out_shape));
   Tensor* out;
-  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(target), &out));
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
   if (out->num_elements() == 0) return Status::OK();
   if (target.empty()) {
     std::memcpy(out->raw_data(), input.raw_data(), input.bytes());

@@ -3,7 +3,6 @@
 // slices into a copy of a tensor. An index tensor of shape [..., K] holds index vectors of length
 // K; each selects a slice of shape shape[K:]. An index vector outside the shape is an error.
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "flowstone/gradients.h"
@@ -124,27 +123,19 @@ FS_REGISTER_OP(OpBuilder("GatherNd")
 
 // --- ScatterNd -------------------------------------------------------------------------------
 
-// The output shape of ScatterNd: a 1-D tensor of non-negative sizes whose product fits int64.
+// The output shape of ScatterNd: a vector of non-negative sizes whose product fits int64.
 Status ReadScatterShape(const Tensor& shape_tensor, TensorShape* out) {
   if (shape_tensor.rank() != 1) {
     return errors::InvalidArgument("shape must be a vector, got shape ",
                                    shape_tensor.shape().ToString());
   }
-  int64_t elements = 1;
-  for (int64_t i = 0; i < shape_tensor.num_elements(); ++i) {
-    const int64_t d = shape_tensor.ElementAsInt64(i);
-    if (d < 0) {
-      return errors::InvalidArgument("shape[", i, "] = ", d, " must be non-negative");
+  const std::vector<int64_t> dims = array_util::IntValues(shape_tensor);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) {
+      return errors::InvalidArgument("shape[", i, "] = ", dims[i], " must be non-negative");
     }
-    if (d > 0 && elements > std::numeric_limits<int64_t>::max() / d) {
-      return errors::InvalidArgument("shape ",
-                                     array_util::JoinInts(array_util::IntValues(shape_tensor)),
-                                     " has too many elements to fit int64");
-    }
-    elements *= d;
-    out->AddDim(d);
   }
-  return Status::OK();
+  return scatter_util::CheckedShape(dims, out);
 }
 
 Status ScatterNdShape(InferenceContext& ctx) {

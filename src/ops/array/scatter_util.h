@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,21 @@ inline Status IndexOutOfRange(const char* name, const TensorShape& indices_shape
                               int64_t value, int64_t limit) {
   return errors::InvalidArgument(name, PositionOf(indices_shape, flat), " = ", value,
                                  " is not in [0, ", limit, ")");
+}
+
+// `dims` (all non-negative) as a shape, or InvalidArgument when its element count does not fit
+// int64: sizes computed from user data (a shape input, the largest segment id) must not overflow.
+inline Status CheckedShape(const std::vector<int64_t>& dims, TensorShape* out) {
+  int64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d > 0 && elements > std::numeric_limits<int64_t>::max() / d) {
+      return errors::InvalidArgument("a tensor of shape ", array_util::JoinInts(dims),
+                                     " would have too many elements to fit int64");
+    }
+    elements *= d;
+  }
+  *out = TensorShape(dims);
+  return Status::OK();
 }
 
 // Checks that every entry of a 1-D-or-more index tensor is in [0, limit) and returns the values.

@@ -207,7 +207,10 @@ Status HistogramKernel(KernelContext& ctx) {
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{nbins}, &out));
-  std::vector<int64_t> counts(static_cast<size_t>(nbins), 0);
+  Tensor counts_tensor;  // a temp, so that a huge nbins fails as an allocation, not a crash
+  FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kInt64, TensorShape{nbins}, &counts_tensor));
+  int64_t* counts = counts_tensor.data<int64_t>();
+  std::fill_n(counts, nbins, 0);
   for (int64_t i = 0; i < values.num_elements(); ++i) {
     const double v = values.ElementAsDouble(i);
     if (std::isnan(v)) {
@@ -215,7 +218,7 @@ Status HistogramKernel(KernelContext& ctx) {
                                      array_util::JoinInts({i}), " is NaN");
     }
     const double bin = std::floor((v - lo) / (hi - lo) * static_cast<double>(nbins));
-    counts[static_cast<size_t>(std::clamp(bin, 0.0, static_cast<double>(nbins - 1)))] += 1;
+    counts[static_cast<int64_t>(std::clamp(bin, 0.0, static_cast<double>(nbins - 1)))] += 1;
   }
   for (int64_t b = 0; b < nbins; ++b) SetIndex(out, b, counts[b]);
   return Status::OK();

@@ -204,10 +204,13 @@ Status SegmentKernel(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   RowMap map;
   FS_RETURN_IF_ERROR(MapRows(ctx, K, &map));
-  TensorShape out_shape{map.num_segments};
-  for (int i = map.ids_rank; i < data.rank(); ++i) out_shape.AddDim(data.dim(i));
+  std::vector<int64_t> out_dims = {map.num_segments};
+  for (int i = map.ids_rank; i < data.rank(); ++i) out_dims.push_back(data.dim(i));
+  TensorShape out_shape;
+  FS_RETURN_IF_ERROR(scatter_util::CheckedShape(out_dims, &out_shape));
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
+  if (out->num_elements() == 0) return Status::OK();
   const int64_t inner = DimProduct(data.shape(), map.ids_rank, data.rank());
   std::vector<int64_t> counts(static_cast<size_t>(map.num_segments), 0);
   for (int64_t s : map.segment) {
