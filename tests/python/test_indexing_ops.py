@@ -442,3 +442,26 @@ def test_space_to_depth_and_back():
         tf.space_to_depth(x, 1)
     with pytest.raises(ValueError, match="Only NHWC"):
         tf.space_to_depth(x, 2, data_format="NCHW")
+
+
+def test_gather_nd_with_batch_dims():
+    rng = np.random.default_rng(5)
+    params = rng.standard_normal((2, 3, 4, 5))
+    indices = rng.integers(0, 3, size=(2, 3, 6, 2))  # index vectors into dims 2 and 3
+    indices[..., 0] %= 4
+    got = tf.gather_nd(params, indices.astype(np.int64), batch_dims=2)
+    assert got.shape.ndims == 3
+    expected = np.empty((2, 3, 6))
+    for n in np.ndindex(2, 3):
+        for i in range(6):
+            expected[n + (i,)] = params[n][tuple(indices[n + (i,)])]
+    np.testing.assert_array_equal(_run(got), expected)
+    rows = tf.gather_nd(params, [[1], [0]], batch_dims=1)
+    np.testing.assert_array_equal(_run(rows), params[[0, 1], [1, 0]])
+    x = tf.constant(params)
+    grad = tf.gradients(tf.reduce_sum(tf.gather_nd(x, [[1], [1]], batch_dims=1)), x)[0]
+    expected_grad = np.zeros_like(params)
+    expected_grad[[0, 1], [1, 1]] = 1.0
+    np.testing.assert_array_equal(_run(grad), expected_grad)
+    with pytest.raises(ValueError, match="batch_dims = 3 must be in"):
+        tf.gather_nd(params, [[1], [0]], batch_dims=3)

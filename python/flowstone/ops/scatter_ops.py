@@ -9,6 +9,9 @@ are the C++ ops' (src/ops/array/scatter_nd_ops.cc, resource_scatter_ops.cc).
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.ops import array_ops as _array_ops
+from flowstone.ops import manip_ops as _manip_ops
+from flowstone.ops import math_ops as _math_ops
+from flowstone.ops import reduction_ops as _reduction_ops
 from flowstone.util.tf_export import tf_export
 
 
@@ -24,14 +27,43 @@ def _indices(value):
 
 @tf_export("gather_nd", "manip.gather_nd")
 def gather_nd(params, indices, name=None, batch_dims=0, bad_indices_policy=""):
-    """Slices of `params` at the index vectors in the last dimension of `indices`."""
-    if batch_dims != 0:
-        raise NotImplementedError("tf.gather_nd with batch_dims != 0 is not supported; "
-                                  "see docs/COMPAT.md")
+    """Slices of `params` at the index vectors in the last dimension of `indices`. With
+    batch_dims = b, the first b dims of params and indices are batch dims gathered in step:
+    output[n..., i...] = params[n..., indices[n..., i..., :]]."""
     with _ops.name_scope(name, "GatherNd", [params, indices]) as scope:
         params = _ops.convert_to_tensor(params, name="params")
-        return _op("GatherNd", [params, _indices(indices)], scope,
-                   {"bad_indices_policy": bad_indices_policy})
+        indices = _indices(indices)
+        attrs = {"bad_indices_policy": bad_indices_policy}
+        if batch_dims == 0:
+            return _op("GatherNd", [params, indices], scope, attrs)
+        return _batch_gather_nd(params, indices, int(batch_dims), attrs)
+
+
+def _batch_gather_nd(params, indices, batch_dims, attrs):
+    """gather_nd with batch dims: the batch is flattened into one dim, whose position is
+    prepended to every index vector, and the result is reshaped back."""
+    depth = indices.shape.as_list()[-1] if indices.shape.ndims else None
+    if depth is None:
+        raise ValueError("gather_nd with batch_dims needs indices with a known last dimension.")
+    if not 0 < batch_dims < indices.shape.ndims:
+        raise ValueError(f"batch_dims = {batch_dims} must be in [0, {indices.shape.ndims}), the "
+                         f"rank of indices less one.")
+    params_shape = _array_ops.shape(params)
+    indices_shape = _array_ops.shape(indices, out_type=indices.dtype)
+    batch = _reduction_ops.reduce_prod(indices_shape[:batch_dims], keepdims=True)
+    flat_params = _array_ops.reshape(
+        params, _array_ops.concat([_math_ops.cast(batch, _dtypes.int32),
+                                   params_shape[batch_dims:]], 0))
+    flat_indices = _array_ops.reshape(
+        indices, _array_ops.concat([batch, _ops.constant([-1, depth], indices.dtype)], 0))
+    positions = _array_ops.reshape(_array_ops.range(batch[0], dtype=indices.dtype), [-1, 1, 1])
+    positions = _manip_ops.broadcast_to(
+        positions, _array_ops.concat([_array_ops.shape(flat_indices, out_type=indices.dtype)[:2],
+                                      _ops.constant([1], indices.dtype)], 0))
+    gathered = _ops.apply_op("GatherNd", [flat_params, _array_ops.concat(
+        [positions, flat_indices], 2)], attrs).outputs[0]
+    return _array_ops.reshape(gathered, _array_ops.concat(
+        [_array_ops.shape(indices)[:-1], params_shape[batch_dims + depth:]], 0))
 
 
 @tf_export("scatter_nd", "manip.scatter_nd")
