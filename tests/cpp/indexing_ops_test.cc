@@ -138,6 +138,29 @@ TEST(IndexingOpsTest, ScansReversalsAndRollRejectBadAxes) {
   ExpectInvalid(RunOp("BroadcastTo", {x, Ints({-2, 3}, {2})}), "must be non-negative");
 }
 
+TEST(IndexingOpsTest, BlockMovesRejectSizesThatDoNotDivide) {
+  const Tensor image = Floats(std::vector<float>(2 * 4 * 6, 1.0f), {2, 4, 6, 1});
+  ExpectInvalid(RunOp("SpaceToDepth", {image}, Attrs({{"block_size", int64_t{4}}})),
+                "Image width 6 and height 4 should be divisible by block_size: 4");
+  ExpectInvalid(RunOp("DepthToSpace", {image}, Attrs({{"block_size", int64_t{2}}})),
+                "Input depth dimension 1 should be divisible by: 4");
+  ExpectInvalid(RunOp("SpaceToDepth", {Floats({1, 2}, {2})}, Attrs({{"block_size", int64_t{2}}})),
+                "input rank should be: 4");
+  ExpectInvalid(RunOp("SpaceToBatchND", {image, Ints({2, 3}, {2}), Ints({0, 1, 0, 0}, {2, 2})}),
+                "padded_shape[0]=5 is not divisible by block_shape[0]=2");
+  ExpectInvalid(RunOp("SpaceToBatchND", {image, Ints({2, 2}, {2}), Ints({0, -1, 0, 0}, {2, 2})}),
+                "must be non-negative");
+  ExpectInvalid(RunOp("SpaceToBatchND",
+                      {image, Ints({2, 2, 1, 1}, {4}), Ints(std::vector<int32_t>(8, 0), {4, 2})}),
+                "input rank should be > block_shape size");
+  ExpectInvalid(RunOp("BatchToSpaceND", {image, Ints({2, 2}, {2}), Ints({0, 0, 0, 0}, {2, 2})}),
+                "Input batch dimension (2) is not divisible by product of block sizes (4)");
+  ExpectInvalid(RunOp("BatchToSpaceND", {image, Ints({2, 1}, {2}), Ints({5, 4, 0, 0}, {2, 2})}),
+                "crops must not exceed");
+  ExpectInvalid(RunOp("BatchToSpaceND", {image, Ints({1, 1}, {2}), Ints({0, 0}, {1, 2})}),
+                "crops should have shape [2, 2]");
+}
+
 TEST(IndexingOpsTest, PartitionStitchUniqueAndCountingRejectBadInputs) {
   const Tensor data = Floats({1, 2, 3}, {3});
   ExpectInvalid(RunOp("DynamicPartition", {data, Ints({0, 2, 1}, {3})},

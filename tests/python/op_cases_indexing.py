@@ -1,6 +1,7 @@
 """Conformance cases (see op_cases.py) for the indexing families in src/ops/array/: GatherNd and
 the scatters, segment reductions, scans, reversals, partition and stitch, unique values,
-searching and counting, Roll, BroadcastTo, SpaceToDepth and DepthToSpace.
+searching and counting, Roll, BroadcastTo, SpaceToDepth / DepthToSpace and SpaceToBatchND /
+BatchToSpaceND.
 tests/python/test_indexing_ops.py covers the Python API, the variable scatters, error paths and
 thread-count determinism."""
 
@@ -103,6 +104,35 @@ def _depth_to_space(x, bs):
     b, h, w, c = x.shape
     pixels = x.reshape(b, h, w, bs, bs, c // (bs * bs)).transpose(0, 1, 3, 2, 4, 5)
     return pixels.reshape(b, h * bs, w * bs, c // (bs * bs))
+
+
+def _space_to_batch(x, block, paddings):
+    m = len(block)
+    padded = np.pad(x, [(0, 0)] + [tuple(p) for p in paddings] + [(0, 0)] * (x.ndim - m - 1))
+    shape = [padded.shape[0]]
+    for j in range(m):
+        shape += [padded.shape[j + 1] // block[j], block[j]]
+    blocks = padded.reshape(shape + list(x.shape[m + 1:]))
+    # [n, i1, o1, ..., iM, oM, rest] -> [o1, ..., oM, n, i1, ..., iM, rest]
+    order = [2 + 2 * j for j in range(m)] + [0] + [1 + 2 * j for j in range(m)]
+    order += list(range(2 * m + 1, blocks.ndim))
+    moved = blocks.transpose(order)
+    return moved.reshape([-1] + [shape[1 + 2 * j] for j in range(m)] + list(x.shape[m + 1:]))
+
+
+def _batch_to_space(x, block, crops):
+    m = len(block)
+    batch = x.shape[0] // int(np.prod(block))
+    blocks = x.reshape(list(block) + [batch] + list(x.shape[1:]))
+    # [o1, ..., oM, n, i1, ..., iM, rest] -> [n, i1, o1, ..., iM, oM, rest]
+    order = [m]
+    for j in range(m):
+        order += [m + 1 + j, j]
+    order += list(range(2 * m + 1, blocks.ndim))
+    full = blocks.transpose(order).reshape(
+        [batch] + [x.shape[j + 1] * block[j] for j in range(m)] + list(x.shape[m + 1:]))
+    index = [slice(None)] + [slice(c[0], full.shape[j + 1] - c[1]) for j, c in enumerate(crops)]
+    return full[tuple(index)]
 
 
 def _partition(data, partitions, num=3):
@@ -239,6 +269,12 @@ CASES = [
          lambda x: _space_to_depth(x, 3), attrs={"block_size": 3}),
     Case("DepthToSpace", [rand(2, 2, 3, 8)], lambda x: _depth_to_space(x, 2),
          attrs={"block_size": 2}, grad=[0]),
+    Case("SpaceToBatchND", [rand(2, 3, 4, 2), _i32([2, 2]), _i32([[1, 0], [0, 2]])],
+         _space_to_batch, grad=[0]),
+    Case("SpaceToBatchND", [_i64(np.arange(12).reshape(1, 6, 2)), _i64([3]), _i64([[0, 0]])],
+         _space_to_batch),
+    Case("BatchToSpaceND", [rand(8, 2, 3, 2), _i32([2, 2]), _i32([[1, 0], [0, 2]])],
+         _batch_to_space, grad=[0]),
     # Partitioning and stitching.
     Case("DynamicPartition", [rand(5, 2), _i32([1, 0, 1, 2, 0])], _partition,
          attrs={"num_partitions": 3}, outputs=3, grad=[0]),

@@ -465,3 +465,29 @@ def test_gather_nd_with_batch_dims():
     np.testing.assert_array_equal(_run(grad), expected_grad)
     with pytest.raises(ValueError, match="batch_dims = 3 must be in"):
         tf.gather_nd(params, [[1], [0]], batch_dims=3)
+
+
+def test_space_to_batch_and_back():
+    x = np.arange(2 * 4 * 6, dtype=np.float32).reshape(2, 4, 6, 1)
+    batched = tf.space_to_batch(x, [[0, 0], [1, 1]], block_size=2)
+    assert batched.op.name == "SpaceToBatchND" and batched.shape.as_list() == [8, 2, 4, 1]
+    got = _run(batched)
+    np.testing.assert_array_equal(got[0, :, 1:, 0], x[0, ::2, 1::2, 0])  # offset (0, 0)
+    # Batch entries k * 2 + n with column offset 0 (k = 0, 2) start with the left padding.
+    np.testing.assert_array_equal(got[[0, 1, 4, 5], :, 0], np.zeros((4, 2, 1)))
+    back = tf.batch_to_space(batched, [[0, 0], [1, 1]], block_size=2)
+    assert back.op.name == "BatchToSpaceND"
+    np.testing.assert_array_equal(_run(back), x)
+    assert tf.manip.batch_to_space_nd is tf.batch_to_space_nd
+    with pytest.raises(ValueError, match=r"padded_shape\[0\]=5 is not divisible by "
+                                         r"block_shape\[0\]=2"):
+        tf.space_to_batch_nd(x, [2, 3], [[0, 1], [0, 0]])
+    with pytest.raises(ValueError, match="All values in block_shape must be positive"):
+        tf.space_to_batch_nd(x, [2, 0], [[0, 0], [0, 0]])
+    with pytest.raises(ValueError, match=r"Input batch dimension \(2\) is not divisible by "
+                                         r"product of block sizes \(4\)"):
+        tf.batch_to_space_nd(x, [2, 2], [[0, 0], [0, 0]])
+    block = tf.placeholder(tf.int32, [2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not divisible"):
+            sess.run(tf.space_to_batch_nd(x, block, [[0, 0], [0, 0]]), {block: [3, 2]})

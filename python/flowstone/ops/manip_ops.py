@@ -1,7 +1,7 @@
-"""Reshaping helpers TF1 programs use often: tf.roll, tf.broadcast_to, tf.space_to_depth and
-tf.depth_to_space (C++ ops in src/ops/array/roll_ops.cc, broadcast_ops.cc and
-space_depth_ops.cc), and tf.meshgrid and tf.sequence_mask, composed from other ops as in
-TensorFlow."""
+"""Reshaping helpers TF1 programs use often: tf.roll, tf.broadcast_to, tf.space_to_depth,
+tf.depth_to_space, tf.space_to_batch_nd and tf.batch_to_space_nd (C++ ops in src/ops/array/
+roll_ops.cc, broadcast_ops.cc, space_depth_ops.cc and space_batch_ops.cc), and tf.meshgrid and
+tf.sequence_mask, composed from other ops as in TensorFlow."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -101,3 +101,47 @@ def depth_to_space(input, block_size, name=None, data_format="NHWC"):  # noqa: A
     """Moves channels into block_size x block_size blocks of pixels:
     [b, h, w, c] -> [b, h * block_size, w * block_size, c / block_size**2] (NHWC only)."""
     return _space_depth("DepthToSpace", input, block_size, name, data_format)
+
+
+def _space_batch(op_type, input, block_shape, amounts, name):  # noqa: A002
+    with _ops.name_scope(name, op_type, [input, block_shape, amounts]) as scope:
+        input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
+        block_shape = _index(block_shape, "block_shape")
+        amounts = _index(amounts, "paddings" if op_type == "SpaceToBatchND" else "crops")
+        return _ops.apply_op(op_type, [input, block_shape, amounts], name=scope.rstrip("/"),
+                             exact_name=True).outputs[0]
+
+
+@tf_export("space_to_batch_nd", "manip.space_to_batch_nd")
+def space_to_batch_nd(input, block_shape, paddings, name=None):  # noqa: A002
+    """Pads spatial dims 1..M by `paddings` ([M, 2]) and moves blocks of block_shape into the
+    batch dimension: [b, h, w, c] -> [b * bh * bw, (h + pads) / bh, (w + pads) / bw, c]."""
+    return _space_batch("SpaceToBatchND", input, block_shape, paddings, name)
+
+
+@tf_export("batch_to_space_nd", "manip.batch_to_space_nd")
+def batch_to_space_nd(input, block_shape, crops, name=None):  # noqa: A002
+    """The inverse of space_to_batch_nd: batch entries back into blocks of the spatial dims,
+    which are then cropped by `crops` ([M, 2])."""
+    return _space_batch("BatchToSpaceND", input, block_shape, crops, name)
+
+
+def _block_shape(block_size, block_shape):
+    if block_size is not None and block_shape is not None:
+        raise ValueError("Cannot specify both 'block_size' and 'block_shape'")
+    size = block_size if block_size is not None else block_shape
+    if size is None:
+        raise TypeError("missing required argument: 'block_size'")
+    return [int(size), int(size)]
+
+
+@tf_export("space_to_batch", "nn.space_to_batch")
+def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """space_to_batch_nd over the two spatial dims of an NHWC tensor, with square blocks."""
+    return space_to_batch_nd(input, _block_shape(block_size, block_shape), paddings, name)
+
+
+@tf_export("batch_to_space")
+def batch_to_space(input, crops, block_size=None, name=None, block_shape=None):  # noqa: A002
+    """batch_to_space_nd over the two spatial dims of an NHWC tensor, with square blocks."""
+    return batch_to_space_nd(input, _block_shape(block_size, block_shape), crops, name)
