@@ -161,6 +161,19 @@ TEST(IndexingOpsTest, BlockMovesRejectSizesThatDoNotDivide) {
                 "crops should have shape [2, 2]");
 }
 
+TEST(IndexingOpsTest, ExtractImagePatchesRejectsBadInputs) {
+  const AttrMap attrs = Attrs({{"ksizes", std::vector<int64_t>{1, 2, 2, 1}},
+                               {"strides", std::vector<int64_t>{1, 1, 1, 1}},
+                               {"rates", std::vector<int64_t>{1, 1, 1, 1}},
+                               {"padding", std::string("VALID")}});
+  ExpectInvalid(RunOp("ExtractImagePatches", {Floats({1, 2}, {2})}, attrs),
+                "images must be 4-dimensional");
+  // A 1x1 image is smaller than the 2x2 patch: VALID gives an empty output, not a read outside.
+  OpRun small = RunOp("ExtractImagePatches", {Floats({1}, {1, 1, 1, 1})}, attrs);
+  ASSERT_TRUE(small.status.ok()) << small.status.ToString();
+  EXPECT_EQ(small.outputs[0].num_elements(), 0);
+}
+
 TEST(IndexingOpsTest, PartitionStitchUniqueAndCountingRejectBadInputs) {
   const Tensor data = Floats({1, 2, 3}, {3});
   ExpectInvalid(RunOp("DynamicPartition", {data, Ints({0, 2, 1}, {3})},

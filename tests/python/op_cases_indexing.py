@@ -1,7 +1,7 @@
 """Conformance cases (see op_cases.py) for the indexing families in src/ops/array/: GatherNd and
 the scatters, segment reductions, scans, reversals, partition and stitch, unique values,
 searching and counting, Roll, BroadcastTo, SpaceToDepth / DepthToSpace and SpaceToBatchND /
-BatchToSpaceND.
+BatchToSpaceND, ExtractImagePatches.
 tests/python/test_indexing_ops.py covers the Python API, the variable scatters, error paths and
 thread-count determinism."""
 
@@ -133,6 +133,27 @@ def _batch_to_space(x, block, crops):
         [batch] + [x.shape[j + 1] * block[j] for j in range(m)] + list(x.shape[m + 1:]))
     index = [slice(None)] + [slice(c[0], full.shape[j + 1] - c[1]) for j, c in enumerate(crops)]
     return full[tuple(index)]
+
+
+def _patches(ksize, stride, rate, padding):
+    """A reference for ExtractImagePatches with TensorFlow's SAME/VALID output sizes."""
+    def ref(x):
+        b, h, w, c = x.shape
+        sizes, pads = [], []
+        for n, k, s, r in zip((h, w), ksize, stride, rate):
+            eff = (k - 1) * r + 1
+            out = -(-n // s) if padding == "SAME" else -(-(n - eff + 1) // s)
+            sizes.append(out)
+            pads.append(max((out - 1) * s + eff - n, 0) // 2 if padding == "SAME" else 0)
+        out = np.zeros((b, sizes[0], sizes[1], ksize[0] * ksize[1] * c), x.dtype)
+        for i, j, ki, kj in np.ndindex(sizes[0], sizes[1], ksize[0], ksize[1]):
+            y = i * stride[0] + ki * rate[0] - pads[0]
+            z = j * stride[1] + kj * rate[1] - pads[1]
+            if 0 <= y < h and 0 <= z < w:
+                k = (ki * ksize[1] + kj) * c
+                out[:, i, j, k:k + c] = x[:, y, z]
+        return out
+    return ref
 
 
 def _partition(data, partitions, num=3):
@@ -275,6 +296,12 @@ CASES = [
          _space_to_batch),
     Case("BatchToSpaceND", [rand(8, 2, 3, 2), _i32([2, 2]), _i32([[1, 0], [0, 2]])],
          _batch_to_space, grad=[0]),
+    Case("ExtractImagePatches", [rand(2, 5, 4, 3)], _patches((2, 2), (2, 1), (1, 1), "SAME"),
+         attrs={"ksizes": [1, 2, 2, 1], "strides": [1, 2, 1, 1], "rates": [1, 1, 1, 1],
+                "padding": "SAME"}, grad=[0]),
+    Case("ExtractImagePatches", [rand(1, 6, 6, 2)], _patches((2, 3), (2, 2), (2, 1), "VALID"),
+         attrs={"ksizes": [1, 2, 3, 1], "strides": [1, 2, 2, 1], "rates": [1, 2, 1, 1],
+                "padding": "VALID"}, grad=[0]),
     # Partitioning and stitching.
     Case("DynamicPartition", [rand(5, 2), _i32([1, 0, 1, 2, 0])], _partition,
          attrs={"num_partitions": 3}, outputs=3, grad=[0]),

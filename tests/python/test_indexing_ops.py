@@ -491,3 +491,17 @@ def test_space_to_batch_and_back():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="not divisible"):
             sess.run(tf.space_to_batch_nd(x, block, [[0, 0], [0, 0]]), {block: [3, 2]})
+
+
+def test_extract_image_patches_names_and_shapes():
+    x = np.arange(50, dtype=np.float32).reshape(1, 5, 5, 2)
+    same = tf.extract_image_patches(x, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "SAME")
+    valid = tf.image.extract_patches(x, [1, 2, 2, 1], [1, 2, 2, 1], [1, 1, 1, 1], "VALID")
+    assert same.op.name == "ExtractImagePatches" and same.shape.as_list() == [1, 3, 3, 8]
+    assert valid.shape.as_list() == [1, 2, 2, 8]
+    got = _run(valid)
+    np.testing.assert_array_equal(got[0, 1, 0], x[0, 2:4, 0:2].reshape(-1))
+    with pytest.raises(ValueError, match="ksizes must be a list of 4 ints"):
+        tf.image.extract_patches(x, [2, 2], [1, 1, 1, 1], [1, 1, 1, 1], "SAME")
+    with pytest.raises(ValueError, match="not in the list of allowed values"):
+        tf.image.extract_patches(x, [1, 2, 2, 1], [1, 1, 1, 1], [1, 1, 1, 1], "FULL")

@@ -1,7 +1,8 @@
 """Reshaping helpers TF1 programs use often: tf.roll, tf.broadcast_to, tf.space_to_depth,
-tf.depth_to_space, tf.space_to_batch_nd and tf.batch_to_space_nd (C++ ops in src/ops/array/
-roll_ops.cc, broadcast_ops.cc, space_depth_ops.cc and space_batch_ops.cc), and tf.meshgrid and
-tf.sequence_mask, composed from other ops as in TensorFlow."""
+tf.depth_to_space, tf.space_to_batch_nd, tf.batch_to_space_nd and tf.image.extract_patches (C++
+ops in src/ops/array/roll_ops.cc, broadcast_ops.cc, space_depth_ops.cc, space_batch_ops.cc and
+extract_patches_ops.cc), and tf.meshgrid and tf.sequence_mask, composed from other ops as in
+TensorFlow."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -145,3 +146,25 @@ def space_to_batch(input, paddings, block_size=None, name=None, block_shape=None
 def batch_to_space(input, crops, block_size=None, name=None, block_shape=None):  # noqa: A002
     """batch_to_space_nd over the two spatial dims of an NHWC tensor, with square blocks."""
     return batch_to_space_nd(input, _block_shape(block_size, block_shape), crops, name)
+
+
+@tf_export("image.extract_patches")
+def extract_patches(images, sizes, strides, rates, padding, name=None):
+    """The sizes[1] x sizes[2] patches of an NHWC image (sampled every rates[i] pixels, one
+    every strides[i] pixels), each flattened into the depth of one output pixel."""
+    with _ops.name_scope(name, "ExtractImagePatches", [images]) as scope:
+        images = _ops.convert_to_tensor(images, name="images")
+        attrs = {"ksizes": [int(s) for s in sizes], "strides": [int(s) for s in strides],
+                 "rates": [int(r) for r in rates], "padding": padding}
+        return _ops.apply_op("ExtractImagePatches", [images], attrs, name=scope.rstrip("/"),
+                             exact_name=True).outputs[0]
+
+
+@tf_export("extract_image_patches", "image.extract_image_patches")
+def extract_image_patches(images, ksizes=None, strides=None, rates=None, padding=None,
+                          name=None, sizes=None):
+    """TF1's name for tf.image.extract_patches (`ksizes` is the deprecated name of `sizes`)."""
+    if ksizes is not None and sizes is not None:
+        raise ValueError("Cannot specify both 'ksizes' and 'sizes'")
+    return extract_patches(images, sizes if sizes is not None else ksizes, strides, rates,
+                           padding, name)
