@@ -1,7 +1,7 @@
-// Helpers shared by the indexing families in this folder (scatter_nd_ops.cc,
-// resource_scatter_ops.cc, segment_ops.cc, partition_ops.cc): reading index tensors into flat
-// slice offsets with TensorFlow's out-of-range messages, and applying updates to slices with one
-// combining rule per op.
+// Helpers shared by the op families in this folder: reading index tensors into flat slice
+// offsets with TensorFlow's out-of-range messages, applying updates to slices with one combining
+// rule per op (scatter_nd_ops.cc, resource_scatter_ops.cc), and checking that sizes computed from
+// user data fit int64 (segment_ops.cc, broadcast_ops.cc, space_batch_ops.cc).
 #pragma once
 
 #include <algorithm>
