@@ -92,6 +92,16 @@ from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
 
+from op_cases_math_functions import (CASES as _MATH_FUNCTION_CASES,  # noqa: E402
+                                     GRADIENT_PENDING as _MATH_FUNCTION_PENDING)
+
+CASES += _MATH_FUNCTION_CASES
+GRADIENT_PENDING |= _MATH_FUNCTION_PENDING
+
+from op_cases_linalg import CASES as _LINALG_CASES  # noqa: E402
+
+CASES += _LINALG_CASES
+
 from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEMPT  # noqa: E402
 
 CASES += _INDEXING_CASES
