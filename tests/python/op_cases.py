@@ -135,3 +135,8 @@ from op_cases_debug import CASES as _DEBUG_CASES, EXEMPT as _DEBUG_EXEMPT  # noq
 
 CASES += _DEBUG_CASES
 EXEMPT.update(_DEBUG_EXEMPT)
+
+from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEMPT  # noqa: E402
+
+CASES += _INDEXING_CASES
+EXEMPT.update(_INDEXING_EXEMPT)
