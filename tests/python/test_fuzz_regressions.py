@@ -95,3 +95,16 @@ def test_svd_of_a_matrix_with_inf_or_nan_gives_nan_factors_instead_of_hanging():
         s, u, v = sess.run([s, u, v])
     assert np.isnan(s[0]).all() and np.isnan(u[0]).all() and np.isnan(v[0]).all()
     np.testing.assert_allclose(s[1], [3.0, 2.0])
+
+
+@pytest.mark.parametrize("op, big_shape", [("DepthToSpace", [1, 2**50, 1, 0]),
+                                           ("SpaceToDepth", [1, 2**21, 2**21, 2**30])])
+def test_a_huge_block_size_is_an_error_not_a_division_by_zero(op, big_shape):
+    # block_size=2**40: block_size squared wrapped to 0 and the shape function divided by it
+    # (SIGFPE). An empty input made it reachable without any memory.
+    x = tf.zeros([5, 0, 1, 2], tf.float16)
+    with pytest.raises(ValueError, match="Value for attr 'block_size' of 1099511627776 is too "
+                                         "large: its square must fit in 64 bits"):
+        apply_op(op, [x], {"block_size": 2**40})
+    with pytest.raises(ValueError, match="overflows int64"):
+        apply_op(op, [tf.placeholder(tf.float32, big_shape)], {"block_size": 2**21})

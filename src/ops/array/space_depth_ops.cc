@@ -23,6 +23,11 @@ Status ReadAttrs(const AttrMap& attrs, int64_t* block_size) {
     return errors::InvalidArgument("Value for attr 'block_size' of ", *block_size,
                                    " must be at least minimum 2");
   }
+  // block_size squared must fit in int64 (2**40 squared wrapped to 0, a division by zero).
+  if (*block_size > 3037000499) {
+    return errors::InvalidArgument("Value for attr 'block_size' of ", *block_size,
+                                   " is too large: its square must fit in 64 bits");
+  }
   const std::string format = attrs.GetOr<std::string>("data_format", "NHWC");
   if (format != "NHWC") {
     return errors::InvalidArgument("Only NHWC data_format is supported on the CPU, got ", format,
@@ -40,15 +45,23 @@ Status OutputDims(Move move, const std::vector<int64_t>& in, int64_t block,
       return errors::InvalidArgument("Image width ", in[2], " and height ", in[1],
                                      " should be divisible by block_size: ", block);
     }
-    *out = {in[0], in[1] < 0 ? -1 : in[1] / block, in[2] < 0 ? -1 : in[2] / block,
-            in[3] < 0 ? -1 : in[3] * block * block};
+    int64_t depth = -1;
+    if (in[3] >= 0 && __builtin_mul_overflow(in[3], block * block, &depth)) {
+      return errors::InvalidArgument("Output depth ", in[3], " * ", block, "^2 overflows int64");
+    }
+    *out = {in[0], in[1] < 0 ? -1 : in[1] / block, in[2] < 0 ? -1 : in[2] / block, depth};
   } else {
     if (in[3] >= 0 && in[3] % (block * block) != 0) {
       return errors::InvalidArgument("Input depth dimension ", in[3],
                                      " should be divisible by: ", block * block);
     }
-    *out = {in[0], in[1] < 0 ? -1 : in[1] * block, in[2] < 0 ? -1 : in[2] * block,
-            in[3] < 0 ? -1 : in[3] / (block * block)};
+    int64_t height = -1, width = -1;
+    if ((in[1] >= 0 && __builtin_mul_overflow(in[1], block, &height)) ||
+        (in[2] >= 0 && __builtin_mul_overflow(in[2], block, &width))) {
+      return errors::InvalidArgument("Output height or width (", in[1], ", ", in[2], ") * ", block,
+                                     " overflows int64");
+    }
+    *out = {in[0], height, width, in[3] < 0 ? -1 : in[3] / (block * block)};
   }
   return Status::OK();
 }
