@@ -112,3 +112,13 @@ from op_cases_debug import CASES as _DEBUG_CASES, EXEMPT as _DEBUG_EXEMPT  # noq
 
 CASES += _DEBUG_CASES
 EXEMPT.update(_DEBUG_EXEMPT)
+
+from op_cases_math_functions import (CASES as _MATH_FUNCTION_CASES,  # noqa: E402
+                                     GRADIENT_PENDING as _MATH_FUNCTION_PENDING)
+
+CASES += _MATH_FUNCTION_CASES
+GRADIENT_PENDING |= _MATH_FUNCTION_PENDING
+
+from op_cases_linalg import CASES as _LINALG_CASES  # noqa: E402
+
+CASES += _LINALG_CASES
