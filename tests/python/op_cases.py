@@ -96,6 +96,29 @@ from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
 
+from op_cases_math_functions import (CASES as _MATH_FUNCTION_CASES,  # noqa: E402
+                                     GRADIENT_PENDING as _MATH_FUNCTION_PENDING)
+
+CASES += _MATH_FUNCTION_CASES
+GRADIENT_PENDING |= _MATH_FUNCTION_PENDING
+
+from op_cases_linalg import CASES as _LINALG_CASES  # noqa: E402
+
+CASES += _LINALG_CASES
+
+from op_cases_conv3d import CASES as _CONV3D_CASES  # noqa: E402
+
+CASES += _CONV3D_CASES
+
+from op_cases_norm import CASES as _NORM_CASES  # noqa: E402
+
+CASES += _NORM_CASES
+
+from op_cases_sampling import CASES as _SAMPLING_CASES, EXEMPT as _SAMPLING_EXEMPT  # noqa: E402
+
+CASES += _SAMPLING_CASES
+EXEMPT.update(_SAMPLING_EXEMPT)
+
 from op_cases_list import CASES as _LIST_CASES  # noqa: E402
 
 CASES += _LIST_CASES
@@ -113,12 +136,7 @@ from op_cases_debug import CASES as _DEBUG_CASES, EXEMPT as _DEBUG_EXEMPT  # noq
 CASES += _DEBUG_CASES
 EXEMPT.update(_DEBUG_EXEMPT)
 
-from op_cases_math_functions import (CASES as _MATH_FUNCTION_CASES,  # noqa: E402
-                                     GRADIENT_PENDING as _MATH_FUNCTION_PENDING)
+from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEMPT  # noqa: E402
 
-CASES += _MATH_FUNCTION_CASES
-GRADIENT_PENDING |= _MATH_FUNCTION_PENDING
-
-from op_cases_linalg import CASES as _LINALG_CASES  # noqa: E402
-
-CASES += _LINALG_CASES
+CASES += _INDEXING_CASES
+EXEMPT.update(_INDEXING_EXEMPT)
