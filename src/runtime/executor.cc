@@ -184,11 +184,18 @@ Status ExecutionPlan::RunSequential(RunState& state, ResourceMgr* resources,
 
 Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, ThreadPool* pool,
                                   int64_t step_id) const {
+  // `shared` and `process` live on this thread's stack, so this function may return only once no
+  // worker touches them again. The last worker to finish a node sets `done` and notifies with the
+  // mutex held; the waiter can only see `done` after taking the mutex, hence after that worker
+  // has released it for the last time. (Waiting for `outstanding` to reach 0 instead let the
+  // waiter return, and its stack be reused, between a worker's decrement and its notify_all on
+  // the then-destroyed condition variable: the crash in SessionTest.ParallelReadersOfOneTensor.)
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
     std::atomic<int> outstanding{0};
     std::atomic<bool> failed{false};
+    bool done = false;  // guarded by mu
     Status status;
   } shared;
   shared.outstanding.store(static_cast<int>(nodes.size()));
@@ -220,7 +227,9 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
       }
       if (shared.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(shared.mu);
+        shared.done = true;
         shared.cv.notify_all();
+        return;  // nothing after the notify may touch `shared` or `process`
       }
       index = next;
     }
@@ -231,7 +240,7 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
   }
   if (!roots.empty()) process(roots[0]);
   std::unique_lock<std::mutex> lock(shared.mu);
-  shared.cv.wait(lock, [&] { return shared.outstanding.load() == 0; });
+  shared.cv.wait(lock, [&] { return shared.done; });
   return shared.status;
 }
 
