@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <cstdio>
 
+#include "core/thread_signals.h"
+
 namespace flowstone {
 
 namespace {
@@ -247,6 +249,9 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
                           const RunOptions& options, const CancellationToken& cancellation) const {
+  // Kernels run on this thread too: a signal handled here must not land on a kernel's stack
+  // pointer (see core/thread_signals.h).
+  EnsureAlternateSignalStack();
   std::unique_ptr<RunState> state = AcquireState();
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   state->cancellation = &cancellation;
