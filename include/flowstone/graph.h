@@ -91,6 +91,11 @@ class Graph : public std::enable_shared_from_this<Graph> {
   // naming the op and its input shapes), a duplicate name, or a finalized graph.
   StatusOr<Node*> AddNode(NodeSpec spec);
 
+  // Replaces the device `node` asks for. For device functions (tf.device with a function), which
+  // see the created node: Python sets the device they return right after AddNode, before the
+  // node reaches user code or a session.
+  void SetRequestedDevice(Node* node, std::string device);
+
   Node* FindNode(const std::string& name) const;
   Node* node(int id) const;
   int num_nodes() const;

@@ -19,14 +19,14 @@ _cpu_check.check_this_build()
 
 from flowstone import dtypes
 from flowstone import errors
-from flowstone.dtypes import (DType, as_dtype, bfloat16, bool, double, float16, float32,  # noqa: A004
-                              float64, half, int32, int64, uint8, resource)
+from flowstone.dtypes import *  # noqa: F401,F403 - every dtype name (tf.float32, tf.qint8, ...)
 from flowstone.framework.ops import (Graph, GraphKeys, Operation, Tensor, add_to_collection,
                                      add_to_collections, colocate_with, control_dependencies,
                                      convert_to_tensor, device, get_collection, get_collection_ref,
                                      get_default_graph, is_tensor, name_scope,
                                      reset_default_graph, set_random_seed)
 from flowstone.framework.tensor_shape import Dimension, TensorShape
+from flowstone.framework import device_spec as _device_spec  # tf.DeviceSpec, by tf_export
 from flowstone.client.session import InteractiveSession, Session, get_default_session
 from flowstone.protos import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions,
                               RunMetadata, RunOptions)
@@ -41,24 +41,28 @@ from flowstone import train
 from flowstone import layers, losses, nn
 from flowstone import math  # noqa: A004 - TensorFlow's name
 
-# Op families: every module in flowstone/ops is imported, so a new family needs no edit here.
-# The older modules in _TOP_LEVEL_ALL list their top-level names in __all__; every other module
-# says where each of its names goes with flowstone.util.tf_export, applied by
+# Op families (flowstone/ops) and the process utilities (flowstone/platform: tf.logging,
+# tf.flags, tf.app, tf.gfile): every module in these packages is imported, so a new one needs no
+# edit here. The older op modules in _TOP_LEVEL_ALL list their top-level names in __all__; every
+# other module says where each of its names goes with flowstone.util.tf_export, applied by
 # _tf_export.populate at the end of this file.
 import pkgutil as _pkgutil  # noqa: E402
 
 from flowstone import ops as _ops_package  # noqa: E402
+from flowstone import platform as _platform_package  # noqa: E402
 from flowstone.util import tf_export as _tf_export  # noqa: E402
 
 _TOP_LEVEL_ALL = {"math_ops", "array_ops", "reduction_ops", "matmul_ops", "nn_ops", "random_ops",
                   "gradients", "conv_ops"}
-for _info in sorted(_pkgutil.iter_modules(_ops_package.__path__), key=lambda m: m.name):
-    _module = _importlib.import_module(f"flowstone.ops.{_info.name}")
-    if _info.name in _TOP_LEVEL_ALL:
-        for _symbol in _module.__all__:
-            globals()[_symbol] = getattr(_module, _symbol)
+for _package in (_ops_package, _platform_package):
+    for _info in sorted(_pkgutil.iter_modules(_package.__path__), key=lambda m: m.name):
+        _module = _importlib.import_module(f"{_package.__name__}.{_info.name}")
+        if _package is _ops_package and _info.name in _TOP_LEVEL_ALL:
+            for _symbol in _module.__all__:
+                globals()[_symbol] = getattr(_module, _symbol)
 
-initializers = _types.SimpleNamespace(
+# tf.initializers: a module placed by the export table.
+for _symbol, _value in dict(
     zeros=_init_ops.Zeros, ones=_init_ops.Ones, constant=_init_ops.Constant,
     random_normal=_init_ops.RandomNormal, random_uniform=_init_ops.RandomUniform,
     truncated_normal=_init_ops.TruncatedNormal, variance_scaling=_init_ops.VarianceScaling,
@@ -67,7 +71,8 @@ initializers = _types.SimpleNamespace(
     lecun_normal=_init_ops.lecun_normal, lecun_uniform=_init_ops.lecun_uniform,
     global_variables=global_variables_initializer,  # noqa: F405
     variables=variables_initializer,  # noqa: F405
-)
+).items():
+    _tf_export.export_value(f"initializers.{_symbol}", _value)
 for _symbol in _init_ops.__all__:
     globals()[_symbol] = getattr(_init_ops, _symbol)
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from flowstone.framework import ops as _ops
-from flowstone.ops import init_ops, variables
+from flowstone.ops import init_ops, variable_scope
 
 __all__ = ["dense", "conv2d", "max_pooling2d", "average_pooling2d", "flatten", "dropout",
            "batch_normalization"]
@@ -17,6 +17,14 @@ def _pair(value, name):
         raise ValueError(f"The `{name}` argument must be an int or a tuple of 2 ints, got "
                          f"{value}")
     return [int(v) for v in value]
+
+
+def _layer_scope(name, base_name, reuse):
+    """The variable scope of one layer: `name`, or `base_name` made unique ("dense_1"); a layer
+    built with reuse=True and no name shares the variables of the first `base_name` layer."""
+    if name is None and reuse:
+        name = base_name
+    return variable_scope.variable_scope(name, default_name=base_name, reuse=reuse)
 
 
 def _add_bias_and_activate(outputs, bias, activation, activity_regularizer,
@@ -45,13 +53,13 @@ def _kernel_and_bias(kernel_shape, units, dtype, use_bias, trainable, kernel_ini
                      kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
                      bias_constraint):
     """The "kernel" and (when use_bias) "bias" variables of a layer, in the current scope."""
-    kernel = variables.get_variable("kernel", kernel_shape, dtype=dtype,
+    kernel = variable_scope.get_variable("kernel", kernel_shape, dtype=dtype,
                                     initializer=kernel_initializer,
                                     regularizer=kernel_regularizer, trainable=trainable,
                                     constraint=kernel_constraint)
     bias = None
     if use_bias:
-        bias = variables.get_variable("bias", [units], dtype=dtype, initializer=bias_initializer,
+        bias = variable_scope.get_variable("bias", [units], dtype=dtype, initializer=bias_initializer,
                                       regularizer=bias_regularizer, trainable=trainable,
                                       constraint=bias_constraint)
     return kernel, bias
@@ -72,7 +80,7 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     if in_dim is None:
         raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found "
                          "`None`.")
-    with variables.variable_scope(name, default_name="dense", reuse=reuse):
+    with _layer_scope(name, "dense", reuse):
         kernel, bias = _kernel_and_bias(
             [in_dim, units], units, inputs.dtype, use_bias, trainable, kernel_initializer,
             kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
@@ -129,7 +137,7 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(strides, "strides")
     dh, dw = _pair(dilation_rate, "dilation_rate")
-    with variables.variable_scope(name, default_name="conv2d", reuse=reuse):
+    with _layer_scope(name, "conv2d", reuse):
         kernel, bias = _kernel_and_bias(
             [kh, kw, channels, filters], filters, inputs.dtype, use_bias, trainable,
             kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
@@ -240,17 +248,17 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     broadcast = [1] * rank
     broadcast[axis] = depth
     bessel = _uses_fused_statistics(rank, axis, inputs.dtype, fused)
-    with variables.variable_scope(name, default_name="batch_normalization", reuse=reuse):
+    with _layer_scope(name, "batch_normalization", reuse):
         dtype = inputs.dtype
-        gamma = variables.get_variable("gamma", [depth], dtype, gamma_initializer,
+        gamma = variable_scope.get_variable("gamma", [depth], dtype, gamma_initializer,
                                        regularizer=gamma_regularizer, trainable=trainable,
                                        constraint=gamma_constraint) if scale else None
-        beta = variables.get_variable("beta", [depth], dtype, beta_initializer,
+        beta = variable_scope.get_variable("beta", [depth], dtype, beta_initializer,
                                       regularizer=beta_regularizer, trainable=trainable,
                                       constraint=beta_constraint) if center else None
-        moving_mean = variables.get_variable("moving_mean", [depth], dtype,
+        moving_mean = variable_scope.get_variable("moving_mean", [depth], dtype,
                                              moving_mean_initializer, trainable=False)
-        moving_var = variables.get_variable("moving_variance", [depth], dtype,
+        moving_var = variable_scope.get_variable("moving_variance", [depth], dtype,
                                             moving_variance_initializer, trainable=False)
 
         def reshape(v):

@@ -169,7 +169,15 @@ def _get_memory_growth(device):
     return _state["memory_growth"].get(device.name, False)
 
 
-experimental = types.SimpleNamespace(
+def _namespace(name, **members):
+    """A submodule of tf.config (TensorFlow's are modules, not plain objects)."""
+    module = types.ModuleType(f"{__name__}.{name}")
+    module.__dict__.update(members)
+    return module
+
+
+experimental = _namespace(
+    "experimental",
     list_physical_devices=list_physical_devices,
     list_logical_devices=list_logical_devices,
     get_visible_devices=get_visible_devices,
@@ -189,7 +197,8 @@ def _set_threads(key, n):
     _state[key] = int(n)
 
 
-threading = types.SimpleNamespace(
+threading = _namespace(
+    "threading",
     get_intra_op_parallelism_threads=lambda: _state["intra_op"],
     set_intra_op_parallelism_threads=lambda n: _set_threads("intra_op", n),
     get_inter_op_parallelism_threads=lambda: _state["inter_op"],

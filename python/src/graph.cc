@@ -230,6 +230,11 @@ void RegisterGraph(nb::module_& m) {
              ThrowIfError(node.status());
              return NodeRef{graph.shared_from_this(), *node};
            })
+      .def("set_device",
+           [](Graph& g, const NodeRef& n, const std::string& device) {
+             if (n.graph.get() != &g) throw nb::value_error("set_device: node of another graph");
+             g.SetRequestedDevice(n.node, device);
+           })
       .def("unique_name", [](Graph& g, const std::string& base) { return g.UniqueName(base); })
       .def("find_node",
            [](Graph& g, const std::string& name) -> nb::object {

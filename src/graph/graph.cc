@@ -304,6 +304,11 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   return raw;
 }
 
+void Graph::SetRequestedDevice(Node* node, std::string device) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  node->requested_device_ = std::move(device);
+}
+
 Node* Graph::FindNode(const std::string& name) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return FindNodeUnlocked(name);

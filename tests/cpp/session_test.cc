@@ -25,6 +25,19 @@ TEST(GraphTest, UniqueNamesFollowTensorFlow) {
   EXPECT_EQ(g.UniqueName("scope/Add"), "scope/Add");
 }
 
+TEST(GraphTest, SetRequestedDeviceReplacesTheDevice) {
+  GraphBuilder b;
+  Endpoint x = b.Const(Tensor::Scalar<float>(2.0f), "x");
+  EXPECT_EQ(x.node->requested_device(), "");
+  b.graph()->SetRequestedDevice(x.node, "/device:CPU:0");
+  EXPECT_EQ(x.node->requested_device(), "/device:CPU:0");
+  std::unique_ptr<Session> session = NewSession(b);
+  std::vector<Tensor> out;
+  Status s = session->Run({}, {x}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out[0].data<float>()[0], 2.0f);
+}
+
 TEST(GraphTest, RejectsUnknownOpsDuplicatesAndDtypeMismatches) {
   GraphBuilder b;
   b.Op("NoSuchOp", {});

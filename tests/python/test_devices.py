@@ -119,9 +119,58 @@ def test_device_functions_see_the_op_and_merge():
         z = tf.add(y, 1.0, name="z")
     assert y.device == "/job:localhost/device:CPU:1"
     assert z.device == "/job:localhost"
-    assert ("MatMul", "mm", "/job:localhost") in seen
+    # As in TensorFlow, a function sees the device of the scopes inside it (none here); the
+    # scopes outside it fill in what it leaves unset afterwards.
+    assert ("MatMul", "mm", "") in seen
     with tf.Session(config=TWO_CPUS) as sess:
         np.testing.assert_allclose(sess.run(z), np.eye(2) + 1)
+
+
+def test_device_functions_get_the_operation_and_its_node_def():
+    seen = []
+
+    def variables_on_cpu1(op):
+        seen.append((type(op), op.type, op.name, op.node_def.op, op.node_def.name,
+                     op.node_def.device))
+        return "/cpu:1" if op.node_def.op == "VarHandleOp" else op.device
+
+    with tf.device(variables_on_cpu1):
+        w = tf.Variable(np.ones([2], np.float32), name="w")
+        with tf.device("/cpu:0"):
+            y = tf.multiply(w, 3.0, name="y")
+    assert w.op.device == "/device:CPU:1" and y.device == "/device:CPU:0"
+    assert (tf.Operation, "VarHandleOp", "w", "VarHandleOp", "w", "") in seen
+    # The scope inside the function applies first, so the function sees its device.
+    assert (tf.Operation, "Mul", "y", "Mul", "y", "/device:CPU:0") in seen
+    node_def = y.op.node_def
+    assert node_def.input == [y.op.inputs[0].op.name, y.op.inputs[1].op.name]
+    assert node_def.attr["T"] == tf.float32 and "T" in str(node_def)
+    with tf.Session(config=TWO_CPUS) as sess:
+        sess.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(sess.run(y), [3.0, 3.0])
+
+
+def test_nested_device_functions_apply_innermost_first():
+    calls = []
+
+    def outer(op):
+        calls.append(("outer", op.device))
+        return "/job:localhost"
+
+    def inner(op):
+        calls.append(("inner", op.device))
+        return "/cpu:1"
+
+    x = tf.constant(1.0, name="x")
+    calls.clear()
+    with tf.device(outer), tf.device(inner):
+        z = tf.add(x, x, name="z")
+    # The outer function's result replaces the inner one's, as in TensorFlow.
+    assert calls == [("inner", ""), ("outer", "/device:CPU:1")]
+    assert z.device == "/job:localhost"
+    with tf.device("/cpu:1"), tf.device(lambda op: ""):
+        q = tf.add(x, x, name="q")
+    assert q.device == "/device:CPU:1"
 
 
 @pytest.mark.parametrize("spec", ["/gpu:zero", "/device:GPU:0:1", "/job:", "/tpu:0",
@@ -499,3 +548,21 @@ def test_hiding_the_cpu_before_a_session_is_a_value_error():
             print("ValueError:", e)
     """)
     assert proc.stdout.strip() == "ValueError: The CPU must remain visible."
+
+
+def test_device_spec_fields_strings_and_merging():
+    spec = tf.DeviceSpec(job="ps", task=1, device_type="cpu", device_index=0)
+    assert spec.to_string() == "/job:ps/task:1/device:CPU:0"
+    assert tf.DeviceSpec(device_type="GPU").to_string() == "/device:GPU:*"
+    parsed = tf.DeviceSpec.from_string("/job:w/replica:0/task:2/gpu:1")
+    assert (parsed.job, parsed.replica, parsed.task, parsed.device_type,
+            parsed.device_index) == ("w", 0, 2, "GPU", 1)
+    merged = tf.DeviceSpec.from_string("/gpu:1")
+    merged.merge_from(tf.DeviceSpec.from_string("/job:ps/cpu:0"))
+    assert merged.to_string() == "/job:ps/device:CPU:0"
+    assert spec.replace(task=3).to_string() == "/job:ps/task:3/device:CPU:0"
+    assert tf.DeviceSpec(job="a") == tf.DeviceSpec.from_string("/job:a")
+    with pytest.raises(ValueError):
+        tf.DeviceSpec.from_string("/gpu:zero")
+    with tf.device(tf.DeviceSpec(device_type="CPU", device_index=1)):
+        assert tf.constant(1.0).device == "/device:CPU:1"

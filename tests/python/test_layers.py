@@ -6,7 +6,7 @@ import pytest
 
 import flowstone as tf
 from flowstone import layers
-from flowstone.ops import nn_impl, variables
+from flowstone.ops import nn_impl, variable_scope
 
 
 def _names(collection=tf.GraphKeys.GLOBAL_VARIABLES):
@@ -42,7 +42,7 @@ def test_dense_names_are_unique_and_scoped():
     x = tf.placeholder(tf.float32, [None, 2])
     layers.dense(x, 3)
     layers.dense(x, 3)
-    with variables.variable_scope("tower"):
+    with variable_scope.variable_scope("tower"):
         layers.dense(x, 1, name="logits", use_bias=False)
     assert _names() == ["dense/kernel:0", "dense/bias:0", "dense_1/kernel:0", "dense_1/bias:0",
                         "tower/logits/kernel:0"]
@@ -50,9 +50,9 @@ def test_dense_names_are_unique_and_scoped():
 
 def test_dense_reuse_through_variable_scope():
     x = tf.placeholder(tf.float64, [None, 2])
-    with variables.variable_scope("model"):
+    with variable_scope.variable_scope("model"):
         first = layers.dense(x, 3, name="fc")
-    with variables.variable_scope("model", reuse=True):
+    with variable_scope.variable_scope("model", reuse=True):
         second = layers.dense(x, 3, name="fc")
     third = layers.dense(x, 3, name="model/fc", reuse=True)
     assert _names() == ["model/fc/kernel:0", "model/fc/bias:0"]
@@ -62,7 +62,7 @@ def test_dense_reuse_through_variable_scope():
     np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(a, c)
     with pytest.raises(ValueError, match="already exists"):
-        with variables.variable_scope("model"):
+        with variable_scope.variable_scope("model"):
             layers.dense(x, 3, name="fc")
     with pytest.raises(ValueError, match="does not exist"):
         layers.dense(x, 3, name="other", reuse=True)

@@ -186,9 +186,8 @@ def test_losses_are_collected():
 
 
 def test_get_total_loss_adds_regularization_losses():
-    from flowstone.ops import variables
-    kernel = variables.get_variable("w", initializer=np.array([1.0, 2.0]),
-                                    regularizer=lambda w: nn_impl.l2_loss(w) * 0.5)
+    kernel = tf.get_variable("w", initializer=np.array([1.0, 2.0]),
+                             regularizer=lambda w: nn_impl.l2_loss(w) * 0.5)
     assert len(losses.get_regularization_losses()) == 1
     data = losses.mean_squared_error([0.0, 0.0], kernel)
     total = losses.get_total_loss()

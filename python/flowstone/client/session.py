@@ -232,7 +232,7 @@ class BaseSession:
 
     @property
     def graph_def(self):
-        return "\n".join(op.node_def for op in self._graph.get_operations())
+        return "\n".join(str(op.node_def) for op in self._graph.get_operations())
 
     def list_devices(self):
         return [_DeviceAttributes(name, device_type, limit)

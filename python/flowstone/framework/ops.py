@@ -1,6 +1,5 @@
 """Graphs, operations and tensors: the TF1 graph-building API over the C++ graph."""
 
-import collections
 import contextlib
 import os
 import sys
@@ -12,6 +11,7 @@ from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
 from flowstone.framework.tensor_shape import TensorShape, as_shape
+from flowstone.util.tf_export import tf_export
 
 __all__ = [
     "Graph", "Operation", "Tensor", "get_default_graph", "reset_default_graph", "name_scope",
@@ -50,21 +50,40 @@ def _short_site(site):
 
 
 class GraphKeys:
-    """Standard collection names."""
+    """Standard collection names (TensorFlow's strings, so that programs filling a collection
+    by its literal name meet the same one)."""
     GLOBAL_VARIABLES = "variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     TRAINABLE_VARIABLES = "trainable_variables"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    CONCATENATED_VARIABLES = "concatenated_variables"
     SUMMARIES = "summaries"
+    SUMMARY_OP = "summary_op"
     QUEUE_RUNNERS = "queue_runners"
     TABLE_INITIALIZERS = "table_initializer"
+    ASSET_FILEPATHS = "asset_filepaths"
     SAVERS = "savers"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    RESOURCES = "resources"
+    LOCAL_RESOURCES = "local_resources"
     UPDATE_OPS = "update_ops"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
     GLOBAL_STEP = "global_step"
+    EVAL_STEP = "eval_step"
     INIT_OP = "init_op"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
     TRAIN_OP = "train_op"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
     VARIABLES = GLOBAL_VARIABLES
 
 
@@ -182,7 +201,8 @@ class Operation:
 
     @property
     def node_def(self):
-        return self._node.debug_string()
+        """A NodeDef-like description: `.name`, `.op`, `.input`, `.device`, `.attr`."""
+        return NodeDef(self)
 
     def values(self):
         return tuple(self._outputs)
@@ -210,7 +230,34 @@ class Operation:
         return f"<tf.Operation '{self.name}' type={self.type}>"
 
     def __str__(self):
-        return self.node_def
+        return str(self.node_def)
+
+
+class NodeDef:
+    """What TensorFlow's NodeDef proto says about an op, read from the graph: the op's `name`,
+    its type as `op`, its inputs as "name:index" ("^name" for control inputs), its requested
+    `device`, and `attr`, a dict of attribute values (as Operation.get_attr returns them)."""
+
+    __slots__ = ("name", "op", "input", "device", "attr")
+
+    def __init__(self, operation):
+        self.name = operation.name
+        self.op = operation.type
+        self.input = [t.op.name if t.value_index == 0 else t.name for t in operation.inputs]
+        self.input += ["^" + c.name for c in operation.control_inputs]
+        self.device = operation.device
+        self.attr = {key: operation.get_attr(key) for key in operation._node.attr_names()}
+
+    def __str__(self):
+        lines = [f'name: "{self.name}"', f'op: "{self.op}"']
+        lines += [f'input: "{name}"' for name in self.input]
+        if self.device:
+            lines.append(f'device: "{self.device}"')
+        for key in sorted(self.attr):
+            lines.append(f"attr {{ key: \"{key}\" value: {self.attr[key]!r} }}")
+        return "\n".join(lines) + "\n"
+
+    __repr__ = __str__
 
 
 class Graph:
@@ -224,8 +271,7 @@ class Graph:
         self._lock = threading.RLock()
         self._seed = None
         self._thread_local = threading.local()
-        self._variable_store = {}
-        self._var_scope_counts = {}
+        self._variable_store = None  # tf.get_variable's variables (ops/variable_scope.py)
 
     # --- per-thread building context -------------------------------------------------------
     def _ctx(self):
@@ -235,7 +281,8 @@ class Graph:
             ctx.control_deps = []
             ctx.device_stack = []
             ctx.colocation_stack = []  # (colocation groups, device) per colocate_with block
-            ctx.var_scope_stack = []
+            ctx.var_scope_store = None  # this thread's variable scopes (ops/variable_scope.py)
+            ctx.variable_creators = []  # tf.variable_creator_scope's, outermost first
         return ctx
 
     # --- properties ---------------------------------------------------------------------------
@@ -395,18 +442,35 @@ class Graph:
         finally:
             ctx.device_stack = old
 
-    def _current_device(self, op_type, op_name):
-        merged = ""
-        for entry in self._ctx().device_stack:
+    def _device_before_functions(self):
+        """The device the string scopes inside the innermost device function give, and the
+        device functions and scopes left to apply (innermost first), as TensorFlow walks its
+        device stack: a string scope fills the fields still unset, a function replaces the
+        device, and a `tf.device(None)` scope ends the walk."""
+        device = ""
+        stack = self._ctx().device_stack
+        for depth in range(len(stack) - 1, -1, -1):
+            entry = stack[depth]
             if entry is None:
-                merged = ""
-            elif callable(entry):
-                # Like TensorFlow's, a device function sees the op (type, name, device so far).
-                op = _OpForDeviceFunction(op_type, op_name, merged)
-                merged = _merge_device_strings(merged, _device_spec_string(entry(op) or ""))
+                return device, []
+            if callable(entry):
+                return device, stack[depth::-1]
+            device = _merge_device_strings(entry, device)
+        return device, []
+
+    def _apply_device_functions(self, op, remaining):
+        """Runs the device functions (and the scopes outside them) on the created `op`, which
+        shows each function the device so far, and leaves the result on its node."""
+        device = op.device
+        for entry in remaining:
+            if entry is None:
+                break
+            if callable(entry):
+                device = _device_spec_string(entry(op) or "")
             else:
-                merged = _merge_device_strings(merged, entry)
-        return merged
+                device = _merge_device_strings(entry, device)
+            if device != op.device:
+                self._c.set_device(op._node, device)
 
     @contextlib.contextmanager
     def colocate_with(self, op, ignore_existing=False):
@@ -489,24 +553,24 @@ class Graph:
         with self._lock:
             node_name = name if exact_name else self.unique_name(name)
             control = [c._node for c in ctx.control_deps]
-            attrs, device = self._colocation_attrs(attrs,
-                                                   self._current_device(op_type, node_name))
+            device, device_functions = self._device_before_functions()
+            attrs, device = self._colocation_attrs(attrs, device)
             try:
                 node = self._c.add_node(op_type, node_name, inputs, control, attrs, device,
                                         _creation_site())
             except _C.StatusError as e:
                 raise _errors.from_status_error(e, as_op_error=False) from None
             self._sync_ops()
-            return self._ops[node.id]
+            op = self._ops[node.id]
+            if device_functions:
+                self._apply_device_functions(op, device_functions)
+            return op
 
     def _sync_ops(self):
         """Wraps nodes the C++ side added (gradients, for instance) in Operations."""
         with self._lock:
             for node_id in range(len(self._ops), self._c.num_nodes):
                 self._ops.append(Operation(self, self._c.node(node_id)))
-
-
-_OpForDeviceFunction = collections.namedtuple("_OpForDeviceFunction", ["type", "name", "device"])
 
 
 def _op_to_colocate_with(op):
@@ -589,7 +653,8 @@ def set_random_seed(seed):
 def _name_scope_v1(name, default_name=None, values=None):
     graph = _graph_from_values(values)
     scope_name = default_name if name is None else name
-    if scope_name is None:
+    # tf.name_scope(None) resets to the top scope, a TF1 idiom; with values it is an error.
+    if scope_name is None and values is not None:
         raise ValueError("At least one of name (%s) and default_name (%s) must be provided."
                          % (name, default_name))
     with graph.as_default(), graph.name_scope(scope_name) as scope:
@@ -613,6 +678,22 @@ class name_scope:  # noqa: N801 - TensorFlow's name
 
 def control_dependencies(control_inputs):
     return get_default_graph().control_dependencies(control_inputs)
+
+
+@tf_export("init_scope")
+@contextlib.contextmanager
+def init_scope():
+    """Where variables and their initializers are built, as in TensorFlow: in the outermost
+    graph (out of any function body being traced), free of the control dependencies in scope,
+    under the current name scope."""
+    graph = get_default_graph()
+    scope = graph.get_name_scope()
+    outer = graph
+    while getattr(outer, "outer_graph", None) is not None:
+        outer = outer.outer_graph
+    with outer.as_default(), outer.name_scope(scope + "/" if scope else ""), \
+            outer.control_dependencies(None):
+        yield
 
 
 def device(device_name_or_function):
@@ -656,9 +737,33 @@ def _graph_from_values(values):
 _conversion_functions = []
 
 
-def register_tensor_conversion(cls, fn):
-    """Registers fn(value, dtype=None, name=None) converting instances of cls to Tensors."""
-    _conversion_functions.append((cls, fn))
+def register_tensor_conversion(cls, fn, priority=100):
+    """Registers fn(value, dtype=None, name=None) converting instances of cls to Tensors; lower
+    priorities are tried first, and equal ones in registration order."""
+    _conversion_functions.append((priority, len(_conversion_functions), cls, fn))
+    _conversion_functions.sort(key=lambda entry: entry[:2])
+
+
+@tf_export("register_tensor_conversion_function")
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """TensorFlow's form: conversion_func(value, dtype=None, name=None, as_ref=False) returns a
+    Tensor for instances of `base_type` (a type or tuple of types)."""
+    if not callable(conversion_func):
+        raise TypeError("conversion_func must be callable.")
+
+    def convert(value, dtype=None, name=None):
+        return conversion_func(value, dtype=dtype, name=name, as_ref=False)
+
+    register_tensor_conversion(base_type, convert, priority)
+
+
+@tf_export("is_numeric_tensor")
+def is_numeric_tensor(tensor):
+    """Whether `tensor` is a Tensor of a numeric (floating, integer, complex or quantized)
+    dtype."""
+    dtype = getattr(tensor, "dtype", None)
+    return isinstance(tensor, Tensor) and (dtype.is_floating or dtype.is_integer or
+                                           dtype.is_complex or dtype.is_quantized)
 
 
 def is_tensor(x):
@@ -702,8 +807,9 @@ def _infer_numpy(value, dtype):
     if arr.dtype.kind in "OUS":
         raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: "
                         f"{value!r}. Consider casting elements to a supported type.")
-    if _dtypes._FROM_NUMPY.get(arr.dtype) is None:
-        # Other numeric numpy types (int16, uint32, ...) map to the nearest supported one.
+    mapped = _dtypes._FROM_NUMPY.get(arr.dtype)
+    if mapped is None or mapped._enum is None:
+        # Numeric numpy types the core lacks (int16, uint32, ...) map to the nearest one it has.
         if arr.dtype.kind == "f":
             arr = arr.astype(np.float32 if arr.dtype.itemsize <= 4 else np.float64)
         elif arr.dtype.kind in "iu":
@@ -716,6 +822,8 @@ def _infer_numpy(value, dtype):
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
     """A Const op holding `value` (a Python scalar or list, or a numpy array)."""
     dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+    if dtype is not None:
+        _dtypes.core_enum(dtype)  # a dtype the core lacks fails here, saying so
     arr = _infer_numpy(value, dtype)
     if shape is not None:
         shape = [int(d) for d in as_shape(shape).as_list()]
@@ -749,7 +857,7 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
             raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with "
                              f"dtype {value.dtype.name}: {value!r}")
         return value
-    for cls, fn in _conversion_functions:
+    for _, _, cls, fn in _conversion_functions:
         if isinstance(value, cls):
             return fn(value, dtype=dtype, name=name)
     if isinstance(value, Operation):
@@ -766,11 +874,11 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
 
 def _attr_for_c(value):
     if isinstance(value, _dtypes.DType):
-        return value._enum
+        return _dtypes.core_enum(value)
     if isinstance(value, TensorShape):
         return value.as_proto_dims()
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], _dtypes.DType):
-        return [v._enum for v in value]
+        return [_dtypes.core_enum(v) for v in value]
     return value
 
 

@@ -1,5 +1,7 @@
 """TensorShape and Dimension: static shapes that may be partly unknown."""
 
+from flowstone.util.tf_export import tf_export
+
 __all__ = ["Dimension", "TensorShape", "as_shape", "unknown_shape", "dimension_value"]
 
 
@@ -57,8 +59,19 @@ def as_dimension(value):
     return value if isinstance(value, Dimension) else Dimension(value)
 
 
+@tf_export("dimension_value", "compat.dimension_value")
 def dimension_value(dimension):
+    """The int (or None) of a Dimension, int or None."""
     return dimension.value if isinstance(dimension, Dimension) else dimension
+
+
+@tf_export("dimension_at_index", "compat.dimension_at_index")
+def dimension_at_index(shape, index):
+    """Dimension `index` of `shape`, unknown when the rank is."""
+    shape = as_shape(shape)
+    if shape.rank is None:
+        return Dimension(None)
+    return as_dimension(shape.dims[index])
 
 
 class TensorShape:

@@ -1,10 +1,12 @@
-"""Variables: tf.Variable, tf.get_variable, variable scopes and initializers.
+"""Variables: tf.Variable, the variable collections and their initializers (tf.get_variable and
+variable scopes are in variable_scope.py).
 
 A variable is a handle op in the graph; its value lives in each session (see variable_ops.cc).
 """
 
 import contextlib
-import threading
+import functools
+import inspect
 
 import numpy as np
 
@@ -14,15 +16,34 @@ from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.ops import basic_ops
 
 __all__ = [
-    "Variable", "get_variable", "variable_scope", "get_variable_scope", "VariableScope",
-    "AUTO_REUSE", "global_variables", "trainable_variables", "local_variables",
+    "Variable", "global_variables", "trainable_variables", "local_variables",
     "model_variables", "global_variables_initializer", "initialize_all_variables",
     "local_variables_initializer", "variables_initializer", "report_uninitialized_variables",
     "is_variable_initialized", "assign", "assign_add", "assign_sub",
 ]
 
 
-class Variable:
+class _VariableMetaclass(type):
+    """Sends `tf.Variable(...)` through the creators of tf.variable_creator_scope, innermost
+    first; each gets the constructor's arguments as keywords and the next creator to call."""
+
+    def __call__(cls, *args, **kwargs):
+        creators = _ops.get_default_graph()._ctx().variable_creators
+        if cls is not Variable or not creators:
+            return super().__call__(*args, **kwargs)
+        arguments = _CONSTRUCTOR.bind(None, *args, **kwargs).arguments
+        arguments.pop("self")
+
+        def create(**keywords):
+            return type.__call__(cls, **keywords)
+
+        for creator in creators:
+            create = functools.partial(creator, create)
+        return create(**{name: arguments.get(name, parameter.default)
+                         for name, parameter in list(_CONSTRUCTOR.parameters.items())[1:]})
+
+
+class Variable(metaclass=_VariableMetaclass):
     """A value kept across runs: `w = tf.Variable(tf.zeros([3]), name="w")`."""
 
     def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
@@ -35,6 +56,14 @@ class Variable:
         self._trainable = True if trainable is None else bool(trainable)
         self._constraint = constraint
         dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+        # Like TensorFlow's, a variable ignores the control dependencies in scope and is made
+        # in the outermost graph (see init_scope).
+        with _ops.init_scope():
+            self._init_from_args(initial_value, init_from_fn, dtype, shape, validate_shape,
+                                 name, collections)
+
+    def _init_from_args(self, initial_value, init_from_fn, dtype, shape, validate_shape, name,
+                        collections):
         graph = _ops.get_default_graph()
         with graph.name_scope(name or "Variable") as scope:
             handle_name = scope[:-1]
@@ -168,6 +197,9 @@ class Variable:
                         "sess.run(var) or var.eval().")
 
 
+_CONSTRUCTOR = inspect.signature(Variable.__init__)
+
+
 def _delegate(name):
     def method(self, *args, **kwargs):
         return getattr(self._value, name)(*args, **kwargs)
@@ -192,151 +224,6 @@ def _variable_to_tensor(value, dtype=None, name=None):
 
 
 _ops.register_tensor_conversion(Variable, _variable_to_tensor)
-
-
-# --- variable scopes and get_variable -------------------------------------------------------
-
-class _ReuseMode:
-    def __repr__(self):
-        return "AUTO_REUSE"
-
-
-AUTO_REUSE = _ReuseMode()
-
-
-class VariableScope:
-    """The scope tf.get_variable creates variables in."""
-
-    def __init__(self, reuse, name="", initializer=None, dtype=_dtypes.float32):
-        self.reuse = reuse
-        self.name = name
-        self.initializer = initializer
-        self.dtype = dtype
-        self.original_name_scope = name + "/" if name else ""
-
-    def reuse_variables(self):
-        self.reuse = True
-
-    def get_variable(self, name, *args, **kwargs):
-        return get_variable(name, *args, **kwargs)
-
-
-_root_scopes = threading.local()
-
-
-def _scope_stack(graph):
-    ctx = graph._ctx()
-    if not ctx.var_scope_stack:
-        ctx.var_scope_stack.append(VariableScope(False))
-    return ctx.var_scope_stack
-
-
-def get_variable_scope():
-    return _scope_stack(_ops.get_default_graph())[-1]
-
-
-@contextlib.contextmanager
-def variable_scope(name_or_scope, default_name=None, values=None, initializer=None,
-                   regularizer=None, caching_device=None, partitioner=None,
-                   custom_getter=None, reuse=None, dtype=None, use_resource=None,
-                   constraint=None, auxiliary_name_scope=True):
-    """Prefixes get_variable names with the scope name; `reuse=True` shares variables."""
-    graph = _ops.get_default_graph()
-    stack = _scope_stack(graph)
-    parent = stack[-1]
-    if isinstance(name_or_scope, VariableScope):
-        full_name = name_or_scope.name
-        base = name_or_scope
-    else:
-        if name_or_scope is None:
-            if default_name is None:
-                raise TypeError("If default_name is None then name_or_scope is required")
-            prefix = parent.name + "/" if parent.name else ""
-            count = graph._var_scope_counts.get(prefix + default_name, 0)
-            graph._var_scope_counts[prefix + default_name] = count + 1
-            name_or_scope = default_name if count == 0 else f"{default_name}_{count}"
-        full_name = (parent.name + "/" if parent.name else "") + name_or_scope
-        base = parent
-    if reuse is None:
-        reuse = parent.reuse or (isinstance(name_or_scope, VariableScope) and name_or_scope.reuse)
-    scope = VariableScope(reuse, full_name, initializer or base.initializer,
-                          dtype or base.dtype)
-    stack.append(scope)
-    try:
-        if auxiliary_name_scope:
-            with graph.name_scope(full_name.split("/")[-1] if not isinstance(
-                    name_or_scope, VariableScope) else full_name + "/"):
-                yield scope
-        else:
-            yield scope
-    finally:
-        stack.pop()
-
-
-def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=None,
-                 trainable=None, collections=None, caching_device=None, partitioner=None,
-                 validate_shape=True, use_resource=None, custom_getter=None, constraint=None,
-                 synchronization=None, aggregation=None):
-    """Creates a variable in the current variable scope, or returns the existing one when the
-    scope reuses variables."""
-    graph = _ops.get_default_graph()
-    scope = get_variable_scope()
-    full_name = (scope.name + "/" if scope.name else "") + name
-    store = graph._variable_store
-    existing = store.get(full_name)
-    if scope.reuse is True or scope.reuse is AUTO_REUSE:
-        if existing is not None:
-            if shape is not None and not existing.shape.is_compatible_with(as_shape(shape)):
-                raise ValueError(f"Trying to share variable {full_name}, but specified shape "
-                                 f"{as_shape(shape)} and found shape {existing.shape}.")
-            if dtype is not None and _dtypes.as_dtype(dtype) != existing.dtype:
-                raise ValueError(f"Trying to share variable {full_name}, but specified dtype "
-                                 f"{_dtypes.as_dtype(dtype).name} and found dtype "
-                                 f"{existing.dtype.name}.")
-            return existing
-        if scope.reuse is True:
-            raise ValueError(f"Variable {full_name} does not exist, or was not created with "
-                             "tf.get_variable(). Did you mean to set reuse=tf.AUTO_REUSE in "
-                             "VarScope?")
-    elif existing is not None:
-        raise ValueError(f"Variable {full_name} already exists, disallowed. Did you mean to "
-                         "set reuse=True or reuse=tf.AUTO_REUSE in VarScope?")
-    dtype = _dtypes.as_dtype(dtype) if dtype is not None else scope.dtype
-    initializer = initializer if initializer is not None else scope.initializer
-    if initializer is None:
-        from flowstone.ops import init_ops
-        initializer = init_ops.GlorotUniform() if dtype.is_floating else init_ops.Zeros()
-    if isinstance(initializer, type):
-        initializer = initializer(dtype=dtype)
-    if isinstance(initializer, (_ops.Tensor, np.ndarray, int, float, list)) and not callable(
-            initializer):
-        init_value = initializer
-        if shape is not None and not validate_shape:
-            shape = None
-    else:
-        if shape is None:
-            raise ValueError(f"Shape of a new variable ({full_name}) must be fully defined, but "
-                             "instead was <unknown>.")
-        shape = as_shape(shape)
-        if not shape.is_fully_defined():
-            raise ValueError(f"Shape of a new variable ({full_name}) must be fully defined, but "
-                             f"instead was {shape}.")
-        dims = shape.as_list()
-        init_value = lambda: initializer(dims, dtype=dtype)  # noqa: E731
-    with graph.name_scope(None):
-        with graph.name_scope((scope.name + "/") if scope.name else ""):
-            var = Variable(init_value, trainable=trainable, collections=collections, name=name,
-                           dtype=dtype, validate_shape=validate_shape, constraint=constraint)
-    if var._name != full_name:
-        raise ValueError(f"Variable {full_name} would be created as {var._name}: an op with "
-                         "that name already exists in the graph.")
-    store[full_name] = var
-    if regularizer is not None:
-        with graph.name_scope(full_name + "/Regularizer/"):
-            loss = regularizer(var.value())
-        if loss is not None:
-            graph.add_to_collection(_ops.GraphKeys.REGULARIZATION_LOSSES, loss)
-    return var
 
 
 # --- collections and initializers ------------------------------------------------------

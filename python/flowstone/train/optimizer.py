@@ -5,7 +5,7 @@ The update rules are C++ ops (src/ops/training_ops.cc) that update variables in 
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
-from flowstone.ops import basic_ops, gradients as _gradients, init_ops, variables
+from flowstone.ops import basic_ops, gradients as _gradients, init_ops, variable_scope, variables
 
 __all__ = [
     "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
@@ -31,7 +31,7 @@ def create_global_step(graph=None):
     if _get_global_step(graph) is not None:
         raise ValueError("global_step already exists.")
     with graph.as_default(), graph.name_scope(None), graph.control_dependencies(None):
-        return variables.get_variable(
+        return variable_scope.get_variable(
             "global_step", shape=[], dtype=_dtypes.int64, initializer=init_ops.Zeros(),
             trainable=False,
             collections=[_ops.GraphKeys.GLOBAL_VARIABLES, _ops.GraphKeys.GLOBAL_STEP])
