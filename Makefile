@@ -53,6 +53,7 @@ bench: install
 	fi
 	$(VPY) bench/bench_session.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_training.py --peer-python $(PEERS)/bin/python
+	$(VPY) bench/bench_control_flow.py --peer-python $(PEERS)/bin/python
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
 tsan: $(BUILD)/.system-deps $(VENV)/.deps

@@ -26,12 +26,19 @@ enum class AttrType {
   kTypeList,
   kShapeList,
   kStringList,
+  kFunc,
 };
 const char* AttrTypeName(AttrType type);
 
+// A `func` attr: the name of a function in the graph's library (see flowstone/function.h). A
+// type of its own, so that a function name is never mistaken for a string attr.
+struct FunctionRef {
+  std::string name;
+};
+
 using AttrValue = std::variant<int64_t, double, bool, std::string, DType, PartialShape, Tensor,
                                std::vector<int64_t>, std::vector<double>, std::vector<DType>,
-                               std::vector<PartialShape>, std::vector<std::string>>;
+                               std::vector<PartialShape>, std::vector<std::string>, FunctionRef>;
 
 // The variant index for each AttrType, in declaration order.
 AttrType AttrValueType(const AttrValue& value);

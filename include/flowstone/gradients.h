@@ -6,6 +6,7 @@
 // and can themselves be differentiated.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,8 @@ class GradientContext {
                   std::string name_prefix);
 
   const Node& node() const { return node_; }
+  // The graph being differentiated (its library holds the functions call ops refer to).
+  Graph* graph() const { return graph_; }
   const AttrMap& attrs() const { return node_.attrs(); }
   int num_inputs() const { return node_.num_inputs(); }
   int num_outputs() const { return node_.num_outputs(); }
@@ -69,6 +72,11 @@ struct GradientOptions {
   std::string name_scope = "gradients";
   // Where the user asked for the gradients, for error messages and creation sites.
   std::string creation_site;
+  // Gradient functions defined outside the core (tf.RegisterGradient in Python). Used for a node
+  // whose `_gradient_op_type` attr names one (Graph.gradient_override_map), in place of its op's
+  // gradient. Sets *found to false when no function has that name.
+  std::function<Status(GradientContext& ctx, const std::string& gradient_type, bool* found)>
+      external_gradient;
 };
 
 // Adds ops computing sum(d ys / d xs) for each x. (*grads)[i] is a null endpoint when ys do not

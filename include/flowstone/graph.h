@@ -18,6 +18,7 @@
 
 namespace flowstone {
 
+class FunctionLibrary;
 class Node;
 
 // One output of a node: "name:index".
@@ -81,7 +82,12 @@ struct NodeSpec {
 
 class Graph : public std::enable_shared_from_this<Graph> {
  public:
-  Graph() = default;
+  // A graph with an empty function library of its own.
+  Graph();
+  // A function body: it shares `library` with the graph it is traced in, so calls inside it find
+  // the same functions.
+  explicit Graph(std::shared_ptr<FunctionLibrary> library);
+  ~Graph();
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -109,6 +115,10 @@ class Graph : public std::enable_shared_from_this<Graph> {
   void Finalize() { finalized_ = true; }
   bool finalized() const { return finalized_; }
 
+  // The functions this graph's call ops (If, While, PartitionedCall, ...) refer to by name.
+  FunctionLibrary& library() const { return *library_; }
+  const std::shared_ptr<FunctionLibrary>& shared_library() const { return library_; }
+
   // A seed set with tf.set_random_seed, or -1.
   int64_t seed() const { return seed_; }
   void set_seed(int64_t seed) { seed_ = seed; }
@@ -128,6 +138,7 @@ class Graph : public std::enable_shared_from_this<Graph> {
 
  private:
   mutable std::shared_mutex mu_;
+  std::shared_ptr<FunctionLibrary> library_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, Node*> by_name_;
   std::unordered_map<std::string, int> name_counts_;

@@ -11,6 +11,7 @@
 #include "flowstone/attr.h"
 #include "flowstone/cancellation.h"
 #include "flowstone/device.h"
+#include "flowstone/function.h"
 #include "flowstone/graph.h"
 #include "flowstone/resource.h"
 #include "flowstone/status.h"
@@ -55,6 +56,11 @@ class KernelContext {
     // Per output, whether the kernel keeps it in host memory although its device has memory
     // of its own (KernelDef::host_memory_args); nullptr on host devices.
     const std::vector<bool>* host_memory_outputs = nullptr;
+    // Compiles and runs graph functions for call ops (If, While, PartitionedCall); null outside a
+    // session.
+    FunctionRuntime* functions = nullptr;
+    // RunOptions.report_tensor_allocations_upon_oom of the run, passed on to function calls.
+    bool report_allocations_on_oom = false;
     // The run's cancellation token; nullptr when nothing can cancel the call (eager execution).
     const CancellationToken* cancellation = nullptr;
   };
@@ -65,6 +71,8 @@ class KernelContext {
   Device* device() const { return p_.device; }
   ResourceMgr* resources() const { return p_.resources; }
   int64_t step_id() const { return p_.step_id; }
+  FunctionRuntime* functions() const { return p_.functions; }
+  bool report_allocations_on_oom() const { return p_.report_allocations_on_oom; }
 
   int num_inputs() const { return p_.node->num_inputs(); }
   const Tensor& input(int i) const { return p_.inputs[i]; }

@@ -37,6 +37,7 @@ struct ArgDef {
   DType fixed_type = DType::kInvalid;  // set when the argument always has this type
   std::string type_attr;               // or: the type comes from this kType attr ("T")
   std::string number_attr;             // set for a list of N tensors of one type ("N")
+  std::string type_list_attr;          // set for a list of tensors typed by a list(type) attr
 };
 
 struct AttrDef {
@@ -123,6 +124,10 @@ class OpBuilder {
   OpBuilder& Output(const std::string& name, const std::string& type);
   OpBuilder& OutputList(const std::string& name, const std::string& type,
                         const std::string& number_attr);
+  // A list argument whose length and dtypes are a list(type) attr ("Tin"), as TF's functional
+  // ops declare their arguments. An input list sets the attr from the inputs when it is absent.
+  OpBuilder& InputTypeList(const std::string& name, const std::string& types_attr);
+  OpBuilder& OutputTypeList(const std::string& name, const std::string& types_attr);
 
   // A type attr with its allowed dtypes.
   OpBuilder& TypeAttr(const std::string& name, const std::vector<DType>& allowed = {});

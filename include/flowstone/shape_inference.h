@@ -30,6 +30,9 @@ class InferenceContext {
   // known); nullptr otherwise.
   const Tensor* input_value(int i) const { return input_values_[i]; }
   const AttrMap& attrs() const { return attrs_; }
+  // The library of the graph the node is added to, for the shapes of call ops; may be null.
+  const FunctionLibrary* library() const { return library_; }
+  void set_library(const FunctionLibrary* library) { library_ = library; }
   template <typename T>
   Status GetAttr(const std::string& name, T* out) const {
     return attrs_.Get(name, out);
@@ -62,6 +65,7 @@ class InferenceContext {
   std::vector<PartialShape> output_shapes_;
   // The tensors feeding the inputs, when the node is being added to a graph (else empty).
   std::vector<Endpoint> input_sources_;
+  const FunctionLibrary* library_ = nullptr;
 };
 
 // Shape functions shared by many ops.

@@ -11,6 +11,7 @@
 #include "flowstone/shape.h"
 #include "flowstone/status.h"
 #include "flowstone/types.h"
+#include "flowstone/variant.h"
 
 namespace flowstone {
 
@@ -32,6 +33,8 @@ class Buffer {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
   bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
+  // The buffer holds `count` constructed Variants (a variant tensor's), destroyed with it.
+  void HoldVariants(int64_t count) { num_variants_ = count; }
 
  private:
   Allocator* allocator_;
@@ -39,6 +42,7 @@ class Buffer {
   size_t bytes_;
   std::shared_ptr<void> keepalive_;
   std::atomic<int32_t> refs_{1};
+  int64_t num_variants_ = 0;
 };
 
 class Tensor {
@@ -94,6 +98,11 @@ class Tensor {
   int64_t ElementAsInt64(int64_t i) const;
   // A short summary, "Tensor<float32, [2,3]>".
   std::string DebugString() const;
+  // The first `max_entries` values (all when negative) as TensorFlow prints them in tf.Print and
+  // assertion messages: "[1.5 2 3][4...]..." for a [2,3] tensor and 4 entries. With `print_v2`,
+  // as tf.print does: numpy-like nesting, and the first and last `max_entries` entries of each
+  // dimension ("[0 1 2 ... 7 8 9]").
+  std::string SummarizeValue(int64_t max_entries, bool print_v2 = false) const;
 
  private:
   DType dtype_ = DType::kInvalid;

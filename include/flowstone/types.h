@@ -10,7 +10,9 @@ namespace flowstone {
 
 // Element types. Float16 and BFloat16 are storage types: they can be held, fed, fetched and cast,
 // while arithmetic kernels run on float32/float64/int32/int64. kResource is a handle to
-// session-owned state (a variable); users never see it as a numeric type.
+// session-owned state (a variable); users never see it as a numeric type. kVariant holds a
+// refcounted C++ object per element (a TensorList; see variant.h): host memory only, never
+// converted to numbers, fed or fetched.
 enum class DType : uint8_t {
   kInvalid = 0,
   kFloat32,
@@ -22,9 +24,10 @@ enum class DType : uint8_t {
   kFloat16,
   kBFloat16,
   kResource,
+  kVariant,
 };
 
-constexpr int kNumDTypes = 10;
+constexpr int kNumDTypes = 11;
 
 // Bytes per element (0 for kInvalid).
 size_t DTypeSize(DType dtype);

@@ -121,7 +121,7 @@ def error_code_from_exception_type(cls):
 
 
 _PY_TYPES = {"ValueError": ValueError, "TypeError": TypeError, "RuntimeError": RuntimeError,
-             "LookupError": LookupError}
+             "LookupError": LookupError, "NotImplementedError": NotImplementedError}
 _DUAL_CLASSES = {}
 
 

@@ -229,6 +229,7 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     (moving -= (moving - batch_statistic) * (1 - momentum)) to tf.GraphKeys.UPDATE_OPS: run
     them with the train op. When `training` is a tensor, the updates leave the moving averages
     unchanged in the steps where it is false."""
+    from flowstone import dtypes
     from flowstone.ops import array_ops, math_ops, nn_impl
     if renorm or virtual_batch_size is not None or adjustment is not None:
         raise NotImplementedError("batch_normalization supports neither renorm, "
@@ -248,6 +249,9 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     broadcast = [1] * rank
     broadcast[axis] = depth
     bessel = _uses_fused_statistics(rank, axis, inputs.dtype, fused)
+    # Where TensorFlow runs its fused kernel, so does this layer (FusedBatchNormV3, float32);
+    # float16 and bfloat16 get the same statistics from the composite ops.
+    use_fused_kernel = bessel and inputs.dtype == dtypes.float32
     with _layer_scope(name, "batch_normalization", reuse):
         dtype = inputs.dtype
         gamma = variable_scope.get_variable("gamma", [depth], dtype, gamma_initializer,
@@ -276,7 +280,22 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
                 op = variable.assign_sub(delta, read_value=False)
             _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, op)
 
+        def fused_norm(mean, variance, is_training):
+            # TensorFlow's fused kernel normalizes over the channel axis of a 4-D tensor.
+            from flowstone.ops import nn_norm_ops
+            ones = array_ops.ones([depth], dtype)
+            zeros = array_ops.zeros([depth], dtype)
+            return nn_norm_ops.fused_batch_norm(
+                inputs, gamma if gamma is not None else ones,
+                beta if beta is not None else zeros, mean, variance, epsilon=epsilon,
+                data_format="NHWC" if axis == 3 else "NCHW", is_training=is_training)
+
         def train_branch():
+            if use_fused_kernel:
+                outputs, mean, variance = fused_norm(None, None, True)
+                update(moving_mean, mean, "AssignMovingAvg")
+                update(moving_var, variance, "AssignMovingAvg_1")
+                return outputs
             mean, variance = nn_impl.moments(inputs, reduce_axes)
             update(moving_mean, mean, "AssignMovingAvg")
             if bessel:
@@ -290,6 +309,8 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
                                                reshape(beta), reshape(gamma), epsilon)
 
         def infer_branch():
+            if use_fused_kernel:
+                return fused_norm(moving_mean.value(), moving_var.value(), False)[0]
             return nn_impl.batch_normalization(inputs, reshape(moving_mean.value()),
                                                reshape(moving_var.value()), reshape(beta),
                                                reshape(gamma), epsilon)

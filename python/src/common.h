@@ -34,6 +34,8 @@ void RegisterRuntime(nb::module_& m);
 void RegisterCheckpoint(nb::module_& m);
 void RegisterDevices(nb::module_& m);
 void RegisterBuildInfo(nb::module_& m);
+// Installs the runner that PyFunc kernels call (py_func.cc).
+void RegisterPyFunc(nb::module_& m);
 void RegisterInterrupts(nb::module_& m);
 
 // Whether a run called now should stop on Ctrl-C: on Python's main thread, with the SIGINT hook

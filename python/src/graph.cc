@@ -4,7 +4,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <exception>
+
 #include "common.h"
+#include "flowstone/function.h"
 #include "flowstone/gradients.h"
 #include "numpy_conversion.h"
 
@@ -105,6 +108,8 @@ AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string
     case AttrType::kStringList:
       return List<std::string>(
           value, [&](nb::handle h) { return Scalar<std::string>(h, name, "strings"); });
+    case AttrType::kFunc:
+      return FunctionRef{Scalar<std::string>(value, name, "a function name")};
   }
   throw StatusException{AttrTypeError(name, "a supported attr value", value)};
 }
@@ -148,6 +153,7 @@ nb::object AttrToPython(const AttrValue& value) {
       return out;
     }
     nb::object operator()(const std::vector<std::string>& v) const { return nb::cast(v); }
+    nb::object operator()(const FunctionRef& v) const { return nb::str(v.name.c_str()); }
   };
   return std::visit(Visitor{}, value);
 }
@@ -208,6 +214,29 @@ void RegisterGraph(nb::module_& m) {
 
   nb::class_<Graph>(m, "Graph")
       .def(nb::new_([] { return std::make_shared<Graph>(); }))
+      .def_static(
+          "function_body",
+          [](const Graph& outer) { return std::make_shared<Graph>(outer.shared_library()); },
+          "A graph for a function body, sharing `outer`'s function library.")
+      .def(
+          "add_function",
+          [](Graph& graph, const std::string& name, std::shared_ptr<Graph> body,
+             const std::vector<std::pair<NodeRef, int>>& args,
+             const std::vector<std::pair<NodeRef, int>>& rets) {
+            FunctionDef def;
+            def.name = name;
+            def.body = std::move(body);
+            for (const auto& [ref, i] : args) def.args.push_back({ref.node, i});
+            for (const auto& [ref, i] : rets) def.rets.push_back({ref.node, i});
+            ThrowIfError(graph.library().Add(std::move(def)));
+          },
+          "Adds a function (a body graph, its input Placeholders and its outputs) to the "
+          "library.")
+      .def("unique_function_name",
+           [](const Graph& g, const std::string& base) { return g.library().UniqueName(base); })
+      .def(
+          "has_function",
+          [](const Graph& g, const std::string& name) { return g.library().Find(name) != nullptr; })
       .def("add_node",
            [](Graph& graph, const std::string& op, const std::string& name,
               const std::vector<std::pair<NodeRef, int>>& inputs,
@@ -253,7 +282,7 @@ void RegisterGraph(nb::module_& m) {
       [](Graph& graph, const std::vector<std::pair<NodeRef, int>>& ys,
          const std::vector<std::pair<NodeRef, int>>& xs, nb::list grad_ys,
          const std::vector<std::pair<NodeRef, int>>& stop_gradients, const std::string& scope,
-         const std::string& creation_site) {
+         const std::string& creation_site, nb::object gradient_fn) {
         auto endpoints = [](const std::vector<std::pair<NodeRef, int>>& list) {
           std::vector<Endpoint> out;
           for (const auto& [ref, i] : list) out.push_back({ref.node, i});
@@ -271,8 +300,46 @@ void RegisterGraph(nb::module_& m) {
         options.stop_gradients = endpoints(stop_gradients);
         options.name_scope = scope;
         options.creation_site = creation_site;
+        // gradient_fn(gradient_type, node, output_grads) runs a tf.RegisterGradient function:
+        // None when none has that name, else one (node, index) or None per input. A Python
+        // exception it raises is re-raised once AddGradients has returned.
+        std::exception_ptr python_error;
+        std::shared_ptr<Graph> owner = graph.shared_from_this();
+        options.external_gradient = [&](GradientContext& ctx, const std::string& type,
+                                        bool* found) -> Status {
+          nb::list output_grads;
+          for (int o = 0; o < ctx.num_outputs(); ++o) {
+            // Like TensorFlow, a missing gradient is zeros for floating outputs, else None.
+            if (!ctx.has_output_grad(o) && !IsFloating(ctx.node().output_type(o))) {
+              output_grads.append(nb::none());
+              continue;
+            }
+            Endpoint g = ctx.output_grad(o);
+            FS_RETURN_IF_ERROR(ctx.status());
+            output_grads.append(nb::make_tuple(NodeRef{owner, g.node}, g.index));
+          }
+          try {
+            nb::object result =
+                gradient_fn(type, NodeRef{owner, const_cast<Node*>(&ctx.node())}, output_grads);
+            *found = !result.is_none();
+            if (!*found) return Status::OK();
+            nb::list input_grads = nb::cast<nb::list>(result);
+            for (size_t i = 0; i < input_grads.size() && i < size_t(ctx.num_inputs()); ++i) {
+              if (input_grads[i].is_none()) continue;
+              auto pair = nb::cast<std::pair<NodeRef, int>>(input_grads[i]);
+              ctx.SetInputGrad(static_cast<int>(i), Endpoint{pair.first.node, pair.second});
+            }
+            return Status::OK();
+          } catch (const nb::python_error&) {
+            python_error = std::current_exception();
+            return errors::Cancelled("a tf.RegisterGradient function raised an exception");
+          }
+        };
+        if (gradient_fn.is_none()) options.external_gradient = nullptr;
         std::vector<Endpoint> grads;
-        ThrowIfError(AddGradients(&graph, endpoints(ys), endpoints(xs), options, &grads));
+        Status status = AddGradients(&graph, endpoints(ys), endpoints(xs), options, &grads);
+        if (python_error) std::rethrow_exception(python_error);
+        ThrowIfError(status);
         nb::list out;
         for (const Endpoint& g : grads) {
           if (g.node == nullptr) {
@@ -296,7 +363,9 @@ void RegisterGraph(nb::module_& m) {
     nb::dict out;
     auto args = [](const std::vector<ArgDef>& defs) {
       nb::list list;
-      for (const ArgDef& a : defs) list.append(nb::make_tuple(a.name, !a.number_attr.empty()));
+      for (const ArgDef& a : defs) {
+        list.append(nb::make_tuple(a.name, !a.number_attr.empty() || !a.type_list_attr.empty()));
+      }
       return list;
     };
     out["name"] = op->name;

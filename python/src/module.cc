@@ -15,6 +15,7 @@ NB_MODULE(_C, m) {
   RegisterCheckpoint(m);
   RegisterDevices(m);
   RegisterBuildInfo(m);
+  RegisterPyFunc(m);
   RegisterInterrupts(m);
 }
 

@@ -127,7 +127,18 @@ void RegisterSession(nb::module_& m) {
               feed_eps.push_back({ref.node, i});
               c->feed_dtypes.push_back(ref.node->output_type(i));
             }
-            for (const auto& [ref, i] : fetches) fetch_eps.push_back({ref.node, i});
+            for (const auto& [ref, i] : fetches) {
+              // Variants (TensorLists) have no numpy value; C++ callers may fetch them.
+              if (ref.node->output_type(i) == DType::kVariant) {
+                Status s = errors::InvalidArgument(
+                    "Fetch argument ", ref.node->name(), ":", i, " (op ", ref.node->type(),
+                    ") has dtype variant, which has no numpy value. Fetch a tensor read from it "
+                    "instead, e.g. TensorArray.stack() or TensorListStack.");
+                s.SetPayload("py_type", "TypeError");
+                ThrowIfError(s);
+              }
+              fetch_eps.push_back({ref.node, i});
+            }
             for (const NodeRef& ref : targets) target_nodes.push_back(ref.node);
             Status s;
             {

@@ -30,6 +30,8 @@ const char* AttrTypeName(AttrType type) {
       return "list(shape)";
     case AttrType::kStringList:
       return "list(string)";
+    case AttrType::kFunc:
+      return "func";
   }
   return "unknown";
 }
@@ -72,6 +74,7 @@ std::string AttrValueToString(const AttrValue& value) {
     std::string operator()(const std::vector<std::string>& v) const {
       return JoinList(v, [](const std::string& x) { return "\"" + x + "\""; });
     }
+    std::string operator()(const FunctionRef& v) const { return StrCat("func:", v.name); }
   };
   return std::visit(Visitor{}, value);
 }

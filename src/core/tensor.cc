@@ -1,12 +1,19 @@
 #include "flowstone/tensor.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace flowstone {
 
-Buffer::~Buffer() { allocator_->Deallocate(data_, bytes_); }
+Buffer::~Buffer() {
+  Variant* variants = static_cast<Variant*>(data_);
+  for (int64_t i = 0; i < num_variants_; ++i) variants[i].~Variant();
+  allocator_->Deallocate(data_, bytes_);
+}
 
 Tensor::Tensor(const Tensor& other)
     : dtype_(other.dtype_),
@@ -74,6 +81,11 @@ Status Tensor::Allocate(Allocator* allocator, DType dtype, const TensorShape& sh
   t.shape_ = shape;
   t.num_elements_ = n;
   t.buffer_ = new Buffer(allocator, data, bytes, allocator->Keepalive());
+  if (dtype == DType::kVariant) {
+    // Allocators align to at least 16 bytes, enough for a Variant.
+    for (int64_t i = 0; i < n; ++i) new (static_cast<Variant*>(data) + i) Variant();
+    t.buffer_->HoldVariants(n);
+  }
   *out = std::move(t);
   return Status::OK();
 }
@@ -97,6 +109,11 @@ Tensor Tensor::Reshaped(const TensorShape& shape) const {
 Tensor Tensor::Copy() const {
   if (!initialized()) return Tensor();
   Tensor t = Host(dtype_, shape_);
+  if (dtype_ == DType::kVariant) {
+    // Copies share each element's object, which is immutable while shared.
+    for (int64_t i = 0; i < num_elements_; ++i) t.data<Variant>()[i] = data<Variant>()[i];
+    return t;
+  }
   std::memcpy(t.raw_data(), raw_data(), bytes());
   return t;
 }
@@ -141,6 +158,121 @@ int64_t Tensor::ElementAsInt64(int64_t i) const {
 
 std::string Tensor::DebugString() const {
   return StrCat("Tensor<", DTypeName(dtype_), ", ", shape_.ToString(), ">");
+}
+
+namespace {
+
+// TensorFlow's shortest round-tripping rendering: 6 (float) or 15 (double) significant digits,
+// more only when needed to read the same value back.
+template <typename T>
+std::string FormatFloat(T value, int digits, int max_digits) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%.*g", digits, static_cast<double>(value));
+  if (std::isfinite(value) && static_cast<T>(std::strtod(buffer, nullptr)) != value) {
+    std::snprintf(buffer, sizeof(buffer), "%.*g", max_digits, static_cast<double>(value));
+  }
+  return buffer;
+}
+
+std::string FormatElement(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::kFloat32:
+      return FormatFloat(t.data<float>()[i], 6, 9);
+    case DType::kFloat64:
+      return FormatFloat(t.data<double>()[i], 15, 17);
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return FormatFloat(static_cast<float>(t.ElementAsDouble(i)), 6, 9);
+    case DType::kVariant: {
+      const VariantValue* value = t.data<Variant>()[i].value();
+      return value ? value->DebugString() : "<empty variant>";
+    }
+    case DType::kResource:
+      return "<resource>";
+    default:
+      return std::to_string(t.ElementAsInt64(i));
+  }
+}
+
+// Appends the elements of dimension `dim` onward, stopping after `limit` elements in all.
+void SummarizeDim(const Tensor& t, int dim, int64_t limit, int64_t* index, std::string* out) {
+  if (*index >= limit) return;
+  const int64_t count = t.dim(dim);
+  if (dim == t.rank() - 1) {
+    for (int64_t i = 0; i < count; ++i) {
+      if (*index >= limit) {
+        if (dim != 0) *out += "...";
+        return;
+      }
+      if (i > 0) *out += " ";
+      *out += FormatElement(t, (*index)++);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const bool opened = *index < limit;
+    if (opened) *out += "[";
+    SummarizeDim(t, dim + 1, limit, index, out);
+    if (*index < limit || opened) *out += "]";
+  }
+}
+
+// Between two entries of dimension `dim`: a space in the last dimension, else a line break per
+// dimension below and an indent (tf.print's layout).
+void AppendSpacing(int dim, int rank, std::string* out) {
+  if (dim == rank - 1) {
+    *out += " ";
+    return;
+  }
+  out->append(static_cast<size_t>(rank - dim - 1), '\n');
+  out->append(static_cast<size_t>(dim + 1), ' ');
+}
+
+// tf.print's layout: the first and last `ends` entries of each dimension around "...".
+void SummarizeDimV2(const Tensor& t, int dim, int64_t ends, int64_t offset, std::string* out) {
+  if (dim == t.rank()) {
+    *out += FormatElement(t, offset);
+    return;
+  }
+  *out += "[";
+  const int64_t count = t.dim(dim);
+  int64_t stride = 1;
+  for (int d = dim + 1; d < t.rank(); ++d) stride *= t.dim(d);
+  const int64_t start_of_end = std::max(ends, count - ends);
+  for (int64_t i = 0; i < ends && i < count; ++i) {
+    if (i > 0) AppendSpacing(dim, t.rank(), out);
+    SummarizeDimV2(t, dim + 1, ends, offset + stride * i, out);
+  }
+  if (count > 2 * ends) {
+    AppendSpacing(dim, t.rank(), out);
+    *out += "...";
+  }
+  for (int64_t i = start_of_end; i < count; ++i) {
+    AppendSpacing(dim, t.rank(), out);
+    SummarizeDimV2(t, dim + 1, ends, offset + stride * i, out);
+  }
+  *out += "]";
+}
+
+}  // namespace
+
+std::string Tensor::SummarizeValue(int64_t max_entries, bool print_v2) const {
+  if (!initialized()) return "uninitialized Tensor";
+  if (print_v2) {
+    std::string out;
+    SummarizeDimV2(*this, 0, max_entries < 0 ? num_elements_ : max_entries, 0, &out);
+    return out;
+  }
+  const int64_t limit = max_entries < 0 ? num_elements_ : std::min(max_entries, num_elements_);
+  std::string out;
+  if (rank() == 0) {
+    if (limit > 0) out = FormatElement(*this, 0);
+  } else {
+    int64_t index = 0;
+    SummarizeDim(*this, 0, limit, &index, &out);
+  }
+  if (num_elements_ > limit) out += "...";
+  return out;
 }
 
 }  // namespace flowstone

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "flowstone/variant.h"
+
 namespace flowstone {
 namespace {
 
@@ -24,6 +26,7 @@ constexpr DTypeInfo kInfo[kNumDTypes] = {
     {DType::kFloat16, 2, "float16", "half", 19},
     {DType::kBFloat16, 2, "bfloat16", "bfloat16", 14},
     {DType::kResource, 8, "resource", "resource", 20},
+    {DType::kVariant, sizeof(Variant), "variant", "variant", 21},
 };
 
 const DTypeInfo& Info(DType dtype) {

@@ -7,7 +7,10 @@
 namespace flowstone {
 namespace {
 
-bool Backpropagatable(DType t) { return IsFloating(t) || t == DType::kResource; }
+// Variants carry gradients too: the gradient of a TensorList is a TensorList of gradients.
+bool Backpropagatable(DType t) {
+  return IsFloating(t) || t == DType::kResource || t == DType::kVariant;
+}
 
 struct EndpointLess {
   bool operator()(const Endpoint& a, const Endpoint& b) const {
@@ -214,16 +217,33 @@ Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys, const std::ve
     }
     if (!needs_input_grads) continue;
     const OpDef& op = node->op_def();
-    if (op.not_differentiable) continue;
-    if (!op.gradient) {
+    GradientContext ctx(graph, *node, out_grads, scope + "/" + node->name() + "_grad/");
+    const std::string override_type = node->attrs().GetOr<std::string>("_gradient_op_type", "");
+    if (!override_type.empty()) {
+      bool found = false;
+      if (options.external_gradient) {
+        FS_RETURN_IF_ERROR(options.external_gradient(ctx, override_type, &found));
+      }
+      if (!found) {
+        Status s = errors::InvalidArgument(
+            "No gradient defined for operation '", node->name(), "' (op type: ", op.name,
+            "): its gradient_override_map names '", override_type,
+            "', which is not registered. Register it with @tf.RegisterGradient(\"", override_type,
+            "\").");
+        s.SetPayload("py_type", "LookupError");
+        return s;
+      }
+    } else if (op.not_differentiable) {
+      continue;
+    } else if (!op.gradient) {
       Status s = errors::InvalidArgument(
           "No gradient defined for operation '", node->name(), "' (op type: ", op.name,
           "). Wrap the tensor in tf.stop_gradient(...) if no gradient should flow through it.");
       s.SetPayload("py_type", "LookupError");
       return s;
+    } else {
+      FS_RETURN_IF_ERROR(op.gradient(ctx));
     }
-    GradientContext ctx(graph, *node, out_grads, scope + "/" + node->name() + "_grad/");
-    FS_RETURN_IF_ERROR(op.gradient(ctx));
     FS_RETURN_IF_ERROR(ctx.status());
     for (int i = 0; i < node->num_inputs(); ++i) {
       const Endpoint& g = ctx.input_grads()[i];

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <mutex>
 
+#include "flowstone/function.h"
 #include "flowstone/shape_inference.h"
 
 namespace flowstone {
@@ -53,8 +54,21 @@ Status MatchInputArgs(const OpDef& op, const NodeSpec& spec, AttrMap* attrs,
                       std::vector<std::pair<int, int>>* ranges) {
   int fixed_count = 0;
   int open_lists = 0;
+  // The length of a list(type)-typed argument whose attr is already set.
+  auto type_list_length = [&](const ArgDef& arg) -> int {
+    const AttrValue* types = attrs->Find(arg.type_list_attr);
+    const auto* list = types ? std::get_if<std::vector<DType>>(types) : nullptr;
+    return list ? static_cast<int>(list->size()) : -1;
+  };
   for (const ArgDef& arg : op.inputs) {
-    if (arg.number_attr.empty()) {
+    if (!arg.type_list_attr.empty()) {
+      int n = type_list_length(arg);
+      if (n >= 0) {
+        fixed_count += n;
+      } else {
+        ++open_lists;
+      }
+    } else if (arg.number_attr.empty()) {
       ++fixed_count;
     } else if (const AttrValue* n = attrs->Find(arg.number_attr)) {
       fixed_count += static_cast<int>(std::get<int64_t>(*n));
@@ -71,7 +85,10 @@ Status MatchInputArgs(const OpDef& op, const NodeSpec& spec, AttrMap* attrs,
   int pos = 0;
   for (const ArgDef& arg : op.inputs) {
     int count = 1;
-    if (!arg.number_attr.empty()) {
+    if (!arg.type_list_attr.empty()) {
+      count = type_list_length(arg);
+      if (count < 0) count = total - fixed_count;
+    } else if (!arg.number_attr.empty()) {
       if (const AttrValue* n = attrs->Find(arg.number_attr)) {
         count = static_cast<int>(std::get<int64_t>(*n));
       } else {
@@ -91,6 +108,26 @@ Status InferInputTypes(const OpDef& op, const NodeSpec& spec,
   std::vector<std::pair<std::string, std::string>> set_by;  // type attr -> arg that set it
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const ArgDef& arg = op.inputs[a];
+    if (!arg.type_list_attr.empty()) {
+      std::vector<DType> actual;
+      for (int i = ranges[a].first; i < ranges[a].second; ++i)
+        actual.push_back(spec.inputs[i].node->output_type(spec.inputs[i].index));
+      const AttrValue* current = attrs->Find(arg.type_list_attr);
+      if (current == nullptr) {
+        attrs->Set(arg.type_list_attr, actual);
+        continue;
+      }
+      const auto* expected = std::get_if<std::vector<DType>>(current);
+      for (size_t i = 0; expected && i < actual.size(); ++i) {
+        if (actual[i] != (*expected)[i]) {
+          return errors::TypeError(
+              "Input '", arg.name, "' of '", op.name, "' Op has type ", DTypeName(actual[i]),
+              " at position ", i, " that does not match expected type of ",
+              DTypeName((*expected)[i]), " in attr '", arg.type_list_attr, "'.");
+        }
+      }
+      continue;
+    }
     for (int i = ranges[a].first; i < ranges[a].second; ++i) {
       const Endpoint& in = spec.inputs[i];
       DType actual = in.node->output_type(in.index);
@@ -163,6 +200,11 @@ Status FillAndCheckAttrs(const OpDef& op, AttrMap* attrs) {
 
 Status OutputTypes(const OpDef& op, const AttrMap& attrs, std::vector<DType>* out) {
   for (const ArgDef& arg : op.outputs) {
+    if (!arg.type_list_attr.empty()) {
+      const auto& types = std::get<std::vector<DType>>(*attrs.Find(arg.type_list_attr));
+      out->insert(out->end(), types.begin(), types.end());
+      continue;
+    }
     DType t = arg.fixed_type;
     if (t == DType::kInvalid) t = std::get<DType>(*attrs.Find(arg.type_attr));
     int64_t count = 1;
@@ -203,6 +245,10 @@ const Tensor* KnownValue(const Endpoint& in, std::vector<Tensor>* scratch) {
 }
 
 }  // namespace
+
+Graph::Graph() : library_(std::make_shared<FunctionLibrary>()) {}
+Graph::Graph(std::shared_ptr<FunctionLibrary> library) : library_(std::move(library)) {}
+Graph::~Graph() = default;
 
 StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   const OpDef* op = OpRegistry::Global().Find(spec.op);
@@ -269,6 +315,7 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   }
   InferenceContext ctx(op->name, spec.name, spec.attrs, input_shapes, input_types, input_values,
                        output_types, spec.inputs);
+  ctx.set_library(library_.get());
   Status shape_status = op->shape_fn(ctx);
   if (!shape_status.ok()) {
     std::string shapes;

@@ -153,6 +153,24 @@ OpBuilder& OpBuilder::OutputList(const std::string& name, const std::string& typ
   return *this;
 }
 
+OpBuilder& OpBuilder::InputTypeList(const std::string& name, const std::string& types_attr) {
+  ArgDef arg;
+  arg.name = name;
+  arg.type_list_attr = types_attr;
+  op_->inputs.push_back(std::move(arg));
+  if (!op_->FindAttr(types_attr)) RequiredAttr(types_attr, AttrType::kTypeList);
+  return *this;
+}
+
+OpBuilder& OpBuilder::OutputTypeList(const std::string& name, const std::string& types_attr) {
+  ArgDef arg;
+  arg.name = name;
+  arg.type_list_attr = types_attr;
+  op_->outputs.push_back(std::move(arg));
+  if (!op_->FindAttr(types_attr)) RequiredAttr(types_attr, AttrType::kTypeList);
+  return *this;
+}
+
 OpBuilder& OpBuilder::TypeAttr(const std::string& name, const std::vector<DType>& allowed) {
   AttrDef attr;
   attr.name = name;

@@ -50,9 +50,16 @@ Status MissingFeed(KernelContext& ctx) {
                                  ctx.node().name(), ": value}).");
 }
 
+// kAllTypes, resource handles and variants, which function bodies take as arguments (captured
+// variables, TensorArrays). Spelled out: kAllTypes lives in another file, whose static
+// initialization may come later.
+const std::vector<DType> kPlaceholderTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kInt32,    DType::kInt64,    DType::kUInt8,
+    DType::kBool,    DType::kFloat16, DType::kBFloat16, DType::kResource, DType::kVariant};
+
 FS_REGISTER_OP(OpBuilder("Placeholder")
                    .Output("output", "dtype")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kPlaceholderTypes)
                    .Attr("shape", AttrValue(PartialShape::Unknown()))
                    .Shape(PlaceholderShape)
                    .Kernel("CPU", MissingFeed)

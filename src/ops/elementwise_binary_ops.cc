@@ -1,5 +1,7 @@
 // Binary arithmetic with numpy broadcasting: AddV2, Sub, Mul, RealDiv, Div, FloorDiv, FloorMod,
-// Pow, Maximum, Minimum, SquaredDifference, and their gradients (TensorFlow's formulas).
+// TruncateDiv, TruncateMod, Pow, Maximum, Minimum, SquaredDifference, Atan2, Xlogy, Xdivy,
+// Xlog1py and the bitwise ops, and their gradients (TensorFlow's formulas).
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -213,12 +215,122 @@ struct SquaredDifferenceFn {
   }
 };
 
+// C's division and remainder: the quotient truncated toward zero, the remainder with the sign of
+// the dividend.
+struct TruncateDivFn {
+  template <typename T>
+  static Status Check(const Tensor& y) {
+    return CheckNonZeroDivisor<T>(y);
+  }
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      return TruncDivInt(a, b);
+    } else {
+      return std::trunc(a / b);
+    }
+  }
+};
+
+struct TruncateModFn {
+  template <typename T>
+  static Status Check(const Tensor& y) {
+    return CheckNonZeroDivisor<T>(y);
+  }
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      if constexpr (std::is_signed_v<T>) {
+        if (b == -1) return 0;
+      }
+      return a % b;
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
+struct Atan2Fn {
+  template <typename T>
+  T operator()(T y, T x) const {
+    return std::atan2(y, x);
+  }
+};
+
+// x * log(y), x / y and x * log1p(y), each 0 where x is 0 (even where y makes the product NaN).
+struct XlogyFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x == T(0) ? T(0) : x * std::log(y);
+  }
+};
+
+struct XdivyFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x == T(0) ? T(0) : x / y;
+  }
+};
+
+struct Xlog1pyFn {
+  template <typename T>
+  T operator()(T x, T y) const {
+    return x == T(0) ? T(0) : x * std::log1p(y);
+  }
+};
+
+struct BitwiseAndFn {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+
+struct BitwiseOrFn {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+
+struct BitwiseXorFn {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+
+// Shift counts outside [0, bits) are undefined in C++; like TensorFlow's kernel, the count is
+// clamped into that range. Left shifts are done unsigned so that shifting into the sign bit is
+// defined; right shifts of negative numbers are arithmetic.
+template <typename T>
+T ClampShift(T count) {
+  constexpr T kMaxShift = static_cast<T>(sizeof(T) * CHAR_BIT - 1);
+  return count < T(0) ? T(0) : (count > kMaxShift ? kMaxShift : count);
+}
+
+struct LeftShiftFn {
+  template <typename T>
+  T operator()(T a, T b) const {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) << ClampShift(b));
+  }
+};
+
+struct RightShiftFn {
+  template <typename T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a >> ClampShift(b));
+  }
+};
+
 // The schema and kernel every op here shares: z = fn(x, y) with attr T.
 template <typename Fn, typename List>
-OpBuilder BinaryOp(const char* name, List types, int64_t cost_per_element) {
+OpBuilder BinaryOp(const char* name, List types, int64_t cost_per_element, const char* x = "x",
+                   const char* y = "y") {
   OpBuilder builder(name);
-  builder.Input("x", "T")
-      .Input("y", "T")
+  builder.Input(x, "T")
+      .Input(y, "T")
       .Output("z", "T")
       .TypeAttr("T", List::DTypes())
       .Shape(shape_fns::Broadcast)
@@ -327,6 +439,58 @@ Status SquaredDifferenceGrad(GradientContext& ctx) {
   return Status::OK();
 }
 
+// atan2(y, x): d/dy = x / (x^2 + y^2) and d/dx = -y / (x^2 + y^2).
+Status Atan2Grad(GradientContext& ctx) {
+  const Endpoint y = ctx.input(0);
+  const Endpoint x = ctx.input(1);
+  const Endpoint grad_inv =
+      ctx.Op("RealDiv",
+             {ctx.output_grad(0), ctx.Op("AddV2", {ctx.Op("Square", {x}), ctx.Op("Square", {y})})});
+  SetReducedInputGrads(ctx, ctx.Op("Mul", {x, grad_inv}),
+                       ctx.Op("Neg", {ctx.Op("Mul", {y, grad_inv})}));
+  return Status::OK();
+}
+
+// 1 where x is not 0, else 0, in x's dtype: where Xlogy and friends are not forced to 0.
+Endpoint NonZeroMask(GradientContext& ctx, Endpoint x) {
+  AttrMap cast;
+  cast.Set("DstT", ctx.input_type(0));
+  return ctx.Op("Cast", {ctx.Op("NotEqual", {x, ctx.ScalarLike(x, 0)})}, cast);
+}
+
+// d xlogy/dx = log(y) and d xlogy/dy = x / y where x != 0 (0 elsewhere), as
+// xlogy(mask, y) and xdivy(x, y).
+Status XlogyGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  const Endpoint grad = ctx.output_grad(0);
+  SetReducedInputGrads(ctx, ctx.Op("Mul", {ctx.Op("Xlogy", {NonZeroMask(ctx, x), y}), grad}),
+                       ctx.Op("Mul", {ctx.Op("Xdivy", {x, y}), grad}));
+  return Status::OK();
+}
+
+// d xdivy/dx = 1 / y and d xdivy/dy = -x / y^2 where x != 0.
+Status XdivyGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint gy = ctx.Op("Xdivy", {ctx.Op("Neg", {x}), ctx.Op("Square", {y})});
+  SetReducedInputGrads(ctx, ctx.Op("Mul", {ctx.Op("Xdivy", {NonZeroMask(ctx, x), y}), grad}),
+                       ctx.Op("Mul", {gy, grad}));
+  return Status::OK();
+}
+
+// d xlog1py/dx = log1p(y) and d xlog1py/dy = x / (1 + y) where x != 0.
+Status Xlog1pyGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.input(1);
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint gy = ctx.Op("Xdivy", {x, ctx.Op("AddV2", {y, ctx.ScalarLike(y, 1)})});
+  SetReducedInputGrads(ctx, ctx.Op("Mul", {ctx.Op("Xlog1py", {NonZeroMask(ctx, x), y}), grad}),
+                       ctx.Op("Mul", {gy, grad}));
+  return Status::OK();
+}
+
 FS_REGISTER_OP(BinaryOp<AddFn>("AddV2", NumericTypeList{}, kCheapCost)
                    .Gradient(AddGrad)
                    .Doc("x + y elementwise, with numpy broadcasting. Integers wrap on overflow."));
@@ -364,6 +528,46 @@ FS_REGISTER_OP(BinaryOp<MinimumFn>("Minimum", NumericTypeList{}, kCheapCost)
 FS_REGISTER_OP(BinaryOp<SquaredDifferenceFn>("SquaredDifference", RealTypeList{}, kCheapCost)
                    .Gradient(SquaredDifferenceGrad)
                    .Doc("(x - y) * (x - y) elementwise, with numpy broadcasting."));
+
+// TensorFlow gives TruncateDiv no gradient and TruncateMod none either.
+FS_REGISTER_OP(BinaryOp<TruncateDivFn>("TruncateDiv", NumericTypeList{}, kFloorDivCost)
+                   .NotDifferentiable()
+                   .Doc("x / y rounded toward zero, like C; integer division fails on a zero "
+                        "divisor."));
+FS_REGISTER_OP(BinaryOp<TruncateModFn>("TruncateMod", RealTypeList{}, kFloorDivCost)
+                   .NotDifferentiable()
+                   .Doc("The remainder of TruncateDiv (the sign of x), like C's % and fmod."));
+FS_REGISTER_OP(BinaryOp<Atan2Fn>("Atan2", FloatTypeList{}, kPowCost, "y", "x")
+                   .Gradient(Atan2Grad)
+                   .Doc("The angle of the point (x, y), atan(y / x) in the right quadrant."));
+FS_REGISTER_OP(BinaryOp<XlogyFn>("Xlogy", FloatTypeList{}, kPowCost)
+                   .Gradient(XlogyGrad)
+                   .Doc("x * log(y) elementwise, 0 where x is 0."));
+FS_REGISTER_OP(BinaryOp<XdivyFn>("Xdivy", FloatTypeList{}, kDivCost)
+                   .Gradient(XdivyGrad)
+                   .Doc("x / y elementwise, 0 where x is 0."));
+FS_REGISTER_OP(BinaryOp<Xlog1pyFn>("Xlog1py", FloatTypeList{}, kPowCost)
+                   .Gradient(Xlog1pyGrad)
+                   .Doc("x * log1p(y) elementwise, 0 where x is 0."));
+
+// Bitwise ops on the integer types.
+using BitTypeList = TypeList<int32_t, int64_t, uint8_t>;
+FS_REGISTER_OP(BinaryOp<BitwiseAndFn>("BitwiseAnd", BitTypeList{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("x & y elementwise."));
+FS_REGISTER_OP(BinaryOp<BitwiseOrFn>("BitwiseOr", BitTypeList{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("x | y elementwise."));
+FS_REGISTER_OP(BinaryOp<BitwiseXorFn>("BitwiseXor", BitTypeList{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("x ^ y elementwise."));
+FS_REGISTER_OP(BinaryOp<LeftShiftFn>("LeftShift", BitTypeList{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("x << y elementwise; shift counts are clamped to [0, bits - 1]."));
+FS_REGISTER_OP(BinaryOp<RightShiftFn>("RightShift", BitTypeList{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("x >> y elementwise (arithmetic for signed types); shift counts are "
+                        "clamped to [0, bits - 1]."));
 
 }  // namespace
 }  // namespace flowstone

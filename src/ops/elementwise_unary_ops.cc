@@ -1,8 +1,13 @@
-// Unary elementwise math: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Log, Log1p, Sign, Floor, Ceil,
-// Round, Sigmoid, Tanh, Relu, and LogicalNot; and the gradients of the differentiable ones, with
-// TensorFlow's formulas (in terms of the output y where TensorFlow uses it).
+// Unary elementwise math: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Expm1, Log, Log1p, Sign, Floor,
+// Ceil, Round, Rint, Reciprocal (and its old name Inv), Sigmoid, Tanh, Relu, Softplus, Softsign,
+// the trigonometric and hyperbolic functions and their inverses, Erf, Erfc, Erfinv, Ndtri, Lgamma,
+// Digamma, the modified Bessel functions I0 and I1 (plain and scaled), the IsNan/IsInf/IsFinite
+// tests, LogicalNot and Invert; and the gradients of the differentiable ones, with TensorFlow's
+// formulas (in terms of the output y where TensorFlow uses it).
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <numbers>
 #include <type_traits>
 
 #include "elementwise.h"
@@ -10,6 +15,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/math/special_functions.h"
 
 namespace flowstone {
 namespace {
@@ -20,22 +26,27 @@ constexpr int64_t kSqrtCost = 8;
 constexpr int64_t kTranscendentalCost = 40;
 
 // y[i] = fn(x[i]) for i in [0, n), vectorized with AVX2 where the CPU has it.
-template <typename Fn, typename T>
-FS_MULTIVERSION void UnaryRun(const T* x, T* y, int64_t n) {
+template <typename Fn, typename T, typename Out>
+FS_MULTIVERSION void UnaryRun(const T* x, Out* y, int64_t n) {
   Fn fn;
   for (int64_t i = 0; i < n; ++i) y[i] = fn(x[i]);
 }
 
-// y = fn(x) elementwise, in place when the input buffer may be reused.
+// y = fn(x) elementwise, in place when the input buffer may be reused (and y has x's type).
 template <typename Fn, typename T>
 Status ComputeUnary(KernelContext& ctx, int64_t cost_per_element) {
+  using Out = decltype(Fn{}(T{}));
   const Tensor& in = ctx.input(0);
   Tensor* out;
-  FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, in.shape(), &out));
+  if constexpr (std::is_same_v<Out, T>) {
+    FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, in.shape(), &out));
+  } else {
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, in.shape(), &out));
+  }
   const T* x = in.data<T>();
-  T* y = out->data<T>();
+  Out* y = out->data<Out>();
   ctx.ParallelFor(in.num_elements(), cost_per_element, [&](int64_t begin, int64_t end) {
-    UnaryRun<Fn, T>(x + begin, y + begin, end - begin);
+    UnaryRun<Fn, T, Out>(x + begin, y + begin, end - begin);
   });
   return Status::OK();
 }
@@ -171,6 +182,166 @@ struct LogicalNotFn {
   bool operator()(bool x) const { return !x; }
 };
 
+// Functors that apply one <cmath> function.
+#define FS_STD_UNARY(Name, fn) \
+  struct Name {                \
+    template <typename T>      \
+    T operator()(T x) const {  \
+      return std::fn(x);       \
+    }                          \
+  }
+FS_STD_UNARY(SinFn, sin);
+FS_STD_UNARY(CosFn, cos);
+FS_STD_UNARY(TanFn, tan);
+FS_STD_UNARY(AsinFn, asin);
+FS_STD_UNARY(AcosFn, acos);
+FS_STD_UNARY(AtanFn, atan);
+FS_STD_UNARY(SinhFn, sinh);
+FS_STD_UNARY(CoshFn, cosh);
+FS_STD_UNARY(AsinhFn, asinh);
+FS_STD_UNARY(AcoshFn, acosh);
+FS_STD_UNARY(AtanhFn, atanh);
+FS_STD_UNARY(ErfFn, erf);
+FS_STD_UNARY(ErfcFn, erfc);
+FS_STD_UNARY(Expm1Fn, expm1);
+// Halves to even, like Round: nearbyint in the default rounding mode.
+FS_STD_UNARY(RintFn, nearbyint);
+#undef FS_STD_UNARY
+
+// log|Gamma(x)|. lgamma_r, unlike lgamma, does not write the global signgam, so threads may run
+// it at once.
+struct LgammaFn {
+  template <typename T>
+  T operator()(T x) const {
+    int sign;
+    return static_cast<T>(lgamma_r(static_cast<double>(x), &sign));
+  }
+};
+
+// The digamma function psi(x) = d/dx log Gamma(x); poles (0, -1, -2, ...) give NaN, as in
+// TensorFlow.
+struct DigammaFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(special::Digamma(static_cast<double>(x)));
+  }
+};
+
+// The modified Bessel functions of the first kind of orders 0 and 1, plain and exponentially
+// scaled (exp(-|x|) I(x), which stays finite for large |x|). <cmath>'s cyl_bessel_i takes x >= 0;
+// I0 is even and I1 odd.
+struct BesselI0Fn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(std::cyl_bessel_i(0.0, std::abs(static_cast<double>(x))));
+  }
+};
+
+struct BesselI1Fn {
+  template <typename T>
+  T operator()(T x) const {
+    const double value = std::cyl_bessel_i(1.0, std::abs(static_cast<double>(x)));
+    return static_cast<T>(x < 0 ? -value : value);
+  }
+};
+
+// Large |x| overflows I(x) itself, so the scaled forms use the asymptotic expansion
+// exp(-x) I_n(x) ~ (1 - (4n^2 - 1) / (8x) + (4n^2 - 1)(4n^2 - 9) / (2 (8x)^2) - ...) / sqrt(2 pi x)
+// beyond x = 700, where it has converged to double precision.
+inline double ScaledBesselI(int order, double x) {
+  if (x < 700) return std::exp(-x) * std::cyl_bessel_i(static_cast<double>(order), x);
+  const double mu = 4.0 * order * order;
+  double term = 1, sum = 1;
+  for (int k = 1; k < 8; ++k) {
+    term *= -(mu - (2 * k - 1) * (2 * k - 1)) / (k * 8 * x);
+    sum += term;
+  }
+  return sum / std::sqrt(2 * std::numbers::pi * x);
+}
+
+struct BesselI0eFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(ScaledBesselI(0, std::abs(static_cast<double>(x))));
+  }
+};
+
+struct BesselI1eFn {
+  template <typename T>
+  T operator()(T x) const {
+    const double value = ScaledBesselI(1, std::abs(static_cast<double>(x)));
+    return static_cast<T>(x < 0 ? -value : value);
+  }
+};
+
+struct ErfinvFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(special::InverseErf(static_cast<double>(x)));
+  }
+};
+
+struct NdtriFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(special::Ndtri(static_cast<double>(x)));
+  }
+};
+
+struct ReciprocalFn {
+  template <typename T>
+  T operator()(T x) const {
+    return T(1) / x;
+  }
+};
+
+// log(1 + exp(x)) without overflow, with TensorFlow's thresholds: x itself where exp(x) would
+// swamp the 1, exp(x) where log1p would round to it.
+struct SoftplusFn {
+  template <typename T>
+  T operator()(T x) const {
+    const T threshold = std::log(std::numeric_limits<T>::epsilon()) + T(2);
+    if (x > -threshold) return x;
+    if (x < threshold) return std::exp(x);
+    return std::log1p(std::exp(x));
+  }
+};
+
+struct SoftsignFn {
+  template <typename T>
+  T operator()(T x) const {
+    return x / (T(1) + std::abs(x));
+  }
+};
+
+struct IsNanFn {
+  template <typename T>
+  bool operator()(T x) const {
+    return std::isnan(x);
+  }
+};
+
+struct IsInfFn {
+  template <typename T>
+  bool operator()(T x) const {
+    return std::isinf(x);
+  }
+};
+
+struct IsFiniteFn {
+  template <typename T>
+  bool operator()(T x) const {
+    return std::isfinite(x);
+  }
+};
+
+struct InvertFn {
+  template <typename T>
+  T operator()(T x) const {
+    return static_cast<T>(~x);
+  }
+};
+
 // The schema and kernel of y = fn(x) with attr T.
 template <typename Fn, typename List>
 OpBuilder UnaryOp(const char* name, List types, int64_t cost_per_element, const char* input = "x",
@@ -181,6 +352,19 @@ OpBuilder UnaryOp(const char* name, List types, int64_t cost_per_element, const 
       .TypeAttr("T", List::DTypes())
       .Shape(shape_fns::Unchanged)
       .Kernel("CPU", UnaryKernel<Fn>(types, cost_per_element));
+  return builder;
+}
+
+// The schema and kernel of a test y = fn(x) with a bool result.
+template <typename Fn, typename List>
+OpBuilder UnaryPredicateOp(const char* name, List types) {
+  OpBuilder builder(name);
+  builder.Input("x", "T")
+      .Output("y", "bool")
+      .TypeAttr("T", List::DTypes())
+      .Shape(shape_fns::Unchanged)
+      .Kernel("CPU", UnaryKernel<Fn>(types, kCheapCost))
+      .NotDifferentiable();
   return builder;
 }
 
@@ -261,6 +445,144 @@ Status ReluGradFn(GradientContext& ctx) {
   return Status::OK();
 }
 
+// The gradient of x: the incoming gradient divided by `denominator` (of x's shape).
+Status SetDividedGrad(GradientContext& ctx, Endpoint denominator) {
+  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), denominator}));
+  return Status::OK();
+}
+
+// 1 - x^2, for the inverse sine, cosine and hyperbolic tangent.
+Endpoint OneMinusSquare(GradientContext& ctx, Endpoint x) {
+  return ctx.Op("Sub", {ctx.ScalarLike(x, 1), ctx.Op("Square", {x})});
+}
+
+Status SinGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Cos", {ctx.input(0)})); }
+
+Status CosGrad(GradientContext& ctx) {
+  return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Sin", {ctx.input(0)})}));
+}
+
+// d tan(x)/dx = sec(x)^2.
+Status TanGrad(GradientContext& ctx) {
+  const Endpoint sec = ctx.Op("Reciprocal", {ctx.Op("Cos", {ctx.input(0)})});
+  return SetScaledGrad(ctx, ctx.Op("Square", {sec}));
+}
+
+// d asin(x)/dx = 1 / sqrt(1 - x^2); acos is its negation.
+Status AsinGrad(GradientContext& ctx) {
+  return SetDividedGrad(ctx, ctx.Op("Sqrt", {OneMinusSquare(ctx, ctx.input(0))}));
+}
+
+Status AcosGrad(GradientContext& ctx) {
+  const Endpoint root = ctx.Op("Sqrt", {OneMinusSquare(ctx, ctx.input(0))});
+  ctx.SetInputGrad(0, ctx.Op("Neg", {ctx.Op("RealDiv", {ctx.output_grad(0), root})}));
+  return Status::OK();
+}
+
+Status AtanGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  return SetDividedGrad(ctx, ctx.Op("AddV2", {ctx.ScalarLike(x, 1), ctx.Op("Square", {x})}));
+}
+
+Status SinhGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Cosh", {ctx.input(0)})); }
+
+Status CoshGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Sinh", {ctx.input(0)})); }
+
+// d asinh(x)/dx = 1 / cosh(y) and d acosh(x)/dx = 1 / sinh(y).
+Status AsinhGrad(GradientContext& ctx) {
+  return SetDividedGrad(ctx, ctx.Op("Cosh", {ctx.output(0)}));
+}
+
+Status AcoshGrad(GradientContext& ctx) {
+  return SetDividedGrad(ctx, ctx.Op("Sinh", {ctx.output(0)}));
+}
+
+Status AtanhGrad(GradientContext& ctx) {
+  return SetDividedGrad(ctx, OneMinusSquare(ctx, ctx.input(0)));
+}
+
+// d erf(x)/dx = 2 / sqrt(pi) * exp(-x^2); erfc's is its negation.
+Endpoint ErfDerivative(GradientContext& ctx, double scale) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint gauss = ctx.Op("Exp", {ctx.Op("Neg", {ctx.Op("Square", {x})})});
+  return ctx.Op("Mul", {ctx.ScalarLike(x, scale * 2 / std::sqrt(std::numbers::pi)), gauss});
+}
+
+Status ErfGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ErfDerivative(ctx, 1)); }
+Status ErfcGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ErfDerivative(ctx, -1)); }
+
+Status LgammaGrad(GradientContext& ctx) {
+  return SetScaledGrad(ctx, ctx.Op("Digamma", {ctx.input(0)}));
+}
+
+// d psi(x)/dx = psi^(1)(x), the trigamma function.
+Status DigammaGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  return SetScaledGrad(ctx, ctx.Op("Polygamma", {ctx.ScalarLike(x, 1), x}));
+}
+
+// I0' = I1, and for the scaled form (exp(-|x|) I0)' = I1e - sign(x) I0e.
+Status BesselI0Grad(GradientContext& ctx) {
+  return SetScaledGrad(ctx, ctx.Op("BesselI1", {ctx.input(0)}));
+}
+
+Status BesselI0eGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint sign_y = ctx.Op("Mul", {ctx.Op("Sign", {x}), ctx.output(0)});
+  return SetScaledGrad(ctx, ctx.Op("Sub", {ctx.Op("BesselI1e", {x}), sign_y}));
+}
+
+// I1' = I0 - I1 / x and (exp(-|x|) I1)' = I0e - I1e (sign(x) + 1 / x), both 1/2 at x = 0
+// (where x is replaced by 1 so that nothing divides by zero).
+Status BesselI1GradOf(GradientContext& ctx, const char* order0, bool scaled) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint y = ctx.output(0);
+  const Endpoint at_zero = ctx.Op("Equal", {x, ctx.ScalarLike(x, 0)});
+  const Endpoint safe_x = ctx.Op("SelectV2", {at_zero, ctx.ScalarLike(x, 1), x});
+  Endpoint factor = ctx.Op("Reciprocal", {safe_x});
+  if (scaled) factor = ctx.Op("AddV2", {ctx.Op("Sign", {x}), factor});
+  const Endpoint derivative = ctx.Op("Sub", {ctx.Op(order0, {x}), ctx.Op("Mul", {y, factor})});
+  return SetScaledGrad(ctx, ctx.Op("SelectV2", {at_zero, ctx.ScalarLike(x, 0.5), derivative}));
+}
+
+Status BesselI1Grad(GradientContext& ctx) { return BesselI1GradOf(ctx, "BesselI0", false); }
+Status BesselI1eGrad(GradientContext& ctx) { return BesselI1GradOf(ctx, "BesselI0e", true); }
+
+// d erfinv(x)/dx = sqrt(pi) / 2 * exp(y^2) and d ndtri(x)/dx = sqrt(2 pi) * exp(y^2 / 2).
+Status ErfinvGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  const Endpoint growth = ctx.Op("Exp", {ctx.Op("Square", {y})});
+  return SetScaledGrad(ctx,
+                       ctx.Op("Mul", {ctx.ScalarLike(y, std::sqrt(std::numbers::pi) / 2), growth}));
+}
+
+Status NdtriGrad(GradientContext& ctx) {
+  const Endpoint y = ctx.output(0);
+  const Endpoint growth =
+      ctx.Op("Exp", {ctx.Op("Mul", {ctx.ScalarLike(y, 0.5), ctx.Op("Square", {y})})});
+  return SetScaledGrad(ctx,
+                       ctx.Op("Mul", {ctx.ScalarLike(y, std::sqrt(2 * std::numbers::pi)), growth}));
+}
+
+// d(1/x)/dx = -y^2.
+Status ReciprocalGrad(GradientContext& ctx) {
+  return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Square", {ctx.output(0)})}));
+}
+
+Status Expm1Grad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Exp", {ctx.input(0)})); }
+
+// d softplus(x)/dx = sigmoid(x).
+Status SoftplusGrad(GradientContext& ctx) {
+  return SetScaledGrad(ctx, ctx.Op("Sigmoid", {ctx.input(0)}));
+}
+
+// d softsign(x)/dx = 1 / (1 + |x|)^2.
+Status SoftsignGrad(GradientContext& ctx) {
+  const Endpoint x = ctx.input(0);
+  const Endpoint one_plus_abs = ctx.Op("AddV2", {ctx.ScalarLike(x, 1), ctx.Op("Abs", {x})});
+  return SetDividedGrad(ctx, ctx.Op("Square", {one_plus_abs}));
+}
+
 FS_REGISTER_OP(UnaryOp<NegFn>("Neg", RealTypeList{}, kCheapCost)
                    .Gradient(NegGrad)
                    .Doc("-x elementwise. Integers wrap on overflow."));
@@ -305,6 +627,105 @@ FS_REGISTER_OP(UnaryOp<TanhFn>("Tanh", FloatTypeList{}, kTranscendentalCost)
 FS_REGISTER_OP(UnaryOp<ReluFn>("Relu", NumericTypeList{}, kCheapCost, "features", "activations")
                    .Gradient(ReluGradFn)
                    .Doc("max(features, 0) elementwise."));
+
+// Trigonometric and hyperbolic functions and their inverses.
+FS_REGISTER_OP(UnaryOp<SinFn>("Sin", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(SinGrad)
+                   .Doc("sin(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<CosFn>("Cos", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(CosGrad)
+                   .Doc("cos(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<TanFn>("Tan", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(TanGrad)
+                   .Doc("tan(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<AsinFn>("Asin", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(AsinGrad)
+                   .Doc("The inverse sine elementwise, in [-pi/2, pi/2]."));
+FS_REGISTER_OP(UnaryOp<AcosFn>("Acos", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(AcosGrad)
+                   .Doc("The inverse cosine elementwise, in [0, pi]."));
+FS_REGISTER_OP(UnaryOp<AtanFn>("Atan", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(AtanGrad)
+                   .Doc("The inverse tangent elementwise, in (-pi/2, pi/2)."));
+FS_REGISTER_OP(UnaryOp<SinhFn>("Sinh", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(SinhGrad)
+                   .Doc("Hyperbolic sine elementwise."));
+FS_REGISTER_OP(UnaryOp<CoshFn>("Cosh", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(CoshGrad)
+                   .Doc("Hyperbolic cosine elementwise."));
+FS_REGISTER_OP(UnaryOp<AsinhFn>("Asinh", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(AsinhGrad)
+                   .Doc("Inverse hyperbolic sine elementwise."));
+FS_REGISTER_OP(UnaryOp<AcoshFn>("Acosh", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(AcoshGrad)
+                   .Doc("Inverse hyperbolic cosine elementwise (NaN below 1)."));
+FS_REGISTER_OP(UnaryOp<AtanhFn>("Atanh", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(AtanhGrad)
+                   .Doc("Inverse hyperbolic tangent elementwise."));
+
+// Special functions.
+FS_REGISTER_OP(UnaryOp<ErfFn>("Erf", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(ErfGrad)
+                   .Doc("The Gauss error function elementwise."));
+FS_REGISTER_OP(UnaryOp<ErfcFn>("Erfc", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(ErfcGrad)
+                   .Doc("1 - erf(x) elementwise, accurate for large x."));
+FS_REGISTER_OP(UnaryOp<LgammaFn>("Lgamma", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(LgammaGrad)
+                   .Doc("log |Gamma(x)| elementwise."));
+FS_REGISTER_OP(UnaryOp<DigammaFn>("Digamma", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(DigammaGrad)
+                   .Doc("psi(x) = d/dx log Gamma(x) elementwise."));
+FS_REGISTER_OP(UnaryOp<BesselI0Fn>("BesselI0", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI0Grad)
+                   .Doc("The modified Bessel function of the first kind of order 0."));
+FS_REGISTER_OP(UnaryOp<BesselI0eFn>("BesselI0e", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI0eGrad)
+                   .Doc("exp(-|x|) times the modified Bessel function I0."));
+FS_REGISTER_OP(UnaryOp<BesselI1Fn>("BesselI1", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI1Grad)
+                   .Doc("The modified Bessel function of the first kind of order 1."));
+FS_REGISTER_OP(UnaryOp<BesselI1eFn>("BesselI1e", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(BesselI1eGrad)
+                   .Doc("exp(-|x|) times the modified Bessel function I1."));
+FS_REGISTER_OP(UnaryOp<ErfinvFn>("Erfinv", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(ErfinvGrad)
+                   .Doc("The inverse of erf elementwise (NaN outside [-1, 1])."));
+FS_REGISTER_OP(UnaryOp<NdtriFn>("Ndtri", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(NdtriGrad)
+                   .Doc("The standard normal quantile function elementwise (NaN outside [0, 1])."));
+FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatTypeList{}, kTranscendentalCost)
+                   .Gradient(Expm1Grad)
+                   .Doc("exp(x) - 1 elementwise, accurate for small x."));
+FS_REGISTER_OP(UnaryOp<ReciprocalFn>("Reciprocal", FloatTypeList{}, kSqrtCost)
+                   .Gradient(ReciprocalGrad)
+                   .Doc("1 / x elementwise."));
+FS_REGISTER_OP(UnaryOp<ReciprocalFn>("Inv", FloatTypeList{}, kSqrtCost)
+                   .Gradient(ReciprocalGrad)
+                   .Doc("1 / x elementwise (Reciprocal's old name)."));
+FS_REGISTER_OP(UnaryOp<RintFn>("Rint", FloatTypeList{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("The nearest integer elementwise, halves to even."));
+FS_REGISTER_OP(UnaryOp<SoftplusFn>("Softplus", FloatTypeList{}, kTranscendentalCost, "features",
+                                   "activations")
+                   .Gradient(SoftplusGrad)
+                   .Doc("log(exp(features) + 1) elementwise."));
+FS_REGISTER_OP(UnaryOp<SoftsignFn>("Softsign", FloatTypeList{}, kSqrtCost, "features",
+                                   "activations")
+                   .Gradient(SoftsignGrad)
+                   .Doc("features / (abs(features) + 1) elementwise."));
+
+// Tests with bool results.
+FS_REGISTER_OP(
+    UnaryPredicateOp<IsNanFn>("IsNan", FloatTypeList{}).Doc("Whether each element is NaN."));
+FS_REGISTER_OP(UnaryPredicateOp<IsInfFn>("IsInf", FloatTypeList{})
+                   .Doc("Whether each element is +inf or -inf."));
+FS_REGISTER_OP(UnaryPredicateOp<IsFiniteFn>("IsFinite", FloatTypeList{})
+                   .Doc("Whether each element is finite (not NaN or infinite)."));
+
+FS_REGISTER_OP(UnaryOp<InvertFn>("Invert", TypeList<int32_t, int64_t, uint8_t>{}, kCheapCost)
+                   .NotDifferentiable()
+                   .Doc("Bitwise NOT elementwise."));
 
 FS_REGISTER_OP(OpBuilder("LogicalNot")
                    .Input("x", "bool")

@@ -10,6 +10,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/data_structures/tensor_list.h"
 
 namespace flowstone {
 namespace {
@@ -95,11 +96,19 @@ Status ZerosLikeKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
+// Every dtype, and variants holding TensorLists (a list of zeros shaped like the list).
+std::vector<DType> ZerosLikeTypes() {
+  std::vector<DType> types = kAllTypes;
+  types.push_back(DType::kVariant);
+  return types;
+}
+
 FS_REGISTER_OP(OpBuilder("ZerosLike")
                    .Input("x", "T")
                    .Output("y", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", ZerosLikeTypes())
                    .Shape(shape_fns::Unchanged)
+                   .Kernel("CPU", ZerosLikeTensorList, {DType::kVariant})
                    .Kernel("CPU", ZerosLikeKernel)
                    .NotDifferentiable()
                    .Doc("Zeros with the shape and dtype of x."));

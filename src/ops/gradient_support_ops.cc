@@ -6,6 +6,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/data_structures/tensor_list.h"
 
 namespace flowstone {
 namespace {
@@ -56,6 +57,12 @@ Status AddNKernel(KernelContext& ctx) {
       });
 }
 
+std::vector<DType> AddNTypes() {
+  std::vector<DType> types = kRealTypes;
+  types.push_back(DType::kVariant);
+  return types;
+}
+
 Status AddNGrad(GradientContext& ctx) {
   for (int i = 0; i < ctx.num_inputs(); ++i) ctx.SetInputGrad(i, ctx.output_grad(0));
   return Status::OK();
@@ -64,8 +71,10 @@ Status AddNGrad(GradientContext& ctx) {
 FS_REGISTER_OP(OpBuilder("AddN")
                    .InputList("inputs", "T", "N")
                    .Output("sum", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", AddNTypes())
                    .Shape(AddNShape)
+                   // Gradients of TensorLists (variants) add up element by element.
+                   .Kernel("CPU", AddTensorLists, {DType::kVariant})
                    .Kernel("CPU", AddNKernel)
                    .Gradient(AddNGrad)
                    .Doc("Elementwise sum of N tensors of one shape."));

@@ -1,4 +1,5 @@
-// Reductions: Sum, Mean, Max, Min, Prod over any set of axes, and ArgMax/ArgMin along one axis.
+// Reductions: Sum, Mean, Max, Min, Prod, and the logical Any and All, over any set of axes, and
+// ArgMax/ArgMin along one axis.
 //
 // A reduction is computed on a canonical view of the input: dimensions of size 1 are dropped and
 // neighbouring dimensions that are all reduced (or all kept) are merged, leaving alternating
@@ -168,6 +169,22 @@ struct MinReducer {
     }
   }
   static Acc Combine(Acc a, Acc b) { return (a < b || a != a) ? a : b; }
+};
+
+// Logical or and and of bools (Any, All), accumulated as bytes (0 or 1): bitwise | and & on
+// them vectorize, and a std::vector of them is a plain array, unlike std::vector<bool>.
+struct AnyReducer {
+  using Acc = uint8_t;
+  static constexpr bool kPairwise = false;
+  static Acc Identity() { return 0; }
+  static Acc Combine(Acc a, Acc b) { return a | b; }
+};
+
+struct AllReducer {
+  using Acc = uint8_t;
+  static constexpr bool kPairwise = false;
+  static Acc Identity() { return 1; }
+  static Acc Combine(Acc a, Acc b) { return a & b; }
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -355,7 +372,7 @@ Status RunReduction(KernelContext& ctx, const Tensor& input, const std::vector<b
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-enum class ReduceKind { kSum, kMean, kProd, kMax, kMin };
+enum class ReduceKind { kSum, kMean, kProd, kMax, kMin, kAny, kAll };
 
 template <ReduceKind kKind>
 class ReductionKernel final : public OpKernel {
@@ -374,6 +391,20 @@ class ReductionKernel final : public OpKernel {
     Tensor* output;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(
         0, TensorShape(ReducedDims(input.shape().dims(), reduced, keep_dims_)), &output));
+    if constexpr (kKind == ReduceKind::kAny) {
+      return RunReduction<AnyReducer, bool>(ctx, input, reduced, output,
+                                            [](uint8_t a) { return a != 0; });
+    } else if constexpr (kKind == ReduceKind::kAll) {
+      return RunReduction<AllReducer, bool>(ctx, input, reduced, output,
+                                            [](uint8_t a) { return a != 0; });
+    } else {
+      return ComputeArithmetic(ctx, input, reduced, output);
+    }
+  }
+
+ private:
+  Status ComputeArithmetic(KernelContext& ctx, const Tensor& input,
+                           const std::vector<bool>& reduced, Tensor* output) {
     int64_t count = 1;  // elements reduced into each output, for Mean
     for (int i = 0; i < input.rank(); ++i) {
       if (reduced[i]) count *= input.dim(i);
@@ -399,7 +430,6 @@ class ReductionKernel final : public OpKernel {
         });
   }
 
- private:
   // Floats divide (0 / 0 gives NaN for an empty mean); integers divide with truncation, as
   // TensorFlow does, and the mean of nothing is 0 rather than a division by zero.
   template <typename T>
@@ -613,6 +643,25 @@ FS_REGISTER_OP(ReductionOp<ReduceKind::kMax>("Max", MinOrMaxGrad,
                                              "Maximum of elements across the given axes."));
 FS_REGISTER_OP(ReductionOp<ReduceKind::kMin>("Min", MinOrMaxGrad,
                                              "Minimum of elements across the given axes."));
+
+// Any and All take and give bools; TensorFlow defines no gradient for them.
+OpBuilder LogicalReductionOp(OpBuilder builder) {
+  builder.Input("input", "bool")
+      .Input("reduction_indices", "Tidx")
+      .Output("output", "bool")
+      .TypeAttr("Tidx", {DType::kInt32, DType::kInt64}, DType::kInt32)
+      .Attr("keep_dims", false)
+      .Shape(ReductionShape)
+      .NotDifferentiable();
+  return builder;
+}
+
+FS_REGISTER_OP(LogicalReductionOp(OpBuilder("Any"))
+                   .KernelClass<ReductionKernel<ReduceKind::kAny>>("CPU")
+                   .Doc("Logical or of elements across the given axes."));
+FS_REGISTER_OP(LogicalReductionOp(OpBuilder("All"))
+                   .KernelClass<ReductionKernel<ReduceKind::kAll>>("CPU")
+                   .Doc("Logical and of elements across the given axes."));
 
 // ---------------------------------------------------------------------------------------------
 // ArgMax / ArgMin

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "executor.h"
+#include "flowstone/function.h"
 #include "flowstone/session.h"
 #include "gpu_discovery.h"
 #include "placer.h"
@@ -41,7 +42,25 @@ bool IsExpensive(const Node& node) {
          node.type().rfind("Conv", 0) == 0;
 }
 
-class DirectSession final : public Session {
+// A library function compiled for one session: a sequential plan (see Instantiate).
+struct SessionFunction final : CompiledFunction {
+  const FunctionDef* def = nullptr;
+  ExecutionPlan plan;
+};
+
+// Adds "[[in function f]]" to an error from inside a function body. The inner node's name stays
+// in the message; the `node` payload is dropped so that the caller's annotation names the call
+// node, which is the Operation Python can find in the caller's graph.
+Status InFunction(const Status& status, const std::string& function) {
+  Status s(status.code(), StrCat(status.message(), "\n\t [[in function ", function, "]]"));
+  if (const auto* payloads = status.payloads()) {
+    for (const auto& [k, v] : *payloads)
+      if (k != "node" && k != "device") s.SetPayload(k, v);
+  }
+  return s;
+}
+
+class DirectSession final : public Session, public FunctionRuntime {
  public:
   DirectSession(std::shared_ptr<Graph> graph, const SessionOptions& options)
       : graph_(std::move(graph)), options_(options) {}
@@ -116,7 +135,7 @@ class DirectSession final : public Session {
     InFlight guard(this);
     if (!guard.ok()) return ClosedSessionError();
     auto plan = std::make_shared<ExecutionPlan>();
-    FS_RETURN_IF_ERROR(Compile(feeds, fetches, targets, plan.get()));
+    FS_RETURN_IF_ERROR(Compile(*graph_, feeds, fetches, targets, plan.get()));
     std::lock_guard<std::mutex> lock(mu_);
     *handle = next_handle_++;
     callables_[*handle] = std::move(plan);
@@ -153,7 +172,51 @@ class DirectSession final : public Session {
     if (options.cancel_on_interrupt) cancellation.WatchInterrupts();
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
     return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(), step,
-                     options, cancellation);
+                     options, cancellation, this);
+  }
+
+  // Called by a call kernel inside a run, so Close() waits for it like for the run.
+  Status Instantiate(const std::string& name, const CompiledFunction** out) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = functions_.find(name);
+      if (it != functions_.end()) {
+        *out = it->second.get();
+        return Status::OK();
+      }
+    }
+    const FunctionDef* def = graph_->library().Find(name);
+    if (def == nullptr) {
+      return errors::NotFound("Function '", name, "' is not in the graph's function library");
+    }
+    auto compiled = std::make_unique<SessionFunction>();
+    compiled->def = def;
+    Status s = Compile(*def->body, def->args, def->rets, {}, &compiled->plan);
+    if (!s.ok()) return InFunction(s, name);
+    // A function may run inside a node that the inter-op pool is running; a nested parallel
+    // plan would wait on that pool from one of its own threads, so function plans run in order.
+    compiled->plan.parallel = false;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, inserted] = functions_.emplace(name, std::move(compiled));
+    *out = it->second.get();
+    return Status::OK();
+  }
+
+  Status Run(const CompiledFunction& function, std::vector<Tensor>& args, std::vector<Tensor>* rets,
+             const KernelContext& caller) override {
+    const auto& f = static_cast<const SessionFunction&>(function);
+    if (args.size() != f.plan.feeds.size()) {
+      return errors::InvalidArgument(f.def->Describe(), " called with ", args.size(), " inputs");
+    }
+    RunOptions options;
+    options.report_tensor_allocations_upon_oom = caller.report_allocations_on_oom();
+    // A function runs inside its caller's run and stops with it.
+    static const CancellationToken kNeverCancelled;
+    const CancellationToken* cancellation = caller.cancellation();
+    if (cancellation == nullptr) cancellation = &kNeverCancelled;
+    Status s = f.plan.Run(args, rets, caller.resources(), nullptr, caller.step_id(), options,
+                          *cancellation, this);
+    return s.ok() ? s : InFunction(s, f.def->name);
   }
 
   Status ReleaseCallable(CallableHandle handle) override {
@@ -172,6 +235,7 @@ class DirectSession final : public Session {
     idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
     callables_.clear();
     run_cache_.clear();
+    functions_.clear();
     kernels_.clear();
     resources_.Clear();
     return Status::OK();
@@ -253,28 +317,28 @@ class DirectSession final : public Session {
     return Status::OK();
   }
 
-  Status PlaceLocked(const Node& node, Device** out) {
-    auto it = placements_.find(node.id());
+  Status PlaceLocked(const Graph& graph, const Node& node, Device** out) {
+    auto it = placements_.find(&node);
     if (it != placements_.end()) {
       *out = it->second;
       return Status::OK();
     }
     std::vector<ColocationTarget> colocated;
-    FS_RETURN_IF_ERROR(PlaceColocationTargetsLocked(node, &colocated));
+    FS_RETURN_IF_ERROR(PlaceColocationTargetsLocked(graph, node, &colocated));
     std::vector<Device*> input_devices;
     for (const Endpoint& in : node.inputs()) {
-      auto found = placements_.find(in.node->id());
+      auto found = placements_.find(in.node);
       input_devices.push_back(found == placements_.end() ? nullptr : found->second);
     }
     Status s =
         colocated.empty()
-            ? PlaceNode(node, DevicesForLocked(node), input_devices, placement_, out)
+            ? PlaceNode(node, DevicesForLocked(graph, node), input_devices, placement_, out)
             : PlaceColocatedNode(node, colocated, device_ptrs_, input_devices, placement_, out);
     if (!s.ok()) {
       s.SetPayload("node", node.name());
       return s;
     }
-    placements_[node.id()] = *out;
+    placements_[&node] = *out;
     if (options_.log_device_placement) {
       if (!logged_mapping_header_) {
         std::fprintf(stderr, "Device mapping:\n");
@@ -293,14 +357,14 @@ class DirectSession final : public Session {
 
   // The devices `node` may go to. A variable (a node making a resource) may only go where every
   // op using it has a kernel: its value lives in that device's memory.
-  std::vector<Device*> DevicesForLocked(const Node& node) {
+  std::vector<Device*> DevicesForLocked(const Graph& graph, const Node& node) {
     bool makes_resource = false;
     for (int o = 0; o < node.num_outputs(); ++o)
       makes_resource |= node.output_type(o) == DType::kResource;
     if (!makes_resource) return device_ptrs_;
     std::vector<const Node*> users;
-    for (int id = node.id() + 1; id < graph_->num_nodes_unlocked(); ++id) {
-      const Node* candidate = graph_->node_unlocked(id);
+    for (int id = node.id() + 1; id < graph.num_nodes_unlocked(); ++id) {
+      const Node* candidate = graph.node_unlocked(id);
       for (const Endpoint& in : candidate->inputs()) {
         if (in.node == &node) {
           users.push_back(candidate);
@@ -326,31 +390,32 @@ class DirectSession final : public Session {
   // the nodes tf.colocate_with names in its `_class` attr, which may come later in the graph.
   // Returns the placed colocation targets. A node reached again while its own targets are being
   // placed (a colocation cycle) is skipped there.
-  Status PlaceColocationTargetsLocked(const Node& node, std::vector<ColocationTarget>* targets) {
+  Status PlaceColocationTargetsLocked(const Graph& graph, const Node& node,
+                                      std::vector<ColocationTarget>* targets) {
     std::vector<const Node*> prerequisites;
     for (const Endpoint& in : node.inputs())
       if (in.node->output_type(in.index) == DType::kResource) prerequisites.push_back(in.node);
     std::vector<std::string> names = ColocationTargets(node);
     for (const std::string& name : names)
-      if (const Node* target = graph_->FindNodeUnlocked(name)) prerequisites.push_back(target);
+      if (const Node* target = graph.FindNodeUnlocked(name)) prerequisites.push_back(target);
     if (prerequisites.empty()) return Status::OK();
 
-    placing_.insert(node.id());
+    placing_.insert(&node);
     Status status;
     for (const Node* prerequisite : prerequisites) {
-      if (placing_.count(prerequisite->id())) continue;
+      if (placing_.count(prerequisite)) continue;
       Device* device;
-      status = PlaceLocked(*prerequisite, &device);
+      status = PlaceLocked(graph, *prerequisite, &device);
       if (!status.ok()) break;
       if (std::find(names.begin(), names.end(), prerequisite->name()) != names.end())
         targets->push_back({prerequisite, device});
     }
-    placing_.erase(node.id());
+    placing_.erase(&node);
     return status;
   }
 
   Status KernelLocked(const Node& node, Device* device, OpKernel** out) {
-    auto it = kernels_.find(node.id());
+    auto it = kernels_.find(&node);
     if (it != kernels_.end()) {
       *out = it->second.get();
       return Status::OK();
@@ -359,21 +424,24 @@ class DirectSession final : public Session {
     Status s = CreateKernel(node, device->type(), &kernel);
     if (!s.ok()) return AnnotateNodeError(s, node, device);
     *out = kernel.get();
-    kernels_[node.id()] = std::move(kernel);
+    kernels_[&node] = std::move(kernel);
     return Status::OK();
   }
 
-  Status Compile(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
-                 const std::vector<Node*>& targets, ExecutionPlan* plan) {
-    std::shared_lock<std::shared_mutex> graph_lock(graph_->mutex());
-    if (graph_->num_nodes_unlocked() == 0) {
+  // Compiles the part of `graph` (the session's graph or a function body) that computes
+  // `fetches` and runs `targets`, given `feeds`.
+  Status Compile(const Graph& graph, const std::vector<Endpoint>& feeds,
+                 const std::vector<Endpoint>& fetches, const std::vector<Node*>& targets,
+                 ExecutionPlan* plan) {
+    std::shared_lock<std::shared_mutex> graph_lock(graph.mutex());
+    if (graph.num_nodes_unlocked() == 0) {
       Status s = errors::FailedPrecondition(
           "The Session graph is empty. Add operations to the graph before calling run().");
       s.SetPayload("py_type", "RuntimeError");
       return s;
     }
     auto check_endpoint = [&](const Endpoint& e, const char* what) -> Status {
-      if (e.node == nullptr || graph_->node_unlocked(e.node->id()) != e.node) {
+      if (e.node == nullptr || graph.node_unlocked(e.node->id()) != e.node) {
         Status s = errors::InvalidArgument(what, " ", e.node ? e.node->name() : "<null>",
                                            " is not an element of this graph.");
         s.SetPayload("py_type", "ValueError");
@@ -388,7 +456,7 @@ class DirectSession final : public Session {
     for (const Endpoint& e : feeds) FS_RETURN_IF_ERROR(check_endpoint(e, "Feed"));
     for (const Endpoint& e : fetches) FS_RETURN_IF_ERROR(check_endpoint(e, "Fetch"));
     for (Node* n : targets) {
-      if (n == nullptr || graph_->node_unlocked(n->id()) != n) {
+      if (n == nullptr || graph.node_unlocked(n->id()) != n) {
         Status s = errors::InvalidArgument("Target ", n ? n->name() : "<null>",
                                            " is not an element of this graph.");
         s.SetPayload("py_type", "ValueError");
@@ -402,7 +470,7 @@ class DirectSession final : public Session {
         if (feeds[i] == e) return static_cast<int>(i);
       return -1;
     };
-    std::vector<char> needed(graph_->num_nodes_unlocked(), 0);
+    std::vector<char> needed(graph.num_nodes_unlocked(), 0);
     std::vector<Node*> stack;
     for (const Endpoint& e : fetches)
       if (fed_index(e) < 0) stack.push_back(e.node);
@@ -426,7 +494,7 @@ class DirectSession final : public Session {
     std::vector<Node*> constants;
     for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
       if (!needed[id]) continue;
-      Node* n = graph_->node_unlocked(id);
+      Node* n = graph.node_unlocked(id);
       if (n->type() == "Const" && n->control_inputs().empty()) {
         constants.push_back(n);
         continue;
@@ -442,7 +510,7 @@ class DirectSession final : public Session {
     for (size_t f = 0; f < feeds.size(); ++f) plan->feed_slots.push_back(slot++);
     for (Node* n : constants) {
       Device* device;
-      FS_RETURN_IF_ERROR(PlaceLocked(*n, &device));
+      FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
       constant_slot[n->id()] = slot;
       plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
     }
@@ -451,7 +519,7 @@ class DirectSession final : public Session {
       Node* n = order[i];
       PlanNode& pn = plan->nodes[i];
       pn.node = n;
-      FS_RETURN_IF_ERROR(PlaceLocked(*n, &pn.device));
+      FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &pn.device));
       FS_RETURN_IF_ERROR(KernelLocked(*n, pn.device, &pn.kernel));
       pn.output_base = slot;
       slot += n->num_outputs();
@@ -582,9 +650,11 @@ class DirectSession final : public Session {
   std::vector<CancellationToken*> running_;                    // the runs in flight
   uint64_t fork_generation_ = ProcessState::ForkGeneration();  // of in_flight_ and running_
   bool logged_mapping_header_ = false;
-  std::unordered_map<int, Device*> placements_;
-  std::unordered_set<int> placing_;  // nodes whose colocation targets are being placed
-  std::unordered_map<int, std::unique_ptr<OpKernel>> kernels_;
+  // Keyed by node, not id: function bodies are graphs of their own.
+  std::unordered_map<const Node*, Device*> placements_;
+  std::unordered_set<const Node*> placing_;  // nodes whose colocation targets are being placed
+  std::unordered_map<const Node*, std::unique_ptr<OpKernel>> kernels_;
+  std::unordered_map<std::string, std::unique_ptr<SessionFunction>> functions_;
   std::unordered_map<CallableHandle, std::shared_ptr<ExecutionPlan>> callables_;
   std::unordered_map<std::string, CallableHandle> run_cache_;
   CallableHandle next_handle_ = 1;

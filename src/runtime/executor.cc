@@ -124,6 +124,8 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   params.forwardable = reinterpret_cast<const bool*>(state.forwardable.data() + base);
   params.outputs = state.slots.data() + pn.output_base;
   params.step_id = step_id;
+  params.functions = state.functions;
+  params.report_allocations_on_oom = state.report_allocations_on_oom;
   params.cancellation = state.cancellation;
   if (!pn.host_memory_outputs.empty()) params.host_memory_outputs = &pn.host_memory_outputs;
   KernelContext ctx(params);
@@ -248,13 +250,15 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
 
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
-                          const RunOptions& options, const CancellationToken& cancellation) const {
+                          const RunOptions& options, const CancellationToken& cancellation,
+                          FunctionRuntime* functions) const {
   // Kernels run on this thread too: a signal handled here must not land on a kernel's stack
   // pointer (see core/thread_signals.h).
   EnsureAlternateSignalStack();
   std::unique_ptr<RunState> state = AcquireState();
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   state->cancellation = &cancellation;
+  state->functions = functions;
   for (int s = 0; s < num_slots; ++s) {
     state->slot_uses[s].store(slot_consumers[s], std::memory_order_relaxed);
   }

@@ -42,6 +42,8 @@ struct RunState {
   std::vector<uint8_t> forwardable;  // parallel to inputs
   // RunOptions.report_tensor_allocations_upon_oom for this run.
   bool report_allocations_on_oom = false;
+  // The session's function runtime, for call ops in this run.
+  FunctionRuntime* functions = nullptr;
   // What stops this run early (Session::Close, a deadline, an interrupt); never null in a run.
   const CancellationToken* cancellation = nullptr;
 };
@@ -70,10 +72,10 @@ class ExecutionPlan {
 
   // Runs the plan. `feed_values` are moved into the feed slots. The run checks `cancellation`
   // between nodes (kernels check it between units of work) and, once it is cancelled, stops and
-  // returns its Status.
+  // returns its Status. Call ops compile and run their functions through `functions`.
   Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs, ResourceMgr* resources,
              ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options,
-             const CancellationToken& cancellation) const;
+             const CancellationToken& cancellation, FunctionRuntime* functions) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;

@@ -56,8 +56,8 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
-  // Resource handles are host structures whatever the device.
-  const bool host = dtype == DType::kResource ||
+  // Resource handles and variants are host structures whatever the device.
+  const bool host = dtype == DType::kResource || dtype == DType::kVariant ||
                     (p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[i]);
   Allocator* allocator = host ? CpuAllocator() : p_.device->allocator();
   Status s = Tensor::Allocate(allocator, dtype, shape, &slot);
@@ -120,11 +120,18 @@ std::vector<bool> HostMemoryArgs(const Node& node, const KernelDef& def,
   for (const ArgDef& arg : args) {
     int64_t n = 1;
     if (!arg.number_attr.empty()) n = node.attrs().GetOr<int64_t>(arg.number_attr, 0);
+    if (!arg.type_list_attr.empty()) {
+      n = static_cast<int64_t>(
+          node.attrs().GetOr<std::vector<DType>>(arg.type_list_attr, {}).size());
+    }
     const bool named = std::find(def.host_memory_args.begin(), def.host_memory_args.end(),
                                  arg.name) != def.host_memory_args.end();
     for (int64_t k = 0; k < n && index < count; ++k, ++index) host[index] = named;
   }
-  for (int i = 0; i < count; ++i) host[i] = host[i] || (node.*type_of)(i) == DType::kResource;
+  for (int i = 0; i < count; ++i) {
+    const DType dtype = (node.*type_of)(i);
+    host[i] = host[i] || dtype == DType::kResource || dtype == DType::kVariant;
+  }
   return host;
 }
 

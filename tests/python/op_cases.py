@@ -16,10 +16,14 @@ def rand(*shape, dtype=np.float64, low=-1.0, high=1.0):
 
 class Case:
     """One run of an op. `ref(*inputs)` returns the expected output (or a tuple of them).
-    `grad` lists the input indices whose gradients are checked (float64 inputs)."""
+    `grad` lists the input indices whose gradients are checked (float64 inputs). Ops whose
+    inputs or outputs cannot be fed or fetched (variants) give `build(*placeholders)`, which
+    returns the Operation whose outputs are checked, built around `op`."""
 
-    def __init__(self, op, inputs, ref, attrs=None, grad=(), rtol=1e-6, atol=1e-6, outputs=1):
+    def __init__(self, op, inputs, ref, attrs=None, grad=(), rtol=1e-6, atol=1e-6, outputs=1,
+                 build=None):
         self.op = op
+        self.build = build
         self.inputs = inputs
         self.ref = ref
         self.attrs = attrs or {}
@@ -91,3 +95,48 @@ CASES += _CONV_CASES
 from op_cases_nn import CASES as _NN_CASES  # noqa: E402
 
 CASES += _NN_CASES
+
+from op_cases_math_functions import (CASES as _MATH_FUNCTION_CASES,  # noqa: E402
+                                     GRADIENT_PENDING as _MATH_FUNCTION_PENDING)
+
+CASES += _MATH_FUNCTION_CASES
+GRADIENT_PENDING |= _MATH_FUNCTION_PENDING
+
+from op_cases_linalg import CASES as _LINALG_CASES  # noqa: E402
+
+CASES += _LINALG_CASES
+
+from op_cases_conv3d import CASES as _CONV3D_CASES  # noqa: E402
+
+CASES += _CONV3D_CASES
+
+from op_cases_norm import CASES as _NORM_CASES  # noqa: E402
+
+CASES += _NORM_CASES
+
+from op_cases_sampling import CASES as _SAMPLING_CASES, EXEMPT as _SAMPLING_EXEMPT  # noqa: E402
+
+CASES += _SAMPLING_CASES
+EXEMPT.update(_SAMPLING_EXEMPT)
+
+from op_cases_list import CASES as _LIST_CASES  # noqa: E402
+
+CASES += _LIST_CASES
+
+from op_cases_control_flow import (CASES as _CONTROL_FLOW_CASES,  # noqa: E402
+                                   EXEMPT as _CONTROL_FLOW_EXEMPT,
+                                   GRADIENT_PENDING as _CONTROL_FLOW_PENDING)
+
+CASES += _CONTROL_FLOW_CASES
+EXEMPT.update(_CONTROL_FLOW_EXEMPT)
+GRADIENT_PENDING |= _CONTROL_FLOW_PENDING
+
+from op_cases_debug import CASES as _DEBUG_CASES, EXEMPT as _DEBUG_EXEMPT  # noqa: E402
+
+CASES += _DEBUG_CASES
+EXEMPT.update(_DEBUG_EXEMPT)
+
+from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEMPT  # noqa: E402
+
+CASES += _INDEXING_CASES
+EXEMPT.update(_INDEXING_EXEMPT)

@@ -41,7 +41,10 @@ def _build(case, graph):
     with graph.as_default():
         placeholders = [tf.placeholder(tf.as_dtype(np.asarray(x).dtype), np.shape(x))
                         for x in case.inputs]
-        op = apply_op(case.op, placeholders, case.attrs)
+        if case.build is not None:
+            op = case.build(*placeholders)
+        else:
+            op = apply_op(case.op, placeholders, case.attrs)
     return placeholders, op
 
 

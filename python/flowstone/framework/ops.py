@@ -272,6 +272,8 @@ class Graph:
         self._seed = None
         self._thread_local = threading.local()
         self._variable_store = None  # tf.get_variable's variables (ops/variable_scope.py)
+        # op type -> gradient name (tf.RegisterGradient), set by gradient_override_map.
+        self._gradient_override_map = {}
 
     # --- per-thread building context -------------------------------------------------------
     def _ctx(self):
@@ -402,6 +404,20 @@ class Graph:
             yield new
         finally:
             ctx.name_stack = old
+
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map):
+        """Ops of the mapped types created inside use the gradient registered under the mapped
+        name with tf.RegisterGradient (recorded in their `_gradient_op_type` attr)."""
+        for op_type, gradient in op_type_map.items():
+            if not isinstance(op_type, str) or not isinstance(gradient, str):
+                raise TypeError("Must pass a dictionary of strings to strings")
+        saved = dict(self._gradient_override_map)
+        self._gradient_override_map.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_override_map = saved
 
     # --- control dependencies and devices ------------------------------------------------------
     @contextlib.contextmanager
@@ -548,6 +564,14 @@ class Graph:
             self._collections.pop(name, None)
 
     # --- building ---------------------------------------------------------------------------------
+    # A function body (framework/func_graph.py) captures tensors of outer graphs; a plain graph
+    # rejects them.
+    _captures_outer_tensors = False
+
+    def _capture(self, tensor, op_type):
+        raise ValueError(f"Tensor {tensor!r} must be from the same graph as the other inputs "
+                         f"of {op_type}.")
+
     def _add_op(self, op_type, inputs, attrs, name, exact_name=False):
         ctx = self._ctx()
         with self._lock:
@@ -555,6 +579,8 @@ class Graph:
             control = [c._node for c in ctx.control_deps]
             device, device_functions = self._device_before_functions()
             attrs, device = self._colocation_attrs(attrs, device)
+            if op_type in self._gradient_override_map:
+                attrs = dict(attrs, _gradient_op_type=self._gradient_override_map[op_type])
             try:
                 node = self._c.add_node(op_type, node_name, inputs, control, attrs, device,
                                         _creation_site())
@@ -723,6 +749,9 @@ def get_collection_ref(key):
 
 
 def _graph_from_values(values):
+    default = get_default_graph()
+    if default._captures_outer_tensors:
+        return default  # a function body being traced: outer values are captured into it
     if values:
         for v in (values if isinstance(values, (list, tuple)) else [values]):
             if isinstance(v, Tensor):
@@ -888,7 +917,6 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     `inputs` items are Tensors (anything convert_to_tensor accepts) or lists of them for list
     arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
     """
-    graph = None
     flat = []
     for item in inputs:
         if isinstance(item, (list, tuple)):
@@ -896,23 +924,17 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
                 flat.append(sub)
         else:
             flat.append(item)
-    for t in flat:
-        if isinstance(t, Tensor):
-            if graph is None:
-                graph = t.graph
-            elif t.graph is not graph:
-                raise ValueError(f"Tensor {t!r} must be from the same graph as the other inputs "
-                                 f"of {op_type}.")
-    if graph is None:
-        graph = get_default_graph()
+    # Inside a function body being traced, ops go to the body, which captures outer tensors.
+    graph = get_default_graph()
+    if not graph._captures_outer_tensors:
+        graph = next((t.graph for t in flat if isinstance(t, Tensor)), graph)
     converted = []
     for t in flat:
         if not isinstance(t, Tensor):
             with graph.as_default():
                 t = convert_to_tensor(t)
-            if t.graph is not graph:
-                raise ValueError(f"Tensor {t!r} must be from the same graph as the other inputs "
-                                 f"of {op_type}.")
+        if t.graph is not graph:
+            t = graph._capture(t, op_type)
         converted.append(t._as_node_output())
     c_attrs = {k: _attr_for_c(v) for k, v in (attrs or {}).items() if v is not None}
     return graph._add_op(op_type, converted, c_attrs, name or op_type, exact_name=exact_name)

@@ -405,7 +405,8 @@ def ones(shape, dtype=_dtypes.float32, name=None):
 def _like(op_type, filled, tensor, dtype, name, optimize):
     value = _ops.convert_to_tensor(tensor)
     dtype = value.dtype if dtype is None else _dtypes.as_dtype(dtype)
-    if optimize and value.shape.is_fully_defined():
+    # A variant's zeros depend on its value (a list of zeros as long as the list).
+    if optimize and value.shape.is_fully_defined() and dtype != _dtypes.variant:
         # The result does not depend on the value of `tensor`: a constant will do.
         return filled(value.shape.as_list(), dtype=dtype, name=name)
     if dtype != value.dtype:

@@ -2,6 +2,7 @@
 
 from flowstone import _C
 from flowstone import errors as _errors
+from flowstone.framework import gradient_registry as _gradient_registry
 from flowstone.framework import ops as _ops
 
 __all__ = ["gradients", "stop_gradient"]
@@ -41,7 +42,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
         try:
             results = _C.add_gradients(graph._c, [y._as_node_output() for y in ys],
                                        [x._as_node_output() for x in xs_t], seeds, stops,
-                                       scope.rstrip("/"), _ops._creation_site())
+                                       scope.rstrip("/"), _ops._creation_site(),
+                                       _python_gradient_caller(graph, scope))
         except _C.StatusError as e:
             raise _errors.from_status_error(e, as_op_error=False) from None
     graph._sync_ops()
@@ -59,6 +61,40 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
             node, index = r
             out.append(graph._ops[node.id].outputs[index])
     return out
+
+
+def _python_gradient_caller(graph, scope):
+    """The callback through which the C++ gradient builder runs a tf.RegisterGradient function:
+    (name, node, output grads as (node, index) or None) -> None when `name` is not registered,
+    else one (node, index) or None per input of the node."""
+
+    def call(gradient_name, node, output_grads):
+        found, fn = _gradient_registry.lookup(gradient_name)
+        if not found:
+            return None
+        graph._sync_ops()
+        op = graph._ops[node.id]
+        if fn is None:
+            return [None] * len(op.inputs)
+        grads = [None if g is None else graph._ops[g[0].id].outputs[g[1]] for g in output_grads]
+        with graph.as_default(), graph.name_scope(f"{scope}{op.name}_grad/"):
+            results = fn(op, *grads)
+        if not isinstance(results, (list, tuple)):
+            results = [results]
+        if len(results) != len(op.inputs):
+            raise ValueError(f"The gradient function registered as '{gradient_name}' returned "
+                             f"{len(results)} gradients for op '{op.name}', which has "
+                             f"{len(op.inputs)} inputs; return one (or None) per input.")
+        out = []
+        for inp, g in zip(op.inputs, results):
+            if g is None:
+                out.append(None)
+                continue
+            g = _ops.convert_to_tensor(g, dtype=inp.dtype)
+            out.append(g._as_node_output())
+        return out
+
+    return call
 
 
 def stop_gradient(input, name=None):  # noqa: A002 - TensorFlow's name

@@ -313,25 +313,82 @@ def _clip_rows(embeddings, ids_rank, max_norm):
                            math_ops.maximum(norm, max_norm))
 
 
+def _partition_ids(flat_ids, params, partition_strategy):
+    """(partition, id within it) of each id, by TensorFlow's rules. "mod": id % n, id // n.
+    "div": contiguous blocks, the first (total % n) partitions one row longer than the rest."""
+    math_ops = _math()
+    array_ops = _array()
+    n = len(params)
+    if partition_strategy == "mod":
+        return math_ops.floormod(flat_ids, n), math_ops.floordiv(flat_ids, n)
+    sizes = [p.shape[0] if p.shape.rank else None for p in map(_ops.convert_to_tensor, params)]
+    if all(isinstance(s, int) for s in sizes):
+        total = _ops.convert_to_tensor(sum(sizes), dtype=flat_ids.dtype)
+    else:
+        total = math_ops.add_n([math_ops.cast(array_ops.shape(p)[0], flat_ids.dtype)
+                                for p in params])
+    per_partition = math_ops.floordiv(total, n)
+    extras = math_ops.floormod(total, n)
+    partition = math_ops.maximum(
+        math_ops.floordiv(flat_ids, per_partition + 1),
+        math_ops.floordiv(flat_ids - extras, per_partition))
+    in_long_partition = math_ops.less(partition, extras)
+    new_ids = math_ops.where_v2(in_long_partition, math_ops.floormod(flat_ids, per_partition + 1),
+                                math_ops.floormod(flat_ids - extras, per_partition))
+    return partition, new_ids
+
+
+def _sharded_lookup(params, ids, partition_strategy, max_norm):
+    """Rows of a table split over `params` by `partition_strategy`. Each shard gathers the ids
+    that fall in it (others read its row 0, then discarded), and the rows are merged by
+    partition, so gradients reach each shard's rows only. An id outside the table is given to
+    every gather as it is, so that it fails with InvalidArgumentError naming the id."""
+    math_ops = _math()
+    array_ops = _array()
+    flat_ids = array_ops.reshape(ids, [-1])
+    partition, new_ids = _partition_ids(flat_ids, params, partition_strategy)
+    n = _ops.convert_to_tensor(len(params), dtype=partition.dtype)
+    in_table = math_ops.logical_and(math_ops.greater_equal(partition, array_ops.zeros_like(n)),
+                                    math_ops.less(partition, n))
+    elsewhere = math_ops.where_v2(in_table, array_ops.zeros_like(new_ids), flat_ids)
+    result = None
+    for p, shard in enumerate(params):
+        in_shard = math_ops.equal(partition, _ops.convert_to_tensor(p, dtype=partition.dtype))
+        rows = array_ops.gather(shard, math_ops.where_v2(in_shard, new_ids, elsewhere))
+        if max_norm is not None:
+            rows = _clip_rows(rows, 1, max_norm)
+        if result is None:
+            result = rows
+            continue
+        element_rank = rows.shape.rank - 1 if rows.shape.rank is not None else None
+        if element_rank is None:
+            raise ValueError("embedding_lookup over several params needs their rank to be known")
+        mask = array_ops.reshape(in_shard, [-1] + [1] * element_rank)
+        result = math_ops.where_v2(mask, rows, result)
+    shape = array_ops.concat([array_ops.shape(ids), array_ops.shape(result)[1:]], 0)
+    return array_ops.reshape(result, shape)
+
+
 def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
                      max_norm=None):
-    """The rows of `params` for `ids` (shape ids.shape + params.shape[1:]); ids outside
-    [0, len(params)) fail at run time. With max_norm, rows longer than max_norm are scaled down
-    to it. `validate_indices` is ignored, as in TensorFlow."""
+    """The rows of `params` for `ids` (shape ids.shape + params.shape[1:]). `params` is one
+    tensor or variable, or a list of shards of one table, split by `partition_strategy`
+    ("mod": id i lives in shard i % n; "div": shards hold contiguous blocks). Ids outside the
+    table fail at run time. With max_norm, rows longer than max_norm are scaled down to it.
+    `validate_indices` is ignored, as in TensorFlow."""
     if isinstance(params, (list, tuple)):
         if not params:
             raise ValueError("Need at least one param")
-        if len(params) != 1:
-            raise NotImplementedError(
-                "embedding_lookup over a list of several sharded params is not supported; "
-                "pass one tensor or variable (e.g. tf.concat the shards for "
-                "partition_strategy='div').")
-        params = params[0]
+        params = list(params)
+    else:
+        params = [params]
     if partition_strategy not in ("mod", "div"):
         raise ValueError(f"Unrecognized partition strategy: {partition_strategy}")
     with _ops.name_scope(name, "embedding_lookup"):
         ids = _ops.convert_to_tensor(ids, name="ids")
-        result = _array().gather(params, ids)
+        if len(params) > 1:
+            return _sharded_lookup(params, ids, partition_strategy, max_norm)
+        result = _array().gather(params[0], ids)
         if max_norm is not None:
             result = _clip_rows(result, ids.shape.rank, max_norm)
         return result

@@ -1,0 +1,329 @@
+// While and StatelessWhile: run `body` on the loop variables while `cond` holds (TF's op defs:
+// T, cond, body, output_shapes, parallel_iterations). Iterations run one after another; each
+// calls two compiled plans whose run states are pooled, so a steady-state iteration does no graph
+// work and no allocation beyond what the body's kernels allocate.
+#include <algorithm>
+
+#include "flowstone/op_registry.h"
+#include "function_builder.h"
+#include "function_call.h"
+#include "function_gradient.h"
+
+namespace flowstone {
+namespace {
+
+Status WhileShape(InferenceContext& ctx) {
+  std::vector<DType> types;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("T", &types));
+  const FunctionDef* cond;
+  const FunctionDef* body;
+  FS_RETURN_IF_ERROR(CheckCallSignature(ctx, "cond", types, nullptr, &cond));
+  FS_RETURN_IF_ERROR(CheckCallSignature(ctx, "body", types, &types, &body));
+  if (cond->rets.size() != 1) {
+    Status s = errors::InvalidArgument("the condition of a While must return one tensor; ",
+                                       cond->Describe(), " returns ", cond->rets.size());
+    s.SetPayload("py_type", "ValueError");
+    return s;
+  }
+  std::vector<PartialShape> shapes;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("output_shapes", &shapes));
+  if (shapes.size() == types.size()) {
+    ctx.outputs() = shapes;
+    return Status::OK();
+  }
+  // Without declared shapes, a dimension is known only when the body keeps it.
+  std::vector<PartialShape> body_shapes = ReturnShapes(*body);
+  for (int i = 0; i < ctx.num_inputs(); ++i)
+    ctx.set_output(i, MostSpecificCompatibleShape(ctx.input(i), body_shapes[i]));
+  return Status::OK();
+}
+
+class WhileKernel final : public OpKernel {
+ public:
+  explicit WhileKernel(const Node& node)
+      : OpKernel(node),
+        cond_(node.attrs().GetOr<FunctionRef>("cond", {}).name),
+        body_(node.attrs().GetOr<FunctionRef>("body", {}).name),
+        shapes_(node.attrs().GetOr<std::vector<PartialShape>>("output_shapes", {})) {}
+
+  Status Compute(KernelContext& ctx) override {
+    const int n = ctx.num_inputs();
+    std::vector<Tensor> vars(n), cond_args, cond_rets, next;
+    for (int i = 0; i < n; ++i) vars[i] = ctx.input(i);
+    for (int64_t iteration = 0;; ++iteration) {
+      // An endless loop stays interruptible (a deadline, Session::Close) even when its cond and
+      // body run no kernels at all.
+      FS_RETURN_IF_ERROR(ctx.CheckCancelled());
+      cond_args = vars;
+      FS_RETURN_IF_ERROR(cond_.Call(ctx, cond_args, &cond_rets));
+      bool keep_going;
+      FS_RETURN_IF_ERROR(ToBool(cond_rets[0], &keep_going));
+      if (!keep_going) break;
+      FS_RETURN_IF_ERROR(body_.Call(ctx, vars, &next));
+      FS_RETURN_IF_ERROR(CheckShapes(next, iteration));
+      vars.swap(next);
+    }
+    for (int i = 0; i < n; ++i) ctx.SetOutput(i, std::move(vars[i]));
+    return Status::OK();
+  }
+
+ private:
+  // A loop variable whose shape leaves its declared invariant is an error, not a silent change.
+  Status CheckShapes(const std::vector<Tensor>& values, int64_t iteration) const {
+    if (shapes_.size() != values.size()) return Status::OK();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (!shapes_[i].IsCompatibleWith(values[i].shape())) {
+        return errors::InvalidArgument("Loop variable ", i, " has shape ",
+                                       values[i].shape().ToString(), " after iteration ", iteration,
+                                       ", which is not compatible with its shape "
+                                       "invariant ",
+                                       shapes_[i].ToString(),
+                                       ". Pass a less specific shape in shape_invariants.");
+      }
+    }
+    return Status::OK();
+  }
+
+  FunctionCaller cond_;
+  FunctionCaller body_;
+  std::vector<PartialShape> shapes_;
+};
+
+// --- Gradient -----------------------------------------------------------------------------------
+//
+// The forward While cannot be changed after the fact (graphs are append-only), so its gradient
+// runs two loops:
+//  1. a recording loop: the same cond and body, which also appends each iteration's loop
+//     variables to a history tensor per variable ([n + 1, ...]: the inputs of every iteration and
+//     the final values), and counts the iterations n;
+//  2. a backward loop over k = n-1 .. 0: it reads iteration k's variables from the histories and
+//     calls the body's gradient function (which recomputes that one iteration) to carry the
+//     gradients of the loop variables back one step. Loop invariants (variables the body passes
+//     through unchanged: captured tensors and variables) keep no history; their gradients are
+//     summed over the iterations.
+// Memory: the histories hold (n + 1) x the size of the varying loop variables. A history is a
+// TensorList that each iteration pushes its variables onto, sharing their buffers; the push is in
+// place when the loop holds the list's only reference. It works for every dtype, variants
+// (TensorArrays carried by the loop) included.
+
+struct LoopVars {
+  std::vector<int> varying;      // loop variables the body changes
+  std::vector<int> invariant;    // loop variables the body returns unchanged
+  std::vector<int> grad_inputs;  // body inputs whose gradients the backward loop carries
+  std::vector<DType> grad_types;
+};
+
+AttrMap ElementDTypeAttr(DType dtype) {
+  AttrMap attrs;
+  attrs.Set("element_dtype", dtype);
+  return attrs;
+}
+
+// Whether gradients flow through a loop variable of this dtype: floats, and variants (the
+// TensorLists behind TensorArrays, whose gradients are lists).
+bool CarriesGradient(DType dtype) { return IsFloating(dtype) || dtype == DType::kVariant; }
+
+Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const FunctionDef& body,
+                     const LoopVars& vars, std::vector<Endpoint>* histories, Endpoint* count) {
+  const Node& w = ctx.node();
+  const int n = w.num_inputs();
+  std::string names[2];
+  for (int f = 0; f < 2; ++f) {
+    FunctionBuilder b(*ctx.graph(), (f == 0 ? cond.name : body.name) + "_record");
+    std::vector<Endpoint> x, h;
+    for (int j = 0; j < n; ++j) x.push_back(b.Arg(w.input_type(j), w.output_shape(j)));
+    for (size_t v = 0; v < vars.varying.size(); ++v) {
+      h.push_back(b.Arg(DType::kVariant, PartialShape{}));
+    }
+    Endpoint iterations = b.Arg(DType::kInt32, PartialShape{});
+    std::vector<Endpoint> rets;
+    if (f == 0) {
+      rets = b.Call(cond, x);
+    } else {
+      rets = b.Call(body, x);
+      for (size_t v = 0; v < vars.varying.size(); ++v) {
+        rets.push_back(b.Op("TensorListPushBack", {h[v], rets[vars.varying[v]]},
+                            ElementDTypeAttr(w.input_type(vars.varying[v]))));
+      }
+      rets.push_back(b.Op("AddV2", {iterations, b.ScalarInt32(1)}));
+    }
+    FS_ASSIGN_OR_RETURN(names[f], b.Finish(rets));
+  }
+  std::vector<Endpoint> inputs = w.inputs();
+  auto int32_const = [&](int32_t value) {
+    AttrMap attrs;
+    attrs.Set("value", Tensor::Scalar<int32_t>(value));
+    attrs.Set("dtype", DType::kInt32);
+    return ctx.Op("Const", {}, attrs);
+  };
+  for (int j : vars.varying) {
+    AttrMap list_attrs = ElementDTypeAttr(w.input_type(j));
+    list_attrs.Set("shape_type", DType::kInt32);
+    Endpoint empty = ctx.Op("EmptyTensorList", {int32_const(-1), int32_const(-1)}, list_attrs);
+    inputs.push_back(
+        ctx.Op("TensorListPushBack", {empty, w.input(j)}, ElementDTypeAttr(w.input_type(j))));
+  }
+  inputs.push_back(int32_const(0));
+  AttrMap attrs;
+  attrs.Set("cond", FunctionRef{names[0]});
+  attrs.Set("body", FunctionRef{names[1]});
+  Node* record = ctx.AddNode("While", inputs, attrs);
+  if (record == nullptr) return ctx.status();
+  for (size_t v = 0; v < vars.varying.size(); ++v)
+    histories->push_back(Endpoint{record, n + static_cast<int>(v)});
+  *count = Endpoint{record, n + static_cast<int>(vars.varying.size())};
+  return Status::OK();
+}
+
+Status WhileGradient(GradientContext& ctx) {
+  const Node& w = ctx.node();
+  const FunctionLibrary& library = ctx.graph()->library();
+  std::string cond_name, body_name;
+  FS_RETURN_IF_ERROR(FunctionAttr(w, "cond", &cond_name));
+  FS_RETURN_IF_ERROR(FunctionAttr(w, "body", &body_name));
+  const FunctionDef* cond = library.Find(cond_name);
+  const FunctionDef* body = library.Find(body_name);
+  if (cond == nullptr || body == nullptr) {
+    return errors::NotFound("the functions of While ", w.name(), " are not in the library");
+  }
+  const int n = w.num_inputs();
+  LoopVars vars;
+  for (int j = 0; j < n; ++j) {
+    const bool passes_through = body->rets[j] == body->args[j];
+    (passes_through ? vars.invariant : vars.varying).push_back(j);
+    if (!passes_through && w.input_type(j) == DType::kResource) {
+      return errors::Unimplemented("the gradient of While ", w.name(),
+                                   " with a resource loop variable that changes");
+    }
+  }
+  GradientBody grads;
+  FS_RETURN_IF_ERROR(BuildGradientBody(*body, &grads));
+  for (int j : vars.varying) {
+    if (!CarriesGradient(w.input_type(j))) continue;
+    vars.grad_inputs.push_back(j);
+    vars.grad_types.push_back(w.input_type(j));
+  }
+  for (int j : vars.invariant) {
+    const Endpoint& g = grads.grads[j];
+    if (g.node == nullptr) continue;
+    vars.grad_inputs.push_back(j);
+    vars.grad_types.push_back(g.node->output_type(g.index));
+  }
+  // A float loop invariant also gets the gradient of its own (passed-through) output.
+  auto passthrough_grad = [&](int j) {
+    return ctx.has_output_grad(j) && CarriesGradient(w.input_type(j)) ? ctx.output_grad(j)
+                                                                      : Endpoint{};
+  };
+  if (vars.grad_inputs.empty()) {
+    for (int j : vars.invariant) ctx.SetInputGrad(j, passthrough_grad(j));
+    return Status::OK();
+  }
+  FS_ASSIGN_OR_RETURN(std::string grad_name,
+                      AddGradientFunction(*body, grads, vars.grad_inputs, vars.grad_types));
+  const FunctionDef* body_grad = library.Find(grad_name);
+
+  std::vector<Endpoint> histories;
+  Endpoint count;
+  FS_RETURN_IF_ERROR(RecordingLoop(ctx, *cond, *body, vars, &histories, &count));
+
+  // Backward loop variables: k, one gradient per grad input, the histories, the invariants.
+  const int num_grads = static_cast<int>(vars.grad_inputs.size());
+  const int num_varying = static_cast<int>(vars.varying.size());
+  std::string names[2];
+  for (int f = 0; f < 2; ++f) {
+    FunctionBuilder b(*ctx.graph(), body->name + (f == 0 ? "_grad_cond" : "_grad_body"));
+    Endpoint k = b.Arg(DType::kInt32, PartialShape{});
+    std::vector<Endpoint> g, h, inv;
+    for (int m = 0; m < num_grads; ++m) {
+      g.push_back(b.Arg(vars.grad_types[m], w.output_shape(vars.grad_inputs[m])));
+    }
+    for (size_t v = 0; v < vars.varying.size(); ++v) {
+      h.push_back(b.Arg(DType::kVariant, PartialShape{}));
+    }
+    for (int j : vars.invariant) inv.push_back(b.Arg(w.input_type(j), w.output_shape(j)));
+    std::vector<Endpoint> rets;
+    if (f == 0) {
+      rets.push_back(b.Op("GreaterEqual", {k, b.ScalarInt32(0)}));
+    } else {
+      // The loop variables at the start of iteration k.
+      std::vector<Endpoint> x(n);
+      for (int v = 0; v < num_varying; ++v) {
+        const int j = vars.varying[v];
+        x[j] = b.Op("TensorListGetItem", {h[v], k, b.ScalarInt32(-1)},
+                    ElementDTypeAttr(w.input_type(j)));
+      }
+      for (size_t i = 0; i < vars.invariant.size(); ++i) x[vars.invariant[i]] = inv[i];
+      // Incoming gradients of the body's outputs: the carried ones, zeros for pass-throughs
+      // (their gradients are summed here instead).
+      std::vector<Endpoint> inputs = x;
+      for (int o : grads.dy_outputs) {
+        auto carried = std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), o);
+        const bool varying =
+            std::find(vars.varying.begin(), vars.varying.end(), o) != vars.varying.end();
+        inputs.push_back(varying ? g[carried - vars.grad_inputs.begin()]
+                                 : b.Op("ZerosLike", {x[o]}));
+      }
+      std::vector<Endpoint> step = b.Call(*body_grad, inputs);
+      rets.push_back(b.Op("Sub", {k, b.ScalarInt32(1)}));
+      for (int m = 0; m < num_grads; ++m) {
+        const bool varying = std::find(vars.varying.begin(), vars.varying.end(),
+                                       vars.grad_inputs[m]) != vars.varying.end();
+        // Gradients of lists add up with AddN (element by element), others with AddV2.
+        const char* add = vars.grad_types[m] == DType::kVariant ? "AddN" : "AddV2";
+        rets.push_back(varying ? step[m] : b.Op(add, {g[m], step[m]}));
+      }
+      rets.insert(rets.end(), h.begin(), h.end());
+      rets.insert(rets.end(), inv.begin(), inv.end());
+    }
+    FS_ASSIGN_OR_RETURN(names[f], b.Finish(rets));
+  }
+
+  std::vector<Endpoint> inputs = {ctx.Op("Sub", {count, ctx.ScalarLike(count, 1)})};
+  for (int m = 0; m < num_grads; ++m) {
+    const int j = vars.grad_inputs[m];
+    if (w.input_type(j) == DType::kResource) {
+      AttrMap read;
+      read.Set("dtype", vars.grad_types[m]);
+      inputs.push_back(ctx.Op("ZerosLike", {ctx.Op("ReadVariableOp", {w.input(j)}, read)}));
+    } else {
+      inputs.push_back(ctx.output_grad(j));  // zeros when nothing flows into output j
+    }
+  }
+  inputs.insert(inputs.end(), histories.begin(), histories.end());
+  for (int j : vars.invariant) inputs.push_back(w.input(j));
+  AttrMap attrs;
+  attrs.Set("cond", FunctionRef{names[0]});
+  attrs.Set("body", FunctionRef{names[1]});
+  Node* backward = ctx.AddNode("While", inputs, attrs);
+  if (backward == nullptr) return ctx.status();
+  for (int m = 0; m < num_grads; ++m)
+    ctx.SetInputGrad(vars.grad_inputs[m], Endpoint{backward, 1 + m});
+  for (int j : vars.invariant) {
+    if (std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), j) == vars.grad_inputs.end())
+      ctx.SetInputGrad(j, passthrough_grad(j));
+  }
+  return Status::OK();
+}
+
+bool RegisterWhileOps() {
+  for (const char* name : {"While", "StatelessWhile"}) {
+    OpBuilder b(name);
+    b.InputTypeList("input", "T")
+        .OutputTypeList("output", "T")
+        .RequiredAttr("cond", AttrType::kFunc)
+        .RequiredAttr("body", AttrType::kFunc)
+        .Attr("output_shapes", AttrValue(std::vector<PartialShape>{}))
+        .Attr("parallel_iterations", 10)
+        .Shape(WhileShape)
+        .KernelClass<WhileKernel>("CPU")
+        .Gradient(WhileGradient);
+    // TF marks While stateful (its body may be) and StatelessWhile not.
+    if (std::string(name) == "While") b.Stateful();
+    OpRegistrar registrar(b);
+  }
+  return true;
+}
+const bool kWhileOpsRegistered = RegisterWhileOps();
+
+}  // namespace
+}  // namespace flowstone
