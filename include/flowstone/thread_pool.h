@@ -12,6 +12,9 @@
 
 namespace flowstone {
 
+// Pool threads block asynchronous signals (SIGINT and the like go to the threads that called into
+// Flowstone) and have an alternate signal stack. After fork(), the child's pools start new threads
+// on first use, dropping the work queued in the parent (its threads do not exist in the child).
 class ThreadPool {
  public:
   ThreadPool(std::string name, int num_threads);
@@ -19,7 +22,7 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int num_threads() const { return static_cast<int>(threads_.size()); }
+  int num_threads() const { return num_threads_; }
   void Schedule(std::function<void()> fn);
 
   // Splits [0, n) into blocks and runs fn(begin, end) on them, the caller taking part; returns
@@ -32,7 +35,14 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
+  void StartThreadsLocked();
+  static void BeforeFork();
+  static void AfterForkInParent();
+  static void AfterForkInChild();
+
   std::string name_;
+  const int num_threads_;
+  bool threads_lost_ = false;  // forked: threads_ ran in the parent
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;

@@ -36,6 +36,14 @@ void RegisterDevices(nb::module_& m);
 void RegisterBuildInfo(nb::module_& m);
 // Installs the runner that PyFunc kernels call (py_func.cc).
 void RegisterPyFunc(nb::module_& m);
+void RegisterInterrupts(nb::module_& m);
+
+// Whether a run called now should stop on Ctrl-C: on Python's main thread, with the SIGINT hook
+// placed (interrupts.cc).
+bool RunShouldWatchInterrupts();
+// For a run stopped by an interrupt, runs Python's signal handlers and throws what they raise
+// (KeyboardInterrupt by default).
+void RaiseIfInterrupted(const Status& status);
 
 // Attr values to and from Python (by the attr's declared type where one is declared).
 AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string& name);

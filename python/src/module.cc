@@ -16,6 +16,7 @@ NB_MODULE(_C, m) {
   RegisterDevices(m);
   RegisterBuildInfo(m);
   RegisterPyFunc(m);
+  RegisterInterrupts(m);
 }
 
 }  // namespace flowstone::python

@@ -28,6 +28,8 @@ SessionOptions OptionsFromDict(nb::dict d) {
   if (d.contains("gpu_memory_fraction"))
     o.gpu_memory_fraction = nb::cast<double>(d["gpu_memory_fraction"]);
   if (d.contains("gpu_allow_growth")) o.gpu_allow_growth = nb::cast<bool>(d["gpu_allow_growth"]);
+  if (d.contains("operation_timeout_in_ms"))
+    o.operation_timeout_in_ms = nb::cast<int64_t>(d["operation_timeout_in_ms"]);
   if (d.contains("gpu_memory_limit_bytes"))
     o.gpu_memory_limit_bytes = nb::cast<int64_t>(d["gpu_memory_limit_bytes"]);
   if (d.contains("device_count")) {
@@ -59,12 +61,15 @@ struct Callable {
       ThrowIfError(NumpyToTensor(feed_values[i].ptr(), feed_dtypes[i], &feeds[i]));
     }
     std::vector<Tensor> outputs;
+    RunOptions run_options = options;
+    run_options.cancel_on_interrupt = RunShouldWatchInterrupts();
     Status s;
     {
       nb::gil_scoped_release release;
-      s = session->RunCallable(handle, feeds, &outputs, options);
+      s = session->RunCallable(handle, feeds, &outputs, run_options);
       feeds.clear();
     }
+    RaiseIfInterrupted(s);
     ThrowIfError(s);
     nb::list result;
     for (const Tensor& t : outputs) {
@@ -87,13 +92,16 @@ void RegisterSession(nb::module_& m) {
   nb::class_<Callable>(m, "Callable")
       .def("__call__", &Callable::Call)
       .def(
-          "call_reporting_oom",
-          [](Callable& c, nb::args feed_values) {
+          "call_with_options",
+          [](Callable& c, int64_t timeout_in_ms, bool report_tensor_allocations_upon_oom,
+             nb::args feed_values) {
             RunOptions options;
-            options.report_tensor_allocations_upon_oom = true;
+            options.timeout_in_ms = timeout_in_ms;
+            options.report_tensor_allocations_upon_oom = report_tensor_allocations_upon_oom;
             return c.CallWithOptions(options, feed_values);
           },
-          "Runs like __call__, listing the live tensors in an out-of-memory error.")
+          "Runs like __call__ with RunOptions' timeout_in_ms (0: the session's) and "
+          "report_tensor_allocations_upon_oom.")
       .def_prop_ro("feed_dtypes", [](const Callable& c) {
         std::vector<int> out;
         for (DType t : c.feed_dtypes) out.push_back(static_cast<int>(t));

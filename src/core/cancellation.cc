@@ -4,7 +4,10 @@
 
 #include <condition_variable>
 #include <map>
+#include <new>
 #include <thread>
+
+#include "core/thread_signals.h"
 
 namespace flowstone {
 
@@ -60,10 +63,12 @@ class DeadlineTimer {
   void AfterForkInChild() {
     entries_.clear();
     running_ = false;
+    new (&cv_) std::condition_variable;  // it counts the parent's waiting timer thread
     mu_.unlock();
   }
 
   void Loop() {
+    BlockAsynchronousSignals();
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       if (entries_.empty()) {

@@ -1,22 +1,48 @@
 #include "flowstone/thread_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <latch>
+#include <new>
+
+#include "core/thread_signals.h"
 
 namespace flowstone {
 namespace {
 thread_local const ThreadPool* current_pool = nullptr;
+
+// The live pools, for the fork handlers.
+std::mutex& PoolsMutex() {
+  static std::mutex* mu = new std::mutex;
+  return *mu;
+}
+std::vector<ThreadPool*>& Pools() {
+  static auto* pools = new std::vector<ThreadPool*>;
+  return *pools;
+}
 }  // namespace
 
-ThreadPool::ThreadPool(std::string name, int num_threads) : name_(std::move(name)) {
-  threads_.reserve(num_threads);
-  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+ThreadPool::ThreadPool(std::string name, int num_threads)
+    : name_(std::move(name)), num_threads_(std::max(num_threads, 0)) {
+  static const bool fork_handlers_registered = [] {
+    return pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild) == 0;
+  }();
+  (void)fork_handlers_registered;
+  std::lock_guard<std::mutex> pools_lock(PoolsMutex());
+  Pools().push_back(this);
+  std::lock_guard<std::mutex> lock(mu_);
+  StartThreadsLocked();
 }
 
 ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> pools_lock(PoolsMutex());
+    auto& pools = Pools();
+    pools.erase(std::find(pools.begin(), pools.end(), this));
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -25,19 +51,56 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : threads_) t.join();
 }
 
+void ThreadPool::StartThreadsLocked() {
+  threads_.reserve(num_threads_);
+  for (int i = 0; i < num_threads_; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+}
+
+// Fork: every pool's mutex is held across fork() so the child gets consistent queues.
+void ThreadPool::BeforeFork() {
+  PoolsMutex().lock();
+  for (ThreadPool* pool : Pools()) pool->mu_.lock();
+}
+
+void ThreadPool::AfterForkInParent() {
+  for (ThreadPool* pool : Pools()) pool->mu_.unlock();
+  PoolsMutex().unlock();
+}
+
+void ThreadPool::AfterForkInChild() {
+  for (ThreadPool* pool : Pools()) {
+    // The std::thread objects name threads of the parent: never join or destroy them.
+    new std::vector<std::thread>(std::move(pool->threads_));
+    pool->threads_.clear();
+    pool->queue_.clear();
+    // The condition variable still counts the parent's waiting workers, and would wait for them
+    // to wake before signalling anyone: start it afresh.
+    new (&pool->cv_) std::condition_variable;
+    pool->threads_lost_ = pool->num_threads_ > 0;
+    pool->mu_.unlock();
+  }
+  PoolsMutex().unlock();
+}
+
 void ThreadPool::Schedule(std::function<void()> fn) {
-  if (threads_.empty()) {
+  if (num_threads_ == 0) {
     fn();
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (threads_lost_) {
+      threads_lost_ = false;
+      StartThreadsLocked();
+    }
     queue_.push_back(std::move(fn));
   }
   cv_.notify_one();
 }
 
 void ThreadPool::WorkerLoop() {
+  BlockAsynchronousSignals();
+  EnsureAlternateSignalStack();
   current_pool = this;
   for (;;) {
     std::function<void()> fn;

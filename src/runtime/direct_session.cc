@@ -229,6 +229,7 @@ class DirectSession final : public Session, public FunctionRuntime {
     std::unique_lock<std::mutex> lock(mu_);
     if (closed_) return Status::OK();
     closed_ = true;
+    ForgetRunsOfForkParentLocked();
     for (CancellationToken* run : running_)
       run->Cancel(errors::Cancelled("Run call was cancelled"));
     idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
@@ -261,6 +262,7 @@ class DirectSession final : public Session, public FunctionRuntime {
    public:
     explicit InFlight(DirectSession* s, CancellationToken* run = nullptr) : s_(s), run_(run) {
       std::lock_guard<std::mutex> lock(s_->mu_);
+      s_->ForgetRunsOfForkParentLocked();
       ok_ = !s_->closed_;
       if (!ok_) return;
       ++s_->in_flight_;
@@ -283,6 +285,16 @@ class DirectSession final : public Session, public FunctionRuntime {
     CancellationToken* run_;
     bool ok_ = false;
   };
+
+  // In a child of fork(), the runs in flight in the parent never finish: forget them, so that
+  // Close() does not wait for them.
+  void ForgetRunsOfForkParentLocked() {
+    const uint64_t generation = ProcessState::ForkGeneration();
+    if (generation == fork_generation_) return;
+    fork_generation_ = generation;
+    in_flight_ = 0;
+    running_.clear();
+  }
 
   static Status CheckFeed(const Endpoint& endpoint, const Tensor& value) {
     DType expected = endpoint.node->output_type(endpoint.index);
@@ -635,7 +647,8 @@ class DirectSession final : public Session, public FunctionRuntime {
   std::condition_variable idle_cv_;
   bool closed_ = false;
   int in_flight_ = 0;
-  std::vector<CancellationToken*> running_;  // the runs in flight
+  std::vector<CancellationToken*> running_;                    // the runs in flight
+  uint64_t fork_generation_ = ProcessState::ForkGeneration();  // of in_flight_ and running_
   bool logged_mapping_header_ = false;
   // Keyed by node, not id: function bodies are graphs of their own.
   std::unordered_map<const Node*, Device*> placements_;

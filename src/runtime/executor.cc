@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <cstdio>
 
+#include "core/thread_signals.h"
+
 namespace flowstone {
 
 namespace {
@@ -186,11 +188,18 @@ Status ExecutionPlan::RunSequential(RunState& state, ResourceMgr* resources,
 
 Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, ThreadPool* pool,
                                   int64_t step_id) const {
+  // `shared` and `process` live on this thread's stack, so this function may return only once no
+  // worker touches them again. The last worker to finish a node sets `done` and notifies with the
+  // mutex held; the waiter can only see `done` after taking the mutex, hence after that worker
+  // has released it for the last time. (Waiting for `outstanding` to reach 0 instead let the
+  // waiter return, and its stack be reused, between a worker's decrement and its notify_all on
+  // the then-destroyed condition variable: the crash in SessionTest.ParallelReadersOfOneTensor.)
   struct Shared {
     std::mutex mu;
     std::condition_variable cv;
     std::atomic<int> outstanding{0};
     std::atomic<bool> failed{false};
+    bool done = false;  // guarded by mu
     Status status;
   } shared;
   shared.outstanding.store(static_cast<int>(nodes.size()));
@@ -222,7 +231,9 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
       }
       if (shared.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(shared.mu);
+        shared.done = true;
         shared.cv.notify_all();
+        return;  // nothing after the notify may touch `shared` or `process`
       }
       index = next;
     }
@@ -233,7 +244,7 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
   }
   if (!roots.empty()) process(roots[0]);
   std::unique_lock<std::mutex> lock(shared.mu);
-  shared.cv.wait(lock, [&] { return shared.outstanding.load() == 0; });
+  shared.cv.wait(lock, [&] { return shared.done; });
   return shared.status;
 }
 
@@ -241,6 +252,9 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
                           const RunOptions& options, const CancellationToken& cancellation,
                           FunctionRuntime* functions) const {
+  // Kernels run on this thread too: a signal handled here must not land on a kernel's stack
+  // pointer (see core/thread_signals.h).
+  EnsureAlternateSignalStack();
   std::unique_ptr<RunState> state = AcquireState();
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   state->cancellation = &cancellation;

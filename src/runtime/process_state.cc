@@ -1,12 +1,25 @@
 #include "process_state.h"
 
+#include <pthread.h>
+
+#include <atomic>
+
 namespace flowstone {
+
+namespace {
+std::atomic<uint64_t> fork_generation{0};
+}  // namespace
 
 ProcessState& ProcessState::Get() {
   // Never destroyed: worker threads must not be joined during static destruction.
-  static ProcessState* state = new ProcessState;
+  static ProcessState* state = [] {
+    pthread_atfork(nullptr, nullptr, [] { fork_generation.fetch_add(1); });
+    return new ProcessState;
+  }();
   return *state;
 }
+
+uint64_t ProcessState::ForkGeneration() { return fork_generation.load(std::memory_order_relaxed); }
 
 void ProcessState::ConfigureThreads(int inter_op_threads, int intra_op_threads) {
   std::lock_guard<std::mutex> lock(mu_);

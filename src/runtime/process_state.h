@@ -2,6 +2,7 @@
 // and logical CPU devices. GPU discovery keeps its own state (gpu_discovery.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +19,10 @@ class ProcessState {
   void ConfigureThreads(int inter_op_threads, int intra_op_threads);
   ThreadPool* inter_op_pool();
   ThreadPool* intra_op_pool();
+
+  // How many fork() calls this process descends through (0 in the original process). State
+  // that counts work done by threads compares it to forget the parent's threads in a child.
+  static uint64_t ForkGeneration();
 
   // Logical CPU devices set with tf.config.set_logical_device_configuration (default 1).
   int num_logical_cpus() const;

@@ -109,12 +109,16 @@ TEST(CancellationSessionTest, DeadlineStopsARunAndTheSessionStaysUsable) {
 TEST(CancellationSessionTest, CloseFromAnotherThreadCancelsTheRun) {
   LongGraph g(4000);
   auto session = NewSession(g.b);
+  // Compiled first, so that Close() cannot come before the run started (it would then refuse
+  // the run instead of cancelling it).
+  Session::CallableHandle handle;
+  ASSERT_TRUE(session->MakeCallable({}, {g.y}, {}, &handle).ok());
   Status s;
   std::atomic<bool> started{false};
   std::thread runner([&] {
-    std::vector<Tensor> out;
+    std::vector<Tensor> feeds, out;
     started = true;
-    s = session->Run({}, {g.y}, {}, &out);
+    s = session->RunCallable(handle, feeds, &out);
   });
   while (!started) std::this_thread::yield();
   std::this_thread::sleep_for(milliseconds(200));
@@ -131,14 +135,20 @@ TEST(CancellationSessionTest, CloseFromAnotherThreadCancelsTheRun) {
 TEST(CancellationSessionTest, InterruptStopsOnlyRunsThatWatchInterrupts) {
   LongGraph g(4000);
   auto session = NewSession(g.b);
-  std::thread interrupter([] {
-    std::this_thread::sleep_for(milliseconds(100));
-    NotifyInterrupt();
+  // Interrupts that come before the run watches them do not count, so keep sending until the
+  // run returns (compiling 4000 nodes takes a while under sanitizers).
+  std::atomic<bool> done{false};
+  std::thread interrupter([&] {
+    while (!done) {
+      std::this_thread::sleep_for(milliseconds(50));
+      NotifyInterrupt();
+    }
   });
   RunOptions options;
   options.cancel_on_interrupt = true;
   std::vector<Tensor> out;
   Status s = session->Run({}, {g.y}, {}, &out, options);
+  done = true;
   interrupter.join();
   EXPECT_EQ(s.code(), Code::kCancelled) << s.ToString();
   EXPECT_EQ(s.GetPayload("interrupted"), "SIGINT");

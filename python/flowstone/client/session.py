@@ -60,6 +60,7 @@ def _config_to_options(config):
         "log_device_placement": config.log_device_placement,
         "device_count": dict(config.device_count),
         "cpu_memory_limit_bytes": int(config.experimental.cpu_memory_limit_mb) * (1 << 20),
+        "operation_timeout_in_ms": int(config.operation_timeout_in_ms),
     }
     gpu = config.gpu_options
     options["gpu_visible_device_list"] = str(gpu.visible_device_list)
@@ -192,6 +193,12 @@ def _convert_feed(value, tensor, np_dtype):
     return arr
 
 
+def _call_with_options(callable_, options, values):
+    """Runs a compiled callable with a RunOptions' deadline and OOM report setting."""
+    return callable_.call_with_options(max(int(options.timeout_in_ms), 0),
+                                       bool(options.report_tensor_allocations_upon_oom), *values)
+
+
 class BaseSession:
     def __init__(self, target="", graph=None, config=None):
         if isinstance(target, ConfigProto):
@@ -226,6 +233,7 @@ class BaseSession:
             self._c = _C.Session.create(graph._c, _config_to_options(config))
         except _C.StatusError as e:
             raise _errors.from_status_error(e, graph) from None
+        _C.refresh_interrupt_hook()
 
     graph = property(lambda self: self._graph)
     sess_str = property(lambda self: "")
@@ -273,6 +281,9 @@ class BaseSession:
             except _C.StatusError as e:
                 raise _errors.from_status_error(e, self._graph) from None
             self._signature_cache[signature] = callable_
+            # A handler installed with signal.signal since the session was made replaced the
+            # Ctrl-C hook; a compile (not the per-run path) is where it is checked again.
+            _C.refresh_interrupt_hook()
         return _CompiledRun(callable_, mapper, feed_tensors)
 
     def _feed_tensor(self, key):
@@ -313,8 +324,8 @@ class BaseSession:
         else:
             values = ()
         try:
-            if options is not None and options.report_tensor_allocations_upon_oom:
-                outputs = compiled.callable.call_reporting_oom(*values)
+            if options is not None:
+                outputs = _call_with_options(compiled.callable, options, values)
             else:
                 outputs = compiled.callable(*values)
         except _C.StatusError as e:
@@ -338,7 +349,10 @@ class BaseSession:
                 raise TypeError(f"This callable expects {len(feed_tensors)} feed values, got "
                                 f"{len(args)}.")
             values = [_convert_feed(v, t, d) for v, t, d in zip(args, feed_tensors, dtypes_)]
+            options = kwargs.get("options") if accept_options else None
             try:
+                if options is not None:
+                    return build(_call_with_options(run_callable, options, values))
                 return build(run_callable(*values))
             except _C.StatusError as e:
                 raise _errors.from_status_error(e, graph) from None
