@@ -8,15 +8,12 @@ gradient). TensorFlow runs in its own virtualenv (never a dependency of Flowston
 same script with --framework tensorflow.
 """
 
-import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
+
+from harness import compare_main
 
 ITERATIONS = 1000
 GRAD_STEPS = 100
@@ -55,44 +52,14 @@ def measure(fn, repeats=7):
     return statistics.median(samples)
 
 
-def run_framework(name):
-    if name == "flowstone":
-        import flowstone as tf
-    else:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow.compat.v1 as tf
-        tf.disable_eager_execution()
+def run_framework(tf):
     sess, calls = build(tf)
     loop_s, grad_s = (measure(call) for call in calls)
     sess.close()
     return {CASES[0]: loop_s / ITERATIONS * 1e6, CASES[1]: grad_s * 1e3}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--peer-python", default=None,
-                        help="a Python with tensorflow-cpu installed, to compare with")
-    args = parser.parse_args()
-    if args.framework:
-        print(json.dumps(run_framework(args.framework)))
-        return
-    ours = run_framework("flowstone")
-    theirs = None
-    if args.peer_python and os.path.exists(args.peer_python):
-        proc = subprocess.run([args.peer_python, __file__, "--framework", "tensorflow"],
-                              capture_output=True, text=True)
-        if proc.returncode == 0:
-            theirs = json.loads(proc.stdout.strip().splitlines()[-1])
-        else:
-            print("TensorFlow run failed:\n" + proc.stderr[-2000:], file=sys.stderr)
-    print(f"{'case':<42}{'flowstone':>12}{'tensorflow':>12}{'speedup':>10}")
-    for case in CASES:
-        tf_value = theirs[case] if theirs else None
-        ratio = f"{tf_value / ours[case]:.1f}x" if tf_value else "-"
-        tf_text = f"{tf_value:.2f}" if tf_value else "n/a"
-        print(f"{case:<42}{ours[case]:>12.2f}{tf_text:>12}{ratio:>10}")
-
-
 if __name__ == "__main__":
-    main()
+    compare_main(__doc__, __file__, run_framework, CASES,
+                 ("flowstone", "tensorflow"),
+                 (42, 12, 12))

@@ -7,15 +7,12 @@ on a 100-element vector. TensorFlow runs in its own virtualenv (it is never a de
 Flowstone), through this same script with --framework tensorflow.
 """
 
-import argparse
-import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 
 import numpy as np
+
+from harness import compare_main
 
 CASES = ["fetch constant", "feed scalar + add", "100-op elementwise chain"]
 
@@ -57,44 +54,14 @@ def measure(fn, repeats=7, min_time=0.2):
     return statistics.median(samples)
 
 
-def run_framework(name):
-    if name == "flowstone":
-        import flowstone as tf
-    else:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow.compat.v1 as tf
-        tf.disable_eager_execution()
+def run_framework(tf):
     sess, calls = build_cases(tf)
     results = {case: measure(call) for case, call in zip(CASES, calls)}
     sess.close()
     return results
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--peer-python", default=None,
-                        help="a Python with tensorflow-cpu installed, to compare with")
-    args = parser.parse_args()
-    if args.framework:
-        print(json.dumps(run_framework(args.framework)))
-        return
-    ours = run_framework("flowstone")
-    theirs = None
-    if args.peer_python and os.path.exists(args.peer_python):
-        proc = subprocess.run([args.peer_python, __file__, "--framework", "tensorflow"],
-                              capture_output=True, text=True)
-        if proc.returncode == 0:
-            theirs = json.loads(proc.stdout.strip().splitlines()[-1])
-        else:
-            print("TensorFlow run failed:\n" + proc.stderr[-2000:], file=sys.stderr)
-    print(f"{'case':<28}{'flowstone us':>14}{'tensorflow us':>15}{'speedup':>10}")
-    for case in CASES:
-        tf_time = theirs[case] if theirs else None
-        ratio = f"{tf_time / ours[case]:.1f}x" if tf_time else "-"
-        tf_text = f"{tf_time:.2f}" if tf_time else "n/a"
-        print(f"{case:<28}{ours[case]:>14.2f}{tf_text:>15}{ratio:>10}")
-
-
 if __name__ == "__main__":
-    main()
+    compare_main(__doc__, __file__, run_framework, CASES,
+                 ("flowstone us", "tensorflow us"),
+                 (28, 14, 15))

@@ -24,6 +24,8 @@ using conv::ComputeWindow;
 using conv::DataFormat;
 using conv::Image;
 using conv::ImageStrides;
+using conv::InputPos;
+using conv::OutputPos;
 using conv::Window;
 using conv::WindowAttrs;
 
@@ -129,20 +131,6 @@ std::vector<int64_t> ProblemKey(const ConvProblem& p) {
 // ---------------------------------------------------------------------------------------------
 // Reference implementation: direct loops over any data format, parallel over independent
 // output rows (or filter taps for the filter gradient).
-
-// The input position a kernel tap reads for an output position, or -1 in the padding.
-inline int64_t InputPos(const Window& w, int64_t out_pos, int64_t tap) {
-  int64_t pos = out_pos * w.stride - w.pad_before + tap * w.dilation;
-  return pos >= 0 && pos < w.in ? pos : -1;
-}
-
-// The output position that a kernel tap maps onto an input position, or -1 when none does.
-inline int64_t OutputPos(const Window& w, int64_t in_pos, int64_t tap) {
-  int64_t t = in_pos + w.pad_before - tap * w.dilation;
-  if (t < 0 || t % w.stride != 0) return -1;
-  t /= w.stride;
-  return t < w.out ? t : -1;
-}
 
 // Output channels fed by one input channel: all of them for Conv2D, `multiplier` consecutive
 // ones for depthwise convolutions.
@@ -733,15 +721,6 @@ Status ConvBackpropFilterShape(InferenceContext& ctx, bool depthwise) {
 // Gradients. Every pass is linear in each of its two tensor inputs, so each one's gradients are
 // the other two passes with the same window attrs.
 
-AttrMap WindowAttrsOf(const GradientContext& ctx) {
-  AttrMap out;
-  for (const char* name : {"strides", "padding", "explicit_paddings", "data_format", "dilations",
-                           "use_cudnn_on_gpu"}) {
-    if (const AttrValue* v = ctx.attrs().Find(name)) out.Set(name, *v);
-  }
-  return out;
-}
-
 // The int32 shape of x: a constant when it is known while building, else a Shape op.
 Endpoint ShapeOf(GradientContext& ctx, Endpoint x) {
   const PartialShape& shape = x.node->output_shape(x.index);
@@ -766,7 +745,7 @@ ConvOpNames NamesFor(const GradientContext& ctx) {
 // y = conv(x, f): dx = backprop_input(shape(x), f, dy), df = backprop_filter(x, shape(f), dy).
 Status ConvForwardGrad(GradientContext& ctx) {
   const ConvOpNames names = NamesFor(ctx);
-  const AttrMap attrs = WindowAttrsOf(ctx);
+  const AttrMap attrs = conv::ConvGradAttrs(ctx.attrs());
   const Endpoint x = ctx.input(0), f = ctx.input(1), dy = ctx.output_grad(0);
   ctx.SetInputGrad(0, ctx.Op(names.backprop_input, {ShapeOf(ctx, x), f, dy}, attrs));
   ctx.SetInputGrad(1, ctx.Op(names.backprop_filter, {x, ShapeOf(ctx, f), dy}, attrs));
@@ -777,7 +756,7 @@ Status ConvForwardGrad(GradientContext& ctx) {
 // df = backprop_filter(g, shape(f), dy) and d(dy) = conv(g, f).
 Status ConvBackpropInputGrad(GradientContext& ctx) {
   const ConvOpNames names = NamesFor(ctx);
-  const AttrMap attrs = WindowAttrsOf(ctx);
+  const AttrMap attrs = conv::ConvGradAttrs(ctx.attrs());
   const Endpoint f = ctx.input(1), dy = ctx.input(2), g = ctx.output_grad(0);
   ctx.SetInputGrad(1, ctx.Op(names.backprop_filter, {g, ShapeOf(ctx, f), dy}, attrs));
   ctx.SetInputGrad(2, ctx.Op(names.forward, {g, f}, attrs));
@@ -788,7 +767,7 @@ Status ConvBackpropInputGrad(GradientContext& ctx) {
 // dx = backprop_input(shape(x), g, dy) and d(dy) = conv(x, g).
 Status ConvBackpropFilterGrad(GradientContext& ctx) {
   const ConvOpNames names = NamesFor(ctx);
-  const AttrMap attrs = WindowAttrsOf(ctx);
+  const AttrMap attrs = conv::ConvGradAttrs(ctx.attrs());
   const Endpoint x = ctx.input(0), dy = ctx.input(2), g = ctx.output_grad(0);
   ctx.SetInputGrad(0, ctx.Op(names.backprop_input, {ShapeOf(ctx, x), g, dy}, attrs));
   ctx.SetInputGrad(2, ctx.Op(names.forward, {x, g}, attrs));

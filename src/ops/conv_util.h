@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "flowstone/attr.h"
@@ -56,12 +57,46 @@ Status ParseConvAttrs(const AttrMap& attrs, WindowAttrs* out);
 // Reads data_format, ksize, strides, padding and explicit_paddings (when the op has them).
 Status ParsePoolAttrs(const AttrMap& attrs, WindowAttrs* out);
 
+// The attrs among `names` that `attrs` has.
+inline AttrMap SelectAttrs(const AttrMap& attrs, std::initializer_list<const char*> names) {
+  AttrMap out;
+  for (const char* name : names) {
+    if (const AttrValue* v = attrs.Find(name)) out.Set(name, *v);
+  }
+  return out;
+}
+
+// The window attrs that a convolution's (2-D or 3-D) gradient passes take from its node.
+inline AttrMap ConvGradAttrs(const AttrMap& attrs) {
+  return SelectAttrs(attrs, {"strides", "padding", "explicit_paddings", "data_format", "dilations",
+                             "use_cudnn_on_gpu"});
+}
+
+// The window attrs that a pooling op's (2-D or 3-D) gradient ops take from its node.
+inline AttrMap PoolGradAttrs(const AttrMap& attrs) {
+  return SelectAttrs(attrs, {"ksize", "strides", "padding", "explicit_paddings", "data_format"});
+}
+
 // One spatial dimension of a sliding window.
 struct Window {
   int64_t in = 0, kernel = 0, stride = 1, dilation = 1;
   int64_t out = 0, pad_before = 0, pad_after = 0;
   int64_t effective_kernel() const { return (kernel - 1) * dilation + 1; }
 };
+
+// The input position a kernel tap reads for an output position, or -1 in the padding.
+inline int64_t InputPos(const Window& w, int64_t out_pos, int64_t tap) {
+  const int64_t pos = out_pos * w.stride - w.pad_before + tap * w.dilation;
+  return pos >= 0 && pos < w.in ? pos : -1;
+}
+
+// The output position that a kernel tap maps onto an input position, or -1 when none does.
+inline int64_t OutputPos(const Window& w, int64_t in_pos, int64_t tap) {
+  int64_t t = in_pos + w.pad_before - tap * w.dilation;
+  if (t < 0 || t % w.stride != 0) return -1;
+  t /= w.stride;
+  return t < w.out ? t : -1;
+}
 
 // TensorFlow's output size and padding for one dimension:
 //   SAME:     out = ceil(in / stride), pad_total = max((out - 1) * stride + eff - in, 0),

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 
 #include "elementwise.h"
@@ -37,6 +38,15 @@ Status CheckNonZeroDivisor(const Tensor& y) {
   }
   return Status::OK();
 }
+
+// The division-like functors derive from this: BroadcastBinaryKernel calls their Check on the
+// divisor before computing.
+struct FailsOnZeroDivisor {
+  template <typename T>
+  static Status Check(const Tensor& y) {
+    return CheckNonZeroDivisor<T>(y);
+  }
+};
 
 // The most negative integer divided by -1 overflows (and traps on x86); numpy and TensorFlow give
 // the wrapped result, which is the wrapping negation. Its remainder is 0.
@@ -114,11 +124,7 @@ struct MulFn {
 };
 
 // RealDiv (floats only) and Div: integer Div truncates toward zero, as C++ does.
-struct DivFn {
-  template <typename T>
-  static Status Check(const Tensor& y) {
-    return CheckNonZeroDivisor<T>(y);
-  }
+struct DivFn : FailsOnZeroDivisor {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
@@ -129,11 +135,7 @@ struct DivFn {
   }
 };
 
-struct FloorDivFn {
-  template <typename T>
-  static Status Check(const Tensor& y) {
-    return CheckNonZeroDivisor<T>(y);
-  }
+struct FloorDivFn : FailsOnZeroDivisor {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
@@ -144,11 +146,7 @@ struct FloorDivFn {
   }
 };
 
-struct FloorModFn {
-  template <typename T>
-  static Status Check(const Tensor& y) {
-    return CheckNonZeroDivisor<T>(y);
-  }
+struct FloorModFn : FailsOnZeroDivisor {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
@@ -217,11 +215,7 @@ struct SquaredDifferenceFn {
 
 // C's division and remainder: the quotient truncated toward zero, the remainder with the sign of
 // the dividend.
-struct TruncateDivFn {
-  template <typename T>
-  static Status Check(const Tensor& y) {
-    return CheckNonZeroDivisor<T>(y);
-  }
+struct TruncateDivFn : FailsOnZeroDivisor {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
@@ -232,11 +226,7 @@ struct TruncateDivFn {
   }
 };
 
-struct TruncateModFn {
-  template <typename T>
-  static Status Check(const Tensor& y) {
-    return CheckNonZeroDivisor<T>(y);
-  }
+struct TruncateModFn : FailsOnZeroDivisor {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (std::is_integral_v<T>) {
@@ -279,24 +269,13 @@ struct Xlog1pyFn {
   }
 };
 
-struct BitwiseAndFn {
+// x op y for an op of <functional> (std::bit_and<>...), back in T: the op promotes small types to
+// int.
+template <typename Op>
+struct InTypeFn {
   template <typename T>
   T operator()(T a, T b) const {
-    return static_cast<T>(a & b);
-  }
-};
-
-struct BitwiseOrFn {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a | b);
-  }
-};
-
-struct BitwiseXorFn {
-  template <typename T>
-  T operator()(T a, T b) const {
-    return static_cast<T>(a ^ b);
+    return static_cast<T>(Op{}(a, b));
   }
 };
 
@@ -552,13 +531,13 @@ FS_REGISTER_OP(BinaryOp<Xlog1pyFn>("Xlog1py", FloatTypeList{}, kPowCost)
 
 // Bitwise ops on the integer types.
 using BitTypeList = TypeList<int32_t, int64_t, uint8_t>;
-FS_REGISTER_OP(BinaryOp<BitwiseAndFn>("BitwiseAnd", BitTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<InTypeFn<std::bit_and<>>>("BitwiseAnd", BitTypeList{}, kCheapCost)
                    .NotDifferentiable()
                    .Doc("x & y elementwise."));
-FS_REGISTER_OP(BinaryOp<BitwiseOrFn>("BitwiseOr", BitTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<InTypeFn<std::bit_or<>>>("BitwiseOr", BitTypeList{}, kCheapCost)
                    .NotDifferentiable()
                    .Doc("x | y elementwise."));
-FS_REGISTER_OP(BinaryOp<BitwiseXorFn>("BitwiseXor", BitTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<InTypeFn<std::bit_xor<>>>("BitwiseXor", BitTypeList{}, kCheapCost)
                    .NotDifferentiable()
                    .Doc("x ^ y elementwise."));
 FS_REGISTER_OP(BinaryOp<LeftShiftFn>("LeftShift", BitTypeList{}, kCheapCost)

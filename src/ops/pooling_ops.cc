@@ -545,17 +545,9 @@ Status AvgPoolGradShape(InferenceContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Gradients.
 
-AttrMap PoolAttrsOf(const GradientContext& ctx) {
-  AttrMap out;
-  for (const char* name : {"ksize", "strides", "padding", "explicit_paddings", "data_format"}) {
-    if (const AttrValue* v = ctx.attrs().Find(name)) out.Set(name, *v);
-  }
-  return out;
-}
-
 Status MaxPoolGrad(GradientContext& ctx) {
   ctx.SetInputGrad(0, ctx.Op("MaxPoolGrad", {ctx.input(0), ctx.output(0), ctx.output_grad(0)},
-                             PoolAttrsOf(ctx)));
+                             conv::PoolGradAttrs(ctx.attrs())));
   return ctx.status();
 }
 
@@ -569,14 +561,14 @@ Endpoint ShapeOf(GradientContext& ctx, Endpoint x) {
 }
 
 Status AvgPoolGrad(GradientContext& ctx) {
-  ctx.SetInputGrad(
-      0, ctx.Op("AvgPoolGrad", {ShapeOf(ctx, ctx.input(0)), ctx.output_grad(0)}, PoolAttrsOf(ctx)));
+  ctx.SetInputGrad(0, ctx.Op("AvgPoolGrad", {ShapeOf(ctx, ctx.input(0)), ctx.output_grad(0)},
+                             conv::PoolGradAttrs(ctx.attrs())));
   return ctx.status();
 }
 
 // AvgPoolGrad is linear in its gradient input, and its adjoint is average pooling itself.
 Status AvgPoolGradGrad(GradientContext& ctx) {
-  ctx.SetInputGrad(1, ctx.Op("AvgPool", {ctx.output_grad(0)}, PoolAttrsOf(ctx)));
+  ctx.SetInputGrad(1, ctx.Op("AvgPool", {ctx.output_grad(0)}, conv::PoolGradAttrs(ctx.attrs())));
   return ctx.status();
 }
 

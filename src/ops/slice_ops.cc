@@ -11,6 +11,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "segment_util.h"
 
 namespace flowstone {
 namespace {
@@ -756,56 +757,14 @@ FS_REGISTER_OP(OpBuilder("GatherV2")
 
 // --- UnsortedSegmentSum ---------------------------------------------------------------------
 
-std::string PrefixError(const std::string& data, const std::string& ids) {
-  return StrCat("data.shape = ", data, " does not start with segment_ids.shape = ", ids);
-}
-
-Status UnsortedSegmentSumShape(InferenceContext& ctx) {
-  PartialShape unused;
-  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &unused));
-  const PartialShape& data = ctx.input(0);
-  const PartialShape& ids = ctx.input(1);
-  int64_t num_segments = -1;
-  if (const Tensor* n = ctx.input_value(2)) {
-    num_segments = n->ElementAsInt64(0);
-    if (num_segments < 0) {
-      return errors::InvalidArgument("num_segments must be non-negative, got ", num_segments);
-    }
-  }
-  if (!data.known_rank() || !ids.known_rank()) {
-    ctx.set_output(0, PartialShape::Unknown());
-    return Status::OK();
-  }
-  if (data.rank() < ids.rank()) {
-    return errors::InvalidArgument(PrefixError(data.ToString(), ids.ToString()));
-  }
-  std::vector<int64_t> dims = {num_segments};
-  for (int i = 0; i < data.rank(); ++i) {
-    if (i >= ids.rank()) {
-      dims.push_back(data.dim(i));
-    } else if (data.dim(i) >= 0 && ids.dim(i) >= 0 && data.dim(i) != ids.dim(i)) {
-      return errors::InvalidArgument(PrefixError(data.ToString(), ids.ToString()));
-    }
-  }
-  ctx.set_output(0, PartialShape(dims));
-  return Status::OK();
-}
-
 // output[s, ...] = sum of data[k..., ...] over the k with segment_ids[k...] == s. Negative ids
 // are dropped, as in TensorFlow.
 Status UnsortedSegmentSumKernel(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& ids = ctx.input(1);
   int64_t num_segments = 0;
-  FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(2), "num_segments", &num_segments));
-  if (num_segments < 0) {
-    return errors::InvalidArgument("num_segments must be non-negative, got ", num_segments);
-  }
-  bool prefix = data.rank() >= ids.rank();
-  for (int i = 0; prefix && i < ids.rank(); ++i) prefix = data.dim(i) == ids.dim(i);
-  if (!prefix) {
-    return errors::InvalidArgument(PrefixError(data.shape().ToString(), ids.shape().ToString()));
-  }
+  FS_RETURN_IF_ERROR(
+      segment_util::CheckUnsortedSegmentInputs(data, ids, ctx.input(2), &num_segments));
   TensorShape out_shape{num_segments};
   for (int i = ids.rank(); i < data.rank(); ++i) out_shape.AddDim(data.dim(i));
   const std::vector<int64_t> segment = IntValues(ids);
@@ -863,7 +822,7 @@ FS_REGISTER_OP(OpBuilder("UnsortedSegmentSum")
                    .TypeAttr("T", kRealTypes)
                    .TypeAttr("Tindices", kIndexTypes)
                    .TypeAttr("Tnumsegments", kIndexTypes, DType::kInt32)
-                   .Shape(UnsortedSegmentSumShape)
+                   .Shape(segment_util::UnsortedSegmentShape)
                    .Kernel("CPU", UnsortedSegmentSumKernel)
                    .Gradient(UnsortedSegmentSumGrad)
                    .Doc("Sums the rows of data (the dims after segment_ids' dims) by segment id "

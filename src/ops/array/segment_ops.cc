@@ -19,6 +19,7 @@
 #include "flowstone/shape_inference.h"
 #include "ops/array/scatter_util.h"
 #include "ops/array_util.h"
+#include "ops/segment_util.h"
 
 namespace flowstone {
 namespace {
@@ -28,6 +29,7 @@ using array_util::IndexConst;
 using array_util::IndexScalar;
 using array_util::IntValues;
 using array_util::kIndexTypes;
+using segment_util::UnsortedSegmentShape;
 
 enum class Reduce { kSum, kMean, kSqrtN, kProd, kMax, kMin };
 enum class Kind { kSorted, kUnsorted, kSparse };
@@ -57,37 +59,6 @@ Status SortedSegmentShape(InferenceContext& ctx) {
   }
   std::vector<int64_t> dims = {-1};
   for (int i = 1; i < data.rank(); ++i) dims.push_back(data.dim(i));
-  ctx.set_output(0, PartialShape(dims));
-  return Status::OK();
-}
-
-// Unsorted ops: [num_segments] + data.shape[ids.rank:], where ids' shape prefixes data's.
-Status UnsortedSegmentShape(InferenceContext& ctx) {
-  PartialShape unused;
-  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &unused));
-  const PartialShape& data = ctx.input(0);
-  const PartialShape& ids = ctx.input(1);
-  int64_t num_segments = -1;
-  if (const Tensor* n = ctx.input_value(2)) {
-    num_segments = n->ElementAsInt64(0);
-    if (num_segments < 0) {
-      return errors::InvalidArgument("num_segments must be non-negative, got ", num_segments);
-    }
-  }
-  if (!data.known_rank() || !ids.known_rank()) {
-    ctx.set_output(0, PartialShape::Unknown());
-    return Status::OK();
-  }
-  bool prefix = data.rank() >= ids.rank();
-  for (int i = 0; prefix && i < ids.rank(); ++i) {
-    prefix = data.dim(i) < 0 || ids.dim(i) < 0 || data.dim(i) == ids.dim(i);
-  }
-  if (!prefix) {
-    return errors::InvalidArgument("data.shape = ", data.ToString(),
-                                   " does not start with segment_ids.shape = ", ids.ToString());
-  }
-  std::vector<int64_t> dims = {num_segments};
-  for (int i = ids.rank(); i < data.rank(); ++i) dims.push_back(data.dim(i));
   ctx.set_output(0, PartialShape(dims));
   return Status::OK();
 }
@@ -128,17 +99,8 @@ Status MapRows(KernelContext& ctx, Kind kind, RowMap* map) {
   if (kind == Kind::kUnsorted) {
     const Tensor& ids = ctx.input(1);
     int64_t num_segments = 0;
-    FS_RETURN_IF_ERROR(array_util::ScalarIndex(ctx.input(2), "num_segments", &num_segments));
-    if (num_segments < 0) {
-      return errors::InvalidArgument("num_segments must be non-negative, got ", num_segments);
-    }
-    bool prefix = data.rank() >= ids.rank();
-    for (int i = 0; prefix && i < ids.rank(); ++i) prefix = data.dim(i) == ids.dim(i);
-    if (!prefix) {
-      return errors::InvalidArgument(
-          "data.shape = ", data.shape().ToString(),
-          " does not start with segment_ids.shape = ", ids.shape().ToString());
-    }
+    FS_RETURN_IF_ERROR(
+        segment_util::CheckUnsortedSegmentInputs(data, ids, ctx.input(2), &num_segments));
     map->segment = IntValues(ids);
     for (size_t k = 0; k < map->segment.size(); ++k) {
       if (map->segment[k] >= num_segments) {

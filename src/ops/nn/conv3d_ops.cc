@@ -23,6 +23,8 @@
 namespace flowstone {
 namespace {
 
+using conv::InputPos;
+using conv::OutputPos;
 using conv::Window;
 using volume::Volume;
 using volume::VolumeAttrs;
@@ -101,20 +103,6 @@ Problem OneImage(Problem p) {
 
 // ---------------------------------------------------------------------------------------------
 // Reference implementation.
-
-// The input position a tap reads for an output position, or -1 in the padding.
-inline int64_t InputPos(const Window& w, int64_t out_pos, int64_t tap) {
-  const int64_t pos = out_pos * w.stride - w.pad_before + tap * w.dilation;
-  return pos >= 0 && pos < w.in ? pos : -1;
-}
-
-// The output position a tap maps an input position to, or -1 when none does.
-inline int64_t OutputPos(const Window& w, int64_t in_pos, int64_t tap) {
-  int64_t t = in_pos + w.pad_before - tap * w.dilation;
-  if (t < 0 || t % w.stride != 0) return -1;
-  t /= w.stride;
-  return t < w.out ? t : -1;
-}
 
 // Calls fn(tap index, in position per dim) for each filter tap whose input position is inside
 // the input, for output position (oz, oy, ox).
@@ -577,16 +565,8 @@ Status BackpropFilterShape(InferenceContext& ctx) {
 // Gradients: every pass is linear in each of its two tensor inputs, so each one's gradients are
 // the other two passes with the same attrs (as for the 2-D convolutions).
 
-AttrMap WindowAttrsOf(const GradientContext& ctx) {
-  AttrMap out;
-  for (const char* name : {"strides", "padding", "data_format", "dilations"}) {
-    if (const AttrValue* v = ctx.attrs().Find(name)) out.Set(name, *v);
-  }
-  return out;
-}
-
 Status ForwardGrad(GradientContext& ctx) {
-  const AttrMap attrs = WindowAttrsOf(ctx);
+  const AttrMap attrs = conv::ConvGradAttrs(ctx.attrs());
   const Endpoint x = ctx.input(0), f = ctx.input(1), dy = ctx.output_grad(0);
   ctx.SetInputGrad(0, ctx.Op("Conv3DBackpropInputV2", {ctx.Shape(x), f, dy}, attrs));
   ctx.SetInputGrad(1, ctx.Op("Conv3DBackpropFilterV2", {x, ctx.Shape(f), dy}, attrs));
@@ -594,7 +574,7 @@ Status ForwardGrad(GradientContext& ctx) {
 }
 
 Status BackpropInputGrad(GradientContext& ctx) {
-  const AttrMap attrs = WindowAttrsOf(ctx);
+  const AttrMap attrs = conv::ConvGradAttrs(ctx.attrs());
   const Endpoint f = ctx.input(1), dy = ctx.input(2), g = ctx.output_grad(0);
   ctx.SetInputGrad(1, ctx.Op("Conv3DBackpropFilterV2", {g, ctx.Shape(f), dy}, attrs));
   ctx.SetInputGrad(2, ctx.Op("Conv3D", {g, f}, attrs));
@@ -602,7 +582,7 @@ Status BackpropInputGrad(GradientContext& ctx) {
 }
 
 Status BackpropFilterGrad(GradientContext& ctx) {
-  const AttrMap attrs = WindowAttrsOf(ctx);
+  const AttrMap attrs = conv::ConvGradAttrs(ctx.attrs());
   const Endpoint x = ctx.input(0), dy = ctx.input(2), g = ctx.output_grad(0);
   ctx.SetInputGrad(0, ctx.Op("Conv3DBackpropInputV2", {ctx.Shape(x), g, dy}, attrs));
   ctx.SetInputGrad(2, ctx.Op("Conv3D", {x, g}, attrs));

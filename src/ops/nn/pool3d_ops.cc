@@ -442,29 +442,21 @@ Status AvgPoolGradShape(InferenceContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Gradients.
 
-AttrMap PoolAttrsOf(const GradientContext& ctx) {
-  AttrMap out;
-  for (const char* name : {"ksize", "strides", "padding", "data_format"}) {
-    if (const AttrValue* v = ctx.attrs().Find(name)) out.Set(name, *v);
-  }
-  return out;
-}
-
 Status MaxPool3DGradFn(GradientContext& ctx) {
   ctx.SetInputGrad(0, ctx.Op("MaxPool3DGrad", {ctx.input(0), ctx.output(0), ctx.output_grad(0)},
-                             PoolAttrsOf(ctx)));
+                             conv::PoolGradAttrs(ctx.attrs())));
   return ctx.status();
 }
 
 Status AvgPool3DGradFn(GradientContext& ctx) {
-  ctx.SetInputGrad(
-      0, ctx.Op("AvgPool3DGrad", {ctx.Shape(ctx.input(0)), ctx.output_grad(0)}, PoolAttrsOf(ctx)));
+  ctx.SetInputGrad(0, ctx.Op("AvgPool3DGrad", {ctx.Shape(ctx.input(0)), ctx.output_grad(0)},
+                             conv::PoolGradAttrs(ctx.attrs())));
   return ctx.status();
 }
 
 // AvgPool3DGrad is linear in its gradient input, and its adjoint is average pooling itself.
 Status AvgPool3DGradGradFn(GradientContext& ctx) {
-  ctx.SetInputGrad(1, ctx.Op("AvgPool3D", {ctx.output_grad(0)}, PoolAttrsOf(ctx)));
+  ctx.SetInputGrad(1, ctx.Op("AvgPool3D", {ctx.output_grad(0)}, conv::PoolGradAttrs(ctx.attrs())));
   return ctx.status();
 }
 
