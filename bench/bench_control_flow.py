@@ -1,6 +1,6 @@
 """tf.while_loop speed for Flowstone and TensorFlow (compat.v1 graph mode) in one run.
 
-    .venv/bin/python bench/bench_control_flow.py [--peer-python /work/.venv-peers/bin/python]
+    .venv/bin/python bench/bench_control_flow.py [--peer-python .venv-peers/bin/python]
 
 Cases: a 1,000-iteration loop with a scalar body (time per iteration: one sess.run divided by
 1,000), and the gradient of a 100-step loop over a 16x16 matrix (time per sess.run of the

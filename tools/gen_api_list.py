@@ -1,7 +1,7 @@
 """Regenerates tests/python/data/tf_compat_v1_api.txt from an installed TensorFlow.
 
-    /work/.venv-peers/bin/python tools/gen_api_list.py            # writes the checked-in list
-    /work/.venv-peers/bin/python tools/gen_api_list.py --stdout   # prints it instead
+    .venv-peers/bin/python tools/gen_api_list.py            # writes the checked-in list
+    .venv-peers/bin/python tools/gen_api_list.py --stdout   # prints it instead
 
 Each line is `<namespace> <name> <kind>`: the namespace below `tf.compat.v1` ("." for the top
 level, "nn", "nn.rnn_cell", ...), a public name in it, and what TensorFlow has there: module,

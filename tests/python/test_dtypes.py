@@ -11,7 +11,7 @@ import pytest
 
 import flowstone as tf
 
-PEER_PYTHON = "/work/.venv-peers/bin/python"
+from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
 
 ALL_NAMES = ["bfloat16", "bool", "complex128", "complex64", "double", "float16", "float32",
              "float64", "half", "int16", "int32", "int64", "int8", "qint16", "qint32", "qint8",
@@ -114,7 +114,7 @@ def test_deprecated_aliases():
         assert not hasattr(tf, name)
 
 
-@pytest.mark.skipif(not os.path.exists(PEER_PYTHON), reason="TensorFlow oracle not installed")
+@pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
 def test_properties_match_tensorflow():
     script = ("import json, tensorflow as tf\n"
               f"names = {ALL_NAMES!r}\n"

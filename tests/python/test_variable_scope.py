@@ -13,7 +13,7 @@ import pytest
 
 import flowstone as tf
 
-PEER_PYTHON = "/work/.venv-peers/bin/python"
+from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
 
 
 def _run(fetches):
@@ -363,7 +363,7 @@ _SCOPE_PROGRAM = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(not os.path.exists(PEER_PYTHON), reason="TensorFlow oracle not installed")
+@pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
 def test_names_and_messages_match_tensorflow_side_by_side(tmp_path):
     script = tmp_path / "scopes.py"
     script.write_text(_SCOPE_PROGRAM)
