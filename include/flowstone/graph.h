@@ -115,9 +115,12 @@ class Graph : public std::enable_shared_from_this<Graph> {
   void Finalize() { finalized_ = true; }
   bool finalized() const { return finalized_; }
 
-  // The functions this graph's call ops (If, While, PartitionedCall, ...) refer to by name.
-  FunctionLibrary& library() const { return *library_; }
-  const std::shared_ptr<FunctionLibrary>& shared_library() const { return library_; }
+  // The functions this graph's call ops (If, While, PartitionedCall, ...) refer to by name. A
+  // function body shares the library of the root graph it was traced in; a body that outlives
+  // that root graph sees an empty library.
+  FunctionLibrary& library() const;
+  // The library, for making function bodies that share it (null once the root graph is gone).
+  std::shared_ptr<FunctionLibrary> shared_library() const { return library_.lock(); }
 
   // A seed set with tf.set_random_seed, or -1.
   int64_t seed() const { return seed_; }
@@ -138,7 +141,10 @@ class Graph : public std::enable_shared_from_this<Graph> {
 
  private:
   mutable std::shared_mutex mu_;
-  std::shared_ptr<FunctionLibrary> library_;
+  // A root graph owns its library; a function body only refers to it. The library owns its
+  // bodies, so a body owning the library back would be a reference cycle leaking both.
+  std::shared_ptr<FunctionLibrary> owned_library_;
+  std::weak_ptr<FunctionLibrary> library_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::unordered_map<std::string, Node*> by_name_;
   std::unordered_map<std::string, int> name_counts_;

@@ -268,8 +268,16 @@ const Tensor* KnownValue(const Endpoint& in, std::vector<Tensor>* scratch) {
 
 }  // namespace
 
-Graph::Graph() : library_(std::make_shared<FunctionLibrary>()) {}
+Graph::Graph() : owned_library_(std::make_shared<FunctionLibrary>()), library_(owned_library_) {}
 Graph::Graph(std::shared_ptr<FunctionLibrary> library) : library_(std::move(library)) {}
+
+FunctionLibrary& Graph::library() const {
+  if (owned_library_) return *owned_library_;
+  // A body's library lives as long as its root graph, which is alive while the body is in use.
+  if (std::shared_ptr<FunctionLibrary> shared = library_.lock()) return *shared;
+  static FunctionLibrary* const kEmpty = new FunctionLibrary;
+  return *kEmpty;
+}
 Graph::~Graph() = default;
 
 StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
@@ -337,7 +345,7 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   }
   InferenceContext ctx(op->name, spec.name, spec.attrs, input_shapes, input_types, input_values,
                        output_types, spec.inputs);
-  ctx.set_library(library_.get());
+  ctx.set_library(&library());
   Status shape_status = op->shape_fn(ctx);
   if (!shape_status.ok()) {
     std::string shapes;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "flowstone/cc/ops.h"
@@ -106,6 +107,24 @@ TEST_P(WhileCancellationTest, CloseFromAnotherThreadStopsAnEndlessLoop) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BodyRunsKernels, WhileCancellationTest, ::testing::Bool());
+
+// A function body shares its root graph's library without owning it: the library owns its
+// bodies, so a body owning the library back would keep both alive forever (a leak that
+// LeakSanitizer found in the tests above).
+TEST(FunctionLibraryTest, ARootGraphFreesItsLibraryAndBodies) {
+  std::weak_ptr<FunctionLibrary> library;
+  std::weak_ptr<Graph> body;
+  {
+    GraphBuilder root;
+    AddFunction(root, "identity", [](Endpoint i, GraphBuilder&) { return i; });
+    library = root.graph()->shared_library();
+    body = root.graph()->library().Find("identity")->body;
+    ASSERT_FALSE(library.expired());
+    ASSERT_FALSE(body.expired());
+  }
+  EXPECT_TRUE(library.expired());
+  EXPECT_TRUE(body.expired());
+}
 
 }  // namespace
 }  // namespace flowstone
