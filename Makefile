@@ -82,8 +82,10 @@ asan: asan-configure
 # The extension and core under AddressSanitizer + UBSan, as a package in $(ASAN_SITE) that the
 # ordinary interpreter loads with the ASan runtime preloaded (ASAN_RUN below).
 ASAN_SITE := build/asan/site
-ASAN_RUN := LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 \
-  PYTHONPATH=$(CURDIR)/$(ASAN_SITE)
+# libstdc++ is preloaded too: python itself does not link it, and ASan's __cxa_throw interceptor
+# aborts on the first C++ exception if libstdc++ was not loaded when the runtime started.
+ASAN_RUN := LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so.6)" \
+  ASAN_OPTIONS=detect_leaks=0 PYTHONPATH=$(CURDIR)/$(ASAN_SITE)
 asan-python: asan-configure
 	cmake --build build/asan -j$(JOBS) --target _C
 	rm -rf $(ASAN_SITE) && mkdir -p $(ASAN_SITE)
