@@ -76,8 +76,11 @@ class DeadlineTimer {
         continue;
       }
       auto first = entries_.begin();
-      if (CancellationToken::Clock::now() < first->first) {
-        cv_.wait_until(lock, first->first);
+      // A copy: wait_until reads the deadline again after waking, and while it waits (the lock
+      // released) the token's destructor may erase the entry holding it.
+      const CancellationToken::Clock::time_point deadline = first->first;
+      if (CancellationToken::Clock::now() < deadline) {
+        cv_.wait_until(lock, deadline);
         continue;
       }
       // Cancelled under the lock: Remove (from the token's destructor) waits for it.
