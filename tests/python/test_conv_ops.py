@@ -16,6 +16,7 @@ import flowstone as tf
 from flowstone.framework.ops import apply_op
 from flowstone.ops import conv_ops as nn
 
+from gradient_check import check_gradients
 from conv_reference import (conv_backprop_filter_ref, conv_backprop_input_ref, conv_ref,
                             from_nhwc, pool_grad_ref, pool_ref, to_nhwc)
 
@@ -37,33 +38,6 @@ def run(build, *inputs):
         out = build(*phs)
     with tf.Session(graph=graph) as sess:
         return sess.run(out, dict(zip(phs, inputs)))
-
-
-def check_gradients(build, inputs, wrt, eps=1e-6, rtol=1e-6, atol=1e-8):
-    """Checks tf.gradients of sum(w * build(*inputs)) with respect to inputs[i] (i in `wrt`)
-    against central finite differences, in float64."""
-    graph = tf.Graph()
-    with graph.as_default():
-        phs = [tf.placeholder(tf.float64, x.shape) for x in inputs]
-        out = build(*phs)
-        weights = RNG.uniform(0.5, 1.5, size=out.shape.as_list())
-        grads = tf.gradients(out, [phs[i] for i in wrt], grad_ys=tf.constant(weights))
-    feed = {p: np.array(x, dtype=np.float64) for p, x in zip(phs, inputs)}
-    with tf.Session(graph=graph) as sess:
-        symbolic = sess.run(grads, feed)
-        for k, i in enumerate(wrt):
-            x = feed[phs[i]]
-            numeric = np.zeros_like(x)
-            for idx in np.ndindex(x.shape):
-                orig = x[idx]
-                x[idx] = orig + eps
-                up = np.sum(weights * sess.run(out, feed))
-                x[idx] = orig - eps
-                down = np.sum(weights * sess.run(out, feed))
-                x[idx] = orig
-                numeric[idx] = (up - down) / (2 * eps)
-            np.testing.assert_allclose(symbolic[k], numeric, rtol=rtol, atol=atol,
-                                       err_msg=f"gradient of input {i}")
 
 
 FORMATS = ["NHWC", "NCHW"]
