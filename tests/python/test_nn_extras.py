@@ -8,6 +8,7 @@ import pytest
 
 import flowstone as tf
 
+import gradient_check
 from conv3d_reference import conv3d_ref, pool3d_ref
 from conv_reference import conv_backprop_input_ref, conv_ref
 from norm_reference import batch_norm_ref, lrn_ref
@@ -26,28 +27,9 @@ def evaluate(tensors, feed=None):
 
 
 def check_gradients(build, inputs, rtol=1e-5, atol=1e-7):
-    """tf.gradients of sum(build(*inputs)) with respect to every input, against central finite
-    differences in float64."""
-    graph = tf.Graph()
-    with graph.as_default():
-        phs = [tf.placeholder(tf.float64, np.shape(x)) for x in inputs]
-        total = tf.reduce_sum(build(*phs))
-        grads = tf.gradients(total, phs)
-    feed = {p: np.array(x, np.float64) for p, x in zip(phs, inputs)}
-    with tf.Session(graph=graph) as sess:
-        symbolic = sess.run(grads, feed)
-        for k, p in enumerate(phs):
-            x = feed[p]
-            numeric = np.zeros_like(x)
-            for idx in np.ndindex(x.shape):
-                orig = x[idx]
-                x[idx] = orig + 1e-6
-                up = sess.run(total, feed)
-                x[idx] = orig - 1e-6
-                down = sess.run(total, feed)
-                x[idx] = orig
-                numeric[idx] = (up - down) / 2e-6
-            np.testing.assert_allclose(symbolic[k], numeric, rtol=rtol, atol=atol)
+    """tf.gradients with respect to every input, against central finite differences in float64."""
+    gradient_check.check_gradients(build, [np.asarray(x, np.float64) for x in inputs],
+                                   range(len(inputs)), rtol=rtol, atol=atol)
 
 
 # ------------------------------------------------------------------------------------------------
