@@ -43,12 +43,6 @@
 
 namespace flowstone {
 
-// CRC32C (Castagnoli polynomial, reflected 0x82F63B78), as used by iSCSI, ext4 and TensorFlow.
-// Crc32c("123456789") == 0xE3069283. Extend continues a CRC over more bytes:
-// Crc32cExtend(Crc32c(a), b) == Crc32c(a + b).
-uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size);
-inline uint32_t Crc32c(const void* data, size_t size) { return Crc32cExtend(0, data, size); }
-
 // (checkpoint key, VarHandleOp node) pairs.
 using CheckpointVars = std::vector<std::pair<std::string, const Node*>>;
 

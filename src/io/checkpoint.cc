@@ -18,59 +18,17 @@
 
 #include "flowstone/allocator.h"
 #include "flowstone/resource.h"
+#include "io/crc32c.h"
 
 namespace flowstone {
+
+using io::Crc32c;
+using io::Crc32cExtend;
 
 // Metadata is encoded byte by byte, but tensor bytes are copied as they lie in memory, so the
 // data section is little-endian only on a little-endian host.
 static_assert(std::endian::native == std::endian::little,
               "checkpoint data is stored in host byte order, which must be little-endian");
-
-// ---------------------------------------------------------------------------------------------
-// CRC32C, slicing by 8: table k maps a byte to its CRC contribution when k zero bytes follow it,
-// so eight input bytes fold into the CRC with eight lookups instead of eight serial steps.
-
-namespace {
-
-constexpr uint32_t kCastagnoliReflected = 0x82F63B78;
-
-struct Crc32cTables {
-  uint32_t t[8][256];
-};
-
-constexpr Crc32cTables MakeCrc32cTables() {
-  Crc32cTables tables{};
-  for (uint32_t i = 0; i < 256; ++i) {
-    uint32_t crc = i;
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (kCastagnoliReflected & (0u - (crc & 1)));
-    tables.t[0][i] = crc;
-  }
-  for (int k = 1; k < 8; ++k) {
-    for (uint32_t i = 0; i < 256; ++i) {
-      uint32_t prev = tables.t[k - 1][i];
-      tables.t[k][i] = (prev >> 8) ^ tables.t[0][prev & 0xff];
-    }
-  }
-  return tables;
-}
-
-constexpr Crc32cTables kCrcTables = MakeCrc32cTables();
-
-}  // namespace
-
-uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
-  const auto& t = kCrcTables.t;
-  const auto* p = static_cast<const uint8_t*>(data);
-  uint32_t c = ~crc;
-  for (; size >= 8; size -= 8, p += 8) {
-    uint32_t low =
-        c ^ (uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24);
-    c = t[7][low & 0xff] ^ t[6][(low >> 8) & 0xff] ^ t[5][(low >> 16) & 0xff] ^ t[4][low >> 24] ^
-        t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
-  }
-  for (; size > 0; --size, ++p) c = (c >> 8) ^ t[0][(c ^ *p) & 0xff];
-  return ~c;
-}
 
 namespace {
 

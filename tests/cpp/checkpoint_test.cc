@@ -18,30 +18,6 @@
 namespace flowstone {
 namespace {
 
-TEST(Crc32cTest, KnownVectors) {
-  // The standard check value, and the iSCSI test vectors of RFC 3720 (B.4).
-  EXPECT_EQ(Crc32c("123456789", 9), 0xE3069283u);
-  EXPECT_EQ(Crc32c("", 0), 0u);
-  uint8_t buf[32];
-  std::memset(buf, 0, sizeof(buf));
-  EXPECT_EQ(Crc32c(buf, sizeof(buf)), 0x8A9136AAu);
-  std::memset(buf, 0xff, sizeof(buf));
-  EXPECT_EQ(Crc32c(buf, sizeof(buf)), 0x62A8AB43u);
-  for (int i = 0; i < 32; ++i) buf[i] = static_cast<uint8_t>(i);
-  EXPECT_EQ(Crc32c(buf, sizeof(buf)), 0x46DD794Eu);
-  for (int i = 0; i < 32; ++i) buf[i] = static_cast<uint8_t>(31 - i);
-  EXPECT_EQ(Crc32c(buf, sizeof(buf)), 0x113FDB5Cu);
-}
-
-TEST(Crc32cTest, ExtendMatchesOneShotAtEverySplit) {
-  std::string text = "The quick brown fox jumps over the lazy dog, then naps.";
-  uint32_t whole = Crc32c(text.data(), text.size());
-  for (size_t split = 0; split <= text.size(); ++split) {
-    uint32_t first = Crc32c(text.data(), split);
-    EXPECT_EQ(Crc32cExtend(first, text.data() + split, text.size() - split), whole) << split;
-  }
-}
-
 class CheckpointTest : public ::testing::Test {
  protected:
   void SetUp() override {
