@@ -140,3 +140,11 @@ from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEM
 
 CASES += _INDEXING_CASES
 EXEMPT.update(_INDEXING_EXEMPT)
+
+from op_cases_string import CASES as _STRING_CASES  # noqa: E402
+
+CASES += _STRING_CASES
+
+from op_cases_data import CASES as _DATA_CASES  # noqa: E402
+
+CASES += _DATA_CASES
