@@ -12,12 +12,17 @@ PEERS := .venv-peers
 
 all: install
 
-# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds.
+# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, zlib for the
+# compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's),
+# libjpeg-turbo and libpng for the image codecs.
+RE2_VERSION := 20220601+dfsg-1+b1
 $(BUILD)/.system-deps:
 	@mkdir -p $(BUILD)
-	@if ! dpkg -s libgtest-dev >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev (Debian)"; \
-	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev ccache) >/dev/null; \
+	@if ! dpkg -s libgtest-dev zlib1g-dev libre2-dev libjpeg62-turbo-dev libpng-dev \
+	    >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, zlib1g-dev, libre2-dev, libjpeg62-turbo-dev, libpng-dev"; \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
+	    zlib1g-dev libre2-dev=$(RE2_VERSION) libjpeg62-turbo-dev libpng-dev ccache) >/dev/null; \
 	fi
 	@touch $@
 

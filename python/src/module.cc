@@ -17,6 +17,7 @@ NB_MODULE(_C, m) {
   RegisterBuildInfo(m);
   RegisterPyFunc(m);
   RegisterInterrupts(m);
+  RegisterRecordIO(m);
 }
 
 }  // namespace flowstone::python

@@ -60,8 +60,13 @@ void ReleaseBuffer(PyObject* capsule) {
   static_cast<Buffer*>(PyCapsule_GetPointer(capsule, "flowstone.buffer"))->Unref();
 }
 
-// A string tensor as a numpy object array of bytes, as TensorFlow fetches it.
+// A string tensor as a numpy object array of bytes, as TensorFlow fetches it; a scalar is the
+// bytes object itself (TensorFlow's sess.run returns b"..." for a scalar string).
 PyObject* StringTensorToNumpy(const Tensor& tensor, int rank, npy_intp* dims) {
+  if (rank == 0) {
+    const std::string& value = *tensor.data<std::string>();
+    return PyBytes_FromStringAndSize(value.data(), static_cast<Py_ssize_t>(value.size()));
+  }
   // Object arrays start zeroed (NULL items, which numpy releases as None).
   PyObject* array = PyArray_SimpleNew(rank, dims, NPY_OBJECT);
   if (array == nullptr) return nullptr;

@@ -1,6 +1,10 @@
 """Conformance cases for string tensors (see op_cases.py): the array ops that move string
-elements (Identity, Reshape, GatherV2, ConcatV2, Pack, ...) with numpy object arrays of bytes as
-inputs and references, as TensorFlow feeds and fetches them."""
+elements (Identity, Reshape, GatherV2, ConcatV2, Pack, ...) and the string ops (StringJoin,
+Substr, RegexReplace, ...), with numpy object arrays of bytes as inputs and references, as
+TensorFlow feeds and fetches them. The file ops are tested with files of their own."""
+
+import base64
+import re
 
 import numpy as np
 
@@ -52,3 +56,83 @@ CASES = [
          lambda d, v: np.full((2, 3), v, dtype=object)),
     Case("SelectV2", [np.array([True, False, True]), GRID, _strings(b"else")], _select),
 ]
+
+
+def _map(fn, *arrays, otype=object):
+    """fn over the elements of arrays of one shape (scalars broadcast), as an array."""
+    shape = np.broadcast(*arrays).shape
+    out = np.empty(shape, dtype=otype)
+    for index in np.ndindex(*shape):
+        out[index] = fn(*[a[index] if np.ndim(a) else a[()] for a in arrays])
+    return out
+
+
+NUMBERS = _strings(b"1.5", b"-2", b"3e2", b" 7")
+TEXT = _strings(b"Hello World", b"abc-123", b"", b"\xc3\xa9t\xc3\xa9 \xc3\xa0")
+
+
+def _b64(s):
+    return base64.urlsafe_b64encode(s)
+
+
+def _re_sub(pattern, rewrite, count=0):
+    return lambda s: re.sub(pattern.encode(), rewrite.encode(), s, count=count)
+
+
+CASES += [
+    Case("StringJoin", [GRID, _strings(b"|"), GRID], lambda a, sep, b: _map(
+        lambda x, y, z: x + b"," + y + b"," + z, a, sep, b), attrs={"separator": ","}),
+    Case("StringLength", [TEXT], lambda s: _map(len, s, otype=np.int32)),
+    Case("StringLength", [TEXT], lambda s: _map(lambda x: len(x.decode()), s, otype=np.int32),
+         attrs={"unit": "UTF8_CHAR"}),
+    Case("StringUpper", [TEXT], lambda s: _map(lambda x: re.sub(
+        rb"[a-z]", lambda m: m.group().upper(), x), s)),
+    Case("StringLower", [TEXT], lambda s: _map(lambda x: re.sub(
+        rb"[A-Z]", lambda m: m.group().lower(), x), s)),
+    Case("Substr", [TEXT[:2], _i32([1, 2]), _i32(3)], lambda s, p, n: _map(
+        lambda x, a, b: x[a:a + b], s, p, n)),
+    Case("StringToNumber", [NUMBERS], lambda s: np.array([1.5, -2, 300, 7], np.float32)),
+    Case("StringToNumber", [_strings(b"12", b"-7")], lambda s: np.array([12, -7], np.int64),
+         attrs={"out_type": "int64"}),
+    Case("AsString", [np.array([1.5, -2.25], np.float32)],
+         lambda x: _strings(b"1.500000", b"-2.250000")),
+    Case("AsString", [np.array([7, -12], np.int64)], lambda x: _strings(b"0007", b"-012"),
+         attrs={"width": 4, "fill": "0"}),
+    Case("ReduceJoin", [GRID, _i32([1])],
+         lambda s, a: np.array([b"/".join(row) for row in s], dtype=object),
+         attrs={"separator": "/"}),
+    Case("RegexReplace", [TEXT, _strings(b"[aeiou]"), _strings(b"<\\0>")],
+         lambda s, p, r: _map(_re_sub("[aeiou]", "<\\g<0>>"), s)),
+    Case("StaticRegexReplace", [TEXT], lambda s: _map(_re_sub("l+", "L", count=1), s),
+         attrs={"pattern": "l+", "rewrite": "L", "replace_global": False}),
+    Case("RegexFullMatch", [TEXT, _strings(b"[a-z]+-\\d+")],
+         lambda s, p: _map(lambda x: re.fullmatch(rb"[a-z]+-\d+", x) is not None, s,
+                           otype=bool)),
+    Case("StaticRegexFullMatch", [TEXT], lambda s: _map(
+        lambda x: re.fullmatch(rb"H.*d", x) is not None, s, otype=bool),
+         attrs={"pattern": "H.*d"}),
+    Case("EncodeBase64", [TEXT], lambda s: _map(lambda x: _b64(x).rstrip(b"="), s)),
+    Case("EncodeBase64", [TEXT], lambda s: _map(_b64, s), attrs={"pad": True}),
+    Case("DecodeBase64", [_map(_b64, TEXT)], lambda s: TEXT),
+    Case("DecodeRaw", [_strings(np.arange(4, dtype="<i4").tobytes(),
+                                np.arange(4, 8, dtype="<i4").tobytes())],
+         lambda b: np.arange(8, dtype=np.int32).reshape(2, 4), attrs={"out_type": "int32"}),
+    Case("DecodeRaw", [_strings(np.array([1.5, -2.0], ">f8").tobytes())],
+         lambda b: np.array([[1.5, -2.0]]), attrs={"out_type": "float64", "little_endian": False}),
+]
+
+CSV = _strings(b'1,a,2.5', b'3,"b,""c""",', b'-4,,1e3')
+CASES += [
+    Case("DecodeCSV", [CSV, _i32([0]), _strings(b"default"), np.array([9.0], np.float32)],
+         lambda r, a, b, c: (_i32([1, 3, -4]), _strings(b"a", b'b,"c"', b"default"),
+                             np.array([2.5, 9.0, 1000.0], np.float32)), outputs=3),
+]
+
+EXEMPT = {
+    "ReadFile": "tests/python/data/test_data_files.py (reads the files the test writes)",
+    "WriteFile": "tests/python/data/test_data_files.py",
+    "MatchingFiles": "tests/python/data/test_data_files.py (globs in a temporary directory)",
+    "TFRecordDataset": "tests/python/data/test_data_files.py (and against TensorFlow's files)",
+    "TextLineDataset": "tests/python/data/test_data_files.py",
+    "FixedLengthRecordDatasetV2": "tests/python/data/test_data_files.py",
+}

@@ -170,6 +170,23 @@ class DatasetV1:
         return DatasetV1([], spec, make)
 
     @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The file names matching `file_pattern` (a glob, or a list of them), sorted, then
+        shuffled unless shuffle=False."""
+        def make():
+            pattern = _ops.convert_to_tensor(file_pattern, dtype=_dtypes.string,
+                                             name="file_pattern")
+            return _ops.apply_op("MatchingFiles", [pattern], name="MatchingFiles").outputs[0]
+
+        names = DatasetV1([], structure.TensorSpec([None], _dtypes.string),
+                          lambda: _ops.apply_op("TensorDataset", [[make()]], {
+                              "output_shapes": [[None]]}, name="TensorDataset").outputs[0])
+        files = names.flat_map(DatasetV1.from_tensor_slices)
+        if shuffle is False:
+            return files
+        return files.shuffle(_LIST_FILES_SHUFFLE_BUFFER, seed=seed)
+
+    @staticmethod
     def zip(datasets):
         """Elements of the datasets in `datasets` (a structure of datasets) side by side."""
         flat = structure.flatten(datasets)
@@ -295,8 +312,8 @@ class DatasetV1:
         state = {}
 
         def make(variant):
-            name, captured, result = _trace(_returning_variant(map_func), spec_in,
-                                            f"Dataset_{op_type}")
+            name, captured, _ = _trace(_returning_variant(map_func), spec_in,
+                                       f"Dataset_{op_type}")
             state["spec"] = _returned_dataset_spec.pop()
             inputs = [variant, captured]
             if cycle_length is not None:
@@ -331,10 +348,12 @@ class _LazySpecDataset(DatasetV1):
     interleaves): the first build, in the default graph, fills `state["spec"]`."""
 
     def __init__(self, inputs, state, make):
-        self._state = state
         super().__init__(inputs, None, make)
         self._element_spec = state["spec"]
 
+
+# list_files shuffles its names through a buffer this large (TF uses the number of files).
+_LIST_FILES_SHUFFLE_BUFFER = 10000
 
 # The spec of the dataset the traced interleave function returned (set while tracing).
 _returned_dataset_spec = []

@@ -6,6 +6,9 @@ initializer) starts it over a dataset, IteratorGetNext reads it and raises OutOf
 from a function that builds the dataset.
 """
 
+import numpy as np
+
+from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.ops import dataset_structure as structure
@@ -109,9 +112,12 @@ class _DatasetFactory(FuncGraph):
                              "make_one_shot_iterator: a one-shot iterator's dataset can use only "
                              "constants. Use make_initializable_iterator() for a dataset that "
                              "depends on placeholders or variables.")
+        value = tensor.op.get_attr("value")
+        if tensor.dtype == _dtypes.string:
+            value = np.asarray(value, dtype=object)  # a scalar string comes back as bytes
         with self.as_default():
-            return _ops.apply_op("Const", [], {"value": tensor.op.get_attr("value"),
-                                               "dtype": tensor.dtype}, name="Const").outputs[0]
+            return _ops.apply_op("Const", [], {"value": value, "dtype": tensor.dtype},
+                                 name="Const").outputs[0]
 
 
 def make_one_shot(dataset):
