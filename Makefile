@@ -12,18 +12,23 @@ PEERS := .venv-peers
 
 all: install
 
-# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, zlib for the
-# compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's),
+# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, protobuf 3.21 (the
+# library and protoc) for TensorFlow's formats (CMake checks protobuf's version again), zlib for
+# the compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's), and
 # libjpeg-turbo and libpng for the image codecs.
+PROTOBUF_VERSION := 3.21
 RE2_VERSION := 20220601+dfsg-1+b1
 $(BUILD)/.system-deps:
 	@mkdir -p $(BUILD)
-	@if ! dpkg -s libgtest-dev zlib1g-dev libre2-dev libjpeg62-turbo-dev libpng-dev \
-	    >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev, zlib1g-dev, libre2-dev, libjpeg62-turbo-dev, libpng-dev"; \
+	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev \
+	    libjpeg62-turbo-dev libpng-dev >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg and libpng (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
-	    zlib1g-dev libre2-dev=$(RE2_VERSION) libjpeg62-turbo-dev libpng-dev ccache) >/dev/null; \
+	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
+	    libjpeg62-turbo-dev libpng-dev) >/dev/null; \
 	fi
+	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
+	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }
 	@touch $@
 
 $(VENV)/.deps: requirements-dev.txt
@@ -96,7 +101,7 @@ asan-python: asan-configure
 	rm -rf $(ASAN_SITE) && mkdir -p $(ASAN_SITE)
 	cp -r python/flowstone $(ASAN_SITE)/
 	cp build/asan/_C*.so build/asan/libflowstone.so build/asan/generated/_build_config.py \
-	  $(ASAN_SITE)/flowstone/
+	  build/asan/generated/tf_protos.desc $(ASAN_SITE)/flowstone/
 
 # Kernel fuzzing over the whole op registry under ASan + UBSan (tests/fuzz/fuzz_ops.py):
 # FUZZ_CALLS adversarial calls per op; a crash, sanitizer report or huge allocation fails it.

@@ -153,3 +153,7 @@ CASES += _DATA_CASES
 from op_cases_image import CASES as _IMAGE_CASES  # noqa: E402
 
 CASES += _IMAGE_CASES
+
+from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
+
+EXEMPT.update(_TRAINING_EXEMPT)
