@@ -217,3 +217,35 @@ def test_namedtuple_elements_keep_their_type():
     assert isinstance(ds.output_types, Point)
     got = _values(ds)
     assert [(int(p.x), int(p.y)) for p in got] == [(3, 1), (4, 2)]
+
+
+def _resident_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_shuffle_with_a_large_buffer_keeps_memory_bounded_over_ten_epochs():
+    # 2 KiB elements through a 10000-element buffer (about 20 MiB) for ten epochs: what stays
+    # resident after the first epoch must not grow with the epochs.
+    per_epoch, batch = 20000, 500
+    dataset = (tf.data.Dataset.range(per_epoch).map(lambda x: tf.fill([256], x))
+               .shuffle(10000, seed=1).repeat(10).batch(batch))
+    next_batch = dataset.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        seen = 0
+        after_first_epoch = None
+        while True:
+            try:
+                values = sess.run(next_batch)
+            except tf.errors.OutOfRangeError:
+                break
+            seen += len(values)
+            assert (values == values[:, :1]).all()  # every row is one repeated value
+            if seen == 2 * per_epoch:
+                after_first_epoch = _resident_bytes()
+        assert seen == 10 * per_epoch
+        growth = _resident_bytes() - after_first_epoch
+    assert growth < 32 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MiB over 8 epochs"

@@ -3,6 +3,7 @@ text and fixed-length readers, read_file/write_file and list_files."""
 
 import gzip
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -154,13 +155,17 @@ def _peer(program):
 def test_tensorflow_reads_our_records_and_we_read_its(tmp_path, compression):
     ours, theirs = tmp_path / "ours.tfrecord", tmp_path / "theirs.tfrecord"
     _write(ours, RECORDS, compression)
+    with open(tmp_path / "records.pickle", "wb") as f:
+        pickle.dump(RECORDS, f)
     out = _peer(f"""
+        import pickle
         import tensorflow as tf
+        expected = pickle.load(open({str(tmp_path / "records.pickle")!r}, "rb"))
         records = [r.numpy() for r in tf.data.TFRecordDataset({str(ours)!r},
                                                               compression_type={compression!r})]
-        print(records == {RECORDS!r})
+        print(records == expected)
         with tf.io.TFRecordWriter({str(theirs)!r}, {compression!r}) as w:
-            for r in {RECORDS!r}:
+            for r in expected:
                 w.write(r)
     """)
     assert out.strip().splitlines()[-1] == "True"
