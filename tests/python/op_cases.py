@@ -150,9 +150,11 @@ from op_cases_data import CASES as _DATA_CASES  # noqa: E402
 
 CASES += _DATA_CASES
 
-from op_cases_image import CASES as _IMAGE_CASES  # noqa: E402
+from op_cases_image import (CASES as _IMAGE_CASES,  # noqa: E402
+                            GRADIENT_PENDING as _IMAGE_PENDING)
 
 CASES += _IMAGE_CASES
+GRADIENT_PENDING |= _IMAGE_PENDING
 
 from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
 

@@ -1,6 +1,7 @@
-"""Conformance cases for the image codecs (see op_cases.py). Encoders are checked by decoding
-what they wrote; JPEG is lossy, so its cases compare within a few levels of a smooth image.
-tests/python/data/test_data_images.py compares pixels with TensorFlow's decoders."""
+"""Conformance cases for the image ops (see op_cases.py). Encoders are checked by decoding what
+they wrote; JPEG is lossy, so its cases compare within a few levels of a smooth image. Resizes
+are checked against a direct numpy transcription of TF1's sampling rules.
+tests/python/data/test_data_images.py compares pixels and resizes with TensorFlow."""
 
 import numpy as np
 
@@ -31,3 +32,48 @@ CASES = [
          build=lambda x: image_ops.decode_jpeg(image_ops.encode_jpeg(x[..., :1], quality=100),
                                                channels=1, dct_method="INTEGER_ACCURATE").op),
 ]
+
+
+def _source(out, size, scale, half_pixel):
+    i = np.arange(out, dtype=np.float32)
+    return (i + np.float32(0.5)) * scale - np.float32(0.5) if half_pixel else i * scale
+
+
+def _bilinear(images, size, align_corners=False, half_pixel=False):
+    in_h, in_w = images.shape[1:3]
+    out = []
+    for axis_in, axis_out in ((in_h, size[0]), (in_w, size[1])):
+        scale = np.float32((axis_in - 1) / (axis_out - 1) if align_corners and axis_out > 1
+                           else axis_in / axis_out)
+        src = _source(axis_out, axis_in, scale, half_pixel)
+        lower = np.maximum(np.floor(src), 0).astype(int)
+        upper = np.minimum(np.ceil(src) if half_pixel else np.floor(src) + 1, axis_in - 1)
+        out.append((lower, upper.astype(int), (src - np.floor(src)).astype(np.float32)))
+    (yl, yu, yw), (xl, xu, xw) = out
+    x = images.astype(np.float32)
+    xw = xw[None, None, :, None]
+
+    def across(rows):
+        return x[:, rows][:, :, xl] + (x[:, rows][:, :, xu] - x[:, rows][:, :, xl]) * xw
+
+    top, bottom = across(yl), across(yu)
+    return top + (bottom - top) * yw[None, :, None, None]
+
+
+BATCH = np.random.default_rng(3).uniform(0, 255, (2, 5, 7, 3)).astype(np.float32)
+
+CASES += [
+    Case("ResizeBilinear", [BATCH, np.array([8, 4], np.int32)],
+         lambda x, s: _bilinear(x, s), rtol=1e-5, atol=1e-3),
+    Case("ResizeBilinear", [BATCH, np.array([9, 3], np.int32)],
+         lambda x, s: _bilinear(x, s, half_pixel=True), rtol=1e-5, atol=1e-3,
+         attrs={"half_pixel_centers": True}),
+    Case("ResizeBilinear", [BATCH, np.array([3, 11], np.int32)],
+         lambda x, s: _bilinear(x, s, align_corners=True), rtol=1e-5, atol=1e-3,
+         attrs={"align_corners": True}),
+    Case("ResizeNearestNeighbor", [BATCH, np.array([10, 14], np.int32)],
+         lambda x, s: x.repeat(2, axis=1).repeat(2, axis=2)),
+]
+
+# The resize gradients (ResizeBilinearGrad, ...) are not written yet.
+GRADIENT_PENDING = {"ResizeBilinear", "ResizeNearestNeighbor"}

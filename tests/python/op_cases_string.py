@@ -8,12 +8,18 @@ import re
 
 import numpy as np
 
+from flowstone import dtypes
 from op_cases import Case
 
 
 def _strings(*values):
     """An object array of bytes; a tuple of nested lists gives a multi-dimensional one."""
     return np.array(values, dtype=object)
+
+
+def _scalar(value):
+    """A 0-d object array holding one bytes value."""
+    return np.array(value, dtype=object)
 
 
 def _i32(x):
@@ -51,8 +57,7 @@ CASES = [
     Case("SplitV", [GRID, _i32([2, 1]), _i32(1)], lambda x, s, d: (x[:, :2], x[:, 2:]),
          attrs={"num_split": 2}, outputs=2),
     Case("Tile", [GRID, _i32([2, 2])], lambda x, m: np.tile(x, (2, 2))),
-    Case("Fill", [_i32([2, 3]), np.array(b"fill me, a string longer than the inline buffer",
-                                          dtype=object)],
+    Case("Fill", [_i32([2, 3]), _scalar(b"fill me, a string longer than the inline buffer")],
          lambda d, v: np.full((2, 3), v, dtype=object)),
     Case("SelectV2", [np.array([True, False, True]), GRID, _strings(b"else")], _select),
 ]
@@ -80,7 +85,7 @@ def _re_sub(pattern, rewrite, count=0):
 
 
 CASES += [
-    Case("StringJoin", [GRID, _strings(b"|"), GRID], lambda a, sep, b: _map(
+    Case("StringJoin", [GRID, _scalar(b"|"), GRID], lambda a, sep, b: _map(
         lambda x, y, z: x + b"," + y + b"," + z, a, sep, b), attrs={"separator": ","}),
     Case("StringLength", [TEXT], lambda s: _map(len, s, otype=np.int32)),
     Case("StringLength", [TEXT], lambda s: _map(lambda x: len(x.decode()), s, otype=np.int32),
@@ -93,7 +98,7 @@ CASES += [
         lambda x, a, b: x[a:a + b], s, p, n)),
     Case("StringToNumber", [NUMBERS], lambda s: np.array([1.5, -2, 300, 7], np.float32)),
     Case("StringToNumber", [_strings(b"12", b"-7")], lambda s: np.array([12, -7], np.int64),
-         attrs={"out_type": "int64"}),
+         attrs={"out_type": dtypes.int64}),
     Case("AsString", [np.array([1.5, -2.25], np.float32)],
          lambda x: _strings(b"1.500000", b"-2.250000")),
     Case("AsString", [np.array([7, -12], np.int64)], lambda x: _strings(b"0007", b"-012"),
@@ -101,11 +106,11 @@ CASES += [
     Case("ReduceJoin", [GRID, _i32([1])],
          lambda s, a: np.array([b"/".join(row) for row in s], dtype=object),
          attrs={"separator": "/"}),
-    Case("RegexReplace", [TEXT, _strings(b"[aeiou]"), _strings(b"<\\0>")],
+    Case("RegexReplace", [TEXT, _scalar(b"[aeiou]"), _scalar(b"<\\0>")],
          lambda s, p, r: _map(_re_sub("[aeiou]", "<\\g<0>>"), s)),
     Case("StaticRegexReplace", [TEXT], lambda s: _map(_re_sub("l+", "L", count=1), s),
          attrs={"pattern": "l+", "rewrite": "L", "replace_global": False}),
-    Case("RegexFullMatch", [TEXT, _strings(b"[a-z]+-\\d+")],
+    Case("RegexFullMatch", [TEXT, _scalar(b"[a-z]+-\\d+")],
          lambda s, p: _map(lambda x: re.fullmatch(rb"[a-z]+-\d+", x) is not None, s,
                            otype=bool)),
     Case("StaticRegexFullMatch", [TEXT], lambda s: _map(
@@ -116,9 +121,10 @@ CASES += [
     Case("DecodeBase64", [_map(_b64, TEXT)], lambda s: TEXT),
     Case("DecodeRaw", [_strings(np.arange(4, dtype="<i4").tobytes(),
                                 np.arange(4, 8, dtype="<i4").tobytes())],
-         lambda b: np.arange(8, dtype=np.int32).reshape(2, 4), attrs={"out_type": "int32"}),
+         lambda b: np.arange(8, dtype=np.int32).reshape(2, 4), attrs={"out_type": dtypes.int32}),
     Case("DecodeRaw", [_strings(np.array([1.5, -2.0], ">f8").tobytes())],
-         lambda b: np.array([[1.5, -2.0]]), attrs={"out_type": "float64", "little_endian": False}),
+         lambda b: np.array([[1.5, -2.0]]), attrs={"out_type": dtypes.float64,
+                                                       "little_endian": False}),
 ]
 
 CSV = _strings(b'1,a,2.5', b'3,"b,""c""",', b'-4,,1e3')

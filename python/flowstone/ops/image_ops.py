@@ -22,7 +22,8 @@ def decode_jpeg(contents, channels=0, ratio=1, fancy_upscaling=True, try_recover
 @tf_export("image.decode_png", "io.decode_png")
 def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
     return _ops.apply_op("DecodePng", [_contents(contents)], {
-        "channels": channels, "dtype": _dtypes.as_dtype(dtype)}, name=name or "DecodePng").outputs[0]
+        "channels": channels, "dtype": _dtypes.as_dtype(dtype)},
+        name=name or "DecodePng").outputs[0]
 
 
 @tf_export("image.decode_image", "io.decode_image")
@@ -71,3 +72,63 @@ def flip_left_right(image):
 @tf_export("image.flip_up_down")
 def flip_up_down(image):
     return _flip(image, 0, "flip_up_down")
+
+
+@tf_export("image.ResizeMethod")
+class ResizeMethod:
+    """The interpolations of tf.image.resize_images (TF1's numbering)."""
+
+    BILINEAR = 0
+    NEAREST_NEIGHBOR = 1
+    BICUBIC = 2
+    AREA = 3
+
+
+_RESIZE_OPS = {ResizeMethod.BILINEAR: "ResizeBilinear",
+               ResizeMethod.NEAREST_NEIGHBOR: "ResizeNearestNeighbor",
+               "bilinear": "ResizeBilinear", "nearest": "ResizeNearestNeighbor"}
+
+
+def _resize(op_type, images, size, align_corners, half_pixel_centers, name):
+    images = _ops.convert_to_tensor(images, name="images")
+    size = _ops.convert_to_tensor(size, dtype=_dtypes.int32, name="size")
+    return _ops.apply_op(op_type, [images, size], {
+        "align_corners": align_corners, "half_pixel_centers": half_pixel_centers},
+        name=name or op_type).outputs[0]
+
+
+@tf_export("image.resize_bilinear")
+def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    return _resize("ResizeBilinear", images, size, align_corners, half_pixel_centers, name)
+
+
+@tf_export("image.resize_nearest_neighbor")
+def resize_nearest_neighbor(images, size, align_corners=False, name=None,
+                            half_pixel_centers=False):
+    return _resize("ResizeNearestNeighbor", images, size, align_corners, half_pixel_centers,
+                   name)
+
+
+@tf_export("image.resize_images", "image.resize")
+def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
+                  preserve_aspect_ratio=False, name=None):
+    """TF1's resize_images: a [height, width, channels] image or a batch of them; bilinear
+    results are float32, nearest-neighbour ones keep the dtype."""
+    if preserve_aspect_ratio:
+        raise NotImplementedError("resize_images(preserve_aspect_ratio=True) is not in "
+                                  "Flowstone yet.")
+    op_type = _RESIZE_OPS.get(method)
+    if op_type is None:
+        raise ValueError(f"Resize method {method!r} is not in Flowstone yet: bilinear and "
+                         "nearest neighbor are.")
+    images = _ops.convert_to_tensor(images, name="images")
+    single = images.shape.ndims == 3
+    with _ops.name_scope(name or "resize"):
+        if single:
+            images = _ops.apply_op("ExpandDims", [images, _ops.convert_to_tensor(0)],
+                                   name="ExpandDims").outputs[0]
+        resized = _resize(op_type, images, size, align_corners, False, None)
+        if single:
+            resized = _ops.apply_op("Squeeze", [resized], {"squeeze_dims": [0]},
+                                    name="Squeeze").outputs[0]
+        return resized

@@ -113,7 +113,8 @@ def decode_base64(input, name=None):  # noqa: A002
 
 
 @tf_export("io.decode_raw", "decode_raw")
-def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None,
+               bytes=None):  # noqa: A002 - TF1's argument name
     if input_bytes is None:
         input_bytes = bytes
     elif bytes is not None:

@@ -112,3 +112,56 @@ def test_pixels_match_tensorflow(tmp_path):
                   np.load(tmp_path / "tf_of_their_jpeg.npy")).max() <= 1
     np.testing.assert_array_equal(_run(tf.image.decode_png((tmp_path / "theirs.png")
                                                            .read_bytes())), image)
+
+
+def test_resize_images_of_one_image_and_of_a_batch():
+    image = np.arange(2 * 3 * 1, dtype=np.float32).reshape(2, 3, 1)
+    got = _run({
+        "one": tf.image.resize_images(image, [4, 6]),
+        "nearest": tf.image.resize_images(image.astype(np.uint8), [4, 6],
+                                          method=tf.image.ResizeMethod.NEAREST_NEIGHBOR),
+        "batch": tf.image.resize_bilinear(image[None], [2, 3]),
+    })
+    assert got["one"].shape == (4, 6, 1) and got["one"].dtype == np.float32
+    np.testing.assert_array_equal(got["nearest"][..., 0], image[..., 0].repeat(2, 0).repeat(2, 1))
+    assert got["nearest"].dtype == np.uint8
+    np.testing.assert_array_equal(got["batch"], image[None])  # same size: the image itself
+    with pytest.raises(tf.errors.InvalidArgumentError, match="align_corners must be False"):
+        _run(tf.image.resize_bilinear(image[None], [4, 6], align_corners=True,
+                                      half_pixel_centers=True))
+
+
+@pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
+def test_resize_matches_tensorflow(tmp_path):
+    images = np.random.default_rng(9).uniform(0, 255, (2, 7, 5, 3)).astype(np.float32)
+    np.save(tmp_path / "images.npy", images)
+    settings = [(False, False), (True, False), (False, True)]
+    sizes = [(13, 4), (3, 9)]
+    program = textwrap.dedent(f"""
+        import numpy as np
+        import tensorflow as tf
+        images = np.load({str(tmp_path / "images.npy")!r})
+        out = {{}}
+        for ac, hp in {settings!r}:
+            for size in {sizes!r}:
+                for method in ("bilinear", "nearest"):
+                    fn = getattr(tf.compat.v1.image, "resize_" + ("bilinear" if method ==
+                                 "bilinear" else "nearest_neighbor"))
+                    out[f"{{method}}_{{ac}}_{{hp}}_{{size}}"] = fn(
+                        images, size, align_corners=ac, half_pixel_centers=hp).numpy()
+        np.savez({str(tmp_path / "theirs.npz")!r}, **out)
+    """)
+    proc = subprocess.run([PEER_PYTHON, "-c", program], capture_output=True, text=True,
+                          timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = np.load(tmp_path / "theirs.npz")
+    for ac, hp in settings:
+        for size in sizes:
+            ours_bilinear, ours_nearest = _run((
+                tf.image.resize_bilinear(images, size, align_corners=ac, half_pixel_centers=hp),
+                tf.image.resize_nearest_neighbor(images, size, align_corners=ac,
+                                                 half_pixel_centers=hp)))
+            np.testing.assert_allclose(ours_bilinear, theirs[f"bilinear_{ac}_{hp}_{size}"],
+                                       rtol=1e-5, atol=1e-3, err_msg=f"{ac} {hp} {size}")
+            np.testing.assert_array_equal(ours_nearest, theirs[f"nearest_{ac}_{hp}_{size}"],
+                                          err_msg=f"{ac} {hp} {size}")
