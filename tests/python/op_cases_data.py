@@ -42,6 +42,11 @@ def _i64(x):
 
 X = rand(6, 2)
 
+# A tf.train.Example with label: int64_list [7] and box: float_list [0.25, 0.5, 1.5], serialized by
+# TensorFlow (tests/python/data/test_data_example.py has the whole record).
+EXAMPLE = bytes.fromhex("0a290a0e0a056c6162656c12051a030a01070a170a03626f781210120e0a0c0000803e"
+                        "0000003f0000c03f")
+
 CASES = [
     Case("TensorSliceDataset", [X], lambda x: x,
          build=lambda x: _all(Dataset.from_tensor_slices(x))),
@@ -88,4 +93,9 @@ CASES = [
          build=lambda x: _all(Dataset.from_tensor_slices(x))),
     Case("OneShotIterator", [], lambda: np.array([1.5, 2.5], np.float32),
          build=_one_shot_first),
+    Case("ParseSingleExample", [np.array(EXAMPLE, dtype=object)],
+         lambda s: (np.array([0.25, 0.5, 1.5], np.float32), np.array(7, np.int64)), outputs=2,
+         build=lambda s: tf.io.parse_single_example(s, {
+             "box": tf.io.FixedLenFeature([3], tf.float32),
+             "label": tf.io.FixedLenFeature([], tf.int64)})["box"].op),
 ]
