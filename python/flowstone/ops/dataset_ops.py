@@ -257,6 +257,41 @@ class DatasetV1:
                                            name="drop_remainder")], spec=spec,
             name="BatchDatasetV2")
 
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
+                     drop_remainder=False):
+        """Batches whose components are padded to `padded_shapes` (None or -1 dimensions: the
+        largest in the batch) with `padding_values` (default 0, or b"" for strings)."""
+        specs = structure.flatten(self._element_spec)
+        if padded_shapes is None:
+            shapes = [TensorShape([None] * s.shape.ndims) for s in specs]
+        else:
+            shapes = [TensorShape(s) for s in structure.flatten_up_to(self._element_spec,
+                                                                      padded_shapes)]
+        if padding_values is None:
+            values = [b"" if s.dtype == _dtypes.string else 0 for s in specs]
+        else:
+            values = structure.flatten_up_to(self._element_spec, padding_values)
+        size = batch_size if isinstance(batch_size, int) and drop_remainder else None
+        spec = structure.pack(self._element_spec, [
+            structure.TensorSpec(TensorShape([size]).concatenate(shape), s.dtype)
+            for s, shape in zip(specs, shapes)])
+
+        def make(variant):
+            padded = [_ops.convert_to_tensor([-1 if d is None else d for d in shape.as_list()],
+                                             dtype=_dtypes.int64, name="padded_shapes")
+                      for shape in shapes]
+            pads = [_ops.convert_to_tensor(v, dtype=s.dtype, name="padding_values")
+                    for v, s in zip(values, specs)]
+            return _ops.apply_op("PaddedBatchDatasetV2", [
+                variant, _int64(batch_size, "batch_size"), padded, pads,
+                _ops.convert_to_tensor(drop_remainder, dtype=_dtypes.bool,
+                                       name="drop_remainder")],
+                {"output_shapes": structure.shape_attrs(spec), "N": len(padded),
+                 "Toutput_types": [s.dtype for s in specs]},
+                name="PaddedBatchDatasetV2").outputs[0]
+
+        return DatasetV1([self], spec, make)
+
     def enumerate(self, start=0):
         """(index, element) pairs, counting from `start`."""
         return DatasetV1.zip((DatasetV1.range(start, np.iinfo(np.int64).max), self))

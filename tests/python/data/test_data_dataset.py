@@ -249,3 +249,20 @@ def test_shuffle_with_a_large_buffer_keeps_memory_bounded_over_ten_epochs():
         assert seen == 10 * per_epoch
         growth = _resident_bytes() - after_first_epoch
     assert growth < 32 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MiB over 8 epochs"
+
+
+def test_padded_batch_pads_to_the_largest_or_to_the_given_shape():
+    ragged = tf.data.Dataset.range(1, 4).map(lambda x: tf.fill([x], x))
+    got = [b.tolist() for b in _values(ragged.padded_batch(2, padded_shapes=[None]))]
+    assert got == [[[1, 0], [2, 2]], [[3, 3, 3]]]
+    fixed = ragged.padded_batch(3, padded_shapes=[4], padding_values=tf.constant(-1, tf.int64))
+    assert fixed.output_shapes.as_list() == [None, 4]
+    assert [b.tolist() for b in _values(fixed)] == [[[1, -1, -1, -1], [2, 2, -1, -1],
+                                                     [3, 3, 3, -1]]]
+    words = tf.data.Dataset.from_tensor_slices(([b"a", b"b"], [[1, 2], [3, 4]])).map(
+        lambda w, v: (tf.fill([tf.size(v)], w), v[:1]))
+    strings, numbers = _values(words.padded_batch(2, padded_shapes=([3], [2])))[0]
+    assert strings.tolist() == [[b"a", b"a", b""], [b"b", b"b", b""]]
+    assert numbers.tolist() == [[1, 0], [3, 0]]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="pad to a smaller size"):
+        _values(ragged.padded_batch(3, padded_shapes=[2]))
