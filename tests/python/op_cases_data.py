@@ -70,6 +70,8 @@ CASES = [
          build=lambda x: _first_batch(Dataset.from_tensor_slices(x).batch(4))),
     Case("PaddedBatchDatasetV2", [X], lambda x: np.concatenate([x[:3], np.zeros((3, 1))], 1),
          build=lambda x: _first_batch(Dataset.from_tensor_slices(x).padded_batch(3, [3]))),
+    Case("CacheDataset", [X[:2]], lambda x: np.concatenate([x, x]),
+         build=lambda x: _all(Dataset.from_tensor_slices(x).cache().repeat(2))),
     Case("RepeatDataset", [X[:2]], lambda x: np.concatenate([x, x, x]),
          build=lambda x: _all(Dataset.from_tensor_slices(x).repeat(3))),
     Case("TakeDataset", [X], lambda x: x[:4],

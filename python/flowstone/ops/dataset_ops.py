@@ -220,6 +220,11 @@ class DatasetV1:
 
         return DatasetV1([self, dataset], spec, make)
 
+    def cache(self, filename=""):
+        """The elements kept in memory after the first complete pass (filename "" only)."""
+        return self._unary("CacheDataset", [
+            lambda: _ops.convert_to_tensor(filename, dtype=_dtypes.string, name="filename")])
+
     def repeat(self, count=None):
         return self._unary("RepeatDataset", [lambda: _int64(-1 if count is None else count,
                                                             "count")])

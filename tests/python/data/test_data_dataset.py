@@ -266,3 +266,23 @@ def test_padded_batch_pads_to_the_largest_or_to_the_given_shape():
     assert numbers.tolist() == [[1, 0], [3, 0]]
     with pytest.raises(tf.errors.InvalidArgumentError, match="pad to a smaller size"):
         _values(ragged.padded_batch(3, padded_shapes=[2]))
+
+
+def test_cache_runs_its_input_once_across_epochs():
+    # A stateful input (a counter variable incremented per element) shows whether the second
+    # epoch re-ran it.
+    counter = tf.Variable(0, dtype=tf.int64)
+
+    def count(x):
+        with tf.control_dependencies([counter.assign_add(1)]):
+            return tf.identity(x)
+
+    dataset = tf.data.Dataset.range(4).map(count).cache().repeat(3)
+    iterator = dataset.make_initializable_iterator()
+    with tf.Session() as sess:
+        sess.run([tf.global_variables_initializer(), iterator.initializer])
+        values = [int(v) for v in _drain(iterator.get_next(), sess)]
+        assert values == [0, 1, 2, 3] * 3
+        assert int(sess.run(counter)) == 4
+    with pytest.raises(tf.errors.UnimplementedError, match="only the in-memory cache"):
+        _ints(tf.data.Dataset.range(2).cache("/tmp/cache-file"))
