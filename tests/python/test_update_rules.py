@@ -146,8 +146,8 @@ def test_gradient_of_wrong_shape_is_invalid_argument_and_session_survives():
                                          grad_shape=None)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            with pytest.raises(tf.errors.InvalidArgumentError,
-                               match=r"Gradient of shape \[4\] does not match variable shape \[6\]"):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"Gradient of shape \[4\] "
+                               r"does not match variable shape \[6\]"):
                 sess.run(update, {grad: np.ones(4)})
             sess.run(update, {grad: np.ones(6)})
             assert np.all(sess.run(variables[0]) < VAR0)
@@ -171,7 +171,8 @@ def test_uninitialized_slot_is_failed_precondition():
     with tf.Graph().as_default():
         var, slot = tf.Variable(VAR0), tf.Variable(SLOT0, name="never_initialized")
         update = _ops.apply_op("ResourceApplyProximalAdagrad",
-                               [var.handle, slot.handle] + [np.float64(x) for x in (0.1, 0, 0)] + [np.ones(6)])
+                               [var.handle, slot.handle] +
+                               [np.float64(x) for x in (0.1, 0, 0)] + [np.ones(6)])
         with tf.Session() as sess:
             sess.run(var.initializer)
             with pytest.raises(tf.errors.FailedPreconditionError,
