@@ -176,42 +176,76 @@ struct UpdateRuleRow {
 #define FS_RULE(Rule) &Rule::Apply<float>, &Rule::Apply<double>
 
 const UpdateRuleRow kUpdateRules[] = {
-    {"ResourceApplyAdadelta", {"var", "accum", "accum_update"}, {"lr", "rho", "epsilon", "grad"},
-     "grad", nullptr, FS_RULE(Adadelta),
+    {"ResourceApplyAdadelta",
+     {"var", "accum", "accum_update"},
+     {"lr", "rho", "epsilon", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(Adadelta),
      "accum = rho * accum + (1 - rho) * g^2; update = sqrt(accum_update + epsilon) / "
      "sqrt(accum + epsilon) * g; var -= lr * update; accum_update = rho * accum_update + "
      "(1 - rho) * update^2"},
-    {"ResourceApplyAdaMax", {"var", "m", "v"},
-     {"beta1_power", "lr", "beta1", "beta2", "epsilon", "grad"}, "grad", nullptr, FS_RULE(AdaMax),
+    {"ResourceApplyAdaMax",
+     {"var", "m", "v"},
+     {"beta1_power", "lr", "beta1", "beta2", "epsilon", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(AdaMax),
      "m += (g - m)(1 - beta1); v = max(beta2 * v, |g|); var -= lr / (1 - beta1_power) * m / "
      "(v + epsilon)"},
-    {"ResourceApplyProximalGradientDescent", {"var"}, {"alpha", "l1", "l2", "delta"}, "delta",
-     nullptr, FS_RULE(ProximalGradientDescent),
+    {"ResourceApplyProximalGradientDescent",
+     {"var"},
+     {"alpha", "l1", "l2", "delta"},
+     "delta",
+     nullptr,
+     FS_RULE(ProximalGradientDescent),
      "prox = var - alpha * delta; var = sign(prox) * max(|prox| - alpha * l1, 0) / "
      "(1 + alpha * l2)"},
-    {"ResourceApplyProximalAdagrad", {"var", "accum"}, {"lr", "l1", "l2", "grad"}, "grad", nullptr,
+    {"ResourceApplyProximalAdagrad",
+     {"var", "accum"},
+     {"lr", "l1", "l2", "grad"},
+     "grad",
+     nullptr,
      FS_RULE(ProximalAdagrad),
      "accum += g^2; the proximal gradient step of ResourceApplyProximalGradientDescent with "
      "alpha = lr / sqrt(accum)"},
     {"ResourceApplyAdagradDA",
      {"var", "gradient_accumulator", "gradient_squared_accumulator"},
-     {"grad", "lr", "l1", "l2", "global_step:int64"}, "grad", nullptr, FS_RULE(AdagradDA),
+     {"grad", "lr", "l1", "l2", "global_step:int64"},
+     "grad",
+     nullptr,
+     FS_RULE(AdagradDA),
      "Adagrad dual averaging: sum += g; sum_sq += g^2; var = sign(-sum) * max(|sum| - l1 * "
      "step, 0) * lr / (l2 * step * lr + sqrt(sum_sq))"},
-    {"ResourceApplyFtrl", {"var", "accum", "linear"}, {"grad", "lr", "l1", "l2", "lr_power"},
-     "grad", "multiply_linear_by_lr", FS_RULE(Ftrl),
+    {"ResourceApplyFtrl",
+     {"var", "accum", "linear"},
+     {"grad", "lr", "l1", "l2", "lr_power"},
+     "grad",
+     "multiply_linear_by_lr",
+     FS_RULE(Ftrl),
      "FTRL-proximal: accum_new = accum + g^2; linear += g - (accum_new^-p - accum^-p) / lr * var; "
      "var = (sign(linear) * l1 - linear) / (accum_new^-p / lr + 2 l2) where |linear| > l1, "
      "else 0"},
-    {"ResourceApplyFtrlV2", {"var", "accum", "linear"},
-     {"grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"}, "grad", "multiply_linear_by_lr",
+    {"ResourceApplyFtrlV2",
+     {"var", "accum", "linear"},
+     {"grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+     "grad",
+     "multiply_linear_by_lr",
      FS_RULE(FtrlV2),
      "ResourceApplyFtrl with g + 2 * l2_shrinkage * var in the linear term"},
-    {"ResourceApplyAddSign", {"var", "m"}, {"lr", "alpha", "sign_decay", "beta", "grad"}, "grad",
-     nullptr, FS_RULE(AddSign),
+    {"ResourceApplyAddSign",
+     {"var", "m"},
+     {"lr", "alpha", "sign_decay", "beta", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(AddSign),
      "m = beta * m + (1 - beta) * g; var -= lr * (alpha + sign_decay * sign(g) * sign(m)) * g"},
-    {"ResourceApplyPowerSign", {"var", "m"}, {"lr", "logbase", "sign_decay", "beta", "grad"},
-     "grad", nullptr, FS_RULE(PowerSign),
+    {"ResourceApplyPowerSign",
+     {"var", "m"},
+     {"lr", "logbase", "sign_decay", "beta", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(PowerSign),
      "m = beta * m + (1 - beta) * g; var -= lr * exp(logbase * sign_decay * sign(g) * sign(m)) "
      "* g"},
 };
@@ -244,14 +278,14 @@ Status ApplyRule(KernelContext& ctx, const UpdateRuleRow& row) {
     });
     return Status::OK();
   };
-  return DispatchDType<float, double>(
-      ctx.input(grad_index).dtype(), row.name, [&]<typename T>() -> Status {
-        if constexpr (std::is_same_v<T, float>) {
-          return run(row.apply_float);
-        } else {
-          return run(row.apply_double);
-        }
-      });
+  return DispatchDType<float, double>(ctx.input(grad_index).dtype(), row.name,
+                                      [&]<typename T>() -> Status {
+                                        if constexpr (std::is_same_v<T, float>) {
+                                          return run(row.apply_float);
+                                        } else {
+                                          return run(row.apply_double);
+                                        }
+                                      });
 }
 
 OpBuilder UpdateRuleOp(const UpdateRuleRow& row) {
@@ -268,8 +302,7 @@ OpBuilder UpdateRuleOp(const UpdateRuleRow& row) {
   OpBuilder builder = ApplyOp(row.name, row.resources, typed_inputs);
   for (const auto& [name, type] : other_inputs) builder.Input(name, type);
   if (row.flag_attr != nullptr) builder.Attr(row.flag_attr, false);
-  builder.Kernel("CPU", [&row](KernelContext& ctx) { return ApplyRule(ctx, row); })
-      .Doc(row.doc);
+  builder.Kernel("CPU", [&row](KernelContext& ctx) { return ApplyRule(ctx, row); }).Doc(row.doc);
   return builder;
 }
 
