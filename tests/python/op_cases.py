@@ -144,3 +144,7 @@ EXEMPT.update(_INDEXING_EXEMPT)
 from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
 
 EXEMPT.update(_TRAINING_EXEMPT)
+
+from op_cases_ctc import EXEMPT as _CTC_EXEMPT  # noqa: E402
+
+EXEMPT.update(_CTC_EXEMPT)

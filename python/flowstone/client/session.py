@@ -128,6 +128,11 @@ class _FetchMapper:
                     out[k] = b(values)
                 return out
             return build_dict
+        components = getattr(fetch, "_fetch_components", None)
+        if components is not None:  # a composite such as tf.SparseTensor
+            parts, rebuild = components()
+            builders = [self._compile(p) for p in parts]
+            return lambda values: rebuild([b(values) for b in builders])
         post = getattr(fetch, "_fetch_postprocess", None)
         element = self._element(fetch)
         if isinstance(element, _ops.Operation):
