@@ -471,6 +471,11 @@ class DirectSession final : public Session, public FunctionRuntime {
         if (feeds[i] == e) return static_cast<int>(i);
       return -1;
     };
+    // As in TensorFlow, a control dependency on a fed placeholder is satisfied by the feed
+    // (`with tf.control_dependencies([x])` where x is fed): the placeholder itself never runs.
+    auto fed_placeholder = [&](Node* n) {
+      return n->type() == "Placeholder" && fed_index(Endpoint{n, 0}) >= 0;
+    };
     std::vector<char> needed(graph.num_nodes_unlocked(), 0);
     std::vector<Node*> stack;
     for (const Endpoint& e : fetches)
@@ -484,7 +489,7 @@ class DirectSession final : public Session, public FunctionRuntime {
       for (const Endpoint& in : n->inputs())
         if (fed_index(in) < 0 && !needed[in.node->id()]) stack.push_back(in.node);
       for (Node* dep : n->control_inputs())
-        if (!needed[dep->id()]) stack.push_back(dep);
+        if (!needed[dep->id()] && !fed_placeholder(dep)) stack.push_back(dep);
     }
 
     // A recording loop the run needs stands in for its forward loop (graph/loop_stand_in.h).
