@@ -198,6 +198,23 @@ def _convert_feed(value, tensor, np_dtype):
     return arr
 
 
+def _expand_composite_feeds(feed_dict):
+    """A composite key (a SparseTensor, fed a SparseTensorValue or an (indices, values,
+    dense_shape) tuple) becomes one feed per component tensor."""
+    expanded = {}
+    for key, value in feed_dict.items():
+        components = getattr(key, "_fetch_components", None)
+        if components is None:
+            expanded[key] = value
+            continue
+        parts, _ = components()
+        if not isinstance(value, (tuple, list)) or len(value) != len(parts):
+            raise TypeError(f"The feed of {key!r} must be a value of its {len(parts)} "
+                            f"components (a SparseTensorValue), got {type(value).__name__}")
+        expanded.update(zip(parts, value))
+    return expanded
+
+
 def _call_with_options(callable_, options, values):
     """Runs a compiled callable with a RunOptions' deadline and OOM report setting."""
     return callable_.call_with_options(max(int(options.timeout_in_ms), 0),
@@ -308,6 +325,8 @@ class BaseSession:
         in the structure of `fetches` (numpy arrays; None for Operations)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        if feed_dict and any(hasattr(k, "_fetch_components") for k in feed_dict):
+            feed_dict = _expand_composite_feeds(feed_dict)
         feed_keys = tuple(feed_dict) if feed_dict else ()
         try:
             key = (fetches, feed_keys)
