@@ -33,7 +33,7 @@ def parallel_stack(values, name="parallel_stack"):
     return array_ops.stack(values, axis=0, name=name)
 
 
-@tf_export("linspace", "lin_space", "linalg.linspace")
+@tf_export("linspace", "lin_space")
 def linspace(start, stop, num, name=None, axis=0):
     """`num` evenly spaced values from `start` to `stop` inclusive (just `start` when num is 1)
     along `axis`; start and stop may be tensors of one shape."""
