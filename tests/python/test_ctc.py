@@ -104,3 +104,23 @@ def test_ctc_greedy_decoder(merge_repeated, blank_index):
         assert dense[b, :len(labels)].tolist() == labels
         assert value.indices[value.indices[:, 0] == b].shape[0] == len(labels)
         np.testing.assert_allclose(log_prob[b, 0], score, rtol=1e-12)
+
+
+def test_edit_distance_of_decoded_labels():
+    """The label error rate a CTC program computes: edit distance between the greedy decoding
+    and the truth, normalized by the truth's length."""
+    truth = tf.SparseTensor([[0, 0], [0, 1], [1, 0]], tf.constant([1, 2, 0], tf.int64), [2, 2])
+    hypothesis = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], tf.constant([1, 0, 2], tf.int64),
+                                 [2, 2])
+    with tf.Session() as sess:
+        rate, raw = sess.run([tf.edit_distance(hypothesis, truth),
+                              tf.edit_distance(hypothesis, truth, normalize=False)])
+    np.testing.assert_allclose(rate, [0.5, 1.0])   # [1] vs [1, 2]; [0, 2] vs [0]
+    np.testing.assert_allclose(raw, [1.0, 1.0])
+    with pytest.raises(TypeError, match="Hypothesis must be a SparseTensor"):
+        tf.edit_distance([[1]], truth)
+    bad = tf.SparseTensor([[0, 5]], tf.constant([1], tf.int64), [1, 2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"hypothesis index 0 has 5 in dimension 1, outside \[0, 2\)"):
+            sess.run(tf.edit_distance(bad, truth))

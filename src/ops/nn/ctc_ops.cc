@@ -66,9 +66,8 @@ Status GatherLabels(KernelContext& ctx, int64_t batch, int64_t num_classes,
   }
   if (values.shape().rank() != 1 || values.shape().dim(0) != indices.shape().dim(0)) {
     return errors::InvalidArgument(op, ": labels_values must be a vector with one value per ",
-                                   "row of labels_indices; got shapes ",
-                                   values.shape().ToString(), " and ",
-                                   indices.shape().ToString());
+                                   "row of labels_indices; got shapes ", values.shape().ToString(),
+                                   " and ", indices.shape().ToString());
   }
   labels->assign(batch, {});
   std::vector<std::vector<std::pair<int64_t, int>>> positioned(batch);
@@ -221,9 +220,9 @@ Status CtcLossKernel(KernelContext& ctx) {
           const double log_norm = max + std::log(sum);
           for (int64_t c = 0; c < num_classes; ++c) log_probs[t][c] = double(row[c]) - log_norm;
         }
-        statuses[b] = EntryLossAndGradient(op, b, labels[b], log_probs, options,
-                                           loss->data<T>() + b, g + b * num_classes,
-                                           batch * num_classes);
+        statuses[b] =
+            EntryLossAndGradient(op, b, labels[b], log_probs, options, loss->data<T>() + b,
+                                 g + b * num_classes, batch * num_classes);
       }
     });
     for (const Status& s : statuses) FS_RETURN_IF_ERROR(s);
@@ -246,7 +245,8 @@ Status CtcLossShape(InferenceContext& ctx) {
 // d loss_b / d logits = gradient[:, b, :], scaled by the incoming gradient of loss_b. The
 // gradient output itself is not differentiated again, as in TensorFlow.
 Status CtcLossGrad(GradientContext& ctx) {
-  Endpoint scale = ctx.Op("ExpandDims", {ctx.output_grad(0), ctx.Const(Tensor::Scalar<int32_t>(-1))});
+  Endpoint scale =
+      ctx.Op("ExpandDims", {ctx.output_grad(0), ctx.Const(Tensor::Scalar<int32_t>(-1))});
   ctx.SetInputGrad(0, ctx.Op("Mul", {scale, ctx.output(1)}));
   return ctx.status();
 }
@@ -282,9 +282,9 @@ Status GreedyDecoderKernel(KernelContext& ctx) {
   int64_t blank = ctx.attrs().GetOr<int64_t>("blank_index", -1);
   if (blank < 0) blank += num_classes;
   if (blank < 0 || blank >= num_classes) {
-    return errors::InvalidArgument(op, ": blank_index ", ctx.attrs().GetOr<int64_t>("blank_index", -1),
-                                   " is outside [-num_classes, num_classes) for num_classes = ",
-                                   num_classes);
+    return errors::InvalidArgument(
+        op, ": blank_index ", ctx.attrs().GetOr<int64_t>("blank_index", -1),
+        " is outside [-num_classes, num_classes) for num_classes = ", num_classes);
   }
   std::vector<std::vector<int64_t>> decoded(batch);
   Tensor* log_probability;
