@@ -54,8 +54,7 @@ Status ReadSequences(KernelContext& ctx, int first, const char* which,
                                        " in dimension ", d, ", outside [0, ", (*shape)[d], ")");
       }
     }
-    (*sequences)[Group(index, index + rank - 1)].emplace_back(index[rank - 1],
-                                                              values.data<T>()[i]);
+    (*sequences)[Group(index, index + rank - 1)].emplace_back(index[rank - 1], values.data<T>()[i]);
   }
   for (auto& [group, sequence] : *sequences) std::sort(sequence.begin(), sequence.end());
   return Status::OK();
@@ -83,8 +82,7 @@ Status EditDistanceKernel(KernelContext& ctx) {
       ctx.input(1).dtype(), "EditDistance", [&]<typename T>() -> Status {
         std::map<Group, std::vector<std::pair<int64_t, T>>> hypothesis, truth;
         std::vector<int64_t> hypothesis_shape, truth_shape;
-        FS_RETURN_IF_ERROR(
-            ReadSequences<T>(ctx, 0, "hypothesis", &hypothesis, &hypothesis_shape));
+        FS_RETURN_IF_ERROR(ReadSequences<T>(ctx, 0, "hypothesis", &hypothesis, &hypothesis_shape));
         FS_RETURN_IF_ERROR(ReadSequences<T>(ctx, 3, "truth", &truth, &truth_shape));
         if (hypothesis_shape.size() != truth_shape.size()) {
           return errors::InvalidArgument("EditDistance: hypothesis and truth must have the same ",
