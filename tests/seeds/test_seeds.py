@@ -145,3 +145,36 @@ def test_cnn_with_the_right_feed_learns():
             losses.append(sess.run(loss, {X: images, Y: labels}))
             sess.run(optimizer, {X: images, Y: labels})
     assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+
+def test_keras_example_unchanged_stops_at_the_missing_data():
+    """The third seed's Keras example exactly as written: x_train is never defined, so, as in
+    TensorFlow, the NameError lands in its `except Exception` branch after the model compiled."""
+    proc = run_snippet("s002_ex2_keras_oom.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "An error occurred: name 'x_train' is not defined"
+
+
+def test_keras_example_with_data_trains():
+    proc = run_snippet("s002_ex2_keras_with_data.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "Epoch 1/10"
+    finals = [line for line in lines if line.startswith("4/4 [==============================]")]
+    assert len(finals) == 10, proc.stdout
+    losses = [float(re.search(r"loss: ([0-9.]+)", line).group(1)) for line in finals]
+    assert losses[-1] < losses[0]
+    assert "error" not in proc.stdout.lower()
+
+
+def test_keras_example_out_of_memory_is_caught_and_a_smaller_model_trains():
+    proc = run_snippet("s002_ex2_keras_with_data.py", env={"KERAS_SEED_MEMORY_LIMIT_MB": "4"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert ("CUDA out of memory error: OOM when allocating tensor with shape[784,1024] and type "
+            "float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu") in out
+    assert "limit 4194304 bytes (4.00 MiB)" in out
+    assert "Try reducing batch size or model complexity." in out
+    assert "smaller model trained, final loss" in out
+    assert re.search(r"^16/16 - \d+s - loss: [0-9.]+ - \d+m?s/epoch - \d+[mu]?s/step$", out,
+                     re.M), out

@@ -29,6 +29,7 @@ class _GraphState:
         self.learning_phase = None
         self.fixed_learning_phase = None
         self.uninitialized = []
+        self.created = []     # every variable Keras made in this graph, in order
         self.assigners = {}   # variable -> (placeholder, assign op), for set_value
 
 
@@ -146,20 +147,51 @@ def in_test_phase(x, alt, training=None):
 # --- the session -------------------------------------------------------------------------------
 def track_variable(variable):
     """Remembers a variable Keras made, so get_session initializes it before first use."""
-    _state(variable.graph).uninitialized.append(variable)
+    state = _state(variable.graph)
+    state.uninitialized.append(variable)
+    state.created.append(variable)
 
 
-def _initialize_tracked(session):
+def created_variables(graph, start=0):
+    """The variables Keras made in `graph` since the `start`-th (see training's plans)."""
+    return _state(graph).created[start:]
+
+
+def _initialize_tracked(session, only=None):
+    """Initializes the pending variables (those of `only`, when given). A failed run (out of
+    memory, say) leaves them pending, so a smaller model built next can still start."""
     state = _state(session.graph)
-    if state.uninitialized:
-        pending, state.uninitialized = state.uninitialized, []
-        session.run([v.initializer for v in pending])
+    wanted = None if only is None else {id(v) for v in only}
+    chosen = [v for v in state.uninitialized if wanted is None or id(v) in wanted]
+    if chosen:
+        session.run([v.initializer for v in chosen])
+        done = {id(v) for v in chosen}
+        state.uninitialized = [v for v in state.uninitialized if id(v) not in done]
+
+
+def _mark_initialized(variables):
+    for variable in variables:
+        state = _state(variable.graph)
+        state.uninitialized = [v for v in state.uninitialized if v is not variable]
 
 
 @tf_export("keras.backend.get_session")
 def get_session(op_input_list=()):
     """The session of the default graph (the default session if one is entered), with every
     variable Keras created initialized."""
+    session = _current_session()
+    _initialize_tracked(session)
+    return session
+
+
+def session_with(variables):
+    """The session, with `variables` (only those) initialized: what a training plan needs."""
+    session = _current_session()
+    _initialize_tracked(session, variables)
+    return session
+
+
+def _current_session():
     global _SESSION
     session = tf.get_default_session()
     if session is None:
@@ -167,7 +199,6 @@ def get_session(op_input_list=()):
         if _SESSION is None or _SESSION.graph is not graph or _SESSION._closed:
             _SESSION = tf.Session(graph=graph)
         session = _SESSION
-    _initialize_tracked(session)
     return session
 
 
@@ -203,14 +234,15 @@ def _assigner(variable):
 def batch_get_value(tensors):
     if not tensors:
         return []
-    return get_session().run(list(tensors))
+    tensors = list(tensors)
+    return session_with([t for t in tensors if isinstance(t, tf.Variable)]).run(tensors)
 
 
 @tf_export("keras.backend.get_value")
 def get_value(x):
     if isinstance(x, (int, float, np.ndarray, np.generic)):
         return x
-    return get_session().run(x)
+    return batch_get_value([x])[0]
 
 
 @tf_export("keras.backend.batch_set_value")
@@ -218,7 +250,7 @@ def batch_set_value(tuples):
     tuples = list(tuples)
     if not tuples:
         return
-    session = get_session()
+    session = _current_session()
     feeds, ops = {}, []
     for variable, value in tuples:
         placeholder, assign = _assigner(variable)
@@ -230,6 +262,7 @@ def batch_set_value(tuples):
         feeds[placeholder] = value
         ops.append(assign)
     session.run(ops, feeds)
+    _mark_initialized([variable for variable, _ in tuples])
 
 
 @tf_export("keras.backend.set_value")

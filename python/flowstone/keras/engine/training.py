@@ -296,8 +296,14 @@ class Model(Layer):
         plan = self._plans.get(signature)
         if plan is None:
             graph = self.inputs[0].graph
+            start = len(K.created_variables(graph))
             with graph.as_default():
-                plan = self._plans[signature] = self._make_plan(kind, ys, with_sample_weights)
+                plan = self._make_plan(kind, ys, with_sample_weights)
+            # What this step needs initialized: the model's weights and whatever building the
+            # step made (optimizer slots, metric state), not every variable of the graph.
+            plan.variables = (self.weights + K.created_variables(graph, start) +
+                              [v for m in self.metrics for v in m.variables])
+            self._plans[signature] = plan
         return plan
 
     def _make_plan(self, kind, ys, with_sample_weights):
@@ -370,6 +376,8 @@ class Model(Layer):
 
     def reset_metrics(self):
         variables = [v for m in self.metrics for v in m.variables]
+        if not variables:
+            return
         K.batch_set_value([(v, np.zeros(v.shape.as_list(), v.dtype.as_numpy_dtype))
                            for v in variables])
 
@@ -548,11 +556,12 @@ class _Plan:
         self.feeds, self.fetches, self.names = feeds, fetches, names
         self.learning_phase, self.training = learning_phase, training
         self.metrics = list(metrics)
+        self.variables = []
         self._callable = None
         self._session = None
 
     def run(self, arrays):
-        session = K.get_session()
+        session = K.session_with(self.variables)
         if self._callable is None or self._session is not session:
             self._callable = session.make_callable(self.fetches,
                                                    self.feeds + [self.learning_phase])

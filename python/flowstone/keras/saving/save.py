@@ -97,7 +97,7 @@ def save_weights(model, filepath, overwrite=True, save_format=None):
         return
     from flowstone.train.saver import Saver
     Saver(var_list=_checkpoint_keys(model), max_to_keep=None).save(
-        K.get_session(), filepath, write_meta_graph=False)
+        K.session_with(model.weights), filepath, write_meta_graph=False)
 
 
 def load_weights(model, filepath, by_name=False, skip_mismatch=False):
@@ -111,7 +111,8 @@ def load_weights(model, filepath, by_name=False, skip_mismatch=False):
             hdf5_format.load_weights_from_group(group, model, by_name, skip_mismatch)
         return None
     from flowstone.train.saver import Saver
-    Saver(var_list=_checkpoint_keys(model)).restore(K.get_session(), filepath)
+    Saver(var_list=_checkpoint_keys(model)).restore(K.session_with([]), filepath)
+    K._mark_initialized(model.weights)
     return None
 
 
