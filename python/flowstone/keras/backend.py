@@ -5,6 +5,7 @@ session per graph; `get_session` creates that session lazily and initializes the
 created before handing it out, so user code never calls `global_variables_initializer`.
 """
 
+import builtins
 import collections
 import weakref
 
@@ -235,7 +236,9 @@ def batch_get_value(tensors):
     if not tensors:
         return []
     tensors = list(tensors)
-    return session_with([t for t in tensors if isinstance(t, tf.Variable)]).run(tensors)
+    if builtins.all(isinstance(t, tf.Variable) for t in tensors):
+        return session_with(tensors).run(tensors)
+    return get_session().run(tensors)
 
 
 @tf_export("keras.backend.get_value")
@@ -319,6 +322,8 @@ def is_keras_tensor(x):
 
 
 # --- math (thin names over Flowstone ops, as Keras's backend is over TensorFlow's) -------------
+# These names (sum, max, all, abs, round...) shadow Python's builtins in this module: code above
+# that needs a builtin calls it as builtins.<name>.
 def _keepdims_reduction(op):
     def reduce(x, axis=None, keepdims=False):
         return op(x, axis=axis, keepdims=keepdims)
