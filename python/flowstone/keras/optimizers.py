@@ -260,9 +260,12 @@ def serialize(optimizer):
 @tf_export("keras.optimizers.deserialize")
 def deserialize(config, custom_objects=None):
     objects = dict(_CLASSES)
-    objects.update({k.capitalize(): v for k, v in _BY_NAME.items()})
-    if isinstance(config, dict) and config.get("class_name", "").lower() in _BY_NAME:
-        config = dict(config, class_name=_BY_NAME[config["class_name"].lower()].__name__)
+    if isinstance(config, dict):
+        # tf-keras 2.11+ registers its optimizers as "Custom>Adam".
+        name = config.get("class_name", "").split(">")[-1]
+        if name.lower() in _BY_NAME:
+            name = _BY_NAME[name.lower()].__name__
+        config = dict(config, class_name=name)
     return deserialize_keras_object(config, objects, custom_objects,
                                     printable_module_name="optimizer")
 

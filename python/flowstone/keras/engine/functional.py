@@ -84,12 +84,18 @@ def run_internal_graph(model, inputs):
     return outputs[0] if len(outputs) == 1 and not model._nested_outputs else outputs
 
 
+def skips_first_node(layer):
+    """Keras numbers a nested model's calls from 1 in configs: node 0 is the model's own
+    graph (which Flowstone does not record as a node)."""
+    return bool(getattr(layer, "_is_graph_network", False))
+
+
 def network_config(model):
     """Keras's functional config: layers, their inbound nodes, and the model's ends."""
-    kept = {}   # (layer, original node index) -> index among the nodes this network keeps
+    kept = {}   # (layer, node index here) -> the node's index in the config
     network_nodes = {id(n) for nodes in model._nodes_by_depth.values() for n in nodes}
     for layer in model.layers:
-        count = 0
+        count = 1 if skips_first_node(layer) else 0
         for index, node in enumerate(layer._inbound_nodes):
             if id(node) in network_nodes:
                 kept[(layer, index)] = count
@@ -118,45 +124,56 @@ def network_config(model):
             "input_layers": ends(model.inputs), "output_layers": ends(model.outputs)}
 
 
+def _node_entries(node_data):
+    """[(layer name, node index, tensor index, kwargs)] of one inbound node in a config."""
+    if node_data and isinstance(node_data, dict):   # Keras 3 style is not supported
+        raise ValueError(f"Unsupported inbound node format in model config: {node_data}")
+    return [(e[0], e[1], e[2], e[3] if len(e) > 3 else {}) for e in node_data]
+
+
 def reconstruct_from_config(config, deserialize_layer):
-    """(input tensors, output tensors, name) of a network rebuilt from `network_config`."""
+    """(input tensors, output tensors, name) of a network rebuilt from a functional config."""
     created = {}
-    pending = []
+    node_map = {}      # (layer name, node index in the config) -> index in layer._inbound_nodes
+    next_index = {}    # layer name -> the config index its next processed node gets
+    queue = []         # per layer, its config nodes in order
     for layer_data in config["layers"]:
         layer = deserialize_layer(layer_data)
-        created[layer_data["name"]] = layer
-        for node_data in layer_data.get("inbound_nodes", []):
-            pending.append((layer, node_data))
-    while pending:
+        name = layer_data.get("name", layer.name)
+        created[name] = layer
+        if not layer_data.get("inbound_nodes"):
+            node_map[(name, 0)] = 0
+        next_index[name] = 1 if skips_first_node(layer) else 0
+        queue.append([name, layer, [_node_entries(n) for n in layer_data.get("inbound_nodes",
+                                                                             [])]])
+    while any(nodes for _, _, nodes in queue):
         progress = False
-        remaining = []
-        for layer, node_data in pending:
-            inputs = []
-            for entry in node_data:
-                name, node_index, tensor_index = entry[0], entry[1], entry[2]
-                inbound = created[name]
-                if node_index >= len(inbound._inbound_nodes):
+        for entry in queue:
+            name, layer, nodes = entry
+            while nodes:
+                inputs = []
+                for inbound, node_index, tensor_index, _ in nodes[0]:
+                    index = node_map.get((inbound, node_index))
+                    if index is None:
+                        break
+                    inputs.append(created[inbound]._inbound_nodes[index]
+                                  .output_tensors[tensor_index])
+                if len(inputs) != len(nodes[0]):
                     break
-                inputs.append(inbound._inbound_nodes[node_index].output_tensors[tensor_index])
-            if len(inputs) != len(node_data):
-                remaining.append((layer, node_data))
-                continue
-            kwargs = node_data[0][3] if node_data and len(node_data[0]) > 3 else {}
-            layer(inputs[0] if len(inputs) == 1 else inputs, **(kwargs or {}))
-            progress = True
+                kwargs = nodes[0][0][3] if nodes[0] else {}
+                layer(inputs[0] if len(inputs) == 1 else inputs, **(kwargs or {}))
+                node_map[(name, next_index[name])] = len(layer._inbound_nodes) - 1
+                next_index[name] += 1
+                nodes.pop(0)
+                progress = True
         if not progress:
-            raise ValueError("Could not reconstruct the model: some layers' inputs are never "
-                             "produced.")
-        pending = remaining
+            raise ValueError("Could not reconstruct the model from its config: some layers' "
+                             "inputs are never produced.")
 
     def ends(entries):
-        return [created[name]._inbound_nodes[node_index].output_tensors[tensor_index]
-                for name, node_index, tensor_index in entries]
+        if entries and not isinstance(entries[0], list):
+            entries = [entries]
+        return [created[name]._inbound_nodes[node_map[(name, node_index)]]
+                .output_tensors[tensor_index] for name, node_index, tensor_index in entries]
 
-    input_entries = config["input_layers"]
-    output_entries = config["output_layers"]
-    if input_entries and not isinstance(input_entries[0], list):
-        input_entries = [input_entries]
-    if output_entries and not isinstance(output_entries[0], list):
-        output_entries = [output_entries]
-    return ends(input_entries), ends(output_entries), config.get("name")
+    return ends(config["input_layers"]), ends(config["output_layers"]), config.get("name")
