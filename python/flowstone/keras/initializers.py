@@ -73,7 +73,42 @@ LecunNormal = _keras_class("LecunNormal", init_ops.VarianceScaling, {"seed": Non
 LecunUniform = _keras_class("LecunUniform", init_ops.VarianceScaling, {"seed": None},
                             ("lecun_uniform",))
 
-_ALL = [Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal, VarianceScaling,
+@tf_export("keras.initializers.Orthogonal", "keras.initializers.orthogonal")
+class Orthogonal(init_ops.Initializer):
+    """A (scaled) random orthogonal matrix: Q of the QR decomposition of a normal sample, with
+    the signs of R's diagonal folded in, as Keras draws it."""
+
+    def __init__(self, gain=1.0, seed=None):
+        super().__init__()
+        self.gain, self.seed = gain, seed
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        import flowstone as tf
+        dims = [int(d) for d in shape]
+        if len(dims) < 2:
+            raise ValueError("The tensor to initialize must be at least two-dimensional. "
+                             f"Received: shape={shape} of rank {len(dims)}.")
+        rows = 1
+        for d in dims[:-1]:
+            rows *= d
+        cols = dims[-1]
+        flat = (max(rows, cols), min(rows, cols))
+        sample = tf.random_normal(flat, dtype=self._dtype(dtype), seed=self.seed)
+        q, r = tf.linalg.qr(sample)
+        q = q * tf.sign(tf.linalg.diag_part(r))
+        if rows < cols:
+            q = tf.transpose(q)
+        return self.gain * tf.reshape(q, dims)
+
+    def get_config(self):
+        return {"gain": self.gain, "seed": self.seed}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+_ALL = [Orthogonal, Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal, VarianceScaling,
         GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal, LecunUniform]
 _BY_NAME = {cls.__name__: cls for cls in _ALL}
 

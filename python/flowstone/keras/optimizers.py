@@ -7,6 +7,7 @@ from those kernels, docs/COMPAT.md says so.
 """
 
 import flowstone as tf
+from flowstone.framework import ops as _ops
 from flowstone.keras import backend as K
 from flowstone.keras.utils.generic_utils import deserialize_keras_object
 from flowstone.train import optimizer as train_optimizer
@@ -248,8 +249,134 @@ class Adagrad(Optimizer):
             name=self._name)
 
 
-_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad}
-_CLASSES = {"SGD": SGD, "Adam": Adam, "RMSprop": RMSprop, "Adagrad": Adagrad}
+class _KerasUpdate(train_optimizer.Optimizer):
+    """A tf.train-style optimizer for the Keras rules tf.train lacks: slots made by the base
+    class, hyperparameters read from the Keras optimizer at graph-building time."""
+
+    def __init__(self, keras_optimizer, slots):
+        super().__init__(False, keras_optimizer.name)
+        self._keras = keras_optimizer
+        self._slot_names = slots
+
+    def _create_slots(self, var_list):
+        for v in var_list:
+            for index, slot in enumerate(self._slot_names):
+                self._zeros_slot(v, slot, self._name if index == 0 else f"{self._name}_{index}")
+
+    def _hyper(self, name, var):
+        return self._scalar(self._keras._hyper[name], var.dtype, name)
+
+
+class _AdadeltaUpdate(_KerasUpdate):
+    def _apply_dense(self, grad, var):
+        return _ops.apply_op("ResourceApplyAdadelta", [
+            var.handle, self.get_slot(var, "accum").handle,
+            self.get_slot(var, "accum_update").handle,
+            self._scalar(_lr(self._keras), var.dtype, "lr"), self._hyper("rho", var),
+            self._hyper("epsilon", var), grad], name="ResourceApplyAdadelta")
+
+
+class _AdamaxUpdate(_KerasUpdate):
+    def _create_slots(self, var_list):
+        super()._create_slots(var_list)
+        self._non_slot("beta1_power", self._keras._hyper["beta_1"], var_list[0].dtype)
+
+    def _apply_dense(self, grad, var):
+        beta1_power = self._scalar(self._non_slots["beta1_power"], var.dtype, "beta1_power")
+        return _ops.apply_op("ResourceApplyAdaMax", [
+            var.handle, self.get_slot(var, "m").handle, self.get_slot(var, "v").handle,
+            beta1_power, self._scalar(_lr(self._keras), var.dtype, "lr"),
+            self._hyper("beta_1", var), self._hyper("beta_2", var),
+            self._hyper("epsilon", var), grad], name="ResourceApplyAdaMax")
+
+    def _finish(self, update_ops, name_scope):
+        power = self._non_slots["beta1_power"]
+        with tf.control_dependencies(update_ops):
+            step = power.assign(power.read_value() * self._keras._hyper["beta_1"],
+                                read_value=False)
+        return tf.group(*update_ops, step, name=name_scope.rstrip("/").split("/")[-1])
+
+
+class _NadamUpdate(_KerasUpdate):
+    """Keras 2's Nadam (Dozat's momentum schedule), composed from assignments: there is no
+    fused kernel for it."""
+
+    def _create_slots(self, var_list):
+        super()._create_slots(var_list)
+        self._non_slot("u_product", 1.0, var_list[0].dtype)
+        self._non_slot("nadam_step", 0.0, var_list[0].dtype)
+
+    def _prepare(self):
+        h = self._keras._hyper
+        beta_1, beta_2 = h["beta_1"], h["beta_2"]
+        step = self._non_slots["nadam_step"].value() + 1.0
+        self._u_t = beta_1 * (1.0 - 0.5 * tf.pow(0.96, 0.004 * step))
+        self._u_t_1 = beta_1 * (1.0 - 0.5 * tf.pow(0.96, 0.004 * (step + 1.0)))
+        self._u_product_t = self._non_slots["u_product"].value() * self._u_t
+        self._beta_2_power = tf.pow(beta_2, step)
+
+    def _apply_dense(self, grad, var):
+        h = self._keras._hyper
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        new_m = m.value() + (grad - m.value()) * (1.0 - h["beta_1"])
+        new_v = v.value() + (tf.square(grad) - v.value()) * (1.0 - h["beta_2"])
+        u_product_t_1 = self._u_product_t * self._u_t_1
+        m_hat = (self._u_t_1 * new_m / (1.0 - u_product_t_1) +
+                 (1.0 - self._u_t) * grad / (1.0 - self._u_product_t))
+        v_hat = new_v / (1.0 - self._beta_2_power)
+        lr = self._scalar(_lr(self._keras), var.dtype, "lr")
+        return tf.group(m.assign(new_m, read_value=False), v.assign(new_v, read_value=False),
+                        var.assign_sub(lr * m_hat / (tf.sqrt(v_hat) + h["epsilon"]),
+                                       read_value=False))
+
+    def _finish(self, update_ops, name_scope):
+        u_product, step = self._non_slots["u_product"], self._non_slots["nadam_step"]
+        with tf.control_dependencies(update_ops):
+            advance = tf.group(u_product.assign(self._u_product_t, read_value=False),
+                               step.assign_add(1.0, read_value=False))
+        return tf.group(*update_ops, advance, name=name_scope.rstrip("/").split("/")[-1])
+
+
+@tf_export("keras.optimizers.Adadelta")
+class Adadelta(Optimizer):
+    _HYPER = (("learning_rate", 0.001), ("rho", 0.95), ("epsilon", 1e-7))
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-7, name="Adadelta", **kwargs):
+        super().__init__(name, learning_rate=learning_rate, rho=rho, epsilon=epsilon, **kwargs)
+
+    def _make_update_optimizer(self):
+        return _AdadeltaUpdate(self, ["accum", "accum_update"])
+
+
+@tf_export("keras.optimizers.Adamax")
+class Adamax(Optimizer):
+    _HYPER = (("learning_rate", 0.001), ("beta_1", 0.9), ("beta_2", 0.999), ("epsilon", 1e-7))
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 name="Adamax", **kwargs):
+        super().__init__(name, learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon, **kwargs)
+
+    def _make_update_optimizer(self):
+        return _AdamaxUpdate(self, ["m", "v"])
+
+
+@tf_export("keras.optimizers.Nadam")
+class Nadam(Optimizer):
+    _HYPER = (("learning_rate", 0.001), ("beta_1", 0.9), ("beta_2", 0.999), ("epsilon", 1e-7))
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 name="Nadam", **kwargs):
+        super().__init__(name, learning_rate=learning_rate, beta_1=beta_1, beta_2=beta_2,
+                         epsilon=epsilon, **kwargs)
+
+    def _make_update_optimizer(self):
+        return _NadamUpdate(self, ["m", "v"])
+
+
+_BY_NAME = {"sgd": SGD, "adam": Adam, "rmsprop": RMSprop, "adagrad": Adagrad,
+            "adadelta": Adadelta, "adamax": Adamax, "nadam": Nadam}
+_CLASSES = {cls.__name__: cls for cls in _BY_NAME.values()}
 
 
 @tf_export("keras.optimizers.serialize")

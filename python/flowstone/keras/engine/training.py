@@ -48,9 +48,8 @@ class Model(Layer):
 
     # --- the functional graph -----------------------------------------------------------------
     def _init_graph_network(self, inputs, outputs):
-        self._nested_outputs = isinstance(outputs, (list, tuple)) and len(outputs) > 1 or \
-            isinstance(outputs, (list, tuple)) and isinstance(inputs, (list, tuple)) and \
-            len(outputs) != 1
+        # A one-element list of outputs behaves as that output (predict returns one array).
+        self._nested_outputs = isinstance(outputs, (list, tuple)) and len(outputs) > 1
         self._nested_inputs = isinstance(inputs, (list, tuple))
         self.inputs = node_module.flatten(inputs)
         self.outputs = node_module.flatten(outputs)

@@ -19,6 +19,8 @@ from flowstone.keras.layers.pooling import (AveragePooling1D, AveragePooling2D,
                                             GlobalAveragePooling1D, GlobalAveragePooling2D,
                                             GlobalMaxPooling1D, GlobalMaxPooling2D,
                                             MaxPooling1D, MaxPooling2D)
+from flowstone.keras.layers.recurrent import (GRU, LSTM, RNN, Bidirectional, GRUCell, LSTMCell,
+                                              SimpleRNN, SimpleRNNCell, TimeDistributed)
 from flowstone.keras.utils.generic_utils import deserialize_keras_object
 from flowstone.util.tf_export import tf_export
 
