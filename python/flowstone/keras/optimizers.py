@@ -298,7 +298,7 @@ class _AdamaxUpdate(_KerasUpdate):
 
 
 class _NadamUpdate(_KerasUpdate):
-    """Keras 2's Nadam (Dozat's momentum schedule), composed from assignments: there is no
+    """tf-keras's Nadam (Dozat's momentum schedule), composed from assignments: there is no
     fused kernel for it."""
 
     def _create_slots(self, var_list):
@@ -310,8 +310,9 @@ class _NadamUpdate(_KerasUpdate):
         h = self._keras._hyper
         beta_1, beta_2 = h["beta_1"], h["beta_2"]
         step = self._non_slots["nadam_step"].value() + 1.0
-        self._u_t = beta_1 * (1.0 - 0.5 * tf.pow(0.96, 0.004 * step))
-        self._u_t_1 = beta_1 * (1.0 - 0.5 * tf.pow(0.96, 0.004 * (step + 1.0)))
+        # tf-keras 2.11+'s schedule (0.96 ** step; TF 1.15's legacy Nadam used 0.96 ** (0.004 t)).
+        self._u_t = beta_1 * (1.0 - 0.5 * tf.pow(0.96, step))
+        self._u_t_1 = beta_1 * (1.0 - 0.5 * tf.pow(0.96, step + 1.0))
         self._u_product_t = self._non_slots["u_product"].value() * self._u_t
         self._beta_2_power = tf.pow(beta_2, step)
 

@@ -208,6 +208,37 @@ def test_adam_rmsprop_adagrad_rules():
     check_rule(keras.optimizers.Adagrad(0.1), adagrad, [{}, {}])
 
 
+def test_adadelta_adamax_nadam_rules():
+    def adadelta(w, g, s, t):
+        s["acc"] = 0.95 * s.get("acc", 0) + 0.05 * g * g
+        update = np.sqrt(s.get("upd", 0) + 1e-7) / np.sqrt(s["acc"] + 1e-7) * g
+        s["upd"] = 0.95 * s.get("upd", 0) + 0.05 * update * update
+        return w - 1.0 * update
+    check_rule(keras.optimizers.Adadelta(1.0), adadelta, [{}, {}])
+
+    def adamax(w, g, s, t):
+        s["m"] = 0.9 * s.get("m", 0) + 0.1 * g
+        s["u"] = np.maximum(0.999 * s.get("u", 0), np.abs(g))
+        return w - 0.01 / (1 - 0.9 ** t) * s["m"] / (s["u"] + 1e-7)
+    keras.backend.clear_session()
+    check_rule(keras.optimizers.Adamax(0.01), adamax, [{}, {}])
+
+    product = {"u": 1.0, "t": 0}
+
+    def nadam(w, g, s, t):
+        u_t = 0.9 * (1 - 0.5 * 0.96 ** t)
+        u_next = 0.9 * (1 - 0.5 * 0.96 ** (t + 1))
+        if product["t"] != t:   # the schedule's product advances once per step
+            product["u"], product["t"] = product["u"] * u_t, t
+        s["m"] = 0.9 * s.get("m", 0) + 0.1 * g
+        s["v"] = 0.999 * s.get("v", 0) + 0.001 * g * g
+        m_hat = u_next * s["m"] / (1 - product["u"] * u_next) + (1 - u_t) * g / (1 - product["u"])
+        v_hat = s["v"] / (1 - 0.999 ** t)
+        return w - 0.01 * m_hat / (np.sqrt(v_hat) + 1e-7)
+    keras.backend.clear_session()
+    check_rule(keras.optimizers.Nadam(0.01), nadam, [{}, {}])
+
+
 def test_optimizer_by_name_and_learning_rate_variable():
     model = linear_model(optimizer="Adam", loss="mse")
     assert isinstance(model.optimizer, keras.optimizers.Adam)

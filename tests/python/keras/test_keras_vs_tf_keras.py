@@ -41,10 +41,10 @@ CASES = {
         "(lambda i: keras.Model(i, keras.layers.Dense(2)(keras.layers.Concatenate()("
         "[keras.layers.Dense(4, activation='elu')(i), i]))))(keras.Input((6,)))",
         "optimizer=keras.optimizers.Adamax(0.02), loss=keras.losses.Huber()", "regression"),
-    "lstm_nadam_cce": (
+    "lstm_adam_cce": (
         "keras.Sequential([keras.layers.LSTM(5, input_shape=(4, 3)),"
         " keras.layers.Dense(3, activation='softmax')])",
-        "optimizer=keras.optimizers.Nadam(0.01), loss='categorical_crossentropy'", "sequences"),
+        "optimizer=keras.optimizers.Adam(0.01), loss='categorical_crossentropy'", "sequences"),
     "gru_adadelta_mse": (
         "keras.Sequential([keras.layers.GRU(4, return_sequences=True, input_shape=(4, 3)),"
         " keras.layers.SimpleRNN(3), keras.layers.Dense(2)])",

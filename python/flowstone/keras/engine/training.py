@@ -79,6 +79,16 @@ class Model(Layer):
         self.built = True
 
     @property
+    def weights(self):
+        """Layer by layer, each layer's weights in its own order (Keras's Model.weights and
+        get_weights order), then the model's own."""
+        weights = []
+        for layer in self.layers:
+            weights += [w for w in layer.weights if all(w is not o for o in weights)]
+        return weights + [w for w in self._trainable_weights + self._non_trainable_weights
+                          if all(w is not o for o in weights)]
+
+    @property
     def layers(self):
         if self._is_graph_network:
             return list(self._layers)

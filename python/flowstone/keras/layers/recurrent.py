@@ -390,7 +390,8 @@ class TimeDistributed(Layer):
         out = self.layer(folded)
         out_dims = out.shape.as_list()[1:]
         steps = dims[1] if dims[1] is not None else dynamic[1]
-        result = tf.reshape(out, tf.concat([[dynamic[0], steps], tf.shape(out)[1:]], 0))
+        result = tf.reshape(out, tf.concat([tf.stack([dynamic[0], steps]), tf.shape(out)[1:]],
+                                           0))
         result.set_shape([None, dims[1]] + out_dims)
         return result
 
