@@ -108,8 +108,9 @@ class Orthogonal(init_ops.Initializer):
         return cls(**config)
 
 
-_ALL = [Orthogonal, Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal, VarianceScaling,
-        GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal, LecunUniform]
+_ALL = [Orthogonal, Zeros, Ones, Constant, RandomNormal, RandomUniform, TruncatedNormal,
+        VarianceScaling, GlorotUniform, GlorotNormal, HeNormal, HeUniform, LecunNormal,
+        LecunUniform]
 _BY_NAME = {cls.__name__: cls for cls in _ALL}
 
 

@@ -2,7 +2,6 @@
 names the file and URL when there is no file and no network."""
 
 import gzip
-import os
 import pickle
 import socket
 

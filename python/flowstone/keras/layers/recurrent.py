@@ -10,7 +10,6 @@ import copy
 
 import flowstone as tf
 from flowstone.keras import activations
-from flowstone.keras import backend as K
 from flowstone.keras import constraints, initializers, regularizers
 from flowstone.keras.engine.base_layer import Layer
 from flowstone.keras.engine.input_spec import InputSpec
