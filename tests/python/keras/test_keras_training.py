@@ -464,3 +464,18 @@ def test_one_session_call_per_training_step(monkeypatch):
     made.clear(), calls.clear(), runs.clear()
     model.fit(x, y, batch_size=32, epochs=2, verbose=0)
     assert made == [] and len(calls) == 6 and len(runs) == 2
+
+
+def test_initial_epoch_steps_per_epoch_and_validation_freq():
+    model = linear_model(optimizer="sgd", loss="mse")
+    seen = []
+    counter = keras.callbacks.LambdaCallback(
+        on_batch_end=lambda batch, logs: seen.append(batch))
+    history = model.fit(np.ones((64, 3)), np.ones((64, 1)), batch_size=8, epochs=5,
+                        initial_epoch=2, steps_per_epoch=3, validation_data=(np.ones((4, 3)),
+                                                                             np.ones((4, 1))),
+                        validation_freq=2, shuffle="batch", verbose=0, callbacks=[counter])
+    assert history.epoch == [2, 3, 4]
+    assert seen == [0, 1, 2] * 3
+    # Validation runs after epochs whose number (from 1) is a multiple of validation_freq.
+    assert [len(v) for v in (history.history["loss"], history.history["val_loss"])] == [3, 1]
