@@ -102,3 +102,10 @@ def executing_eagerly():
 
 
 _tf_export.populate(_sys.modules[__name__])
+
+
+def __getattr__(name):
+    """tf.keras loads on first use, so `import flowstone` stays as fast without it."""
+    if name == "keras":
+        return _importlib.import_module("flowstone.keras")
+    raise AttributeError(f"module 'flowstone' has no attribute '{name}'")
