@@ -108,3 +108,32 @@ def test_a_huge_block_size_is_an_error_not_a_division_by_zero(op, big_shape):
         apply_op(op, [x], {"block_size": 2**40})
     with pytest.raises(ValueError, match="overflows int64"):
         apply_op(op, [tf.placeholder(tf.float32, big_shape)], {"block_size": 2**21})
+
+
+def test_integer_bias_add_and_its_gradient_wrap_around_on_overflow():
+    # Signed integer overflow in the per-channel sums (UBSan under make fuzz): integers are now
+    # added as their unsigned type, so they wrap around as in numpy and TensorFlow.
+    big = np.iinfo(np.int64).max
+    grad = np.array([[[-3765556709937561373], [-5959612375681000768]],
+                     [[big], [big]]], np.int64)
+    with tf.Session() as sess:
+        got = sess.run(apply_op("BiasAddGrad", [tf.constant(grad)]).outputs[0])
+        with np.errstate(over="ignore"):
+            expected = grad.sum(axis=(0, 1))
+        np.testing.assert_array_equal(got, expected)
+        x = np.array([[2**31 - 1, -2**31]], np.int32)
+        added = sess.run(tf.nn.bias_add(tf.constant(x), tf.constant([1, -1], tf.int32)))
+        np.testing.assert_array_equal(added, [[-2**31, 2**31 - 1]])
+
+
+@pytest.mark.parametrize("op", ["Cumsum", "Cumprod"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_scans_wrap_around_on_overflow(op, dtype):
+    # Cumsum of INT64_MIN + 1 values and Cumprod of large int32s overflowed signed integers.
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.max, info.min + 1, 3, info.max // 2 + 7], dtype)
+    with tf.Session() as sess:
+        got = sess.run(apply_op(op, [tf.constant(x), tf.constant(0)]).outputs[0])
+    with np.errstate(over="ignore"):
+        expected = np.cumsum(x, dtype=dtype) if op == "Cumsum" else np.cumprod(x, dtype=dtype)
+    np.testing.assert_array_equal(got, expected)
