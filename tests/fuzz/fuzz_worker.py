@@ -71,8 +71,12 @@ def build_and_run(call):
         session.close()
 
 
+# The executor appends this to errors raised while running a node (AnnotateNodeError).
+FUZZED_NODE_ERROR = "[[node fuzzed ("
+
+
 def fuzz_op(op, calls, rng_seed, current):
-    counts = {"op": op, "calls": 0, "ok": 0, "status_error": 0, "failures": []}
+    counts = {"op": op, "calls": 0, "ok": 0, "status_error": 0, "kernel": 0, "failures": []}
 
     def one(call):
         # The call goes to the --current file before it runs, pickled (printing it costs more
@@ -85,8 +89,11 @@ def fuzz_op(op, calls, rng_seed, current):
         try:
             build_and_run(call)
             counts["ok"] += 1
-        except _C.StatusError:
+            counts["kernel"] += 1
+        except _C.StatusError as e:
             counts["status_error"] += 1
+            if FUZZED_NODE_ERROR in str(e):
+                counts["kernel"] += 1
         except Exception as e:  # noqa: BLE001 - every non-Status exception is a finding
             counts["failures"].append(f"{type(e).__name__}: {e} in {call!r}"[:2000])
 
