@@ -3,14 +3,23 @@
 Nothing here names an op: inputs, list lengths, dtypes and attrs all come from `_C.op_def`, so
 an op registered tomorrow is fuzzed with no edit. A call is a plain description (`Call`) that the
 worker turns into a graph; it prints as something a person can read and paste into a test.
+
+The schema does not say which inputs must agree (a filter's depth with an image's channels,
+`size_splits` with a dimension), so calls drawn from it alone rarely reach the kernels of
+convolutions, pools, pads or splits. Half the calls of an op with conformance cases
+(tests/python/op_cases*.py) therefore start from one of those valid calls and mutate it a little
+(a dimension, some values, an attr, a dtype), which reaches the kernel and its edges.
 """
 
 import dataclasses
+import os
+import sys
 
 import numpy as np
 from hypothesis import strategies as st
 
 from flowstone import _C
+from flowstone.framework.ops import _attr_for_c
 
 # Flowstone dtype enum values by name, and the numpy dtype that feeds each one (bfloat16 is fed
 # as float32 and converted by the binding; resources are variable handles, not arrays).
@@ -217,6 +226,111 @@ def calls(op):
 
 
 def _calls(op):
+    schema = _schema_calls(op)
+    cases = conformance_cases().get(op)
+    if not cases:
+        return schema
+    return st.one_of(schema, mutated_cases(op, cases))
+
+
+_CASES = None
+
+
+def conformance_cases():
+    """The conformance cases that are plain calls (inputs and attrs, no builder), by op."""
+    global _CASES
+    if _CASES is None:
+        tests_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
+        sys.path.insert(0, tests_python)
+        try:
+            from op_cases import CASES
+        finally:
+            sys.path.remove(tests_python)
+        _CASES = {}
+        for case in CASES:
+            dtypes = [np.asarray(x).dtype.name for x in case.inputs]
+            if case.build is None and all(d in NUMPY_DTYPE for d in dtypes):
+                _CASES.setdefault(case.op, []).append(case)
+    return _CASES
+
+
+# How a conformance case is changed: values, a dimension, an attr or a dtype; or not at all
+# (a valid call still runs the kernel on the feed path with another declared shape).
+MUTATIONS = ["none", "values", "int_nudge", "dim_zero", "dim_grow", "dim_drop", "dim_add",
+             "attr", "attr", "dtype"]
+
+
+def _edge_attr(value, seed):
+    """A value near `value`'s edges, of the same type where it has one."""
+    rng = np.random.default_rng(seed)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return int(rng.choice([value + 1, value - 1, -value - 1, 0, 2**31, 2**62, -2**63]))
+    if isinstance(value, float):
+        return float(rng.choice(EDGE_FLOATS))
+    if isinstance(value, str):
+        return str(rng.choice(KNOWN_STRINGS))
+    if isinstance(value, list) and value:
+        value = list(value)
+        i = int(rng.integers(len(value)))
+        value[i] = _edge_attr(value[i], seed + 1)
+        return value
+    return value
+
+
+def mutated_cases(op, cases):
+    """Calls that start from a conformance case of `op` and change one or two things."""
+
+    @st.composite
+    def draw(draw):
+        case = draw(st.sampled_from(cases))
+        values = [np.array(x) for x in case.inputs]
+        attrs = {k: _attr_for_c(v) for k, v in case.attrs.items() if v is not None}
+        for _ in range(draw(st.sampled_from([1, 1, 2]))):
+            mutation, seed = draw(st.sampled_from(MUTATIONS)), draw(SEEDS)
+            i = seed % len(values) if values else 0
+            rng = np.random.default_rng(seed)
+            if not values and mutation not in ("attr", "none"):
+                continue
+            if mutation == "values":
+                values[i] = array_values(values[i].dtype.name, values[i].shape, seed)
+            elif mutation == "int_nudge" and values[i].dtype.kind in "iu" and values[i].size:
+                flat = values[i].reshape(-1).copy()
+                j = int(rng.integers(flat.size))
+                flat[j] = flat[j] + rng.choice([-1, 1, 2**31 - 1 if flat.itemsize > 4 else 1])
+                values[i] = flat.reshape(values[i].shape)
+            elif mutation.startswith("dim_"):
+                shape = list(values[i].shape)
+                if mutation == "dim_add" or not shape:
+                    shape.insert(int(rng.integers(len(shape) + 1)), 1)
+                elif mutation == "dim_drop":
+                    del shape[int(rng.integers(len(shape)))]
+                else:
+                    j = int(rng.integers(len(shape)))
+                    shape[j] = 0 if mutation == "dim_zero" else shape[j] + 1
+                if int(np.prod(shape)) <= MAX_ELEMENTS:
+                    values[i] = array_values(values[i].dtype.name, tuple(shape), seed)
+            elif mutation == "attr" and attrs:
+                name = sorted(attrs)[seed % len(attrs)]
+                attrs[name] = _edge_attr(attrs[name], seed)
+            elif mutation == "dtype":
+                values[i] = values[i].astype(NUMPY_DTYPE[VALUE_DTYPES[seed % len(VALUE_DTYPES)]])
+        inputs = []
+        for value in values:
+            kind = draw(st.sampled_from(["const", "feed-exact", "feed-unknown"]))
+            dtype = value.dtype.name
+            if kind == "const":
+                inputs.append(Input("const", dtype, value))
+            else:
+                declared = list(value.shape) if kind == "feed-exact" else None
+                inputs.append(Input("feed", dtype, value, declared))
+        return Call(op, inputs, attrs)
+
+    return draw()
+
+
+def _schema_calls(op):
     op_def = _C.op_def(op)
     if op_def is None:
         raise ValueError(f"{op} is not a registered op")
