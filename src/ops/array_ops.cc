@@ -865,6 +865,12 @@ Status CheckMultiples(const std::vector<int64_t>& multiples, int rank) {
   return Status::OK();
 }
 
+Status TileOverflow(int i, int64_t dim, int64_t multiple) {
+  return errors::InvalidArgument("Tile: output dimension ", i, " (input dimension ", dim,
+                                 " times multiples[", i, "] = ", multiple,
+                                 ") overflows int64; use smaller multiples");
+}
+
 Status TileShape(InferenceContext& ctx) {
   PartialShape multiples_shape;
   FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &multiples_shape));
@@ -885,6 +891,9 @@ Status TileShape(InferenceContext& ctx) {
     FS_RETURN_IF_ERROR(CheckMultiples(multiples, rank));
     for (int i = 0; i < rank; ++i) {
       int64_t d = in.known_rank() ? in.dim(i) : -1;
+      if (d > 0 && __builtin_mul_overflow(d, multiples[i], &dims[i])) {
+        return TileOverflow(i, d, multiples[i]);
+      }
       dims[i] = multiples[i] == 0 ? 0 : (d < 0 ? -1 : d * multiples[i]);
     }
   }
@@ -905,7 +914,11 @@ Status TileKernel(KernelContext& ctx) {
   TensorShape out_shape;
   bool unchanged = true;
   for (int i = 0; i < rank; ++i) {
-    out_shape.AddDim(in.dim(i) * multiples[i]);
+    int64_t dim;
+    if (__builtin_mul_overflow(in.dim(i), multiples[i], &dim)) {
+      return TileOverflow(i, in.dim(i), multiples[i]);
+    }
+    out_shape.AddDim(dim);
     unchanged = unchanged && multiples[i] == 1;
   }
   if (unchanged) {

@@ -545,7 +545,11 @@ Status GatherShape(InferenceContext& ctx) {
   }
   const Tensor* axis_value = ctx.input_value(2);
   if (axis_value == nullptr) {
-    int b = static_cast<int>(batch_dims_arg < 0 ? batch_dims_arg + indices.rank() : batch_dims_arg);
+    // Whatever the axis, batch_dims must not exceed the last one: checked as if it were the
+    // axis, which also keeps the output rank below non-negative.
+    int last_axis = 0, b = 0;
+    FS_RETURN_IF_ERROR(GatherAxes(params.rank() - 1, batch_dims_arg, params.rank(), indices.rank(),
+                                  &last_axis, &b));
     ctx.set_output(0, PartialShape::UnknownOfRank(params.rank() + indices.rank() - 1 - b));
     return Status::OK();
   }

@@ -137,3 +137,75 @@ def test_integer_scans_wrap_around_on_overflow(op, dtype):
     with np.errstate(over="ignore"):
         expected = np.cumsum(x, dtype=dtype) if op == "Cumsum" else np.cumprod(x, dtype=dtype)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_a_huge_dilation_is_an_error_not_an_overflow():
+    # rates=[1, 2**62, 1, 1]: the dilated kernel size (k - 1) * rate + 1 overflowed int64
+    # (UBSan); the window arithmetic now checks it, and paddings and strides too.
+    x = tf.placeholder(tf.float32)
+    f = tf.placeholder(tf.float32, [3, 2, 2])
+    y = apply_op("Dilation2D", [x, f], {"strides": [1, 1, 1, 1], "rates": [1, 2**62, 1, 1],
+                                        "padding": "VALID"}).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Sliding window arithmetic overflows int64: input size 5, "
+                                 "kernel size 3, dilation 4611686018427387904"):
+            sess.run(y, {x: np.ones((2, 5, 6, 2), np.float32), f: np.ones((3, 2, 2), np.float32)})
+
+
+def test_tile_whose_output_size_overflows_is_a_status_error():
+    # [2, 3] tiled by [1651288836, 2128377882]: the element count overflowed int64 while the
+    # OOM error was being written (UBSan). Now it is the OOM error; one dimension that
+    # overflows by itself is an InvalidArgument naming it.
+    x = tf.placeholder(tf.float64, [2, 3])
+    multiples = tf.placeholder(tf.int32)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match=r"OOM when allocating tensor "
+                                                                   r"with shape\[3302577672,"
+                                                                   r"6385133646\]"):
+            sess.run(tf.tile(x, multiples), {x: np.ones((2, 3)),
+                                             multiples: [1651288836, 2128377882]})
+        message = (r"Tile: output dimension 0 \(input dimension 2 times multiples\[0\] = "
+                   r"4611686018427387904\) overflows int64")
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            big = tf.placeholder(tf.int64)
+            sess.run(tf.tile(x, big), {x: np.ones((2, 3)), big: [2**62, 1]})
+    with pytest.raises(ValueError, match=message):  # known multiples: at graph construction
+        tf.tile(x, tf.constant([2**62, 1], tf.int64))
+
+
+def test_gather_of_a_scalar_with_an_unknown_axis_is_an_error_at_graph_construction():
+    # params of rank 0 and an axis only known at run time: the shape function made an
+    # unknown shape of rank -1 (AddressSanitizer: negative-size-param).
+    with pytest.raises(ValueError, match="params must be at least 1 dimensional"):
+        apply_op("GatherV2", [tf.constant(-1), tf.constant(5, tf.int64),
+                              tf.placeholder(tf.int64)])
+
+
+def test_a_segment_count_whose_output_size_overflows_is_a_status_error():
+    # num_segments=2**62 with rows of 7: the session's cost heuristic multiplied the static
+    # output shape [2**62, 7] and overflowed (UBSan). Element counts now saturate.
+    data = tf.constant(np.ones((3, 2, 7), np.int64))
+    ids = tf.constant(np.zeros((3, 2), np.int32))
+    out = tf.math.unsorted_segment_sum(data, ids, tf.constant(2**62, tf.int64))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match="OOM when allocating"):
+            sess.run(out)
+
+
+@pytest.mark.parametrize("op", ["SparseSegmentSum", "UnsortedSegmentSum", "UnsortedSegmentProd"])
+def test_integer_segment_reductions_wrap_around_on_overflow(op):
+    big = np.iinfo(np.int64).max
+    data = np.array([[big, 3], [big, 5], [7, big]], np.int64)
+    with np.errstate(over="ignore"):
+        if op == "UnsortedSegmentProd":
+            expected = np.prod(data, axis=0, keepdims=True)
+        else:
+            expected = np.sum(data, axis=0, keepdims=True)
+    if op == "SparseSegmentSum":
+        inputs = [tf.constant(data), tf.constant([0, 1, 2]), tf.constant([0, 0, 0])]
+    else:
+        inputs = [tf.constant(data), tf.constant([0, 0, 0]), tf.constant(1)]
+    with tf.Session() as sess:
+        got = sess.run(apply_op(op, inputs).outputs[0])
+    np.testing.assert_array_equal(got, expected)

@@ -19,6 +19,7 @@
 #include "flowstone/shape_inference.h"
 #include "ops/array/scatter_util.h"
 #include "ops/array_util.h"
+#include "ops/elementwise.h"
 #include "ops/segment_util.h"
 
 namespace flowstone {
@@ -150,12 +151,13 @@ T Identity() {
   return T(0);
 }
 
+// Integer sums and products wrap around on overflow (WrapAdd, WrapMul), as in TensorFlow.
 template <Reduce R, typename T>
 T Combine(T acc, T x) {
-  if constexpr (R == Reduce::kProd) return acc * x;
+  if constexpr (R == Reduce::kProd) return WrapMul(acc, x);
   if constexpr (R == Reduce::kMax) return std::max(acc, x);
   if constexpr (R == Reduce::kMin) return std::min(acc, x);
-  return acc + x;
+  return WrapAdd(acc, x);
 }
 
 // Output row s reduces the data rows mapped to s, in order; an empty segment gets the
