@@ -209,3 +209,27 @@ def test_integer_segment_reductions_wrap_around_on_overflow(op):
     with tf.Session() as sess:
         got = sess.run(apply_op(op, inputs).outputs[0])
     np.testing.assert_array_equal(got, expected)
+
+
+def test_add_n_without_inputs_is_a_value_error():
+    # AddN with N=0 read the shape of input 0 of a node that had none (UBSan: reference
+    # binding to null); now TensorFlow's "less than minimum" error, as for Pack.
+    graph = _C.Graph()
+    with pytest.raises(_C.StatusError, match="Attr 'N' of 'AddN' Op passed 0 less than "
+                                             "minimum 1."):
+        graph.add_node("AddN", "add", [], [], {"T": 3}, "", "")
+
+
+def test_integer_add_n_and_variable_updates_wrap_around_on_overflow():
+    big = np.array([2**62, -2**63, 5], np.int64)
+    v = tf.Variable(big)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(sess.run(tf.add_n([v.value(), v.value(), v.value()])),
+                                          big + big + big)
+            sess.run(v.assign_add(big))
+            np.testing.assert_array_equal(sess.run(v), big + big)
+            sess.run(v.assign_sub(np.array([-2**63, 1, 2**63 - 1], np.int64)))
+            np.testing.assert_array_equal(
+                sess.run(v), big + big - np.array([-2**63, 1, 2**63 - 1], np.int64))
