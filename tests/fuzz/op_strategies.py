@@ -57,7 +57,7 @@ class Input:
     """One input of a call: a constant, a fed placeholder (whose declared shape may be unknown or
     partial) or a variable handle (`dtype` is the variable's; `value` its initial value or None
     for an uninitialized variable)."""
-    kind: str  # "const", "feed", "variable" or "unfed"
+    kind: str  # "const", "feed", "variable", "tensorlist" (of `value`'s rows) or "unfed"
     dtype: str
     value: np.ndarray
     declared_shape: object = None  # for feeds: None (unknown rank) or a list with None dims
@@ -147,9 +147,12 @@ def tensors(draw, dtype, base_shape, position):
     and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
+    if dtype == "variant" and seed % 2:
+        # A real tensor list, built in the graph from a float32 tensor (TensorListFromTensor).
+        return Input("tensorlist", "float32", array_values("float32", shape or (1,), seed))
     if dtype not in NUMPY_DTYPE and dtype != "resource":
-        # No numpy value exists (variant: tensor lists): an unfed placeholder, so the graph
-        # checks run and the run fails with a Status ("You must feed a value").
+        # No numpy value exists: an unfed placeholder, so the graph checks run and the run fails
+        # with a Status ("You must feed a value").
         return Input("unfed", dtype, None, None)
     if dtype == "resource":
         var_dtype = VALUE_DTYPES[seed % len(VALUE_DTYPES)]
@@ -361,6 +364,7 @@ def _schema_calls(op):
                                      st.lists(st.sampled_from([1, 1, 1, 2, 0, -1]), max_size=5))
         else:
             gentle[name] = WELL_TYPED.get(type_name, value)
+    func_attrs = [name for name, type_name in attr_types.items() if type_name == "func"]
     extra_attr = st.sampled_from([False] * 49 + [True])
     gentle_call = st.sampled_from([True, True, True, False, False])
 
@@ -384,11 +388,29 @@ def _schema_calls(op):
             value = draw(strategy)
             if value is not _UNSET:
                 attrs[name] = value
+        if func_attrs and draw(st.booleans()):
+            attrs.update(library_functions(op_def, func_attrs, inputs, draw(st.sampled_from([0, 1]))))
         if not is_gentle and draw(extra_attr):
             attrs["not_an_attr_of_this_op"] = 1
         return Call(op, inputs, attrs)
 
     return draw_call()
+
+
+def library_functions(op_def, func_attrs, inputs, skip):
+    """Func attrs naming functions the worker adds to the graph's library (fuzz_worker.py
+    add_library_function): a loop condition (`cond`) returns false, every other function
+    returns its arguments, which are the call's inputs after the first `skip` (If's condition).
+    The list(type) attrs are set to match, so the call can reach the kernel."""
+    types = [item.dtype if item.kind != "tensorlist" else "variant" for item in inputs[skip:]]
+    signature = "-".join(types)
+    attrs = {name: f"fuzz_{'false' if name == 'cond' else 'identity'}_{signature}"
+             for name in func_attrs}
+    enums = [DTYPE_ENUM[t] for t in types]
+    for name, type_name, _ in op_def["attrs"]:
+        if type_name == "list(type)" and name in ("T", "Tin", "Tout"):
+            attrs[name] = enums
+    return attrs
 
 
 class _Unset:
