@@ -1006,7 +1006,13 @@ Status PaddedDims(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
       return errors::InvalidArgument("paddings must be no greater than the dimension size: ",
                                      before, ", ", after, " greater than ", dims[i]);
     }
-    (*out)[i] = dims[i] < 0 ? -1 : dims[i] + before + after;
+    int64_t padded = -1;
+    if (dims[i] >= 0 && (__builtin_add_overflow(dims[i], before, &padded) ||
+                         __builtin_add_overflow(padded, after, &padded))) {
+      return errors::InvalidArgument("Padded dimension ", i, " (", dims[i], " + ", before, " + ",
+                                     after, ") overflows int64; use smaller paddings");
+    }
+    (*out)[i] = padded;
   }
   return Status::OK();
 }
@@ -1270,8 +1276,13 @@ Status UnpaddedDims(const std::vector<int64_t>& dims, const std::vector<int64_t>
                     PadMode mode, std::vector<int64_t>* out) {
   out->resize(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t pad = paddings[2 * i] + paddings[2 * i + 1];
-    if (dims[i] >= 0 && pad > dims[i]) {
+    if (paddings[2 * i] < 0 || paddings[2 * i + 1] < 0) {
+      return errors::InvalidArgument("Paddings must be non-negative: ", paddings[2 * i], " ",
+                                     paddings[2 * i + 1]);
+    }
+    int64_t pad;
+    if (__builtin_add_overflow(paddings[2 * i], paddings[2 * i + 1], &pad) ||
+        (dims[i] >= 0 && pad > dims[i])) {
       return errors::InvalidArgument("paddings [", paddings[2 * i], ", ", paddings[2 * i + 1],
                                      "] of dimension ", i, " exceed its size ", dims[i]);
     }

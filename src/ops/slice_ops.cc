@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "array_util.h"
+#include "elementwise.h"
 #include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
@@ -793,7 +794,8 @@ Status UnsortedSegmentSumKernel(KernelContext& ctx) {
             if (segment[k] < 0) continue;
             T* o = dst + segment[k] * inner;
             const T* row = src + k * inner;
-            for (int64_t c = begin; c < end; ++c) o[c] += row[c];
+            // Integers wrap around on overflow, as in TensorFlow.
+            for (int64_t c = begin; c < end; ++c) o[c] = WrapAdd(o[c], row[c]);
           }
         });
         return Status::OK();

@@ -301,7 +301,9 @@ def mutated_cases(op, cases):
             elif mutation == "int_nudge" and values[i].dtype.kind in "iu" and values[i].size:
                 flat = values[i].reshape(-1).copy()
                 j = int(rng.integers(flat.size))
-                flat[j] = flat[j] + rng.choice([-1, 1, 2**31 - 1 if flat.itemsize > 4 else 1])
+                info = np.iinfo(flat.dtype)  # wraps around like a C cast
+                nudged = int(flat[j]) + int(rng.choice([-1, 1, 2**31 - 1]))
+                flat[j] = (nudged - info.min) % (int(info.max) - info.min + 1) + info.min
                 values[i] = flat.reshape(values[i].shape)
             elif mutation.startswith("dim_"):
                 shape = list(values[i].shape)

@@ -233,3 +233,36 @@ def test_integer_add_n_and_variable_updates_wrap_around_on_overflow():
             sess.run(v.assign_sub(np.array([-2**63, 1, 2**63 - 1], np.int64)))
             np.testing.assert_array_equal(
                 sess.run(v), big + big - np.array([-2**63, 1, 2**63 - 1], np.int64))
+
+
+@pytest.mark.parametrize("paddings", [[[-7599054045295656413, -5156970955368076164], [0, 0]],
+                                      [[7224747493100936066, 8429702924079202986], [0, 0]]])
+def test_mirror_pad_grad_with_huge_paddings_is_an_error_not_an_overflow(paddings):
+    # The sum of a dimension's two paddings overflowed int64 (UBSan) before it was compared
+    # with the dimension.
+    grad = tf.placeholder(tf.float64)
+    pads = tf.placeholder(tf.int64)
+    out = apply_op("MirrorPadGrad", [grad, pads], {"mode": "SYMMETRIC"}).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Paddings must be non-negative|of dimension 0 exceed its size"):
+            sess.run(out, {grad: np.ones((5, 6)), pads: np.array(paddings, np.int64)})
+
+
+def test_pad_whose_padded_size_overflows_is_an_error():
+    x = tf.placeholder(tf.float32, [2, 3])
+    pads = tf.placeholder(tf.int64, [2, 2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Padded dimension 0 \(2 \+ 9223372036854775807 \+ 1\) "
+                                 r"overflows int64"):
+            sess.run(tf.pad(x, pads), {x: np.ones((2, 3)), pads: [[2**63 - 1, 1], [0, 0]]})
+
+
+def test_unsorted_segment_sum_kernel_wraps_integer_overflow():
+    # UnsortedSegmentSum's own kernel (slice_ops.cc) summed int64 rows with a signed +=.
+    big = np.iinfo(np.int64).max
+    got_op = tf.math.unsorted_segment_sum(tf.constant([[big], [big]], tf.int64),
+                                          tf.constant([1, 1]), 2)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(got_op), [[0], [-2]])
