@@ -117,8 +117,12 @@ class Tensor:
         return self.shape
 
     def set_shape(self, shape):
-        """Narrows the static shape (checked for compatibility, as TensorFlow does)."""
-        self._shape = self.shape.merge_with(as_shape(shape))
+        """Narrows the static shape (checked for compatibility, as TensorFlow does). The graph
+        records it, so ops built on this tensor afterwards infer their shapes from it."""
+        merged = self.shape.merge_with(as_shape(shape))
+        dims = merged.as_list() if merged.rank is not None else None
+        self.graph._c.refine_output_shape(self._op._node, self._value_index, dims)
+        self._shape = merged
 
     @property
     def ndim(self):
@@ -575,7 +579,12 @@ class Graph:
     def _add_op(self, op_type, inputs, attrs, name, exact_name=False):
         ctx = self._ctx()
         with self._lock:
-            node_name = name if exact_name else self.unique_name(name)
+            if name.endswith("/"):
+                # TensorFlow's convention: a scope name (as `name_scope` yields it) names the op
+                # exactly, so `op(..., name=scope)` gives the scope's own name to its result.
+                node_name = name[:-1]
+            else:
+                node_name = name if exact_name else self.unique_name(name)
             control = [c._node for c in ctx.control_deps]
             device, device_functions = self._device_before_functions()
             attrs, device = self._colocation_attrs(attrs, device)
