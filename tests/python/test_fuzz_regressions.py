@@ -266,3 +266,15 @@ def test_unsorted_segment_sum_kernel_wraps_integer_overflow():
                                           tf.constant([1, 1]), 2)
     with tf.Session() as sess:
         np.testing.assert_array_equal(sess.run(got_op), [[0], [-2]])
+
+
+def test_extract_image_patches_whose_depth_overflows_is_an_error():
+    # ksizes=[1, 2, 2**62, 1]: the output depth 6 * 2 * 2**62 overflowed int64 (UBSan).
+    images = tf.placeholder(tf.float64)
+    patches = apply_op("ExtractImagePatches", [images],
+                       {"ksizes": [1, 2, 2**62, 1], "strides": [1, 2, 1, 1],
+                        "rates": [1, 1, 1, 1], "padding": "SAME"}).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Output depth 3 \\* 2 \\* 4611686018427387904 overflows int64"):
+            sess.run(patches, {images: np.ones((2, 6, 4, 3))})
