@@ -278,3 +278,13 @@ def test_extract_image_patches_whose_depth_overflows_is_an_error():
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match="Output depth 3 \\* 2 \\* 4611686018427387904 overflows int64"):
             sess.run(patches, {images: np.ones((2, 6, 4, 3))})
+
+
+def test_a_sorted_segment_id_of_int64_max_is_an_error():
+    # The segment count, the last id + 1, overflowed int64 (UBSan in SegmentMin).
+    data = tf.constant(np.ones((2, 2), np.float32))
+    ids = tf.placeholder(tf.int64, [2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="segment id 9223372036854775807 is too large"):
+            sess.run(tf.math.segment_min(data, ids), {ids: [2**63 - 1, 2**63 - 1]})

@@ -139,6 +139,11 @@ Status MapRows(KernelContext& ctx, Kind kind, RowMap* map) {
     }
     FS_RETURN_IF_ERROR(scatter_util::CheckedIndices(indices, data.dim(0), "indices", &map->source));
   }
+  if (!map->segment.empty() && map->segment.back() == std::numeric_limits<int64_t>::max()) {
+    // One more than the largest id would overflow.
+    return errors::InvalidArgument("segment id ", map->segment.back(),
+                                   " is too large: the output would need that many + 1 rows");
+  }
   map->num_segments = map->segment.empty() ? 0 : map->segment.back() + 1;
   return Status::OK();
 }
