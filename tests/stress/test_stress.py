@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -364,6 +365,7 @@ def test_control_flow_loops_on_many_sessions_closed_while_running():
         thread = threading.Thread(target=run)
         thread.start()
         started.wait()
+        time.sleep(0.005)  # mostly lands inside the loop (the loop runs for minutes)
         sess.close()
         thread.join()
         assert result in (["cancelled"], ["closed first"]), result
