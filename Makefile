@@ -105,10 +105,16 @@ asan-python: asan-configure
 
 # Kernel fuzzing over the whole op registry under ASan + UBSan (tests/fuzz/fuzz_ops.py):
 # FUZZ_CALLS adversarial calls per op; a crash, sanitizer report or huge allocation fails it.
+# Per-op totals accumulate in FUZZ_COUNTS over runs; FUZZ_BELOW=N fuzzes only the ops with fewer
+# than N calls there, so that full coverage can be reached in several (interruptible) runs:
+#   make fuzz FUZZ_CALLS=250 FUZZ_BELOW=1000
 FUZZ_CALLS ?= 1000
+FUZZ_COUNTS ?= build/asan/fuzz-counts.json
+FUZZ_BELOW ?=
 fuzz: asan-python
 	$(ASAN_RUN) $(VPY) tests/fuzz/fuzz_ops.py --calls $(FUZZ_CALLS) --jobs $(JOBS) \
-	  --report build/asan/fuzz-report.json
+	  --report build/asan/fuzz-report.json --counts $(FUZZ_COUNTS) \
+	  $(if $(FUZZ_BELOW),--below $(FUZZ_BELOW))
 
 # Concurrency scenarios, long leak tests and the C++ concurrency tests, under load and under
 # ThreadSanitizer (tests/stress/run_stress.py; about 10 minutes on 2 cores).

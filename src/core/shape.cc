@@ -70,11 +70,23 @@ bool Dims::operator==(const Dims& other) const {
   return size_ == other.size_ && std::equal(begin(), end(), other.begin());
 }
 
-int64_t TensorShape::num_elements() const {
+namespace {
+// The product of non-negative dims, saturated at INT64_MAX: shapes whose element count does not
+// fit in int64 (from huge multiples, num_segments or sizes) exist until an allocation refuses
+// them, and heuristics and error messages ask for their size meanwhile.
+int64_t SaturatedProduct(const Dims& dims) {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
+  for (int64_t d : dims) {
+    if (d == 0) return 0;
+  }
+  for (int64_t d : dims) {
+    if (__builtin_mul_overflow(n, d, &n)) return std::numeric_limits<int64_t>::max();
+  }
   return n;
 }
+}  // namespace
+
+int64_t TensorShape::num_elements() const { return SaturatedProduct(dims_); }
 
 namespace {
 std::string JoinDims(const Dims& dims, const char* sep, const char* unknown) {
@@ -134,9 +146,7 @@ bool PartialShape::IsFullyDefined() const {
 
 int64_t PartialShape::num_elements() const {
   if (!IsFullyDefined()) return -1;
-  int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  return SaturatedProduct(dims_);
 }
 
 bool PartialShape::IsCompatibleWith(const PartialShape& other) const {

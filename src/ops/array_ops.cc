@@ -866,6 +866,12 @@ Status CheckMultiples(const std::vector<int64_t>& multiples, int rank) {
   return Status::OK();
 }
 
+Status TileOverflow(int i, int64_t dim, int64_t multiple) {
+  return errors::InvalidArgument("Tile: output dimension ", i, " (input dimension ", dim,
+                                 " times multiples[", i, "] = ", multiple,
+                                 ") overflows int64; use smaller multiples");
+}
+
 Status TileShape(InferenceContext& ctx) {
   PartialShape multiples_shape;
   FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &multiples_shape));
@@ -886,6 +892,9 @@ Status TileShape(InferenceContext& ctx) {
     FS_RETURN_IF_ERROR(CheckMultiples(multiples, rank));
     for (int i = 0; i < rank; ++i) {
       int64_t d = in.known_rank() ? in.dim(i) : -1;
+      if (d > 0 && __builtin_mul_overflow(d, multiples[i], &dims[i])) {
+        return TileOverflow(i, d, multiples[i]);
+      }
       dims[i] = multiples[i] == 0 ? 0 : (d < 0 ? -1 : d * multiples[i]);
     }
   }
@@ -906,7 +915,11 @@ Status TileKernel(KernelContext& ctx) {
   TensorShape out_shape;
   bool unchanged = true;
   for (int i = 0; i < rank; ++i) {
-    out_shape.AddDim(in.dim(i) * multiples[i]);
+    int64_t dim;
+    if (__builtin_mul_overflow(in.dim(i), multiples[i], &dim)) {
+      return TileOverflow(i, in.dim(i), multiples[i]);
+    }
+    out_shape.AddDim(dim);
     unchanged = unchanged && multiples[i] == 1;
   }
   if (unchanged) {
@@ -995,7 +1008,13 @@ Status PaddedDims(const std::vector<int64_t>& dims, const std::vector<int64_t>& 
       return errors::InvalidArgument("paddings must be no greater than the dimension size: ",
                                      before, ", ", after, " greater than ", dims[i]);
     }
-    (*out)[i] = dims[i] < 0 ? -1 : dims[i] + before + after;
+    int64_t padded = -1;
+    if (dims[i] >= 0 && (__builtin_add_overflow(dims[i], before, &padded) ||
+                         __builtin_add_overflow(padded, after, &padded))) {
+      return errors::InvalidArgument("Padded dimension ", i, " (", dims[i], " + ", before, " + ",
+                                     after, ") overflows int64; use smaller paddings");
+    }
+    (*out)[i] = padded;
   }
   return Status::OK();
 }
@@ -1259,8 +1278,13 @@ Status UnpaddedDims(const std::vector<int64_t>& dims, const std::vector<int64_t>
                     PadMode mode, std::vector<int64_t>* out) {
   out->resize(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t pad = paddings[2 * i] + paddings[2 * i + 1];
-    if (dims[i] >= 0 && pad > dims[i]) {
+    if (paddings[2 * i] < 0 || paddings[2 * i + 1] < 0) {
+      return errors::InvalidArgument("Paddings must be non-negative: ", paddings[2 * i], " ",
+                                     paddings[2 * i + 1]);
+    }
+    int64_t pad;
+    if (__builtin_add_overflow(paddings[2 * i], paddings[2 * i + 1], &pad) ||
+        (dims[i] >= 0 && pad > dims[i])) {
       return errors::InvalidArgument("paddings [", paddings[2 * i], ", ", paddings[2 * i + 1],
                                      "] of dimension ", i, " exceed its size ", dims[i]);
     }

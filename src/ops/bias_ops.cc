@@ -2,6 +2,7 @@
 // the channels). The channels are the last dimension for NHWC data and dimension 1 for NCHW.
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flowstone/gradients.h"
@@ -12,6 +13,12 @@
 
 namespace flowstone {
 namespace {
+
+// Integers are added as the unsigned type of their width: a sum that overflows wraps around, as
+// in TensorFlow, where signed arithmetic would be undefined behaviour.
+template <typename T>
+using WrappingType = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>,
+                                                 std::type_identity<T>>::type;
 
 Status BiasAddShape(InferenceContext& ctx) {
   bool nchw;
@@ -59,21 +66,22 @@ class BiasAddKernel final : public OpKernel {
     const ChannelView view(value.shape(), channel_dim);
     return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
         value.dtype(), "BiasAdd", [&]<typename T>() -> Status {
-          const T* x = value.data<T>();
-          const T* b = bias.data<T>();
-          T* y = out->data<T>();
+          using A = WrappingType<T>;
+          const A* x = reinterpret_cast<const A*>(value.data<T>());
+          const A* b = reinterpret_cast<const A*>(bias.data<T>());
+          A* y = reinterpret_cast<A*>(out->data<T>());
           // One unit is a run of `inner` elements sharing a bias (NCHW planes), or one row of
           // channels (NHWC, inner = 1).
           const int64_t rows = view.outer * (view.inner == 1 ? 1 : view.channels);
           const int64_t row_len = view.inner == 1 ? view.channels : view.inner;
           ctx.ParallelFor(rows, row_len, [&](int64_t begin, int64_t end) {
             for (int64_t r = begin; r < end; ++r) {
-              const T* src = x + r * row_len;
-              T* dst = y + r * row_len;
+              const A* src = x + r * row_len;
+              A* dst = y + r * row_len;
               if (view.inner == 1) {
                 for (int64_t c = 0; c < row_len; ++c) dst[c] = src[c] + b[c];
               } else {
-                const T add = b[r % view.channels];
+                const A add = b[r % view.channels];
                 for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k] + add;
               }
             }
@@ -111,7 +119,9 @@ class BiasAddGradKernel final : public OpKernel {
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{view.channels}, &out));
     return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
         grad.dtype(), "BiasAddGrad", [&]<typename T>() -> Status {
-          Sum<T>(ctx, view, grad.data<T>(), out->data<T>());
+          using A = WrappingType<T>;
+          Sum<A>(ctx, view, reinterpret_cast<const A*>(grad.data<T>()),
+                 reinterpret_cast<A*>(out->data<T>()));
           return Status::OK();
         });
   }

@@ -149,6 +149,7 @@ void RefForward(KernelContext& ctx, const ConvProblem& p, const T* x, const T* f
   ctx.ParallelFor(p.out.n * p.out.h, taps_cost, [&](int64_t begin, int64_t end) {
     std::vector<T> acc(p.out.c);
     for (int64_t row = begin; row < end; ++row) {
+      if (ctx.cancelled()) return;  // the run discards y
       const int64_t b = row / p.out.h, oy = row % p.out.h;
       for (int64_t ox = 0; ox < p.out.w; ++ox) {
         std::fill(acc.begin(), acc.end(), T(0));
@@ -181,6 +182,7 @@ void RefBackpropInput(KernelContext& ctx, const ConvProblem& p, const T* f, cons
   ctx.ParallelFor(p.in.n * p.in.h, cost, [&](int64_t begin, int64_t end) {
     std::vector<T> acc(p.in.c);
     for (int64_t row = begin; row < end; ++row) {
+      if (ctx.cancelled()) return;  // the run discards dx
       const int64_t b = row / p.in.h, iy = row % p.in.h;
       for (int64_t ix = 0; ix < p.in.w; ++ix) {
         std::fill(acc.begin(), acc.end(), T(0));
@@ -220,6 +222,7 @@ void RefBackpropFilter(KernelContext& ctx, const ConvProblem& p, const T* x, con
       T* slice = df + tap * tap_size;
       std::fill(slice, slice + tap_size, T(0));
       for (int64_t b = 0; b < p.out.n; ++b) {
+        if (ctx.cancelled()) return;  // the run discards df
         for (int64_t oy = 0; oy < p.out.h; ++oy) {
           const int64_t iy = InputPos(p.rows, oy, ky);
           if (iy < 0) continue;
@@ -349,11 +352,10 @@ bool HasKnownDefect(const ConvProblem& p, ConvPass pass, const onednn::Primitive
   return prim.internal_desc(0) == ImageDesc(p.in, DataFormat::kNHWC, false);
 }
 
-// Builds the primitive for a new problem. Whether blocked activation layouts pay for their
-// reorders depends on the shapes and the machine, so when oneDNN would use different layouts
-// given the choice, both primitives are timed on this call's tensors and the faster is kept.
-Status BuildConv(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
-                 const std::vector<void*>& data, CachedConv* out) {
+// Builds the primitive for a new problem: with the tensors' own layouts, or with the blocked
+// layouts oneDNN picks when it has only a generic implementation for the tensors' own ones
+// (PickDirectImplementation; a choice made by shapes alone, so results are reproducible).
+Status BuildConv(const ConvProblem& p, ConvPass pass, CachedConv* out) {
   onednn::OneOpenMpThread one_thread;  // primitives are built for the threads they run on
   std::vector<onednn::Primitive> candidates;
   for (bool any_layout : {false, true}) {
@@ -368,9 +370,7 @@ Status BuildConv(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
     });
   }
   if (candidates.empty()) return Status::OK();
-  size_t best = 0;
-  if (candidates.size() > 1) FS_RETURN_IF_ERROR(onednn::PickFastest(ctx, candidates, data, &best));
-  out->primitive.emplace(std::move(candidates[best]));
+  out->primitive.emplace(std::move(candidates[onednn::PickDirectImplementation(candidates)]));
   return Status::OK();
 }
 
@@ -473,7 +473,8 @@ class ConvKernel : public OpKernel {
     }
     return DispatchDType<float, double>(dtype, node().type().c_str(), [&]<typename T>() -> Status {
       reference(T());
-      return Status::OK();
+      // The reference loops stop between rows once the run is cancelled.
+      return ctx.CheckCancelled();
     });
   }
 
@@ -506,11 +507,10 @@ class ConvKernel : public OpKernel {
     // All chunks but the last have the same size, so at most two primitives are needed.
     const int64_t last = chunks.count - 1;
     std::shared_ptr<const CachedConv> full, tail;
-    FS_RETURN_IF_ERROR(CachedPrimitive(ctx, WithBatch(p, chunks.size), pass, chunk_args(0), &full));
+    FS_RETURN_IF_ERROR(CachedPrimitive(WithBatch(p, chunks.size), pass, &full));
     tail = full;
     if (chunks.images(last, batch) != chunks.size) {
-      FS_RETURN_IF_ERROR(CachedPrimitive(ctx, WithBatch(p, chunks.images(last, batch)), pass,
-                                         chunk_args(last), &tail));
+      FS_RETURN_IF_ERROR(CachedPrimitive(WithBatch(p, chunks.images(last, batch)), pass, &tail));
     }
     if (!full->primitive || !tail->primitive) return Status::OK();
     std::mutex mu;
@@ -519,6 +519,7 @@ class ConvKernel : public OpKernel {
     ctx.ParallelFor(chunks.count, chunks.size * MacsPerImage(p) / 8,
                     [&](int64_t begin, int64_t end) {
                       for (int64_t chunk = begin; chunk < end; ++chunk) {
+                        if (ctx.cancelled()) return;  // the run discards the outputs
                         const CachedConv& c = chunk == last ? *tail : *full;
                         Status s = c.primitive->Execute(ctx, chunk_args(chunk));
                         if (!s.ok()) {
@@ -528,6 +529,7 @@ class ConvKernel : public OpKernel {
                       }
                     });
     FS_RETURN_IF_ERROR(status);
+    FS_RETURN_IF_ERROR(ctx.CheckCancelled());
     if (partial_sums) {
       // Chunk by chunk, in order, so the sum does not depend on the threads.
       float* df = static_cast<float*>(args.back().data);
@@ -542,11 +544,10 @@ class ConvKernel : public OpKernel {
     return Status::OK();
   }
 
-  // The cached primitive for a (chunk) problem, built on first use with `data` to time layouts.
-  Status CachedPrimitive(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
-                         const std::vector<void*>& data, std::shared_ptr<const CachedConv>* out) {
-    return cache_.Get(
-        ProblemKey(p), [&](CachedConv* c) { return BuildConv(ctx, p, pass, data, c); }, out);
+  // The cached primitive for a (chunk) problem, built on first use.
+  Status CachedPrimitive(const ConvProblem& p, ConvPass pass,
+                         std::shared_ptr<const CachedConv>* out) {
+    return cache_.Get(ProblemKey(p), [&](CachedConv* c) { return BuildConv(p, pass, c); }, out);
   }
 
   onednn::ShapeCache<CachedConv> cache_;

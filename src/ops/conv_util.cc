@@ -209,7 +209,20 @@ Status ComputeWindow(const WindowAttrs& attrs, int dim, int64_t in, int64_t kern
         "positive, but got input size ",
         in, " and kernel size ", kernel);
   }
-  const int64_t eff = w.effective_kernel();
+  // Huge dilations, strides or paddings (which the attrs allow) must not overflow the window
+  // arithmetic below: the dilated kernel, the input plus both paddings plus a stride all fit.
+  int64_t eff, padded, unused;
+  const bool explicit_padding = attrs.padding == Padding::kExplicit;
+  const int64_t pad_before = explicit_padding ? attrs.explicit_pad[dim][0] : 0;
+  const int64_t pad_after = explicit_padding ? attrs.explicit_pad[dim][1] : 0;
+  if (__builtin_mul_overflow(kernel - 1, w.dilation, &eff) ||
+      __builtin_add_overflow(eff, 1, &eff) || __builtin_add_overflow(in, pad_before, &padded) ||
+      __builtin_add_overflow(padded, pad_after, &padded) ||
+      __builtin_add_overflow(padded, w.stride, &unused)) {
+    return errors::InvalidArgument("Sliding window arithmetic overflows int64: input size ", in,
+                                   ", kernel size ", kernel, ", dilation ", w.dilation, ", stride ",
+                                   w.stride, ", paddings ", pad_before, " and ", pad_after);
+  }
   switch (attrs.padding) {
     case Padding::kValid:
       // C++ division truncates, as TensorFlow's does: an input one short of the kernel gives an
@@ -218,15 +231,16 @@ Status ComputeWindow(const WindowAttrs& attrs, int dim, int64_t in, int64_t kern
       break;
     case Padding::kSame: {
       w.out = (in + w.stride - 1) / w.stride;
-      int64_t total = std::max<int64_t>((w.out - 1) * w.stride + eff - in, 0);
+      // (out - 1) * stride < in, so adding eff last cannot overflow.
+      int64_t total = std::max<int64_t>((w.out - 1) * w.stride - in + eff, 0);
       w.pad_before = total / 2;
       w.pad_after = total - w.pad_before;
       break;
     }
     case Padding::kExplicit:
-      w.pad_before = attrs.explicit_pad[dim][0];
-      w.pad_after = attrs.explicit_pad[dim][1];
-      w.out = (in + w.pad_before + w.pad_after - eff + w.stride) / w.stride;
+      w.pad_before = pad_before;
+      w.pad_after = pad_after;
+      w.out = (padded - eff + w.stride) / w.stride;
       break;
   }
   if (w.out < 0) {

@@ -7,11 +7,15 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/data_structures/tensor_list.h"
+#include "ops/elementwise.h"
 
 namespace flowstone {
 namespace {
 
 Status AddNShape(InferenceContext& ctx) {
+  if (ctx.num_inputs() == 0) {
+    return errors::InvalidArgument("Attr 'N' of 'AddN' Op passed 0 less than minimum 1.");
+  }
   PartialShape merged = ctx.input(0);
   for (int i = 1; i < ctx.num_inputs(); ++i) {
     PartialShape next;
@@ -50,7 +54,8 @@ Status AddNKernel(KernelContext& ctx) {
           for (int64_t k = begin; k < end; ++k) dst[k] = a[k];
           for (int i = 1; i < num; ++i) {
             const T* src = ctx.input(i).data<T>();
-            for (int64_t k = begin; k < end; ++k) dst[k] += src[k];
+            // Integers wrap around on overflow, as in TensorFlow.
+            for (int64_t k = begin; k < end; ++k) dst[k] = WrapAdd(dst[k], src[k]);
           }
         });
         return Status::OK();

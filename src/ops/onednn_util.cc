@@ -3,10 +3,8 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <unordered_map>
 
 namespace flowstone::onednn {
@@ -92,25 +90,11 @@ bool Primitive::SameLayoutsAs(const Primitive& other) const {
   return true;
 }
 
-Status PickFastest(KernelContext& ctx, const std::vector<Primitive>& candidates,
-                   const std::vector<void*>& data, size_t* best) {
-  // The first run of a primitive is slower (page faults, cold caches), so each gets a warm-up;
-  // the minimum of the timed runs is the least disturbed by other work on the machine.
-  constexpr int kTimedRuns = 2;
-  double best_seconds = std::numeric_limits<double>::infinity();
+size_t PickDirectImplementation(const std::vector<Primitive>& candidates) {
   for (size_t i = 0; i < candidates.size(); ++i) {
-    FS_RETURN_IF_ERROR(candidates[i].Execute(ctx, data));
-    for (int run = 0; run < kTimedRuns; ++run) {
-      auto start = std::chrono::steady_clock::now();
-      FS_RETURN_IF_ERROR(candidates[i].Execute(ctx, data));
-      std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      if (took.count() < best_seconds) {
-        best_seconds = took.count();
-        *best = i;
-      }
-    }
+    if (!IsGeneric(candidates[i].implementation().c_str())) return i;
   }
-  return Status::OK();
+  return 0;
 }
 
 namespace {

@@ -92,11 +92,12 @@ auto ChoosePd(const MakePd& make) {
   return pd;
 }
 
-// Runs each candidate (primitives computing the same thing with different internal layouts) a
-// few times on the kernel's arguments and sets *best to the index of the fastest. Every run
-// writes the complete outputs, so they are valid afterwards.
-Status PickFastest(KernelContext& ctx, const std::vector<Primitive>& candidates,
-                   const std::vector<void*>& data, size_t* best);
+// The index of the candidate to use among primitives computing the same thing with different
+// internal layouts (the tensors' own layouts first): the first whose implementation is not
+// generic, else the first. The choice depends on the candidates alone, never on timings: two
+// implementations sum in different orders, so a timed choice (which the load on the machine
+// can flip) made results differ from process to process.
+size_t PickDirectImplementation(const std::vector<Primitive>& candidates);
 
 // Attributes every primitive is created with: the scratchpad is passed to each execution, so
 // concurrent executions of one primitive never share one.

@@ -274,19 +274,22 @@ Status ReducePass(KernelContext& ctx, const In* in, int64_t P, int64_t R, int64_
     ctx.ParallelFor(outputs, std::max<int64_t>(R * col_block, 1), [&](int64_t begin, int64_t end) {
       std::vector<Acc> acc(col_block);
       for (int64_t u = begin; u < end; ++u) {
+        if (ctx.cancelled()) return;  // the run discards the output
         reduce_unit(u, 0, acc.data());
         store(u, acc.data());
       }
     });
-    return Status::OK();
+    return ctx.CheckCancelled();
   }
   // Partial results per (output block, chunk), combined in chunk order afterwards.
   std::vector<Acc> partial(outputs * chunks * col_block);
   ctx.ParallelFor(outputs * chunks, chunk * col_block, [&](int64_t begin, int64_t end) {
     for (int64_t w = begin; w < end; ++w) {
+      if (ctx.cancelled()) return;  // the partial results are discarded below
       reduce_unit(w / chunks, w % chunks, partial.data() + w * col_block);
     }
   });
+  FS_RETURN_IF_ERROR(ctx.CheckCancelled());
   std::vector<Acc> acc(col_block);
   for (int64_t u = 0; u < outputs; ++u) {
     std::fill(acc.begin(), acc.end(), Red::Identity());

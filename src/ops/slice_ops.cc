@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "array_util.h"
+#include "elementwise.h"
 #include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
@@ -550,7 +551,11 @@ Status GatherShape(InferenceContext& ctx) {
   }
   const Tensor* axis_value = ctx.input_value(2);
   if (axis_value == nullptr) {
-    int b = static_cast<int>(batch_dims_arg < 0 ? batch_dims_arg + indices.rank() : batch_dims_arg);
+    // Whatever the axis, batch_dims must not exceed the last one: checked as if it were the
+    // axis, which also keeps the output rank below non-negative.
+    int last_axis = 0, b = 0;
+    FS_RETURN_IF_ERROR(GatherAxes(params.rank() - 1, batch_dims_arg, params.rank(), indices.rank(),
+                                  &last_axis, &b));
     ctx.set_output(0, PartialShape::UnknownOfRank(params.rank() + indices.rank() - 1 - b));
     return Status::OK();
   }
@@ -795,7 +800,8 @@ Status UnsortedSegmentSumKernel(KernelContext& ctx) {
             if (segment[k] < 0) continue;
             T* o = dst + segment[k] * inner;
             const T* row = src + k * inner;
-            for (int64_t c = begin; c < end; ++c) o[c] += row[c];
+            // Integers wrap around on overflow, as in TensorFlow.
+            for (int64_t c = begin; c < end; ++c) o[c] = WrapAdd(o[c], row[c]);
           }
         });
         return Status::OK();

@@ -7,6 +7,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/elementwise.h"
 
 namespace flowstone {
 namespace {
@@ -164,7 +165,8 @@ Status AssignUpdate(KernelContext& ctx) {
         const T* d = delta.data<T>();
         T* out = result.data<T>();
         for (int64_t i = 0; i < current.num_elements(); ++i) {
-          out[i] = kSign > 0 ? a[i] + d[i] : a[i] - d[i];
+          // Integers wrap around on overflow, as in TensorFlow.
+          out[i] = kSign > 0 ? WrapAdd(a[i], d[i]) : WrapSub(a[i], d[i]);
         }
         var->value() = result;
         return Status::OK();

@@ -25,8 +25,9 @@ std::string DescribeBytes(double bytes) {
 Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
   Allocator* allocator = p_.device->allocator();
   AllocatorStats stats = allocator->stats();
-  double requested =
-      static_cast<double>(shape.num_elements()) * static_cast<double>(DTypeSize(dtype));
+  // In floating point: a shape refused because its element count overflows int64 gets here too.
+  double requested = static_cast<double>(DTypeSize(dtype));
+  for (int64_t d : shape.dims()) requested *= static_cast<double>(d);
   std::string largest_free_block;
   if (stats.largest_free_block_bytes >= 0) {
     largest_free_block = StrCat("; largest free block ",

@@ -1,6 +1,7 @@
 """Kernel fuzzing over the whole op registry (`make fuzz`).
 
     python tests/fuzz/fuzz_ops.py [--calls 1000] [--jobs 2] [--ops A,B] [--report out.json]
+                                  [--counts counts.json [--below N]]
 
 Every registered op (`_C.op_names()`) gets `--calls` adversarial calls generated from its schema
 (op_strategies.py). The calls run in worker processes (fuzz_worker.py), a batch of ops each, so
@@ -8,6 +9,11 @@ that a crash, an abort or a sanitizer report is attributed to its op and call; t
 starts a new worker for the ops that remain. Run it under AddressSanitizer + UBSan by building
 the ASan extension and preloading the runtime (the Makefile's `fuzz` target does both);
 ASAN_OPTIONS below make an allocation beyond --max-allocation-mb a failure as well.
+
+With --counts, per-op totals (calls, successes, Status errors, calls that reached the kernel,
+crashes) are added to a JSON file as each op finishes, so that coverage accumulates over runs
+that may be stopped at any time; --below N then fuzzes only the ops with fewer than N calls
+recorded there, and each run draws new calls (its seed is offset by the runs already recorded).
 
 Exit status 0 means every call either succeeded or returned a Status error.
 """
@@ -19,6 +25,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -60,14 +67,71 @@ def describe_last_call(path):
     return f"call {index} of {op}: {call!r}"
 
 
-def run_worker(cmd, env, current_path, call_timeout):
+class CountsFile:
+    """Per-op totals over every run, in a JSON file rewritten (atomically) after each op:
+    {"runs": R, "ops": {op: {"calls", "ok", "status_error", "kernel", "failures", "crashes",
+    "seconds"}}}. Threads of one driver share it; two drivers must not."""
+
+    FIELDS = ("calls", "ok", "status_error", "kernel", "failures", "crashes", "seconds")
+
+    def __init__(self, path):
+        self.path = path
+        self.lock = threading.Lock()
+        self.data = {"runs": 0, "ops": {}}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                self.data = json.load(f)
+
+    def calls(self, op):
+        return self.data["ops"].get(op, {}).get("calls", 0)
+
+    def start_run(self):
+        with self.lock:
+            self.data["runs"] += 1
+            self._save()
+        return self.data["runs"] - 1
+
+    def add(self, op, **delta):
+        with self.lock:
+            entry = self.data["ops"].setdefault(op, dict.fromkeys(self.FIELDS, 0))
+            for key, value in delta.items():
+                entry[key] = round(entry.get(key, 0) + value, 1)
+            self._save()
+
+    def add_result(self, result):
+        self.add(result["op"], calls=result["calls"], ok=result["ok"],
+                 status_error=result["status_error"], kernel=result["kernel"],
+                 failures=len(result["failures"]), seconds=result["seconds"])
+
+    def _save(self):
+        if not self.path:
+            return
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(self.data, f, indent=1, sort_keys=True)
+        os.replace(tmp, self.path)
+
+
+def read_new_results(path, seen):
+    """The complete result lines of a worker's results file after the first `seen`."""
+    try:
+        with open(path) as f:
+            lines = [line for line in f if line.endswith("\n")]
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines[seen:]]
+
+
+def run_worker(cmd, env, current_path, call_timeout, on_results):
     """Runs one worker; kills it when one call runs longer than `call_timeout` seconds (a hang
-    counts as a crash). Returns (returncode or "hang", stderr)."""
+    counts as a crash). `on_results` gets the worker's finished ops as they appear. Returns
+    (returncode or "hang", stderr)."""
     with tempfile.TemporaryFile("w+") as stderr:
         proc = subprocess.Popen(cmd, env=env, stderr=stderr, text=True)
         last, since = None, time.monotonic()
         while proc.poll() is None:
             time.sleep(0.5)
+            on_results()
             try:
                 now = os.stat(current_path).st_size, os.stat(current_path).st_mtime_ns
             except FileNotFoundError:
@@ -83,7 +147,7 @@ def run_worker(cmd, env, current_path, call_timeout):
         return proc.returncode, stderr.read()
 
 
-def run_batch(ops, args, workdir, env):
+def run_batch(ops, args, workdir, env, counts, seed):
     """Runs the worker over `ops` until they are all done; returns (results, crashes)."""
     results_path = os.path.join(workdir, "results.jsonl")
     current_path = os.path.join(workdir, "current.txt")
@@ -92,11 +156,17 @@ def run_batch(ops, args, workdir, env):
     while remaining:
         open(results_path, "w").close()
         cmd = [sys.executable, os.path.join(HERE, "fuzz_worker.py"), "--ops", ",".join(remaining),
-               "--calls", str(args.calls), "--seed", str(args.seed), "--results", results_path,
+               "--calls", str(args.calls), "--seed", str(seed), "--results", results_path,
                "--current", current_path]
-        returncode, stderr = run_worker(cmd, env, current_path, args.call_timeout)
-        with open(results_path) as f:
-            done = [json.loads(line) for line in f if line.strip()]
+        done = []
+
+        def collect():
+            for result in read_new_results(results_path, len(done)):
+                done.append(result)
+                counts.add_result(result)
+
+        returncode, stderr = run_worker(cmd, env, current_path, args.call_timeout, collect)
+        collect()
         results += done
         remaining = remaining[len(done):]
         sanitizer = any(marker in stderr for marker in SANITIZER_MARKERS)
@@ -107,6 +177,7 @@ def run_batch(ops, args, workdir, env):
         crashes.append({"op": op, "returncode": returncode, "call": last,
                         "stderr": stderr[-6000:]})
         print(f"CRASH in {op} (exit {returncode}): {last[:500]}", flush=True)
+        counts.add(op, crashes=1)
         remaining = remaining[1:]
     return results, crashes
 
@@ -122,9 +193,22 @@ def main():
                         help="seconds one call may take before it counts as a hang")
     parser.add_argument("--max-allocation-mb", type=int, default=1024)
     parser.add_argument("--report", help="write per-op counts and crashes as JSON here")
+    parser.add_argument("--counts", help="add per-op totals to this JSON file as ops finish")
+    parser.add_argument("--below", type=int,
+                        help="only the ops with fewer than this many calls in --counts")
     args = parser.parse_args()
+    if args.below is not None and not args.counts:
+        parser.error("--below needs --counts")
 
+    counts = CountsFile(args.counts)
     ops = args.ops.split(",") if args.ops else list_ops()
+    if args.below is not None:
+        ops = [op for op in ops if counts.calls(op) < args.below]
+        print(f"{len(ops)} ops below {args.below} calls in {args.counts}", flush=True)
+        if not ops:
+            return 0
+    # Each run recorded in --counts draws new calls.
+    seed = args.seed + 7919 * counts.start_run()
     env = sanitizer_env(args.max_allocation_mb)
     start = time.monotonic()
     batches = [ops[i::args.jobs] for i in range(args.jobs)]
@@ -133,16 +217,17 @@ def main():
         for d in workdirs:
             os.makedirs(d)
         with ThreadPoolExecutor(len(batches)) as pool:
-            outcomes = list(pool.map(lambda b: run_batch(b[0], args, b[1], env),
+            outcomes = list(pool.map(lambda b: run_batch(b[0], args, b[1], env, counts, seed),
                                      zip(batches, workdirs)))
     results = sorted((r for res, _ in outcomes for r in res), key=lambda r: r["op"])
     crashes = [c for _, cs in outcomes for c in cs]
     failures = [(r["op"], f) for r in results for f in r["failures"]]
 
-    print(f"{'op':40s} {'calls':>7s} {'ok':>7s} {'status':>7s} {'fail':>5s} {'s':>6s}")
+    print(f"{'op':40s} {'calls':>7s} {'ok':>7s} {'status':>7s} {'kernel':>7s} {'fail':>5s} "
+          f"{'s':>6s}")
     for r in results:
         print(f"{r['op']:40s} {r['calls']:7d} {r['ok']:7d} {r['status_error']:7d} "
-              f"{len(r['failures']):5d} {r['seconds']:6.1f}")
+              f"{r['kernel']:7d} {len(r['failures']):5d} {r['seconds']:6.1f}")
     total = sum(r["calls"] for r in results)
     short = [r["op"] for r in results if r["calls"] < args.calls]
     print(f"\n{len(results)} ops, {total} calls in {time.monotonic() - start:.0f} s; "

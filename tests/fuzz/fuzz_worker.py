@@ -47,6 +47,15 @@ def build_and_run(call):
                                        {"value": item.value, "dtype": dtype}, "", "")
                 setup_targets.append(graph.add_node("AssignVariableOp", f"init{i}",
                                                     [(node, 0), (value, 0)], [], {}, "", ""))
+        elif item.kind == "tensorlist":
+            tensor = graph.add_node("Const", f"list_items{i}", [], [],
+                                    {"value": item.value, "dtype": dtype}, "", "")
+            element_shape = graph.add_node(
+                "Const", f"element_shape{i}", [], [],
+                {"value": np.array(np.shape(item.value)[1:], np.int32),
+                 "dtype": op_strategies.DTYPE_ENUM["int32"]}, "", "")
+            node = graph.add_node("TensorListFromTensor", f"in{i}",
+                                  [(tensor, 0), (element_shape, 0)], [], {}, "", "")
         elif item.kind == "const":
             node = graph.add_node("Const", f"in{i}", [], [], {"value": item.value, "dtype": dtype},
                                   "", "")
@@ -57,6 +66,9 @@ def build_and_run(call):
                 feeds.append((node, 0))
                 feed_values.append(item.value)
         endpoints.append((node, 0))
+    for value in call.attrs.values():
+        if isinstance(value, str) and value.startswith("fuzz_") and not graph.has_function(value):
+            add_library_function(graph, value)
     op = graph.add_node(call.op, "fuzzed", endpoints, [], dict(call.attrs), "", "")
     session = _C.Session.create(graph, {"cpu_memory_limit_bytes": SESSION_MEMORY_LIMIT})
     try:
@@ -71,8 +83,30 @@ def build_and_run(call):
         session.close()
 
 
+# The executor appends this to errors raised while running a node (AnnotateNodeError).
+FUZZED_NODE_ERROR = "[[node fuzzed ("
+
+
+def add_library_function(graph, name):
+    """Adds the function op_strategies.library_functions named: `fuzz_identity_<dtypes>` returns
+    its arguments, `fuzz_false_<dtypes>` a false scalar (a loop that stops at once)."""
+    _, kind, signature = name.split("_", 2)
+    body = _C.Graph.function_body(graph)
+    args = [(body.add_node("Placeholder", f"arg{i}", [], [],
+                           {"dtype": op_strategies.DTYPE_ENUM[t], "shape": None}, "", ""), 0)
+            for i, t in enumerate(signature.split("-") if signature else [])]
+    if kind == "false":
+        rets = [(body.add_node("Const", "false", [], [],
+                               {"value": np.array(False), "dtype": op_strategies.DTYPE_ENUM["bool"]},
+                               "", ""), 0)]
+    else:
+        rets = [(body.add_node("Identity", f"ret{i}", [arg], [], {}, "", ""), 0)
+                for i, arg in enumerate(args)]
+    graph.add_function(name, body, args, rets)
+
+
 def fuzz_op(op, calls, rng_seed, current):
-    counts = {"op": op, "calls": 0, "ok": 0, "status_error": 0, "failures": []}
+    counts = {"op": op, "calls": 0, "ok": 0, "status_error": 0, "kernel": 0, "failures": []}
 
     def one(call):
         # The call goes to the --current file before it runs, pickled (printing it costs more
@@ -85,8 +119,11 @@ def fuzz_op(op, calls, rng_seed, current):
         try:
             build_and_run(call)
             counts["ok"] += 1
-        except _C.StatusError:
+            counts["kernel"] += 1
+        except _C.StatusError as e:
             counts["status_error"] += 1
+            if FUZZED_NODE_ERROR in str(e):
+                counts["kernel"] += 1
         except Exception as e:  # noqa: BLE001 - every non-Status exception is a finding
             counts["failures"].append(f"{type(e).__name__}: {e} in {call!r}"[:2000])
 

@@ -3,14 +3,23 @@
 Nothing here names an op: inputs, list lengths, dtypes and attrs all come from `_C.op_def`, so
 an op registered tomorrow is fuzzed with no edit. A call is a plain description (`Call`) that the
 worker turns into a graph; it prints as something a person can read and paste into a test.
+
+The schema does not say which inputs must agree (a filter's depth with an image's channels,
+`size_splits` with a dimension), so calls drawn from it alone rarely reach the kernels of
+convolutions, pools, pads or splits. Half the calls of an op with conformance cases
+(tests/python/op_cases*.py) therefore start from one of those valid calls and mutate it a little
+(a dimension, some values, an attr, a dtype), which reaches the kernel and its edges.
 """
 
 import dataclasses
+import os
+import sys
 
 import numpy as np
 from hypothesis import strategies as st
 
 from flowstone import _C
+from flowstone.framework.ops import _attr_for_c
 
 # Flowstone dtype enum values by name, and the numpy dtype that feeds each one (bfloat16 is fed
 # as float32 and converted by the binding; resources are variable handles, not arrays).
@@ -48,7 +57,7 @@ class Input:
     """One input of a call: a constant, a fed placeholder (whose declared shape may be unknown or
     partial) or a variable handle (`dtype` is the variable's; `value` its initial value or None
     for an uninitialized variable)."""
-    kind: str  # "const", "feed", "variable" or "unfed"
+    kind: str  # "const", "feed", "variable", "tensorlist" (of `value`'s rows) or "unfed"
     dtype: str
     value: np.ndarray
     declared_shape: object = None  # for feeds: None (unknown rank) or a list with None dims
@@ -138,9 +147,12 @@ def tensors(draw, dtype, base_shape, position):
     and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
+    if dtype == "variant" and seed % 2:
+        # A real tensor list, built in the graph from a float32 tensor (TensorListFromTensor).
+        return Input("tensorlist", "float32", array_values("float32", shape or (1,), seed))
     if dtype not in NUMPY_DTYPE and dtype != "resource":
-        # No numpy value exists (variant: tensor lists): an unfed placeholder, so the graph
-        # checks run and the run fails with a Status ("You must feed a value").
+        # No numpy value exists: an unfed placeholder, so the graph checks run and the run fails
+        # with a Status ("You must feed a value").
         return Input("unfed", dtype, None, None)
     if dtype == "resource":
         var_dtype = VALUE_DTYPES[seed % len(VALUE_DTYPES)]
@@ -217,6 +229,113 @@ def calls(op):
 
 
 def _calls(op):
+    schema = _schema_calls(op)
+    cases = conformance_cases().get(op)
+    if not cases:
+        return schema
+    return st.one_of(schema, mutated_cases(op, cases))
+
+
+_CASES = None
+
+
+def conformance_cases():
+    """The conformance cases that are plain calls (inputs and attrs, no builder), by op."""
+    global _CASES
+    if _CASES is None:
+        tests_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
+        sys.path.insert(0, tests_python)
+        try:
+            from op_cases import CASES
+        finally:
+            sys.path.remove(tests_python)
+        _CASES = {}
+        for case in CASES:
+            dtypes = [np.asarray(x).dtype.name for x in case.inputs]
+            if case.build is None and all(d in NUMPY_DTYPE for d in dtypes):
+                _CASES.setdefault(case.op, []).append(case)
+    return _CASES
+
+
+# How a conformance case is changed: values, a dimension, an attr or a dtype; or not at all
+# (a valid call still runs the kernel on the feed path with another declared shape).
+MUTATIONS = ["none", "values", "int_nudge", "dim_zero", "dim_grow", "dim_drop", "dim_add",
+             "attr", "attr", "dtype"]
+
+
+def _edge_attr(value, seed):
+    """A value near `value`'s edges, of the same type where it has one."""
+    rng = np.random.default_rng(seed)
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return int(rng.choice([value + 1, value - 1, -value - 1, 0, 2**31, 2**62, -2**63]))
+    if isinstance(value, float):
+        return float(rng.choice(EDGE_FLOATS))
+    if isinstance(value, str):
+        return str(rng.choice(KNOWN_STRINGS))
+    if isinstance(value, list) and value:
+        value = list(value)
+        i = int(rng.integers(len(value)))
+        value[i] = _edge_attr(value[i], seed + 1)
+        return value
+    return value
+
+
+def mutated_cases(op, cases):
+    """Calls that start from a conformance case of `op` and change one or two things."""
+
+    @st.composite
+    def draw(draw):
+        case = draw(st.sampled_from(cases))
+        values = [np.array(x) for x in case.inputs]
+        attrs = {k: _attr_for_c(v) for k, v in case.attrs.items() if v is not None}
+        for _ in range(draw(st.sampled_from([1, 1, 2]))):
+            mutation, seed = draw(st.sampled_from(MUTATIONS)), draw(SEEDS)
+            i = seed % len(values) if values else 0
+            rng = np.random.default_rng(seed)
+            if not values and mutation not in ("attr", "none"):
+                continue
+            if mutation == "values":
+                values[i] = array_values(values[i].dtype.name, values[i].shape, seed)
+            elif mutation == "int_nudge" and values[i].dtype.kind in "iu" and values[i].size:
+                flat = values[i].reshape(-1).copy()
+                j = int(rng.integers(flat.size))
+                info = np.iinfo(flat.dtype)  # wraps around like a C cast
+                nudged = int(flat[j]) + int(rng.choice([-1, 1, 2**31 - 1]))
+                flat[j] = (nudged - info.min) % (int(info.max) - info.min + 1) + info.min
+                values[i] = flat.reshape(values[i].shape)
+            elif mutation.startswith("dim_"):
+                shape = list(values[i].shape)
+                if mutation == "dim_add" or not shape:
+                    shape.insert(int(rng.integers(len(shape) + 1)), 1)
+                elif mutation == "dim_drop":
+                    del shape[int(rng.integers(len(shape)))]
+                else:
+                    j = int(rng.integers(len(shape)))
+                    shape[j] = 0 if mutation == "dim_zero" else shape[j] + 1
+                if int(np.prod(shape)) <= MAX_ELEMENTS:
+                    values[i] = array_values(values[i].dtype.name, tuple(shape), seed)
+            elif mutation == "attr" and attrs:
+                name = sorted(attrs)[seed % len(attrs)]
+                attrs[name] = _edge_attr(attrs[name], seed)
+            elif mutation == "dtype":
+                values[i] = values[i].astype(NUMPY_DTYPE[VALUE_DTYPES[seed % len(VALUE_DTYPES)]])
+        inputs = []
+        for value in values:
+            kind = draw(st.sampled_from(["const", "feed-exact", "feed-unknown"]))
+            dtype = value.dtype.name
+            if kind == "const":
+                inputs.append(Input("const", dtype, value))
+            else:
+                declared = list(value.shape) if kind == "feed-exact" else None
+                inputs.append(Input("feed", dtype, value, declared))
+        return Call(op, inputs, attrs)
+
+    return draw()
+
+
+def _schema_calls(op):
     op_def = _C.op_def(op)
     if op_def is None:
         raise ValueError(f"{op} is not a registered op")
@@ -247,6 +366,7 @@ def _calls(op):
                                      st.lists(st.sampled_from([1, 1, 1, 2, 0, -1]), max_size=5))
         else:
             gentle[name] = WELL_TYPED.get(type_name, value)
+    func_attrs = [name for name, type_name in attr_types.items() if type_name == "func"]
     extra_attr = st.sampled_from([False] * 49 + [True])
     gentle_call = st.sampled_from([True, True, True, False, False])
 
@@ -270,11 +390,29 @@ def _calls(op):
             value = draw(strategy)
             if value is not _UNSET:
                 attrs[name] = value
+        if func_attrs and draw(st.booleans()):
+            attrs.update(library_functions(op_def, func_attrs, inputs, draw(st.sampled_from([0, 1]))))
         if not is_gentle and draw(extra_attr):
             attrs["not_an_attr_of_this_op"] = 1
         return Call(op, inputs, attrs)
 
     return draw_call()
+
+
+def library_functions(op_def, func_attrs, inputs, skip):
+    """Func attrs naming functions the worker adds to the graph's library (fuzz_worker.py
+    add_library_function): a loop condition (`cond`) returns false, every other function
+    returns its arguments, which are the call's inputs after the first `skip` (If's condition).
+    The list(type) attrs are set to match, so the call can reach the kernel."""
+    types = [item.dtype if item.kind != "tensorlist" else "variant" for item in inputs[skip:]]
+    signature = "-".join(types)
+    attrs = {name: f"fuzz_{'false' if name == 'cond' else 'identity'}_{signature}"
+             for name in func_attrs}
+    enums = [DTYPE_ENUM[t] for t in types]
+    for name, type_name, _ in op_def["attrs"]:
+        if type_name == "list(type)" and name in ("T", "Tin", "Tout"):
+            attrs[name] = enums
+    return attrs
 
 
 class _Unset:

@@ -49,3 +49,46 @@ def test_losses_are_bit_identical_across_thread_counts_and_runs():
     assert reference[-1] < reference[0]  # it trains
     for threads in (2, 4, 2):
         assert train(threads) == reference, f"{threads} threads"
+
+
+# Convolutions and their two gradients for the shapes of small CNNs, hashed.
+CONVOLUTIONS = """
+import hashlib, sys
+import numpy as np
+import flowstone as tf
+
+threads = int(sys.argv[1])
+rng = np.random.RandomState(0)
+fetches = []
+for n, size, depth, k, filters in [(32, 12, 3, 3, 16), (32, 10, 16, 3, 16), (8, 28, 1, 5, 6),
+                                   (8, 14, 6, 5, 16), (4, 16, 32, 3, 64), (4, 16, 64, 1, 64)]:
+    x = tf.constant(rng.rand(n, size, size, depth).astype(np.float32))
+    f = tf.constant(rng.rand(k, k, depth, filters).astype(np.float32) - 0.5)
+    y = tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID")
+    dy = tf.constant(rng.rand(*y.shape.as_list()).astype(np.float32) - 0.5)
+    fetches += [y] + tf.gradients(y, [x, f], grad_ys=dy)
+config = tf.ConfigProto(intra_op_parallelism_threads=threads,
+                        inter_op_parallelism_threads=threads)
+with tf.Session(config=config) as sess:
+    print(" ".join(hashlib.sha1(v.tobytes()).hexdigest() for v in sess.run(fetches)))
+"""
+
+
+def test_convolutions_are_bit_identical_across_processes_threads_and_load():
+    # oneDNN has several implementations of a convolution (the tensors' layouts or blocked
+    # ones) that sum in different orders. The kernel used to time them on first use and keep
+    # the faster, so a loaded machine could flip the choice from one process to the next: the
+    # training above then differed after a few steps (seen at 4 threads in the ASan build).
+    # Six processes at once, at 1, 2 and 4 threads, load each other while they choose.
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(CONVOLUTIONS), str(threads)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for threads in (1, 2, 4, 1, 2, 4)]
+    outputs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        outputs.append(out.split())
+    assert all(len(hashes) == 18 for hashes in outputs), outputs
+    for threads, hashes in zip((1, 2, 4, 1, 2, 4), outputs):
+        differing = [i for i, (a, b) in enumerate(zip(hashes, outputs[0])) if a != b]
+        assert differing == [], f"{threads} threads: outputs {differing} differ from the first"

@@ -108,3 +108,183 @@ def test_a_huge_block_size_is_an_error_not_a_division_by_zero(op, big_shape):
         apply_op(op, [x], {"block_size": 2**40})
     with pytest.raises(ValueError, match="overflows int64"):
         apply_op(op, [tf.placeholder(tf.float32, big_shape)], {"block_size": 2**21})
+
+
+def test_integer_bias_add_and_its_gradient_wrap_around_on_overflow():
+    # Signed integer overflow in the per-channel sums (UBSan under make fuzz): integers are now
+    # added as their unsigned type, so they wrap around as in numpy and TensorFlow.
+    big = np.iinfo(np.int64).max
+    grad = np.array([[[-3765556709937561373], [-5959612375681000768]],
+                     [[big], [big]]], np.int64)
+    with tf.Session() as sess:
+        got = sess.run(apply_op("BiasAddGrad", [tf.constant(grad)]).outputs[0])
+        with np.errstate(over="ignore"):
+            expected = grad.sum(axis=(0, 1))
+        np.testing.assert_array_equal(got, expected)
+        x = np.array([[2**31 - 1, -2**31]], np.int32)
+        added = sess.run(tf.nn.bias_add(tf.constant(x), tf.constant([1, -1], tf.int32)))
+        np.testing.assert_array_equal(added, [[-2**31, 2**31 - 1]])
+
+
+@pytest.mark.parametrize("op", ["Cumsum", "Cumprod"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_scans_wrap_around_on_overflow(op, dtype):
+    # Cumsum of INT64_MIN + 1 values and Cumprod of large int32s overflowed signed integers.
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.max, info.min + 1, 3, info.max // 2 + 7], dtype)
+    with tf.Session() as sess:
+        got = sess.run(apply_op(op, [tf.constant(x), tf.constant(0)]).outputs[0])
+    with np.errstate(over="ignore"):
+        expected = np.cumsum(x, dtype=dtype) if op == "Cumsum" else np.cumprod(x, dtype=dtype)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_a_huge_dilation_is_an_error_not_an_overflow():
+    # rates=[1, 2**62, 1, 1]: the dilated kernel size (k - 1) * rate + 1 overflowed int64
+    # (UBSan); the window arithmetic now checks it, and paddings and strides too.
+    x = tf.placeholder(tf.float32)
+    f = tf.placeholder(tf.float32, [3, 2, 2])
+    y = apply_op("Dilation2D", [x, f], {"strides": [1, 1, 1, 1], "rates": [1, 2**62, 1, 1],
+                                        "padding": "VALID"}).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Sliding window arithmetic overflows int64: input size 5, "
+                                 "kernel size 3, dilation 4611686018427387904"):
+            sess.run(y, {x: np.ones((2, 5, 6, 2), np.float32), f: np.ones((3, 2, 2), np.float32)})
+
+
+def test_tile_whose_output_size_overflows_is_a_status_error():
+    # [2, 3] tiled by [1651288836, 2128377882]: the element count overflowed int64 while the
+    # OOM error was being written (UBSan). Now it is the OOM error; one dimension that
+    # overflows by itself is an InvalidArgument naming it.
+    x = tf.placeholder(tf.float64, [2, 3])
+    multiples = tf.placeholder(tf.int32)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match=r"OOM when allocating tensor "
+                                                                   r"with shape\[3302577672,"
+                                                                   r"6385133646\]"):
+            sess.run(tf.tile(x, multiples), {x: np.ones((2, 3)),
+                                             multiples: [1651288836, 2128377882]})
+        message = (r"Tile: output dimension 0 \(input dimension 2 times multiples\[0\] = "
+                   r"4611686018427387904\) overflows int64")
+        with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+            big = tf.placeholder(tf.int64)
+            sess.run(tf.tile(x, big), {x: np.ones((2, 3)), big: [2**62, 1]})
+    with pytest.raises(ValueError, match=message):  # known multiples: at graph construction
+        tf.tile(x, tf.constant([2**62, 1], tf.int64))
+
+
+def test_gather_of_a_scalar_with_an_unknown_axis_is_an_error_at_graph_construction():
+    # params of rank 0 and an axis only known at run time: the shape function made an
+    # unknown shape of rank -1 (AddressSanitizer: negative-size-param).
+    with pytest.raises(ValueError, match="params must be at least 1 dimensional"):
+        apply_op("GatherV2", [tf.constant(-1), tf.constant(5, tf.int64),
+                              tf.placeholder(tf.int64)])
+
+
+def test_a_segment_count_whose_output_size_overflows_is_a_status_error():
+    # num_segments=2**62 with rows of 7: the session's cost heuristic multiplied the static
+    # output shape [2**62, 7] and overflowed (UBSan). Element counts now saturate.
+    data = tf.constant(np.ones((3, 2, 7), np.int64))
+    ids = tf.constant(np.zeros((3, 2), np.int32))
+    out = tf.math.unsorted_segment_sum(data, ids, tf.constant(2**62, tf.int64))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match="OOM when allocating"):
+            sess.run(out)
+
+
+@pytest.mark.parametrize("op", ["SparseSegmentSum", "UnsortedSegmentSum", "UnsortedSegmentProd"])
+def test_integer_segment_reductions_wrap_around_on_overflow(op):
+    big = np.iinfo(np.int64).max
+    data = np.array([[big, 3], [big, 5], [7, big]], np.int64)
+    with np.errstate(over="ignore"):
+        if op == "UnsortedSegmentProd":
+            expected = np.prod(data, axis=0, keepdims=True)
+        else:
+            expected = np.sum(data, axis=0, keepdims=True)
+    if op == "SparseSegmentSum":
+        inputs = [tf.constant(data), tf.constant([0, 1, 2]), tf.constant([0, 0, 0])]
+    else:
+        inputs = [tf.constant(data), tf.constant([0, 0, 0]), tf.constant(1)]
+    with tf.Session() as sess:
+        got = sess.run(apply_op(op, inputs).outputs[0])
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_add_n_without_inputs_is_a_value_error():
+    # AddN with N=0 read the shape of input 0 of a node that had none (UBSan: reference
+    # binding to null); now TensorFlow's "less than minimum" error, as for Pack.
+    graph = _C.Graph()
+    with pytest.raises(_C.StatusError, match="Attr 'N' of 'AddN' Op passed 0 less than "
+                                             "minimum 1."):
+        graph.add_node("AddN", "add", [], [], {"T": 3}, "", "")
+
+
+def test_integer_add_n_and_variable_updates_wrap_around_on_overflow():
+    big = np.array([2**62, -2**63, 5], np.int64)
+    v = tf.Variable(big)
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        with np.errstate(over="ignore"):
+            np.testing.assert_array_equal(sess.run(tf.add_n([v.value(), v.value(), v.value()])),
+                                          big + big + big)
+            sess.run(v.assign_add(big))
+            np.testing.assert_array_equal(sess.run(v), big + big)
+            sess.run(v.assign_sub(np.array([-2**63, 1, 2**63 - 1], np.int64)))
+            np.testing.assert_array_equal(
+                sess.run(v), big + big - np.array([-2**63, 1, 2**63 - 1], np.int64))
+
+
+@pytest.mark.parametrize("paddings", [[[-7599054045295656413, -5156970955368076164], [0, 0]],
+                                      [[7224747493100936066, 8429702924079202986], [0, 0]]])
+def test_mirror_pad_grad_with_huge_paddings_is_an_error_not_an_overflow(paddings):
+    # The sum of a dimension's two paddings overflowed int64 (UBSan) before it was compared
+    # with the dimension.
+    grad = tf.placeholder(tf.float64)
+    pads = tf.placeholder(tf.int64)
+    out = apply_op("MirrorPadGrad", [grad, pads], {"mode": "SYMMETRIC"}).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Paddings must be non-negative|of dimension 0 exceed its size"):
+            sess.run(out, {grad: np.ones((5, 6)), pads: np.array(paddings, np.int64)})
+
+
+def test_pad_whose_padded_size_overflows_is_an_error():
+    x = tf.placeholder(tf.float32, [2, 3])
+    pads = tf.placeholder(tf.int64, [2, 2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Padded dimension 0 \(2 \+ 9223372036854775807 \+ 1\) "
+                                 r"overflows int64"):
+            sess.run(tf.pad(x, pads), {x: np.ones((2, 3)), pads: [[2**63 - 1, 1], [0, 0]]})
+
+
+def test_unsorted_segment_sum_kernel_wraps_integer_overflow():
+    # UnsortedSegmentSum's own kernel (slice_ops.cc) summed int64 rows with a signed +=.
+    big = np.iinfo(np.int64).max
+    got_op = tf.math.unsorted_segment_sum(tf.constant([[big], [big]], tf.int64),
+                                          tf.constant([1, 1]), 2)
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(got_op), [[0], [-2]])
+
+
+def test_extract_image_patches_whose_depth_overflows_is_an_error():
+    # ksizes=[1, 2, 2**62, 1]: the output depth 6 * 2 * 2**62 overflowed int64 (UBSan).
+    images = tf.placeholder(tf.float64)
+    patches = apply_op("ExtractImagePatches", [images],
+                       {"ksizes": [1, 2, 2**62, 1], "strides": [1, 2, 1, 1],
+                        "rates": [1, 1, 1, 1], "padding": "SAME"}).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Output depth 3 \\* 2 \\* 4611686018427387904 overflows int64"):
+            sess.run(patches, {images: np.ones((2, 6, 4, 3))})
+
+
+def test_a_sorted_segment_id_of_int64_max_is_an_error():
+    # The segment count, the last id + 1, overflowed int64 (UBSan in SegmentMin).
+    data = tf.constant(np.ones((2, 2), np.float32))
+    ids = tf.placeholder(tf.int64, [2])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="segment id 9223372036854775807 is too large"):
+            sess.run(tf.math.segment_min(data, ids), {ids: [2**63 - 1, 2**63 - 1]})

@@ -214,3 +214,60 @@ def test_fork_child_runs_sessions_made_before_and_after_the_fork():
     """, timeout=120)
     assert "child 0" in out, out
     assert "parent True" in out, out
+
+
+# One convolution of about 0.1 G multiply-adds per image (7x7 filter, 32 -> 64 channels): with
+# 256 float32 images (oneDNN) or 32 float64 ones (reference loops), a single kernel that runs for
+# seconds.
+LONG_CONVOLUTION = """
+    dtype, batch = tf.float32, 256
+    x = tf.ones([batch, 32, 32, 32], dtype)
+    f = tf.ones([7, 7, 32, 64], dtype) / 1000.0
+    y = tf.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+    probe = tf.reduce_sum(y[0, 16, 16])
+    with tf.Session() as sess:
+        start = time.time()
+        full_value = sess.run(probe)
+        full = time.time() - start
+"""
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_ctrl_c_stops_a_single_long_convolution(dtype):
+    # Cancellation used to be polled between nodes only inside a convolution: the interrupt
+    # waited for the whole kernel. Now its chunks of images (oneDNN, float32) and its rows
+    # (reference loops, float64) poll the run's token.
+    body = LONG_CONVOLUTION
+    if dtype == "float64":
+        body = body.replace("tf.float32, 256", "tf.float64, 32")
+    out = run_script(body + """
+        for attempt in range(3):
+            sender = signal_after(min(0.3, full / 4))
+            start = time.time()
+            try:
+                sess.run(probe)
+                print("completed")
+            except KeyboardInterrupt:
+                print("interrupted", time.time() - start, full)
+            sender.join()
+        assert sess.run(probe) == full_value  # the session is still usable
+    """)
+    lines = [line.split() for line in out.splitlines()]
+    assert [line[0] for line in lines] == ["interrupted"] * 3, out
+    for _, took, full in lines:
+        # The uninterrupted kernel ran `full` seconds; stopped, it runs a fraction of it.
+        assert float(took) < 0.6 * float(full), out
+
+
+def test_a_deadline_stops_a_single_long_convolution():
+    out = run_script(LONG_CONVOLUTION + """
+        start = time.time()
+        try:
+            sess.run(probe, options=tf.RunOptions(timeout_in_ms=100))
+            print("completed")
+        except tf.errors.DeadlineExceededError:
+            print("deadline", time.time() - start, full)
+    """)
+    kind, took, full = out.split()
+    assert kind == "deadline", out
+    assert float(took) < 0.6 * float(full), out

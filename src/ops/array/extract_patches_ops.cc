@@ -48,6 +48,17 @@ Status ReadPatchAttrs(const AttrMap& attrs, conv::WindowAttrs* window) {
   return Status::OK();
 }
 
+// The output depth: the input's depth times the patch's rows and columns, checked for overflow
+// (ksizes are attrs of any size).
+Status PatchDepth(int64_t depth, const conv::WindowAttrs& window, int64_t* out) {
+  if (__builtin_mul_overflow(depth, window.ksize[0], out) ||
+      __builtin_mul_overflow(*out, window.ksize[1], out)) {
+    return errors::InvalidArgument("Output depth ", depth, " * ", window.ksize[0], " * ",
+                                   window.ksize[1], " overflows int64; use smaller ksizes");
+  }
+  return Status::OK();
+}
+
 Status ExtractPatchesShape(InferenceContext& ctx) {
   conv::WindowAttrs window;
   FS_RETURN_IF_ERROR(ReadPatchAttrs(ctx.attrs(), &window));
@@ -60,7 +71,8 @@ Status ExtractPatchesShape(InferenceContext& ctx) {
   int64_t rows = -1, cols = -1;
   FS_RETURN_IF_ERROR(conv::WindowOutputSize(window, 0, images.dim(1), window.ksize[0], &rows));
   FS_RETURN_IF_ERROR(conv::WindowOutputSize(window, 1, images.dim(2), window.ksize[1], &cols));
-  const int64_t depth = images.dim(3) < 0 ? -1 : images.dim(3) * window.ksize[0] * window.ksize[1];
+  int64_t depth = -1;
+  if (images.dim(3) >= 0) FS_RETURN_IF_ERROR(PatchDepth(images.dim(3), window, &depth));
   ctx.set_output(0, PartialShape({images.dim(0), rows, cols, depth}));
   return Status::OK();
 }
@@ -80,9 +92,11 @@ Status ExtractPatchesKernel(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(conv::ComputeWindow(window, 1, images.dim(2), window.ksize[1], &cols));
   const int64_t batch = images.dim(0);
   const int64_t depth = images.dim(3);
+  int64_t out_depth;
+  FS_RETURN_IF_ERROR(PatchDepth(depth, window, &out_depth));
   Tensor* out;
-  FS_RETURN_IF_ERROR(ctx.AllocateOutput(
-      0, TensorShape{batch, rows.out, cols.out, depth * rows.kernel * cols.kernel}, &out));
+  FS_RETURN_IF_ERROR(
+      ctx.AllocateOutput(0, TensorShape{batch, rows.out, cols.out, out_depth}, &out));
   if (out->num_elements() == 0) return Status::OK();
   const int64_t pixel_bytes = depth * static_cast<int64_t>(DTypeSize(images.dtype()));
   const char* src = static_cast<const char*>(images.raw_data());

@@ -12,6 +12,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/array_util.h"
+#include "ops/elementwise.h"
 
 namespace flowstone {
 namespace {
@@ -30,15 +31,16 @@ T ScanIdentity() {
 
 template <Scan S, typename T>
 T ScanStep(T acc, T x) {
+  // Integer sums and products wrap around on overflow (WrapAdd, WrapMul), as in TensorFlow.
   if constexpr (S == Scan::kProd) {
-    return acc * x;
+    return WrapMul(acc, x);
   } else if constexpr (S == Scan::kLogSumExp) {
     // log(exp(acc) + exp(x)) without overflow; -inf + -inf stays -inf.
     const T hi = std::max(acc, x);
     if (hi == -std::numeric_limits<T>::infinity()) return hi;
     return hi + std::log1p(std::exp(std::min(acc, x) - hi));
   } else {
-    return acc + x;
+    return WrapAdd(acc, x);
   }
 }
 

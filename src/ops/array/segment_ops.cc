@@ -19,6 +19,7 @@
 #include "flowstone/shape_inference.h"
 #include "ops/array/scatter_util.h"
 #include "ops/array_util.h"
+#include "ops/elementwise.h"
 #include "ops/segment_util.h"
 
 namespace flowstone {
@@ -138,6 +139,11 @@ Status MapRows(KernelContext& ctx, Kind kind, RowMap* map) {
     }
     FS_RETURN_IF_ERROR(scatter_util::CheckedIndices(indices, data.dim(0), "indices", &map->source));
   }
+  if (!map->segment.empty() && map->segment.back() == std::numeric_limits<int64_t>::max()) {
+    // One more than the largest id would overflow.
+    return errors::InvalidArgument("segment id ", map->segment.back(),
+                                   " is too large: the output would need that many + 1 rows");
+  }
   map->num_segments = map->segment.empty() ? 0 : map->segment.back() + 1;
   return Status::OK();
 }
@@ -150,12 +156,13 @@ T Identity() {
   return T(0);
 }
 
+// Integer sums and products wrap around on overflow (WrapAdd, WrapMul), as in TensorFlow.
 template <Reduce R, typename T>
 T Combine(T acc, T x) {
-  if constexpr (R == Reduce::kProd) return acc * x;
+  if constexpr (R == Reduce::kProd) return WrapMul(acc, x);
   if constexpr (R == Reduce::kMax) return std::max(acc, x);
   if constexpr (R == Reduce::kMin) return std::min(acc, x);
-  return acc + x;
+  return WrapAdd(acc, x);
 }
 
 // Output row s reduces the data rows mapped to s, in order; an empty segment gets the
