@@ -37,6 +37,7 @@ void RegisterBuildInfo(nb::module_& m);
 // Installs the runner that PyFunc kernels call (py_func.cc).
 void RegisterPyFunc(nb::module_& m);
 void RegisterInterrupts(nb::module_& m);
+void RegisterEager(nb::module_& m);
 
 // Whether a run called now should stop on Ctrl-C: on Python's main thread, with the SIGINT hook
 // placed (interrupts.cc).

@@ -10,6 +10,7 @@ import numpy as np
 from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
+from flowstone.framework import context as _context
 from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.util.tf_export import tf_export
 
@@ -703,7 +704,19 @@ class name_scope:  # noqa: N801 - TensorFlow's name
 
 
 def control_dependencies(control_inputs):
+    if executing_eagerly():
+        return contextlib.nullcontext()  # eager ops run in program order, as in TensorFlow
     return get_default_graph().control_dependencies(control_inputs)
+
+
+def executing_eagerly():
+    """Whether ops created now run at once: eager execution is on and no graph is being built
+    (a `with g.as_default():` block of another graph, or a tf.function being traced). Name scopes
+    enter the global default graph, which in eager mode only holds scopes and device stacks."""
+    if not _context.state.enabled:
+        return False
+    stack = _default_graph_stack.stack
+    return not stack or stack[-1] is _global_default_graph
 
 
 @tf_export("init_scope")
@@ -754,7 +767,7 @@ def _graph_from_values(values):
         return default  # a function body being traced: outer values are captured into it
     if values:
         for v in (values if isinstance(values, (list, tuple)) else [values]):
-            if isinstance(v, Tensor):
+            if isinstance(v, Tensor) and v._op is not None:  # an EagerTensor has no graph
                 return v.graph
             if isinstance(v, Operation):
                 return v.graph
@@ -917,6 +930,8 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     `inputs` items are Tensors (anything convert_to_tensor accepts) or lists of them for list
     arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
     """
+    if _context.state.enabled and executing_eagerly():
+        return _context.state.execute(op_type, inputs, attrs, name)
     flat = []
     for item in inputs:
         if isinstance(item, (list, tuple)):
