@@ -420,9 +420,17 @@ class Graph:
         finally:
             self._gradient_override_map = saved
 
+    def _in_eager_mode(self):
+        """Whether this is the global default graph while ops run eagerly: it then only holds
+        name scopes and device stacks."""
+        return self is _global_default_graph and executing_eagerly()
+
     # --- control dependencies and devices ------------------------------------------------------
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
+        if self._in_eager_mode():
+            yield  # eager ops run in program order, as in TensorFlow
+            return
         ctx = self._ctx()
         old = ctx.control_deps
         if control_inputs is None:
@@ -499,6 +507,9 @@ class Graph:
         if op is None and not ignore_existing:
             raise ValueError("Trying to reset colocation (op is None) but ignore_existing is "
                              "not True")
+        if self._in_eager_mode():
+            yield  # TensorFlow ignores colocation when executing eagerly
+            return
         entry = None
         if op is not None:
             op = _op_to_colocate_with(op)
@@ -704,8 +715,6 @@ class name_scope:  # noqa: N801 - TensorFlow's name
 
 
 def control_dependencies(control_inputs):
-    if executing_eagerly():
-        return contextlib.nullcontext()  # eager ops run in program order, as in TensorFlow
     return get_default_graph().control_dependencies(control_inputs)
 
 

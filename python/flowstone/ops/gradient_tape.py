@@ -49,7 +49,6 @@ class GradientTape:
         self._watch_accessed_variables = watch_accessed_variables
         self._recording = False
         self._used = False
-        self._watched_variables = []
 
     def __enter__(self):
         self._push_tape()
@@ -75,10 +74,7 @@ class GradientTape:
     def watch(self, tensor):
         """Makes the tape trace ops on `tensor` (a tensor, a variable or a structure of them)."""
         for t in nest.flatten(tensor):
-            if isinstance(t, _variables.Variable):
-                if t not in self._watched_variables:
-                    self._watched_variables.append(t)
-            elif isinstance(t, _ops.Tensor) and not t.dtype.is_floating:
+            if isinstance(t, _ops.Tensor) and not t.dtype.is_floating:
                 continue  # TensorFlow watches only floating-point tensors
             self._tape.watch(_handle_of(t, "watched tensor"))
 
@@ -96,12 +92,12 @@ class GradientTape:
     def reset(self):
         """Forgets everything recorded so far (the tape keeps recording)."""
         self._tape.reset()
-        self._watched_variables = []
         self._used = False
 
     def watched_variables(self):
-        """The variables watched explicitly, in watch order."""
-        return tuple(self._watched_variables)
+        """The variables the tape watches (explicitly or as they were read), in watch order."""
+        by_id = _variables.eager_variables_by_handle_id
+        return tuple(by_id[i] for i in self._tape.watch_order if i in by_id)
 
     def _check_usable(self):
         if self._used and not self._persistent:

@@ -7,6 +7,7 @@ A variable is a handle op in the graph; its value lives in each session (see var
 import contextlib
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
@@ -90,6 +91,7 @@ class Variable(metaclass=_VariableMetaclass):
                                 "shared_name": f"{self._name}_eager_{_eager_variable_count}"},
             name=self._name).outputs[0]
         _ops.apply_op("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+        eager_variables_by_handle_id[self._handle._handle.id] = self
         self._initializer_op = None
         self._value = None
 
@@ -251,6 +253,8 @@ class Variable(metaclass=_VariableMetaclass):
 _CONSTRUCTOR = inspect.signature(Variable.__init__)
 # Eager variables made so far: each gets a shared_name of its own in the eager context.
 _eager_variable_count = 0
+# Eager variables by the id of their handle tensor, which is what gradient tapes watch.
+eager_variables_by_handle_id = weakref.WeakValueDictionary()
 
 
 def _delegate(name):
