@@ -604,6 +604,10 @@ class Graph:
                 self._apply_device_functions(op, device_functions)
             return op
 
+    def _capture_eager(self, tensor, op_type):
+        raise TypeError(f"An eager tensor was passed to {op_type} in a graph; graph ops take "
+                        "graph tensors (tf.function bodies capture eager tensors).")
+
     def _sync_ops(self):
         """Wraps nodes the C++ side added (gradients, for instance) in Operations."""
         with self._lock:
@@ -665,9 +669,13 @@ _global_default_graph = None
 
 def get_default_graph():
     """The graph new ops go to."""
-    global _global_default_graph
     if _default_graph_stack.stack:
         return _default_graph_stack.stack[-1]
+    return _get_global_default_graph()
+
+
+def _get_global_default_graph():
+    global _global_default_graph
     if _global_default_graph is None:
         _global_default_graph = Graph()
     return _global_default_graph
@@ -739,6 +747,9 @@ def init_scope():
     outer = graph
     while getattr(outer, "outer_graph", None) is not None:
         outer = outer.outer_graph
+    if getattr(outer, "_eager_outer", False):
+        # A tf.function traced while executing eagerly: variables are made eagerly.
+        outer = _get_global_default_graph()
     with outer.as_default(), outer.name_scope(scope + "/" if scope else ""), \
             outer.control_dependencies(None):
         yield
@@ -951,13 +962,16 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     # Inside a function body being traced, ops go to the body, which captures outer tensors.
     graph = get_default_graph()
     if not graph._captures_outer_tensors:
-        graph = next((t.graph for t in flat if isinstance(t, Tensor)), graph)
+        graph = next((t.graph for t in flat if isinstance(t, Tensor) and t._op is not None),
+                     graph)
     converted = []
     for t in flat:
         if not isinstance(t, Tensor):
             with graph.as_default():
                 t = convert_to_tensor(t)
-        if t.graph is not graph:
+        if t._op is None:  # an EagerTensor: a tf.function body captures it
+            t = graph._capture_eager(t, op_type)
+        elif t.graph is not graph:
             t = graph._capture(t, op_type)
         converted.append(t._as_node_output())
     c_attrs = {k: _attr_for_c(v) for k, v in (attrs or {}).items() if v is not None}

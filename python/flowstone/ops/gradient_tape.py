@@ -15,6 +15,7 @@ from flowstone import errors as _errors
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.ops import array_ops, basic_ops
+from flowstone.ops import gradients as _gradients
 from flowstone.ops import variables as _variables
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
@@ -49,6 +50,7 @@ class GradientTape:
         self._watch_accessed_variables = watch_accessed_variables
         self._recording = False
         self._used = False
+        self._in_graph = False
 
     def __enter__(self):
         self._push_tape()
@@ -59,6 +61,9 @@ class GradientTape:
             self._pop_tape()
 
     def _push_tape(self):
+        self._in_graph = not _ops.executing_eagerly()
+        if self._in_graph:
+            return  # in a tf.function's trace, gradient() differentiates the graph instead
         if self._recording:
             raise ValueError("Tape is still recording, This can happen if you try to re-enter an "
                              "already-active tape.")
@@ -66,6 +71,8 @@ class GradientTape:
         self._recording = True
 
     def _pop_tape(self):
+        if self._in_graph:
+            return
         if not self._recording:
             raise ValueError("Tape is not recording.")
         self._tape.pop()
@@ -114,6 +121,8 @@ class GradientTape:
                  unconnected_gradients=UnconnectedGradients.NONE):
         """d(target)/d(source) for each source, in `sources`' structure."""
         self._check_usable()
+        if self._in_graph:
+            return self._graph_gradient(target, sources, output_gradients, unconnected_gradients)
         if self._recording and not self._persistent:
             self._pop_tape()
         unconnected = UnconnectedGradients(unconnected_gradients)
@@ -135,6 +144,21 @@ class GradientTape:
             else:
                 results.append(None)
         return nest.pack_sequence_as(sources, results)
+
+    def _graph_gradient(self, target, sources, output_gradients, unconnected_gradients):
+        """Inside a tf.function's trace: tf.gradients over the traced graph, where an eager
+        variable is the captured placeholder of its handle. Unlike TensorFlow's tape, this does
+        not check that the sources were watched (docs/COMPAT.md)."""
+        graph = _ops.get_default_graph()
+        flat_sources = nest.flatten(sources)
+        xs = [graph._capture_eager(s.handle, "GradientTape.gradient")
+              if isinstance(s, _variables.Variable) and s._eager else s for s in flat_sources]
+        grads = _gradients.gradients(
+            nest.flatten(target), xs,
+            grad_ys=None if output_gradients is None else nest.flatten(output_gradients),
+            unconnected_gradients=UnconnectedGradients(unconnected_gradients).value)
+        self._used = True
+        return nest.pack_sequence_as(sources, grads)
 
     def jacobian(self, target, sources, unconnected_gradients=UnconnectedGradients.NONE,
                  parallel_iterations=None, experimental_use_pfor=True):

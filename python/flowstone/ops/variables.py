@@ -75,6 +75,8 @@ class Variable(metaclass=_VariableMetaclass):
         value lives in the eager context), and the initial value is assigned at once."""
         global _eager_variable_count
         value = initial_value() if init_from_fn else initial_value
+        if isinstance(value, _ops.Tensor) and value._op is not None:
+            value = _value_of_traced_tensor(value)
         value = _ops.convert_to_tensor(value, dtype=dtype)
         var_shape = as_shape(shape) if shape is not None else (
             value.shape if validate_shape else TensorShape(None))
@@ -250,9 +252,25 @@ class Variable(metaclass=_VariableMetaclass):
                         "sess.run(var) or var.eval().")
 
 
+def _value_of_traced_tensor(tensor):
+    """The value of a graph tensor given as the initial value of a variable that a tf.function
+    creates on its first call (`tf.Variable(tf.ones([3]))` in the traced body): computed by a
+    session on the body, which fails when the value depends on the function's arguments."""
+    from flowstone.client.session import Session
+    with Session(graph=tensor.graph) as session:
+        return session.run(tensor)
+
+
 _CONSTRUCTOR = inspect.signature(Variable.__init__)
 # Eager variables made so far: each gets a shared_name of its own in the eager context.
 _eager_variable_count = 0
+
+
+def eager_variable_count():
+    """How many eager variables were made so far (tf.function checks it around a trace)."""
+    return _eager_variable_count
+
+
 # Eager variables by the id of their handle tensor, which is what gradient tapes watch.
 eager_variables_by_handle_id = weakref.WeakValueDictionary()
 

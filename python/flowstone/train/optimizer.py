@@ -136,7 +136,9 @@ class Optimizer:
                 f"{[v.name for _, v in grads_and_vars]} and loss.")
         if _ops.executing_eagerly():
             return self._apply_gradients_eagerly(with_grads, global_step)
-        graph = with_grads[0][1].graph
+        # Eager variables updated in a tf.function's trace: the updates go to the body.
+        first_var = with_grads[0][1]
+        graph = _ops.get_default_graph() if first_var._eager else first_var.graph
         with graph.as_default():
             self._create_slots([v for _, v in with_grads])
             with graph.name_scope(name or self._name) as scope:
@@ -144,7 +146,8 @@ class Optimizer:
                 updates = []
                 for grad, var in with_grads:
                     grad = _ops.convert_to_tensor(grad)
-                    with graph.name_scope("update_" + var.op.name):
+                    with graph.name_scope("update_" + (var._name if var._eager
+                                                       else var.op.name)):
                         update = self._apply_dense(grad, var)
                         if var.constraint is not None:
                             # As in TensorFlow, a constrained variable is projected after each
