@@ -715,11 +715,17 @@ class name_scope:  # noqa: N801 - TensorFlow's name
         self._cm = None
 
     def __enter__(self):
+        if _context.state.enabled and executing_eagerly():
+            # Eager ops have no names to make unique: the scope is only a string, as in TF.
+            self._cm = None
+            name, default_name, _ = self._args
+            scope = default_name if name is None else name
+            return scope + "/" if scope else ""
         self._cm = _name_scope_v1(*self._args)
         return self._cm.__enter__()
 
     def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)
+        return False if self._cm is None else self._cm.__exit__(*exc)
 
 
 def control_dependencies(control_inputs):
