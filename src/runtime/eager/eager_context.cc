@@ -230,6 +230,11 @@ Status EagerContext::Execute(const std::string& op_type,
   if (!s.ok()) return EagerError(s, op_type, name, true);
   CachedOp* op = nullptr;
   s = GetCachedOp(op_type, inputs, attrs, device, &op);
+  if (!s.ok() && device != cpu_ && GetCachedOp(op_type, inputs, attrs, cpu_, &op).ok()) {
+    // Soft placement, TensorFlow's eager default: no kernel there for these dtypes.
+    device = cpu_;
+    s = Status::OK();
+  }
   if (!s.ok()) return EagerError(s, op_type, name, true);
   initialized_.store(true, std::memory_order_release);
   const Node& node = *op->node;
