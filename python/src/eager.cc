@@ -72,8 +72,8 @@ void RegisterEager(nb::module_& m) {
       "eager_execute",
       [](const std::string& op_type, nb::list inputs, nb::dict attrs, const std::string& device,
          const std::string& name) {
-        const OpDef* def = OpRegistry::Global().Find(op_type);
-        AttrMap attr_map = AttrsFromPython(def, attrs);
+        AttrMap attr_map;
+        if (attrs.size() != 0) attr_map = AttrsFromPython(OpRegistry::Global().Find(op_type), attrs);
         std::vector<const TensorHandle*> handles = Handles(inputs);
         std::vector<TensorHandle> outputs;
         Status s;

@@ -169,6 +169,39 @@ class EagerTensor(_ops.Tensor):
         return basic_ops.constant, (self._numpy(),)
 
 
+def _fast_operator(op_type, method_name, reverse=False):
+    """`x + y` on two eager tensors of one dtype (or a tensor and a Python number its dtype
+    holds) goes straight to the executor; anything else takes the general operator."""
+
+    def method(self, other):
+        other_type = type(other)
+        if other_type is EagerTensor:
+            if other._dtype is not self._dtype:
+                return getattr(_ops.Tensor, method_name)(self, other)
+            other_handle = other._handle
+        elif ((other_type is float and self._dtype.is_floating) or
+              (other_type is int and -2**31 <= other < 2**31 and
+               (self._dtype.is_floating or self._dtype.is_integer))):
+            other_handle = _C.eager_tensor(other, self._handle.dtype, "")
+        else:
+            return getattr(_ops.Tensor, method_name)(self, other)
+        inputs = [other_handle, self._handle] if reverse else [self._handle, other_handle]
+        try:
+            (out,) = _C.eager_execute(op_type, inputs, {}, _current_device(), "")
+        except _C.StatusError as error:
+            _raise(error, op_type)
+        return EagerTensor(out)
+
+    method.__name__ = method_name
+    return method
+
+
+for _op_type, _name, _reverse in [
+        ("AddV2", "__add__", False), ("AddV2", "__radd__", True), ("Sub", "__sub__", False),
+        ("Sub", "__rsub__", True), ("Mul", "__mul__", False), ("Mul", "__rmul__", True)]:
+    setattr(EagerTensor, _name, _fast_operator(_op_type, _name, _reverse))
+
+
 class _TensorRef:
     """`tensor.ref()`: a hashable reference to a tensor (by identity); `.deref()` gives it back."""
 

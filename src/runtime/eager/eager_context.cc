@@ -1,6 +1,8 @@
 // The eager executor: a cache of (op, signature) -> node + kernel, and the per-call path that
 // checks shapes and runs the kernel. See flowstone/eager.h.
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "../gpu_discovery.h"
 #include "../process_state.h"
@@ -86,7 +88,8 @@ std::string CacheKey(const std::string& op_type, const Device& device,
                      const std::vector<const TensorHandle*>& inputs, const AttrMap& attrs) {
   std::string key = op_type;
   key += '|';
-  key += device.name();
+  // Devices live as long as the context, so the address names one.
+  key += std::to_string(reinterpret_cast<uintptr_t>(&device));
   key += '|';
   for (const TensorHandle* in : inputs) key += static_cast<char>('A' + static_cast<int>(in->tensor().dtype()));
   for (const auto& [name, value] : attrs.entries()) {
@@ -158,6 +161,10 @@ int64_t EagerContext::cache_size() {
 Status EagerContext::FindDevice(const std::string& requested, const std::string& op_type,
                                 Device** out) {
   FS_RETURN_IF_ERROR(InitDevices());
+  if (requested.empty() && devices_.size() == 1) {
+    *out = cpu_;  // the common case: one CPU and no tf.device scope
+    return Status::OK();
+  }
   const OpDef* op = op_type.empty() ? nullptr : OpRegistry::Global().Find(op_type);
   auto usable = [&](const Device& d) { return op == nullptr || op->HasKernelFor(d.type()); };
   DeviceSpec spec;
