@@ -13,7 +13,8 @@
 // Gradient tapes record the ops that touch watched tensors. GradientTape::Gradient replays the
 // recorded ops into a scratch graph, adds the gradient ops with AddGradients (the per-op GradFns
 // tf.gradients uses) and executes those ops eagerly, so the backward pass itself is recorded by
-// outer tapes (higher-order gradients).
+// outer tapes (higher-order gradients). The scratch graph is kept per structure (the replayed
+// ops, their attrs, and the leaves' dtypes and shapes), so a training loop builds it once.
 #pragma once
 
 #include <atomic>
