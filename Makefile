@@ -12,13 +12,18 @@ PEERS := .venv-peers
 
 all: install
 
-# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds.
+# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, and protobuf 3.21
+# (the library and protoc) for TensorFlow's formats. CMake checks protobuf's version again.
+PROTOBUF_VERSION := 3.21
 $(BUILD)/.system-deps:
 	@mkdir -p $(BUILD)
-	@if ! dpkg -s libgtest-dev >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev (Debian)"; \
-	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev ccache) >/dev/null; \
+	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, libprotobuf-dev and protobuf-compiler (Debian)"; \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
+	    ccache libprotobuf-dev protobuf-compiler) >/dev/null; \
 	fi
+	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
+	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }
 	@touch $@
 
 $(VENV)/.deps: requirements-dev.txt
@@ -91,7 +96,7 @@ asan-python: asan-configure
 	rm -rf $(ASAN_SITE) && mkdir -p $(ASAN_SITE)
 	cp -r python/flowstone $(ASAN_SITE)/
 	cp build/asan/_C*.so build/asan/libflowstone.so build/asan/generated/_build_config.py \
-	  $(ASAN_SITE)/flowstone/
+	  build/asan/generated/tf_protos.desc $(ASAN_SITE)/flowstone/
 
 # Kernel fuzzing over the whole op registry under ASan + UBSan (tests/fuzz/fuzz_ops.py):
 # FUZZ_CALLS adversarial calls per op; a crash, sanitizer report or huge allocation fails it.
