@@ -1,5 +1,7 @@
 // Eager execution bindings: TensorHandle (the C++ side of an EagerTensor), eager_execute (the
 // one entry every eagerly run op goes through) and GradientTape.
+#include "flowstone/eager.h"
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -7,7 +9,6 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
-#include "flowstone/eager.h"
 #include "flowstone/op_registry.h"
 #include "numpy_conversion.h"
 
@@ -50,7 +51,8 @@ void RegisterEager(nb::module_& m) {
   nb::class_<TensorHandle>(m, "TensorHandle",
                            "An eagerly computed tensor: a reference-counted value on a device.")
       .def_prop_ro("id", &TensorHandle::id)
-      .def_prop_ro("dtype", [](const TensorHandle& h) { return static_cast<int>(h.tensor().dtype()); })
+      .def_prop_ro("dtype",
+                   [](const TensorHandle& h) { return static_cast<int>(h.tensor().dtype()); })
       .def_prop_ro("shape", [](const TensorHandle& h) { return ShapeTuple(h.tensor()); })
       .def_prop_ro("device",
                    [](const TensorHandle& h) { return h.device() ? h.device()->name() : ""; })
@@ -73,7 +75,8 @@ void RegisterEager(nb::module_& m) {
       [](const std::string& op_type, nb::list inputs, nb::dict attrs, const std::string& device,
          const std::string& name) {
         AttrMap attr_map;
-        if (attrs.size() != 0) attr_map = AttrsFromPython(OpRegistry::Global().Find(op_type), attrs);
+        if (attrs.size() != 0)
+          attr_map = AttrsFromPython(OpRegistry::Global().Find(op_type), attrs);
         std::vector<const TensorHandle*> handles = Handles(inputs);
         std::vector<TensorHandle> outputs;
         Status s;
@@ -106,8 +109,9 @@ void RegisterEager(nb::module_& m) {
         return out;
       },
       "A copy of the tensor on the device `device` names.");
-  m.def("eager_initialized", [] { return EagerContext::Global().initialized(); },
-        "Whether an op has run eagerly (devices are then fixed).");
+  m.def(
+      "eager_initialized", [] { return EagerContext::Global().initialized(); },
+      "Whether an op has run eagerly (devices are then fixed).");
   m.def("eager_cache_size", [] { return EagerContext::Global().cache_size(); });
   m.def("eager_devices", [] {
     nb::list out;
@@ -169,6 +173,14 @@ void RegisterEager(nb::module_& m) {
             return result;
           },
           "d(targets)/d(source) per source (None where unconnected).");
+  m.def(
+      "eager_tape_recording",
+      [] {
+        for (const auto& tape : EagerContext::ThreadTapes())
+          if (tape->recording()) return true;
+        return false;
+      },
+      "Whether a gradient tape records on this thread.");
   m.def("eager_variable_accessed", [](const TensorHandle& handle) {
     for (const auto& tape : EagerContext::ThreadTapes()) {
       if (tape->recording() && tape->watch_accessed_variables()) tape->Watch(handle);

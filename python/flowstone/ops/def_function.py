@@ -27,7 +27,8 @@ from flowstone.util.tf_export import tf_export
 
 @tf_export("TensorSpec")
 class TensorSpec:
-    """The dtype and (partial) shape of a tensor argument: `tf.TensorSpec([None, 3], tf.float32)`."""
+    """The dtype and (partial) shape of a tensor argument:
+    `tf.TensorSpec([None, 3], tf.float32)`."""
 
     def __init__(self, shape, dtype=_dtypes.float32, name=None):
         self.shape = as_shape(shape)
@@ -245,8 +246,10 @@ class Function:
         return self._concrete(args, kwargs)
 
     def __call__(self, *args, **kwargs):
-        if not _ops.executing_eagerly():
-            # In a graph (or another function's trace), the body's ops go there directly.
+        if not _ops.executing_eagerly() or _C.eager_tape_recording():
+            # In a graph (or another function's trace), the body's ops go there directly. Under
+            # a recording GradientTape the body runs eagerly, op by op, so that the tape sees
+            # its ops (a traced call is not recorded).
             return self._python_function(*args, **kwargs)
         concrete = self._concrete(args, kwargs)
         return concrete._call_flat(nest.flatten((args, kwargs)))

@@ -91,7 +91,8 @@ std::string CacheKey(const std::string& op_type, const Device& device,
   // Devices live as long as the context, so the address names one.
   key += std::to_string(reinterpret_cast<uintptr_t>(&device));
   key += '|';
-  for (const TensorHandle* in : inputs) key += static_cast<char>('A' + static_cast<int>(in->tensor().dtype()));
+  for (const TensorHandle* in : inputs)
+    key += static_cast<char>('A' + static_cast<int>(in->tensor().dtype()));
   for (const auto& [name, value] : attrs.entries()) {
     key += '|';
     key += name;
@@ -251,10 +252,10 @@ Status EagerContext::Execute(const std::string& op_type,
   std::vector<Tensor> in(n_in);
   for (int i = 0; i < n_in; ++i) {
     const TensorHandle& h = *inputs[i];
-    const bool wants_host = device->host_memory() || h.tensor().dtype() == DType::kResource ||
-                            h.tensor().dtype() == DType::kVariant ||
-                            (i < static_cast<int>(op->host_memory_inputs.size()) &&
-                             op->host_memory_inputs[i]);
+    const bool wants_host =
+        device->host_memory() || h.tensor().dtype() == DType::kResource ||
+        h.tensor().dtype() == DType::kVariant ||
+        (i < static_cast<int>(op->host_memory_inputs.size()) && op->host_memory_inputs[i]);
     const bool is_host = h.device() == nullptr || h.device()->host_memory() ||
                          h.tensor().dtype() == DType::kResource ||
                          h.tensor().dtype() == DType::kVariant;
@@ -282,10 +283,9 @@ Status EagerContext::Execute(const std::string& op_type,
   for (int i = 0; i < n_in; ++i) {
     shapes.emplace_back(in[i].shape());
     types.push_back(in[i].dtype());
-    const bool host_value = in[i].dtype() != DType::kResource &&
-                            in[i].dtype() != DType::kVariant &&
-                            (device->host_memory() || op->host_memory_inputs.empty() ||
-                             op->host_memory_inputs[i]);
+    const bool host_value =
+        in[i].dtype() != DType::kResource && in[i].dtype() != DType::kVariant &&
+        (device->host_memory() || op->host_memory_inputs.empty() || op->host_memory_inputs[i]);
     values.push_back(host_value ? &in[i] : nullptr);
   }
   std::vector<DType> out_types(node.num_outputs());

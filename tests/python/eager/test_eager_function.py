@@ -151,3 +151,19 @@ def test_virtual_devices_are_fixed_after_the_first_eager_op():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Virtual devices cannot be modified after being initialized\n"
+
+
+def test_a_function_called_under_a_tape_is_differentiated():
+    w = tf.Variable([1.0, 2.0])
+
+    @tf.function
+    def loss(x):
+        return tf.reduce_sum(w * x * x)
+
+    x = tf.constant([3.0, 4.0])
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = loss(x)
+    gx, gw = tape.gradient(y, [x, w])
+    np.testing.assert_allclose(gx.numpy(), [6.0, 16.0])  # 2 w x
+    np.testing.assert_allclose(gw.numpy(), [9.0, 16.0])  # x^2

@@ -183,3 +183,16 @@ def test_device_scope_and_copies():
         y = tf.constant(1.0) + 1.0
     assert y.device.endswith("device:CPU:0")
     assert float(y.cpu()) == 2.0
+
+
+def test_dataset_iteration_hook_stops_at_out_of_range():
+    from flowstone.framework.eager import iterate_until_out_of_range
+    values = iter([tf.constant(1), tf.constant(2)])
+
+    def get_next():
+        try:
+            return next(values)
+        except StopIteration:
+            raise tf.errors.OutOfRangeError(None, None, "End of sequence") from None
+
+    assert [int(v) for v in iterate_until_out_of_range(get_next)] == [1, 2]
