@@ -128,7 +128,8 @@ class GradientTape {
   // Forgets everything recorded and watched (tf.GradientTape.reset).
   void Reset();
 
-  // d(sum of targets)/d(source) for each source; nullopt where no recorded path joins them.
+  // d(sum of targets)/d(source) for each source; nullopt where no recorded path joins them or
+  // the source is neither watched nor the output of a recorded op.
   // `output_gradients` (null entries = ones) weight the targets. The gradient ops run eagerly
   // and are recorded by the other tapes of the thread.
   Status Gradient(EagerContext& ctx, const std::vector<const TensorHandle*>& targets,

@@ -118,6 +118,15 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
                               std::vector<std::optional<TensorHandle>>* out) {
   PauseRecording pause(this);
   out->assign(sources.size(), std::nullopt);
+  // Only watched tensors (and the outputs of recorded ops) have gradients, as in TensorFlow.
+  std::vector<size_t> watched_positions;
+  std::vector<const TensorHandle*> watched_sources;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!IsWatched(sources[i]->id())) continue;
+    watched_positions.push_back(i);
+    watched_sources.push_back(sources[i]);
+  }
+  if (watched_sources.empty()) return Status::OK();
 
   // The structure of this pass, as a key: the recorded ops reachable from a source (in order,
   // with their attrs and where their inputs come from), then the targets, seeds and sources.
@@ -142,7 +151,7 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
     key += ' ';
   };
   std::unordered_set<int64_t> reachable;
-  for (const TensorHandle* s : sources) reachable.insert(s->id());
+  for (const TensorHandle* s : watched_sources) reachable.insert(s->id());
   std::vector<const Entry*> replayed;
   std::vector<std::vector<Ref>> replayed_inputs;
   for (const Entry& entry : entries_) {
@@ -185,7 +194,7 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
   if (ys.empty()) return Status::OK();
   key += "\nx";
   std::vector<Ref> xs;
-  for (const TensorHandle* s : sources) {
+  for (const TensorHandle* s : watched_sources) {
     xs.push_back(ref(*s));
     append_ref(xs.back());
   }
@@ -273,12 +282,12 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
       values.Set(Endpoint{node, static_cast<int>(o)}, results[o]);
     }
   }
-  for (size_t i = 0; i < sources.size(); ++i) {
+  for (size_t i = 0; i < watched_sources.size(); ++i) {
     const Endpoint& g = program->grads[program->source_slot[i]];
     if (g.node == nullptr) continue;
     const TensorHandle* value = values.Get(g);
     if (value == nullptr) return errors::Internal("gradient ", g.ToString(), " has no value");
-    (*out)[i] = *value;
+    (*out)[watched_positions[i]] = *value;
   }
   return Status::OK();
 }

@@ -162,3 +162,16 @@ def test_no_gradient_through_a_non_differentiable_op():
         tape.watch(x)
         y = tf.cast(tf.argmax(x), tf.float32)
     assert tape.gradient(y, x) is None
+
+
+def test_an_unwatched_source_has_no_gradient_even_on_the_path():
+    x = tf.constant([1.0, 2.0])
+    k = tf.constant([3.0, 4.0])
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        h = x * k
+        y = h * h
+    gx, gk = tape.gradient(h, [x, k])
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 4.0])
+    assert gk is None
+    np.testing.assert_array_equal(tape.gradient(y, h).numpy(), [6.0, 16.0])  # recorded output
