@@ -189,7 +189,7 @@ def _fast_operator(op_type, method_name, reverse=False):
         try:
             (out,) = _C.eager_execute(op_type, inputs, {}, _current_device(), "")
         except _C.StatusError as error:
-            _raise(error, op_type)
+            _raise(error)
         return EagerTensor(out)
 
     method.__name__ = method_name
@@ -275,7 +275,8 @@ def to_eager(value, dtype=None):
     return tensor
 
 
-def _raise(error, op_type):
+def _raise(error):
+    """Raises the tf.errors exception for a failed eager op, with the Python line that ran it."""
     site = _eager_site()
     exc = _errors.from_status_error(error)
     if isinstance(exc, _errors.OpError) and site:
@@ -301,7 +302,7 @@ def execute(op_type, inputs, attrs, name):
     try:
         outputs = _C.eager_execute(op_type, handles, c_attrs, _current_device(), "")
     except _C.StatusError as error:
-        _raise(error, op_type)
+        _raise(error)
     return _EagerOperation(op_type, [EagerTensor(h) for h in outputs])
 
 
