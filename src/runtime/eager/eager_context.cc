@@ -283,9 +283,11 @@ Status EagerContext::Execute(const std::string& op_type,
   for (int i = 0; i < n_in; ++i) {
     shapes.emplace_back(in[i].shape());
     types.push_back(in[i].dtype());
+    // Shape functions may read values (Reshape's shape): only those in host memory.
     const bool host_value =
         in[i].dtype() != DType::kResource && in[i].dtype() != DType::kVariant &&
-        (device->host_memory() || op->host_memory_inputs.empty() || op->host_memory_inputs[i]);
+        (device->host_memory() ||
+         (i < static_cast<int>(op->host_memory_inputs.size()) && op->host_memory_inputs[i]));
     values.push_back(host_value ? &in[i] : nullptr);
   }
   std::vector<DType> out_types(node.num_outputs());
