@@ -81,6 +81,11 @@ class EagerContext {
   bool initialized() const { return initialized_.load(std::memory_order_acquire); }
   // Number of distinct (op, signature) entries built so far.
   int64_t cache_size();
+  // tf.debugging.set_log_device_placement: each op then logs "AddV2: (AddV2): <device>" to
+  // stderr, the line a session's placement log has.
+  void set_log_device_placement(bool enabled) {
+    log_device_placement_.store(enabled, std::memory_order_relaxed);
+  }
 
   // The calling thread's tapes, outermost first.
   static std::vector<std::shared_ptr<GradientTape>>& ThreadTapes();
@@ -104,6 +109,7 @@ class EagerContext {
   ResourceMgr resources_;
   std::atomic<int64_t> next_step_{1};
   std::atomic<bool> initialized_{false};
+  std::atomic<bool> log_device_placement_{false};
 };
 
 // A record of the ops run eagerly while it was active, for one backward pass (or many when

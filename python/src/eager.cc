@@ -113,6 +113,8 @@ void RegisterEager(nb::module_& m) {
       "eager_initialized", [] { return EagerContext::Global().initialized(); },
       "Whether an op has run eagerly (devices are then fixed).");
   m.def("eager_cache_size", [] { return EagerContext::Global().cache_size(); });
+  m.def("eager_set_log_device_placement",
+        [](bool enabled) { EagerContext::Global().set_log_device_placement(enabled); });
   m.def("eager_devices", [] {
     nb::list out;
     for (const DeviceAttributes& d : EagerContext::Global().ListDevices()) {

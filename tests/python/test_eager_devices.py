@@ -60,3 +60,22 @@ def test_gradient_and_variables_on_the_gpu():
         print(v.numpy().tolist())
     """)
     assert lines == ["[[7.0, 11.0], [9.0, 13.0]]", "[2.0, 3.0]"]
+
+
+def test_placement_log_names_each_eager_op_and_its_device():
+    env = dict(os.environ, FLOWSTONE_GPU_PLUGIN=PLUGIN, FLOWSTONE_FAKE_GPU_COUNT="1",
+               FLOWSTONE_FAKE_GPU_MEMORY_MB="256")
+    program = textwrap.dedent("""
+        import flowstone as tf
+        tf.enable_eager_execution()
+        tf.debugging.set_log_device_placement(True)
+        a = tf.constant([1.0, 2.0])
+        b = a * a
+        with tf.device("/cpu:0"):
+            c = b - a
+    """)
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    log = [line for line in proc.stderr.splitlines() if ": (" in line]
+    assert log == [f"Mul: (Mul): {GPU0}", f"Sub: (Sub): {CPU0}"]

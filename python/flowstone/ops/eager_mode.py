@@ -1,6 +1,7 @@
 """Switching eager execution on: tf.enable_eager_execution, tf.executing_eagerly and TF2's
 enable_v2_behavior. Graph mode stays the default (Flowstone is TF1-first)."""
 
+from flowstone import _C
 from flowstone.framework import context as _context
 from flowstone.framework import eager as _eager  # noqa: F401 - installs the eager executor
 from flowstone.framework import ops as _ops
@@ -45,3 +46,10 @@ def executing_eagerly():
 @tf_export("contrib.eager.in_graph_mode")
 def in_graph_mode():
     return not _ops.executing_eagerly()
+
+
+@tf_export("debugging.set_log_device_placement")
+def set_log_device_placement(enabled):
+    """Logs the device of each op run eagerly ("AddV2: (AddV2): /job:localhost/.../CPU:0" on
+    stderr). Sessions log their placements with ConfigProto(log_device_placement=True)."""
+    _C.eager_set_log_device_placement(bool(enabled))

@@ -2,6 +2,7 @@
 // checks shapes and runs the kernel. See flowstone/eager.h.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "../gpu_discovery.h"
@@ -245,6 +246,10 @@ Status EagerContext::Execute(const std::string& op_type,
   }
   if (!s.ok()) return EagerError(s, op_type, name, true);
   initialized_.store(true, std::memory_order_release);
+  if (log_device_placement_.load(std::memory_order_relaxed)) {
+    std::fprintf(stderr, "%s: (%s): %s\n", op_type.c_str(), op_type.c_str(),
+                 device->name().c_str());
+  }
   const Node& node = *op->node;
   const int n_in = static_cast<int>(inputs.size());
 
