@@ -74,3 +74,19 @@ def test_adam_eagerly_matches_graph_mode():
                 graph.append(sess.run(w))
     tf.enable_eager_execution()
     np.testing.assert_allclose(eager, np.array(graph), rtol=1e-6)
+
+
+def test_reads_outlive_their_variable_and_tape_with_gc_forced():
+    import gc
+    for step in range(20):
+        v = tf.Variable(np.full(33, float(step), np.float32))
+        read = v.read_value()
+        view = read.numpy()
+        with tf.GradientTape() as tape:
+            y = tf.reduce_sum(v * v)
+        grad = tape.gradient(y, v)
+        v.assign_add(np.ones(33, np.float32))
+        del v, tape, y
+        gc.collect()
+        assert read.numpy()[0] == step and view[-1] == step
+        np.testing.assert_array_equal(grad.numpy(), np.full(33, 2.0 * step, np.float32))
