@@ -94,7 +94,7 @@ class ConcreteFunction:
                     dtype = spec.dtype if spec else _dtypes.as_dtype(value.dtype)
                     shape = spec.shape if spec else TensorShape(list(value.shape))
                     traced.append(self.graph.add_input(dtype, shape))
-                    self._tensor_positions.append(position)
+                    self._tensor_positions.append((position, dtype))
                 else:
                     traced.append(value)
             targs, tkwargs = nest.pack_sequence_as((args, kwargs), traced)
@@ -145,9 +145,9 @@ class ConcreteFunction:
 
     def _call_flat(self, flat_inputs):
         handles = []
-        for position in self._tensor_positions:
+        for position, dtype in self._tensor_positions:
             value = flat_inputs[position]
-            handles.append(_eager.to_eager(value)._handle)
+            handles.append(_eager.to_eager(value, dtype=dtype)._handle)
         handles.extend(t._handle for t in self._captured)
         try:
             results = self._callable.call_eager(handles)
@@ -213,8 +213,18 @@ class Function:
                             f"`Python inputs incompatible with input_signature:\n  inputs: "
                             f"{tuple(flat_inputs)}\n  input_signature: {tuple(signature)}`.")
 
+    def _flat_inputs(self, args, kwargs):
+        """The call's leaves: with an input_signature, one per positional argument (a list stands
+        for one tensor); without, every leaf of the arguments' structure."""
+        if self._input_signature is None:
+            return nest.flatten((args, kwargs))
+        if kwargs:
+            raise TypeError(f"tf.function `{self._name}` with an input_signature takes its "
+                            "arguments by position.")
+        return list(args)
+
     def _concrete(self, args, kwargs):
-        flat_inputs = nest.flatten((args, kwargs))
+        flat_inputs = self._flat_inputs(args, kwargs)
         if self._input_signature is not None:
             self._check_signature(flat_inputs)
             key = ("signature",)
@@ -252,7 +262,7 @@ class Function:
             # its ops (a traced call is not recorded).
             return self._python_function(*args, **kwargs)
         concrete = self._concrete(args, kwargs)
-        return concrete._call_flat(nest.flatten((args, kwargs)))
+        return concrete._call_flat(self._flat_inputs(args, kwargs))
 
 
 @tf_export("function", "contrib.eager.defun")

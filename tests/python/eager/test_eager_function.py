@@ -36,6 +36,8 @@ def test_input_signature():
 
     assert float(total(tf.constant([1.0, 2.0]))) == 3.0
     assert float(total(tf.constant([1.0, 2.0, 3.0]))) == 6.0
+    assert float(total([1, 2])) == 3.0  # converted to the signature's dtype
+    assert float(total(np.array([0.5, 0.25], np.float32))) == 0.75
     assert total.experimental_get_tracing_count() == 1
     with pytest.raises(TypeError, match="Python inputs incompatible with input_signature"):
         total(tf.constant([[1.0]]))
