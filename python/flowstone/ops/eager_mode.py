@@ -37,10 +37,23 @@ def disable_v2_behavior():
     disable_eager_execution()
 
 
-@tf_export("executing_eagerly", "contrib.eager.in_eager_mode")
+@tf_export("executing_eagerly", "contrib.eager.in_eager_mode",
+           "contrib.eager.executing_eagerly")
 def executing_eagerly():
     """Whether ops run at once here (False while a graph or a tf.function is being built)."""
     return _ops.executing_eagerly()
+
+
+@tf_export("executing_eagerly_outside_functions")
+def executing_eagerly_outside_functions():
+    """Whether ops outside any tf.function being traced run eagerly (eager mode is on)."""
+    return _context.state.enabled
+
+
+@tf_export("contrib.eager.num_gpus")
+def num_gpus():
+    """How many GPUs eager ops can run on."""
+    return sum(1 for _, device_type, _ in _C.eager_devices() if device_type == "GPU")
 
 
 @tf_export("contrib.eager.in_graph_mode")

@@ -12,9 +12,11 @@ import flowstone as tf
 
 
 def test_executing_eagerly_and_graph_scopes():
-    assert tf.executing_eagerly()
+    assert tf.executing_eagerly() and tf.contrib.eager.executing_eagerly()
+    assert tf.contrib.eager.num_gpus() == len(tf.config.list_physical_devices("GPU"))
     with tf.Graph().as_default():
         assert not tf.executing_eagerly()
+        assert tf.executing_eagerly_outside_functions()
         assert isinstance(tf.constant(1.0), tf.Tensor)
     with tf.name_scope("scope"):
         assert tf.executing_eagerly()
