@@ -144,3 +144,8 @@ EXEMPT.update(_INDEXING_EXEMPT)
 from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
 
 EXEMPT.update(_TRAINING_EXEMPT)
+
+from op_cases_sequence import CASES as _SEQUENCE_CASES, EXEMPT as _SEQUENCE_EXEMPT  # noqa: E402
+
+CASES += _SEQUENCE_CASES
+EXEMPT.update(_SEQUENCE_EXEMPT)
