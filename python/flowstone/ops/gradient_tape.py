@@ -6,7 +6,6 @@ same per-op gradient functions as tf.gradients. This module maps TensorFlow's AP
 """
 
 import contextlib
-import enum
 
 import numpy as np
 
@@ -17,15 +16,9 @@ from flowstone.framework import ops as _ops
 from flowstone.ops import array_ops, basic_ops
 from flowstone.ops import gradients as _gradients
 from flowstone.ops import variables as _variables
+from flowstone.ops.gradient_options import UnconnectedGradients
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
-
-
-@tf_export("UnconnectedGradients")
-class UnconnectedGradients(enum.Enum):
-    """What a gradient is where the target does not depend on the source."""
-    NONE = "none"
-    ZERO = "zero"
 
 
 def _handle_of(value, what):
