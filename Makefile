@@ -12,15 +12,20 @@ PEERS := .venv-peers
 
 all: install
 
-# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, and protobuf 3.21
-# (the library and protoc) for TensorFlow's formats. CMake checks protobuf's version again.
+# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, protobuf 3.21 (the
+# library and protoc) for TensorFlow's formats (CMake checks protobuf's version again), zlib for
+# the compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's), and
+# libjpeg-turbo and libpng for the image codecs.
 PROTOBUF_VERSION := 3.21
+RE2_VERSION := 20220601+dfsg-1+b1
 $(BUILD)/.system-deps:
 	@mkdir -p $(BUILD)
-	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev, libprotobuf-dev and protobuf-compiler (Debian)"; \
+	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev \
+	    libjpeg62-turbo-dev libpng-dev >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg and libpng (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
-	    ccache libprotobuf-dev protobuf-compiler) >/dev/null; \
+	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
+	    libjpeg62-turbo-dev libpng-dev) >/dev/null; \
 	fi
 	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
 	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }

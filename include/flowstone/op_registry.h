@@ -69,6 +69,12 @@ extern const std::vector<DType> kFloatTypes;    // float32, float64
 extern const std::vector<DType> kRealTypes;     // float32, float64, int32, int64
 extern const std::vector<DType> kNumericTypes;  // real types and uint8
 extern const std::vector<DType> kAllTypes;      // every user-visible dtype
+// kAllTypes and string, for the ops whose kernels also move string elements (Const, Identity,
+// ConcatV2, Pack, GatherV2, ...). Inline, so that it is initialized before the registrations of
+// any file that includes this header.
+inline const std::vector<DType> kAllTypesAndString = {
+    DType::kFloat32, DType::kFloat64, DType::kInt32,    DType::kInt64, DType::kUInt8,
+    DType::kBool,    DType::kFloat16, DType::kBFloat16, DType::kString};
 
 class OpDef {
  public:

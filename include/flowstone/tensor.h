@@ -1,4 +1,9 @@
 // Tensor: a dtype, a shape and a reference-counted buffer. Copying a Tensor shares its buffer.
+//
+// A string tensor's buffer is an array of std::string (DTypeOf<std::string>), constructed empty
+// by Allocate and destroyed with the buffer; kernels read and assign elements through
+// data<std::string>() and copy them with CopyElements. Like variants, strings live in host
+// memory whatever the device.
 #pragma once
 
 #include <atomic>
@@ -33,8 +38,12 @@ class Buffer {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
   }
   bool RefCountIsOne() const { return refs_.load(std::memory_order_acquire) == 1; }
-  // The buffer holds `count` constructed Variants (a variant tensor's), destroyed with it.
-  void HoldVariants(int64_t count) { num_variants_ = count; }
+  // The buffer holds `count` constructed objects of `dtype` (a string or variant tensor's
+  // elements, see HoldsObjects), destroyed with it.
+  void HoldObjects(DType dtype, int64_t count) {
+    object_dtype_ = dtype;
+    num_objects_ = count;
+  }
 
  private:
   Allocator* allocator_;
@@ -42,8 +51,19 @@ class Buffer {
   size_t bytes_;
   std::shared_ptr<void> keepalive_;
   std::atomic<int32_t> refs_{1};
-  int64_t num_variants_ = 0;
+  DType object_dtype_ = DType::kInvalid;
+  int64_t num_objects_ = 0;
 };
+
+// Copies `count` elements of `dtype` from `src` to `dst` (both holding constructed elements):
+// a memcpy for plain dtypes, element assignment for strings and variants. Kernels that move
+// elements of any dtype copy through this, never with memcpy of a string tensor's bytes.
+void CopyElements(DType dtype, const void* src, void* dst, int64_t count);
+// The same, with the count given in bytes (a multiple of DTypeSize(dtype)), for kernels that
+// reason in rows of bytes.
+inline void CopyElementBytes(DType dtype, const void* src, void* dst, size_t bytes) {
+  CopyElements(dtype, src, dst, static_cast<int64_t>(bytes / DTypeSize(dtype)));
+}
 
 class Tensor {
  public:

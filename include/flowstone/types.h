@@ -12,7 +12,8 @@ namespace flowstone {
 // while arithmetic kernels run on float32/float64/int32/int64. kResource is a handle to
 // session-owned state (a variable); users never see it as a numeric type. kVariant holds a
 // refcounted C++ object per element (a TensorList; see variant.h): host memory only, never
-// converted to numbers, fed or fetched.
+// converted to numbers, fed or fetched. kString holds a byte string (std::string) per element:
+// host memory only, constructed and destroyed with its buffer (see Buffer in tensor.h).
 enum class DType : uint8_t {
   kInvalid = 0,
   kFloat32,
@@ -25,9 +26,10 @@ enum class DType : uint8_t {
   kBFloat16,
   kResource,
   kVariant,
+  kString,
 };
 
-constexpr int kNumDTypes = 11;
+constexpr int kNumDTypes = 12;
 
 // Bytes per element (0 for kInvalid).
 size_t DTypeSize(DType dtype);
@@ -40,6 +42,11 @@ int DTypeToTfEnum(DType dtype);
 bool DTypeFromName(const std::string& name, DType* out);
 bool IsFloating(DType dtype);
 bool IsInteger(DType dtype);
+// Whether elements are C++ objects (strings, variants) that must be constructed, copied by
+// assignment and destroyed, rather than plain bytes a kernel may memcpy.
+inline bool HoldsObjects(DType dtype) {
+  return dtype == DType::kString || dtype == DType::kVariant;
+}
 
 // IEEE half precision, storage only.
 struct Half {
@@ -91,6 +98,10 @@ struct DTypeOf<Half> {
 template <>
 struct DTypeOf<BFloat16> {
   static constexpr DType value = DType::kBFloat16;
+};
+template <>
+struct DTypeOf<std::string> {
+  static constexpr DType value = DType::kString;
 };
 
 }  // namespace flowstone

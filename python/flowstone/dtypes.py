@@ -239,7 +239,9 @@ def as_dtype(type_value):
             if dtype is not None and dtype._kind == "quantized":
                 return dtype
         try:
-            dtype = _FROM_NUMPY.get(np.dtype(type_value))
+            np_dtype = np.dtype(type_value)
+            # Byte and unicode strings of any length are tf.string.
+            dtype = string if np_dtype.kind in "SU" else _FROM_NUMPY.get(np_dtype)
         except TypeError:
             dtype = None
         if dtype is not None:

@@ -20,8 +20,12 @@ void RegisterErrors(nb::module_& m) {
       if (const auto* map = e.status.payloads()) {
         for (const auto& [k, v] : *map) payloads[nb::str(k.c_str())] = nb::str(v.c_str());
       }
-      nb::tuple args = nb::make_tuple(static_cast<int>(e.status.code()),
-                                      nb::str(e.status.message().c_str()), payloads);
+      // Messages may quote user bytes (a string element, a corrupt record): bytes that are not
+      // UTF-8 become \xNN escapes rather than a failed conversion.
+      const std::string& text = e.status.message();
+      nb::object message = nb::steal(PyUnicode_DecodeUTF8(
+          text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace"));
+      nb::tuple args = nb::make_tuple(static_cast<int>(e.status.code()), message, payloads);
       PyErr_SetObject(status_error_type, args.ptr());
     }
   });

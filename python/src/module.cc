@@ -18,6 +18,7 @@ NB_MODULE(_C, m) {
   RegisterPyFunc(m);
   RegisterInterrupts(m);
   RegisterEager(m);
+  RegisterRecordIO(m);
 }
 
 }  // namespace flowstone::python

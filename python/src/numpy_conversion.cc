@@ -29,6 +29,8 @@ int NumpyType(DType dtype) {
       return NPY_FLOAT16;
     case DType::kBFloat16:
       return NPY_FLOAT32;
+    case DType::kString:
+      return NPY_OBJECT;
     default:
       return -1;
   }
@@ -56,6 +58,72 @@ std::string TakePythonError() {
 
 void ReleaseBuffer(PyObject* capsule) {
   static_cast<Buffer*>(PyCapsule_GetPointer(capsule, "flowstone.buffer"))->Unref();
+}
+
+// A string tensor as a numpy object array of bytes, as TensorFlow fetches it; a scalar is the
+// bytes object itself (TensorFlow's sess.run returns b"..." for a scalar string).
+PyObject* StringTensorToNumpy(const Tensor& tensor, int rank, npy_intp* dims) {
+  if (rank == 0) {
+    const std::string& value = *tensor.data<std::string>();
+    return PyBytes_FromStringAndSize(value.data(), static_cast<Py_ssize_t>(value.size()));
+  }
+  // Object arrays start zeroed (NULL items, which numpy releases as None).
+  PyObject* array = PyArray_SimpleNew(rank, dims, NPY_OBJECT);
+  if (array == nullptr) return nullptr;
+  PyObject** items = static_cast<PyObject**>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)));
+  const std::string* strings = tensor.data<std::string>();
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    items[i] =
+        PyBytes_FromStringAndSize(strings[i].data(), static_cast<Py_ssize_t>(strings[i].size()));
+    if (items[i] == nullptr) {
+      Py_DECREF(array);
+      return nullptr;
+    }
+  }
+  return array;
+}
+
+// Fills a string tensor from an object array: bytes are copied as they are, str is encoded as
+// UTF-8 (as TensorFlow does), anything else is an error naming the element.
+Status NumpyToStringTensor(PyArrayObject* src, Tensor* out) {
+  PyObject* iterator = PyArray_IterNew(reinterpret_cast<PyObject*>(src));
+  if (iterator == nullptr) {
+    return errors::InvalidArgument("value cannot be converted to a string array: ",
+                                   TakePythonError());
+  }
+  auto* it = reinterpret_cast<PyArrayIterObject*>(iterator);
+  std::string* dst = out->data<std::string>();
+  Status status;
+  for (int64_t i = 0; it->index < it->size; ++i) {
+    PyObject* item = PyArray_GETITEM(src, static_cast<char*>(it->dataptr));
+    if (item == nullptr) {
+      status = errors::InvalidArgument("value cannot be converted to a string array: ",
+                                       TakePythonError());
+      break;
+    }
+    if (PyBytes_Check(item)) {
+      dst[i].assign(PyBytes_AS_STRING(item), static_cast<size_t>(PyBytes_GET_SIZE(item)));
+    } else if (PyUnicode_Check(item)) {
+      Py_ssize_t size = 0;
+      const char* utf8 = PyUnicode_AsUTF8AndSize(item, &size);
+      if (utf8 == nullptr) {
+        status = errors::InvalidArgument("string element ", i,
+                                         " cannot be encoded as UTF-8: ", TakePythonError());
+      } else {
+        dst[i].assign(utf8, static_cast<size_t>(size));
+      }
+    } else {
+      status = errors::InvalidArgument("value cannot be converted to a string array: element ", i,
+                                       " is of type ", Py_TYPE(item)->tp_name,
+                                       ", expected bytes or str");
+    }
+    Py_DECREF(item);
+    if (!status.ok()) break;
+    PyArray_ITER_NEXT(it);
+  }
+  Py_DECREF(iterator);
+  if (!status.ok()) *out = Tensor();
+  return status;
 }
 
 }  // namespace
@@ -91,6 +159,10 @@ DType DTypeOfNumpy(PyObject* object) {
       return DType::kBool;
     case NPY_FLOAT16:
       return DType::kFloat16;
+    case NPY_OBJECT:
+    case NPY_STRING:
+    case NPY_UNICODE:
+      return DType::kString;
     default:
       return DType::kInvalid;
   }
@@ -124,6 +196,7 @@ PyObject* TensorToNumpy(const Tensor& tensor, bool share) {
   }
   for (int i = 0; i < rank; ++i) dims[i] = static_cast<npy_intp>(tensor.dim(i));
 
+  if (tensor.dtype() == DType::kString) return StringTensorToNumpy(tensor, rank, dims);
   if (tensor.dtype() == DType::kBFloat16) {
     PyObject* array = PyArray_SimpleNew(rank, dims, NPY_FLOAT32);
     if (array == nullptr) return nullptr;
@@ -161,8 +234,10 @@ Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out) {
   if (type < 0) return errors::InvalidArgument("cannot feed a ", DTypeName(dtype), " tensor");
   // Any array-like becomes an array of its own dtype first (an ndarray as it is: no copy). The
   // one copy into the tensor's memory below then handles strides (negative, zero), byte order,
-  // read-only memory and the cast, so a strided view is never first made contiguous.
-  PyObject* source = PyArray_FromAny(object, nullptr, 0, 0, 0, nullptr);
+  // read-only memory and the cast, so a strided view is never first made contiguous. Strings
+  // become an object array (as TensorFlow's feeds do), which keeps bytes objects as they are.
+  PyArray_Descr* as_objects = dtype == DType::kString ? PyArray_DescrFromType(NPY_OBJECT) : nullptr;
+  PyObject* source = PyArray_FromAny(object, as_objects, 0, 0, 0, nullptr);
   if (source == nullptr) {
     return errors::InvalidArgument("value cannot be converted to a ", DTypeName(dtype),
                                    " array: ", TakePythonError());
@@ -177,6 +252,11 @@ Status NumpyToTensor(PyObject* object, DType dtype, Tensor* out) {
     return errors::ResourceExhausted("OOM when allocating a fed tensor with shape ",
                                      shape.ToString(), " and type ", DTypeShortName(dtype),
                                      " on the host");
+  }
+  if (dtype == DType::kString) {
+    s = NumpyToStringTensor(src, out);
+    Py_DECREF(source);
+    return s;
   }
   // bfloat16 has no numpy type: the tensor's memory is filled from a float32 copy.
   std::vector<float> widened;

@@ -14,8 +14,9 @@ bool InitNumpy();
 // A new numpy array holding the tensor's values. A buffer nobody else holds is handed over
 // without a copy (the array keeps it alive); a shared one (a constant, a variable's value) is
 // copied, so writing to the array can never change the graph or the session's state.
-// bfloat16 is returned as float32, since numpy has no bfloat16. With `share`, the array always
-// shares the buffer (eager tensors, whose values never change, as TensorFlow's .numpy() does).
+// bfloat16 is returned as float32, since numpy has no bfloat16. Strings are object arrays of
+// bytes, and a scalar string is a bytes object. With `share`, the array always shares the buffer
+// (eager tensors, whose values never change, as TensorFlow's .numpy() does).
 PyObject* TensorToNumpy(const Tensor& tensor, bool share = false);
 
 // Whether numpy can represent the tensor's shape: numpy multiplies the non-zero dimensions and

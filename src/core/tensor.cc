@@ -10,9 +10,27 @@
 namespace flowstone {
 
 Buffer::~Buffer() {
-  Variant* variants = static_cast<Variant*>(data_);
-  for (int64_t i = 0; i < num_variants_; ++i) variants[i].~Variant();
+  if (object_dtype_ == DType::kVariant) {
+    Variant* variants = static_cast<Variant*>(data_);
+    for (int64_t i = 0; i < num_objects_; ++i) variants[i].~Variant();
+  } else if (object_dtype_ == DType::kString) {
+    using String = std::string;
+    String* strings = static_cast<String*>(data_);
+    for (int64_t i = 0; i < num_objects_; ++i) strings[i].~String();
+  }
   allocator_->Deallocate(data_, bytes_);
+}
+
+void CopyElements(DType dtype, const void* src, void* dst, int64_t count) {
+  if (count <= 0) return;
+  if (dtype == DType::kString) {
+    std::copy_n(static_cast<const std::string*>(src), count, static_cast<std::string*>(dst));
+  } else if (dtype == DType::kVariant) {
+    // Copies share each element's object, which is immutable while shared.
+    std::copy_n(static_cast<const Variant*>(src), count, static_cast<Variant*>(dst));
+  } else {
+    std::memcpy(dst, src, static_cast<size_t>(count) * DTypeSize(dtype));
+  }
 }
 
 Tensor::Tensor(const Tensor& other)
@@ -81,10 +99,13 @@ Status Tensor::Allocate(Allocator* allocator, DType dtype, const TensorShape& sh
   t.shape_ = shape;
   t.num_elements_ = n;
   t.buffer_ = new Buffer(allocator, data, bytes, allocator->Keepalive());
+  // Allocators align to at least 16 bytes, enough for a Variant or a std::string.
   if (dtype == DType::kVariant) {
-    // Allocators align to at least 16 bytes, enough for a Variant.
     for (int64_t i = 0; i < n; ++i) new (static_cast<Variant*>(data) + i) Variant();
-    t.buffer_->HoldVariants(n);
+    t.buffer_->HoldObjects(dtype, n);
+  } else if (dtype == DType::kString) {
+    for (int64_t i = 0; i < n; ++i) new (static_cast<std::string*>(data) + i) std::string();
+    t.buffer_->HoldObjects(dtype, n);
   }
   *out = std::move(t);
   return Status::OK();
@@ -109,12 +130,7 @@ Tensor Tensor::Reshaped(const TensorShape& shape) const {
 Tensor Tensor::Copy() const {
   if (!initialized()) return Tensor();
   Tensor t = Host(dtype_, shape_);
-  if (dtype_ == DType::kVariant) {
-    // Copies share each element's object, which is immutable while shared.
-    for (int64_t i = 0; i < num_elements_; ++i) t.data<Variant>()[i] = data<Variant>()[i];
-    return t;
-  }
-  std::memcpy(t.raw_data(), raw_data(), bytes());
+  CopyElements(dtype_, raw_data(), t.raw_data(), num_elements_);
   return t;
 }
 
@@ -174,6 +190,42 @@ std::string FormatFloat(T value, int digits, int max_digits) {
   return buffer;
 }
 
+// C-style escapes for the non-printable bytes, as TensorFlow prints string elements.
+std::string EscapeBytes(const std::string& bytes) {
+  std::string out;
+  for (unsigned char c : bytes) {
+    switch (c) {
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\"':
+        out += "\\\"";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          char octal[5];
+          std::snprintf(octal, sizeof(octal), "\\%03o", c);
+          out += octal;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
 std::string FormatElement(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
     case DType::kFloat32:
@@ -189,6 +241,8 @@ std::string FormatElement(const Tensor& t, int64_t i) {
     }
     case DType::kResource:
       return "<resource>";
+    case DType::kString:
+      return EscapeBytes(t.data<std::string>()[i]);
     default:
       return std::to_string(t.ElementAsInt64(i));
   }

@@ -27,6 +27,7 @@ constexpr DTypeInfo kInfo[kNumDTypes] = {
     {DType::kBFloat16, 2, "bfloat16", "bfloat16", 14},
     {DType::kResource, 8, "resource", "resource", 20},
     {DType::kVariant, sizeof(Variant), "variant", "variant", 21},
+    {DType::kString, sizeof(std::string), "string", "string", 7},
 };
 
 const DTypeInfo& Info(DType dtype) {

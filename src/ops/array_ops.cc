@@ -1,7 +1,8 @@
 // Array ops that rearrange elements: Transpose, ConcatV2, Pack, Unpack, Split, SplitV, Tile and
 // the padding ops Pad, PadV2 and MirrorPad, with their gradients and the ops only gradients use
 // (InvertPermutation, ConcatOffset, MirrorPadGrad). Kernels move bytes (or elements of the
-// dtype's size) and so serve every dtype.
+// dtype's size) and so serve every dtype; ConcatV2, Pack, Unpack, Split, SplitV and Tile also
+// serve strings, whose rows they copy with CopyElementBytes.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -25,7 +26,7 @@ using array_util::KnownProduct;
 
 // Each output row is assembled from one row of each input, in order: concatenation when the rows
 // are the trailing dims from the axis on. `row_bytes[i]` is input i's row size; rows = outer.
-void ConcatRows(KernelContext& ctx, const std::vector<const char*>& inputs,
+void ConcatRows(KernelContext& ctx, DType dtype, const std::vector<const char*>& inputs,
                 const std::vector<int64_t>& row_bytes, int64_t rows, char* out) {
   const int64_t out_row = std::accumulate(row_bytes.begin(), row_bytes.end(), int64_t{0});
   if (out_row == 0) return;
@@ -33,7 +34,7 @@ void ConcatRows(KernelContext& ctx, const std::vector<const char*>& inputs,
     for (int64_t r = begin; r < end; ++r) {
       char* dst = out + r * out_row;
       for (size_t i = 0; i < inputs.size(); ++i) {
-        std::memcpy(dst, inputs[i] + r * row_bytes[i], row_bytes[i]);
+        CopyElementBytes(dtype, inputs[i] + r * row_bytes[i], dst, row_bytes[i]);
         dst += row_bytes[i];
       }
     }
@@ -41,7 +42,7 @@ void ConcatRows(KernelContext& ctx, const std::vector<const char*>& inputs,
 }
 
 // The inverse of ConcatRows: each input row is cut into consecutive pieces, one per output.
-void SplitRows(KernelContext& ctx, const char* in, int64_t rows,
+void SplitRows(KernelContext& ctx, DType dtype, const char* in, int64_t rows,
                const std::vector<int64_t>& row_bytes, const std::vector<char*>& outputs) {
   const int64_t in_row = std::accumulate(row_bytes.begin(), row_bytes.end(), int64_t{0});
   if (in_row == 0) return;
@@ -49,7 +50,7 @@ void SplitRows(KernelContext& ctx, const char* in, int64_t rows,
     for (int64_t r = begin; r < end; ++r) {
       const char* src = in + r * in_row;
       for (size_t i = 0; i < outputs.size(); ++i) {
-        std::memcpy(outputs[i] + r * row_bytes[i], src, row_bytes[i]);
+        CopyElementBytes(dtype, src, outputs[i] + r * row_bytes[i], row_bytes[i]);
         src += row_bytes[i];
       }
     }
@@ -356,7 +357,7 @@ Status ConcatKernel(KernelContext& ctx) {
     inputs.push_back(static_cast<const char*>(t.raw_data()));
     row_bytes.push_back(DimProduct(t.shape(), axis, rank) * static_cast<int64_t>(elem));
   }
-  ConcatRows(ctx, inputs, row_bytes, DimProduct(out_shape, 0, axis),
+  ConcatRows(ctx, out->dtype(), inputs, row_bytes, DimProduct(out_shape, 0, axis),
              static_cast<char*>(out->raw_data()));
   return Status::OK();
 }
@@ -385,7 +386,7 @@ FS_REGISTER_OP(OpBuilder("ConcatV2")
                    .InputList("values", "T", "N")
                    .Input("axis", "Tidx")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .TypeAttr("Tidx", kIndexTypes, DType::kInt32)
                    .Shape(ConcatShape)
                    .Kernel("CPU", ConcatKernel)
@@ -528,8 +529,8 @@ class PackKernel : public OpKernel {
     for (int i = 0; i < ctx.num_inputs(); ++i) {
       inputs.push_back(static_cast<const char*>(ctx.input(i).raw_data()));
     }
-    ConcatRows(ctx, inputs, std::vector<int64_t>(inputs.size(), row), DimProduct(first, 0, axis),
-               static_cast<char*>(out->raw_data()));
+    ConcatRows(ctx, out->dtype(), inputs, std::vector<int64_t>(inputs.size(), row),
+               DimProduct(first, 0, axis), static_cast<char*>(out->raw_data()));
     return Status::OK();
   }
 
@@ -550,7 +551,7 @@ Status PackGrad(GradientContext& ctx) {
 FS_REGISTER_OP(OpBuilder("Pack")
                    .InputList("values", "T", "N")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .Attr("axis", 0)
                    .Shape(PackShape)
                    .KernelClass<PackKernel>("CPU")
@@ -610,8 +611,8 @@ class UnpackKernel : public OpKernel {
     }
     const int64_t row =
         DimProduct(in.shape(), axis + 1, in.rank()) * static_cast<int64_t>(DTypeSize(in.dtype()));
-    SplitRows(ctx, static_cast<const char*>(in.raw_data()), DimProduct(in.shape(), 0, axis),
-              std::vector<int64_t>(num, row), outputs);
+    SplitRows(ctx, in.dtype(), static_cast<const char*>(in.raw_data()),
+              DimProduct(in.shape(), 0, axis), std::vector<int64_t>(num, row), outputs);
     return Status::OK();
   }
 
@@ -632,7 +633,7 @@ Status UnpackGrad(GradientContext& ctx) {
 FS_REGISTER_OP(OpBuilder("Unpack")
                    .Input("value", "T")
                    .OutputList("output", "T", "num")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .Attr("axis", 0)
                    .Shape(UnpackShape)
                    .KernelClass<UnpackKernel>("CPU")
@@ -708,8 +709,8 @@ Status SplitKernelCommon(KernelContext& ctx, const Tensor& in, int axis,
     outputs.push_back(static_cast<char*>(out->raw_data()));
     row_bytes.push_back(sizes[i] * inner);
   }
-  SplitRows(ctx, static_cast<const char*>(in.raw_data()), DimProduct(in.shape(), 0, axis),
-            row_bytes, outputs);
+  SplitRows(ctx, in.dtype(), static_cast<const char*>(in.raw_data()),
+            DimProduct(in.shape(), 0, axis), row_bytes, outputs);
   return Status::OK();
 }
 
@@ -775,7 +776,7 @@ FS_REGISTER_OP(OpBuilder("Split")
                    .Input("split_dim", "int32")
                    .Input("value", "T")
                    .OutputList("output", "T", "num_split")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .Shape(SplitShape)
                    .Kernel("CPU", SplitKernel)
                    .Gradient(SplitGrad)
@@ -842,7 +843,7 @@ FS_REGISTER_OP(OpBuilder("SplitV")
                    .Input("size_splits", "Tlen")
                    .Input("split_dim", "int32")
                    .OutputList("output", "T", "num_split")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .TypeAttr("Tlen", kIndexTypes, DType::kInt64)
                    .Shape(SplitVShape)
                    .Kernel("CPU", SplitVKernel)
@@ -932,7 +933,8 @@ Status TileKernel(KernelContext& ctx) {
       }
       char* row = dst + r * out_row * elem;
       for (int64_t m = 0; m < multiples[rank - 1]; ++m) {
-        std::memcpy(row + m * in_row * elem, src + in_r * in_row * elem, in_row * elem);
+        CopyElementBytes(in.dtype(), src + in_r * in_row * elem, row + m * in_row * elem,
+                         in_row * elem);
       }
     }
   });
@@ -963,7 +965,7 @@ FS_REGISTER_OP(OpBuilder("Tile")
                    .Input("input", "T")
                    .Input("multiples", "Tmultiples")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .TypeAttr("Tmultiples", kIndexTypes, DType::kInt32)
                    .Shape(TileShape)
                    .Kernel("CPU", TileKernel)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flowstone/gradients.h"
@@ -134,7 +135,9 @@ void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& 
   ForEachStridedRow(ctx, out_dims, in_strides, [&](int64_t r, int64_t offset) {
     U* dst = out + r * row_len;
     const U* src = in + offset;
-    if (row_stride == 1) {
+    if constexpr (!std::is_trivially_copyable_v<U>) {  // strings
+      for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k * row_stride];
+    } else if (row_stride == 1) {
       std::memcpy(dst, src, row_len * sizeof(U));
     } else {
       for (int64_t k = 0; k < row_len; ++k) dst[k] = src[k * row_stride];

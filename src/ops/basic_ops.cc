@@ -23,7 +23,7 @@ Status ConstShape(InferenceContext& ctx) {
 FS_REGISTER_OP(OpBuilder("Const")
                    .Output("output", "dtype")
                    .RequiredAttr("value", AttrType::kTensor)
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kAllTypesAndString)
                    .Shape(ConstShape)
                    .Kernel("CPU",
                            [](KernelContext& ctx) {
@@ -50,12 +50,13 @@ Status MissingFeed(KernelContext& ctx) {
                                  ctx.node().name(), ": value}).");
 }
 
-// kAllTypes, resource handles and variants, which function bodies take as arguments (captured
-// variables, TensorArrays). Spelled out: kAllTypes lives in another file, whose static
-// initialization may come later.
-const std::vector<DType> kPlaceholderTypes = {
-    DType::kFloat32, DType::kFloat64, DType::kInt32,    DType::kInt64,    DType::kUInt8,
-    DType::kBool,    DType::kFloat16, DType::kBFloat16, DType::kResource, DType::kVariant};
+// kAllTypes, strings, resource handles and variants, which function bodies take as arguments
+// (captured variables, TensorArrays, datasets). Spelled out: kAllTypes lives in another file,
+// whose static initialization may come later.
+const std::vector<DType> kPlaceholderTypes = {DType::kFloat32, DType::kFloat64,  DType::kInt32,
+                                              DType::kInt64,   DType::kUInt8,    DType::kBool,
+                                              DType::kFloat16, DType::kBFloat16, DType::kResource,
+                                              DType::kVariant, DType::kString};
 
 FS_REGISTER_OP(OpBuilder("Placeholder")
                    .Output("output", "dtype")
@@ -90,7 +91,7 @@ Status PassGradient(GradientContext& ctx) {
 FS_REGISTER_OP(OpBuilder("PlaceholderWithDefault")
                    .Input("input", "dtype")
                    .Output("output", "dtype")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kAllTypesAndString)
                    .RequiredAttr("shape", AttrType::kShape)
                    .Shape(PlaceholderWithDefaultShape)
                    .Kernel("CPU", ForwardInput)

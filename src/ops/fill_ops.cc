@@ -21,6 +21,13 @@ using array_util::kIndexTypes;
 
 // Fills `out` with copies of the element at `value` (bytes of the output's dtype).
 Status FillWith(KernelContext& ctx, const void* value, Tensor* out) {
+  if (out->dtype() == DType::kString) {
+    const std::string& v = *static_cast<const std::string*>(value);
+    std::string* dst = out->data<std::string>();
+    ctx.ParallelFor(out->num_elements(), 1,
+                    [&](int64_t begin, int64_t end) { std::fill(dst + begin, dst + end, v); });
+    return Status::OK();
+  }
   return array_util::DispatchElementSize(DTypeSize(out->dtype()), [&]<typename U>() -> Status {
     U v;
     std::memcpy(&v, value, sizeof(U));
@@ -79,7 +86,7 @@ FS_REGISTER_OP(
         .Input("dims", "index_type")
         .Input("value", "T")
         .Output("output", "T")
-        .TypeAttr("T", kAllTypes)
+        .TypeAttr("T", kAllTypesAndString)
         .TypeAttr("index_type", kIndexTypes, DType::kInt32)
         .Shape(FillShape)
         .Kernel("CPU", FillKernel)

@@ -166,7 +166,8 @@ Status SelectV2Shape(InferenceContext& ctx) {
   return Status::OK();
 }
 
-// Selection only moves elements, so it runs on unsigned integers of the element's width.
+// Selection only moves elements, so it runs on unsigned integers of the element's width (or on
+// the strings themselves).
 template <typename E>
 Status ComputeSelect(KernelContext& ctx, const Broadcaster<3>& bcast) {
   Tensor* out;
@@ -208,6 +209,7 @@ Status SelectV2Kernel(KernelContext& ctx) {
         " must be broadcastable: aligned from the last dimension, each dimension must be equal "
         "or 1 across the three.");
   }
+  if (then_value.dtype() == DType::kString) return ComputeSelect<std::string>(ctx, bcast);
   switch (DTypeSize(then_value.dtype())) {
     case 1:
       return ComputeSelect<uint8_t>(ctx, bcast);
@@ -250,7 +252,7 @@ FS_REGISTER_OP(OpBuilder("SelectV2")
                    .Input("t", "T")
                    .Input("e", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .Shape(SelectV2Shape)
                    .Kernel("CPU", SelectV2Kernel)
                    .Gradient(SelectV2Grad)

@@ -74,6 +74,11 @@ Status CopySelection(KernelContext& ctx, const Tensor& in, const std::vector<Dim
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
   if (out->num_elements() == 0) return Status::OK();
   const StridedView view = ViewOf(in.shape(), sel);
+  if (in.dtype() == DType::kString) {
+    array_util::StridedGather<std::string>(ctx, in.data<std::string>() + view.offset, view.dims,
+                                           view.strides, out->data<std::string>());
+    return Status::OK();
+  }
   return array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
     array_util::StridedGather<U>(ctx, in.data<U>() + view.offset, view.dims, view.strides,
                                  out->data<U>());
@@ -189,7 +194,7 @@ FS_REGISTER_OP(OpBuilder("Slice")
                    .Input("begin", "Index")
                    .Input("size", "Index")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .TypeAttr("Index", kIndexTypes)
                    .Shape(SliceShape)
                    .Kernel("CPU", SliceKernel)
@@ -399,7 +404,7 @@ FS_REGISTER_OP(OpBuilder("StridedSlice")
                    .Input("end", "Index")
                    .Input("strides", "Index")
                    .Output("output", "T")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kAllTypesAndString)
                    .TypeAttr("Index", kIndexTypes)
                    .Attr("begin_mask", 0)
                    .Attr("end_mask", 0)
@@ -616,7 +621,8 @@ class GatherKernel : public OpKernel {
                         const int64_t bo = r / per_batch;  // batch * outer + o
                         const int64_t b = bo / outer;
                         const int64_t row = bo * limit + idx[b * per_batch + m];
-                        std::memcpy(dst + r * inner_bytes, src + row * inner_bytes, inner_bytes);
+                        CopyElementBytes(params.dtype(), src + row * inner_bytes,
+                                         dst + r * inner_bytes, inner_bytes);
                       }
                     });
     return Status::OK();
@@ -745,7 +751,7 @@ FS_REGISTER_OP(OpBuilder("GatherV2")
                    .Input("indices", "Tindices")
                    .Input("axis", "Taxis")
                    .Output("output", "Tparams")
-                   .TypeAttr("Tparams", kAllTypes)
+                   .TypeAttr("Tparams", kAllTypesAndString)
                    .TypeAttr("Tindices", kIndexTypes)
                    .TypeAttr("Taxis", kIndexTypes)
                    .Attr("batch_dims", 0)

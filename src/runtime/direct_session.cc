@@ -234,11 +234,16 @@ class DirectSession final : public Session, public FunctionRuntime {
     for (CancellationToken* run : running_)
       run->Cancel(errors::Cancelled("Run call was cancelled"));
     idle_cv_.wait(lock, [this] { return in_flight_ == 0; });
+    // Resources first: an iterator's prefetch thread may still be running a compiled function,
+    // and is stopped and joined when its iterator goes. Without the lock, which that thread's
+    // function calls take (Instantiate).
+    lock.unlock();
+    resources_.Clear();
+    lock.lock();
     callables_.clear();
     run_cache_.clear();
     functions_.clear();
     kernels_.clear();
-    resources_.Clear();
     return Status::OK();
   }
 

@@ -56,8 +56,8 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
-  // Resource handles and variants are host structures whatever the device.
-  const bool host = dtype == DType::kResource || dtype == DType::kVariant ||
+  // Resource handles, variants and strings are host structures whatever the device.
+  const bool host = dtype == DType::kResource || HoldsObjects(dtype) ||
                     (p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[i]);
   Allocator* allocator = host ? CpuAllocator() : p_.device->allocator();
   Status s = Tensor::Allocate(allocator, dtype, shape, &slot);
@@ -130,7 +130,7 @@ std::vector<bool> HostMemoryArgs(const Node& node, const KernelDef& def,
   }
   for (int i = 0; i < count; ++i) {
     const DType dtype = (node.*type_of)(i);
-    host[i] = host[i] || dtype == DType::kResource || dtype == DType::kVariant;
+    host[i] = host[i] || dtype == DType::kResource || HoldsObjects(dtype);
   }
   return host;
 }

@@ -19,8 +19,18 @@ Var* ResourceMgr::LookupVar(const std::string& name) {
 }
 
 void ResourceMgr::Clear() {
-  std::lock_guard<std::mutex> lock(mu_);
-  vars_.clear();
+  std::map<std::string, std::unique_ptr<Var>> vars;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    vars.swap(vars_);
+  }
+  // Destroyed without the lock: an iterator's background thread, joined by its destructor, may
+  // be looking up a variable. Iterators ("iterator:..." slots, see src/ops/data) go first, so
+  // that no such thread outlives the variables it reads.
+  for (auto& [name, var] : vars) {
+    if (name.rfind("iterator:", 0) == 0) var.reset();
+  }
+  vars.clear();
 }
 
 Var* VarFromHandle(const Tensor& handle) {

@@ -141,6 +141,21 @@ from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEM
 CASES += _INDEXING_CASES
 EXEMPT.update(_INDEXING_EXEMPT)
 
+from op_cases_string import CASES as _STRING_CASES, EXEMPT as _STRING_EXEMPT  # noqa: E402
+
+CASES += _STRING_CASES
+EXEMPT.update(_STRING_EXEMPT)
+
+from op_cases_data import CASES as _DATA_CASES  # noqa: E402
+
+CASES += _DATA_CASES
+
+from op_cases_image import (CASES as _IMAGE_CASES,  # noqa: E402
+                            GRADIENT_PENDING as _IMAGE_PENDING)
+
+CASES += _IMAGE_CASES
+GRADIENT_PENDING |= _IMAGE_PENDING
+
 from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
 
 EXEMPT.update(_TRAINING_EXEMPT)

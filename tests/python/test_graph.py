@@ -131,8 +131,9 @@ def test_constant_dtype_inference_follows_tensorflow():
     assert tf.constant(0.5, shape=[2, 3]).shape.as_list() == [2, 3]
     with pytest.raises(TypeError, match="non-integer"):
         tf.constant(1.5, dtype=tf.int32)
+    assert tf.constant("text").dtype == tf.string
     with pytest.raises(TypeError, match="Failed to convert"):
-        tf.constant("text")
+        tf.constant(["text", 1.5])
 
 
 def test_device_scopes_merge_and_validate():

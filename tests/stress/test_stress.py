@@ -282,8 +282,50 @@ def test_fake_gpu_transfers_from_many_threads():
     record("fake GPU plugin transfers from many threads", runs, "runs", threads=4)
 
 
-# Control flow (tf.cond, tf.while_loop) and input pipelines (tf.data) are not in Flowstone yet.
-# Their scenarios go here when they land, in the shape of the ones above: several threads
-# running loops and iterators on one session, results checked, units passed to record().
-# run_stress.py lists these two as pending until a test named test_control_flow_* or
-# test_input_pipeline_* exists in this file.
+def test_input_pipeline_shared_iterator_across_threads():
+    # Threads pull from one iterator of a mapped, shuffled, batched and prefetched pipeline: every
+    # element arrives exactly once, whichever thread gets it, and the end is OutOfRangeError for
+    # every thread.
+    count = max(ITERATIONS, 64) * 4
+    dataset = (tf.data.Dataset.range(count).map(lambda x: (x, x * 3), num_parallel_calls=3)
+               .shuffle(64, seed=5).batch(4).prefetch(2))
+    iterator = dataset.make_initializable_iterator()
+    values, tripled = iterator.get_next()
+    seen = [[] for _ in range(THREADS)]
+    with tf.Session() as sess:
+        for _ in range(2):  # the second epoch checks re-initialization under the same load
+            sess.run(iterator.initializer)
+            for s in seen:
+                s.clear()
+
+            def worker(k):
+                while True:
+                    try:
+                        v, t = sess.run((values, tripled))
+                    except tf.errors.OutOfRangeError:
+                        return
+                    np.testing.assert_array_equal(t, v * 3)
+                    seen[k].extend(int(x) for x in v)
+
+            run_threads(worker)
+            assert sorted(x for s in seen for x in s) == list(range(count))
+    record("input pipeline: one iterator shared by threads", 2 * count, "elements",
+           threads=THREADS)
+
+
+def test_input_pipeline_sessions_closed_while_prefetching():
+    # Sessions closed while their prefetch threads run a map function: close joins them, and
+    # nothing they were using is freed under them.
+    dataset = tf.data.Dataset.range(10**9).map(lambda x: x * 2).prefetch(8)
+    next_value = dataset.make_one_shot_iterator().get_next()
+    closes = max(ITERATIONS // 20, 5)
+    for i in range(closes):
+        sess = tf.Session()
+        assert int(sess.run(next_value)) == 0
+        assert int(sess.run(next_value)) == 2
+        sess.close()
+    record("input pipeline: sessions closed while prefetching", closes, "closes")
+
+
+# The control-flow scenario (tf.cond, tf.while_loop) goes here, in the shape of the ones above;
+# run_stress.py lists it as pending until a test named test_control_flow_* exists in this file.

@@ -83,8 +83,8 @@ class EagerTensor(_ops.Tensor):
         return self._handle.device
 
     def _numpy(self):
-        array = self._handle.numpy()
-        return array[()] if array.ndim == 0 else array
+        array = self._handle.numpy()  # a scalar string comes back as bytes
+        return array[()] if isinstance(array, np.ndarray) and array.ndim == 0 else array
 
     def numpy(self):
         """The value: a numpy array sharing the tensor's memory (a numpy scalar for scalars)."""

@@ -847,9 +847,30 @@ def is_tensor(x):
     return isinstance(x, Tensor)
 
 
+def _string_array(value):
+    """An object array of bytes for a (nested) value of bytes and str; str is encoded as UTF-8,
+    as TensorFlow does. None when an element is neither."""
+    arr = np.asarray(value, dtype=object)
+    out = np.empty(arr.shape, dtype=object)
+    for index, item in np.ndenumerate(arr):
+        if isinstance(item, str):
+            item = item.encode("utf-8")
+        elif not isinstance(item, bytes):
+            return None
+        out[index] = bytes(item)
+    return out
+
+
 def _infer_numpy(value, dtype):
     """The numpy array for a Python or numpy value, with TensorFlow's default dtypes: Python
-    floats become float32 and Python ints int32 (int64 if they do not fit)."""
+    floats become float32 and Python ints int32 (int64 if they do not fit); bytes and str become
+    an object array of bytes (tf.string)."""
+    if dtype is not None and dtype == _dtypes.string:
+        arr = _string_array(value)
+        if arr is None:
+            raise TypeError(f"Failed to convert elements of {value!r} to Tensor. Consider "
+                            "casting elements to a supported type.")
+        return arr
     if dtype is not None:
         np_dtype = dtype.as_numpy_dtype
         if isinstance(value, np.ndarray) or np.isscalar(value) or isinstance(value, (list, tuple)):
@@ -873,7 +894,10 @@ def _infer_numpy(value, dtype):
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
     else:
-        arr = np.asarray(value)
+        try:
+            arr = np.asarray(value)
+        except UnicodeDecodeError:  # str mixed with non-ASCII bytes: strings all the same
+            arr = np.asarray(value, dtype=object)
         if arr.dtype == np.float64:
             arr = arr.astype(np.float32)
         elif arr.dtype.kind == "i":
@@ -882,6 +906,10 @@ def _infer_numpy(value, dtype):
             else:
                 arr = arr.astype(np.int64)
     if arr.dtype.kind in "OUS":
+        # The original value, not numpy's coercion (which turns [b"a", 1] into bytes).
+        strings = _string_array(value)
+        if strings is not None:
+            return strings
         raise TypeError(f"Failed to convert object of type {type(value)} to Tensor. Contents: "
                         f"{value!r}. Consider casting elements to a supported type.")
     mapped = _dtypes._FROM_NUMPY.get(arr.dtype)

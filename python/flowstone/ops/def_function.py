@@ -18,39 +18,12 @@ from flowstone import errors as _errors
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph
-from flowstone.framework.tensor_shape import TensorShape, as_shape
+from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import basic_ops
 from flowstone.ops import variables as _variables
+from flowstone.ops.dataset_structure import TensorSpec
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
-
-
-@tf_export("TensorSpec")
-class TensorSpec:
-    """The dtype and (partial) shape of a tensor argument:
-    `tf.TensorSpec([None, 3], tf.float32)`."""
-
-    def __init__(self, shape, dtype=_dtypes.float32, name=None):
-        self.shape = as_shape(shape)
-        self.dtype = _dtypes.as_dtype(dtype)
-        self.name = name
-
-    def is_compatible_with(self, value):
-        return (value.dtype == self.dtype and
-                self.shape.is_compatible_with(TensorShape(list(value.shape))))
-
-    def _key(self):
-        return ("tensor", self.dtype.name, None if self.shape.rank is None
-                else tuple(self.shape.as_list()))
-
-    def __eq__(self, other):
-        return isinstance(other, TensorSpec) and self._key() == other._key()
-
-    def __hash__(self):
-        return hash(self._key())
-
-    def __repr__(self):
-        return f"TensorSpec(shape={self.shape}, dtype={self.dtype!r}, name={self.name!r})"
 
 
 def _is_tensor_like(value):
@@ -61,10 +34,12 @@ def _leaf_key(value):
     """What makes two calls share a trace: a tensor's dtype and shape, a variable's identity, a
     Python value's value."""
     if isinstance(value, TensorSpec):
-        return value._key()
+        shape = value.shape
+        return ("tensor", value.dtype.name,
+                None if shape.rank is None else tuple(shape.as_list()))
     if isinstance(value, (_ops.Tensor, np.ndarray)):
-        dtype = value.dtype if isinstance(value, _ops.Tensor) else np.dtype(value.dtype).name
-        return ("tensor", str(dtype), tuple(value.shape))
+        dtype = value.dtype.name if isinstance(value, _ops.Tensor) else np.dtype(value.dtype).name
+        return ("tensor", dtype, tuple(value.shape))
     if isinstance(value, _variables.Variable):
         return ("variable", id(value))
     try:

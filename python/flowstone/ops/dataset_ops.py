@@ -1,0 +1,418 @@
+"""tf.data.Dataset: a Python description over the C++ dataset ops (src/ops/data).
+
+Each Dataset builds its op (a scalar variant tensor) in the default graph when it is made, as TF1
+does. It can build itself again in another graph: make_one_shot_iterator builds it inside the
+OneShotIterator's dataset_factory function. Functions given to map, filter, flat_map and
+interleave are traced once per graph into graph functions that the C++ iterator runs with no
+Python per element.
+"""
+
+import weakref
+
+import numpy as np
+
+from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
+from flowstone.framework.func_graph import FuncGraph, function_base_name
+from flowstone.framework.tensor_shape import TensorShape
+from flowstone.ops import dataset_structure as structure
+from flowstone.ops import iterator_ops
+from flowstone.ops import random_ops
+from flowstone.util.tf_export import export_value, tf_export
+
+# Lets the runtime choose a buffer size or a parallelism (see docs/COMPAT.md for what it picks).
+AUTOTUNE = -1
+export_value("data.experimental.AUTOTUNE", AUTOTUNE)
+export_value("data.AUTOTUNE", AUTOTUNE)
+
+
+def _int64(value, name):
+    return _ops.convert_to_tensor(value, dtype=_dtypes.int64, name=name)
+
+
+def _trace(fn, element_spec, kind):
+    """Traces `fn` on an element of `element_spec` into a function of the default graph's library.
+    Returns (function name, captured outer tensors, what fn returned as body tensors)."""
+    graph = _ops.get_default_graph()
+    body = FuncGraph(function_base_name(graph, kind), graph)
+    args = [body.add_input(s.dtype, s.shape) for s in structure.flatten(element_spec)]
+    element = structure.pack(element_spec, args)
+    with body.as_default():
+        # A tuple element is passed as separate arguments, as TF does.
+        if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
+            result = fn(*element)
+        else:
+            result = fn(element)
+        if isinstance(result, list):
+            result = tuple(result)  # tf.data reads a returned list as a tuple
+        result = structure.normalize(result)
+        flat = []
+        for value in structure.flatten(result):
+            if isinstance(value, _ops.Operation):
+                raise TypeError(f"The function given to {kind} returned the Operation "
+                                f"'{value.name}'; return tensors.")
+            t = _ops.convert_to_tensor(value)
+            flat.append(t if t.graph is body else body._capture(t, kind))
+    captured = [outer for outer, _ in body.captures]
+    body.add_to_library(args + [inner for _, inner in body.captures], flat)
+    return body.name, captured, structure.pack(result, flat)
+
+
+@tf_export("data.Dataset")
+class DatasetV1:
+    """A sequence of elements, each a structure (tuples, dicts) of tensors."""
+
+    def __init__(self, inputs, element_spec, make):
+        # make(*input variant tensors) adds this dataset's op to the default graph.
+        self._inputs = list(inputs)
+        self._element_spec = element_spec
+        self._make = make
+        self._variants = weakref.WeakKeyDictionary()
+        self._variant_tensor = self._variant_in(_ops.get_default_graph())
+
+    def _variant_in(self, graph):
+        """This dataset's variant tensor in `graph` (built there on first use)."""
+        found = self._variants.get(graph)
+        if found is None:
+            with graph.as_default():
+                found = self._make(*[d._variant_in(graph) for d in self._inputs])
+            self._variants[graph] = found
+        return found
+
+    # --- element structure -----------------------------------------------------------------
+
+    @property
+    def element_spec(self):
+        return self._element_spec
+
+    @property
+    def output_types(self):
+        return structure.types_of(self._element_spec)
+
+    @property
+    def output_shapes(self):
+        return structure.shapes_of(self._element_spec)
+
+    @property
+    def output_classes(self):
+        return structure.classes_of(self._element_spec)
+
+    def _spec_attrs(self, spec=None):
+        spec = self._element_spec if spec is None else spec
+        return {"output_types": structure.type_attrs(spec),
+                "output_shapes": structure.shape_attrs(spec)}
+
+    def _unary(self, op_type, scalars, spec=None, attrs=None, name=None):
+        """A dataset of op `op_type` over this one with scalar int64/bool inputs `scalars`."""
+        spec = self._element_spec if spec is None else spec
+
+        def make(variant):
+            all_attrs = dict(self._spec_attrs(spec), **(attrs or {}))
+            inputs = [variant] + [s() for s in scalars]
+            return _ops.apply_op(op_type, inputs, all_attrs, name=name or op_type).outputs[0]
+
+        return DatasetV1([self], spec, make)
+
+    # --- sources ---------------------------------------------------------------------------
+
+    @staticmethod
+    def from_tensors(tensors):
+        """A dataset of one element, `tensors`."""
+        value = structure.normalize(tensors)
+        spec = structure.spec_of(structure.to_tensors(value))
+
+        def make():
+            components = structure.flatten(structure.to_tensors(value))
+            return _ops.apply_op("TensorDataset", [components], {
+                "output_shapes": structure.shape_attrs(spec)}, name="TensorDataset").outputs[0]
+
+        return DatasetV1([], spec, make)
+
+    @staticmethod
+    def from_tensor_slices(tensors):
+        """A dataset of the slices of `tensors` along their first dimension."""
+        value = structure.normalize(tensors)
+        whole = structure.to_tensors(value)
+        for t in structure.flatten(whole):
+            if t.shape.ndims == 0:
+                raise ValueError(f"Unbatching a tensor is only supported for rank >= 1, but "
+                                 f"{t!r} is a scalar.")
+        spec = structure.pack(whole, [structure.TensorSpec(t.shape[1:], t.dtype)
+                                      for t in structure.flatten(whole)])
+
+        def make():
+            components = structure.flatten(structure.to_tensors(value))
+            return _ops.apply_op("TensorSliceDataset", [components], {
+                "output_shapes": structure.shape_attrs(spec)},
+                name="TensorSliceDataset").outputs[0]
+
+        return DatasetV1([], spec, make)
+
+    @staticmethod
+    def range(*args, output_type=_dtypes.int64):
+        """start, stop, step as Python's range: range(5), range(2, 5), range(0, 10, 3)."""
+        if len(args) == 1:
+            start, stop, step = 0, args[0], 1
+        elif len(args) == 2:
+            start, stop, step = args[0], args[1], 1
+        elif len(args) == 3:
+            start, stop, step = args
+        else:
+            raise ValueError(f"Invalid arguments to RangeDataset: {args!r}")
+        spec = structure.TensorSpec([], output_type)
+
+        def make():
+            return _ops.apply_op("RangeDataset", [
+                _int64(start, "start"), _int64(stop, "stop"), _int64(step, "step")], {
+                "output_types": [spec.dtype], "output_shapes": [[]]},
+                name="RangeDataset").outputs[0]
+
+        return DatasetV1([], spec, make)
+
+    @staticmethod
+    def list_files(file_pattern, shuffle=None, seed=None):
+        """The file names matching `file_pattern` (a glob, or a list of them), sorted, then
+        shuffled unless shuffle=False."""
+        def make():
+            pattern = _ops.convert_to_tensor(file_pattern, dtype=_dtypes.string,
+                                             name="file_pattern")
+            return _ops.apply_op("MatchingFiles", [pattern], name="MatchingFiles").outputs[0]
+
+        names = DatasetV1([], structure.TensorSpec([None], _dtypes.string),
+                          lambda: _ops.apply_op("TensorDataset", [[make()]], {
+                              "output_shapes": [[None]]}, name="TensorDataset").outputs[0])
+        files = names.flat_map(DatasetV1.from_tensor_slices)
+        if shuffle is False:
+            return files
+        return files.shuffle(_LIST_FILES_SHUFFLE_BUFFER, seed=seed)
+
+    @staticmethod
+    def zip(datasets):
+        """Elements of the datasets in `datasets` (a structure of datasets) side by side."""
+        flat = structure.flatten(datasets)
+        for d in flat:
+            if not isinstance(d, DatasetV1):
+                raise TypeError(f"The argument to `Dataset.zip()` must be a (nested) structure "
+                                f"of `Dataset` objects, got {d!r}.")
+        spec = structure.pack(datasets, [d.element_spec for d in flat])
+
+        def make(*variants):
+            return _ops.apply_op("ZipDataset", [list(variants)], {
+                "output_types": structure.type_attrs(spec),
+                "output_shapes": structure.shape_attrs(spec)}, name="ZipDataset").outputs[0]
+
+        return DatasetV1(flat, spec, make)
+
+    # --- transformations -------------------------------------------------------------------
+
+    def concatenate(self, dataset):
+        a, b = structure.flatten(self._element_spec), structure.flatten(dataset.element_spec)
+        if [s.dtype for s in a] != [s.dtype for s in b]:
+            raise TypeError(f"Two datasets to concatenate have different types "
+                            f"{self.output_types} and {dataset.output_types}")
+        spec = structure.pack(self._element_spec, [
+            structure.TensorSpec(_most_specific(x.shape, y.shape), x.dtype)
+            for x, y in zip(a, b)])
+
+        def make(first, second):
+            return _ops.apply_op("ConcatenateDataset", [first, second], self._spec_attrs(spec),
+                                 name="ConcatenateDataset").outputs[0]
+
+        return DatasetV1([self, dataset], spec, make)
+
+    def cache(self, filename=""):
+        """The elements kept in memory after the first complete pass (filename "" only)."""
+        return self._unary("CacheDataset", [
+            lambda: _ops.convert_to_tensor(filename, dtype=_dtypes.string, name="filename")])
+
+    def repeat(self, count=None):
+        return self._unary("RepeatDataset", [lambda: _int64(-1 if count is None else count,
+                                                            "count")])
+
+    def take(self, count):
+        return self._unary("TakeDataset", [lambda: _int64(count, "count")])
+
+    def skip(self, count):
+        return self._unary("SkipDataset", [lambda: _int64(count, "count")])
+
+    def shard(self, num_shards, index):
+        return self._unary("ShardDataset", [lambda: _int64(num_shards, "num_shards"),
+                                            lambda: _int64(index, "index")])
+
+    def prefetch(self, buffer_size):
+        return self._unary("PrefetchDataset", [lambda: _int64(buffer_size, "buffer_size")])
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
+        seed, seed2 = random_ops.get_seed(seed)
+        seed, seed2 = (0 if seed is None else seed), (0 if seed2 is None else seed2)
+        reshuffle = True if reshuffle_each_iteration is None else bool(reshuffle_each_iteration)
+        return self._unary("ShuffleDataset", [lambda: _int64(buffer_size, "buffer_size"),
+                                              lambda: _int64(seed, "seed"),
+                                              lambda: _int64(seed2, "seed2")],
+                           attrs={"reshuffle_each_iteration": reshuffle})
+
+    def batch(self, batch_size, drop_remainder=False):
+        size = batch_size if isinstance(batch_size, int) and drop_remainder else None
+        spec = structure.pack(self._element_spec, [
+            structure.TensorSpec(TensorShape([size]).concatenate(s.shape), s.dtype)
+            for s in structure.flatten(self._element_spec)])
+        return self._unary("BatchDatasetV2", [
+            lambda: _int64(batch_size, "batch_size"),
+            lambda: _ops.convert_to_tensor(drop_remainder, dtype=_dtypes.bool,
+                                           name="drop_remainder")], spec=spec,
+            name="BatchDatasetV2")
+
+    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
+                     drop_remainder=False):
+        """Batches whose components are padded to `padded_shapes` (None or -1 dimensions: the
+        largest in the batch) with `padding_values` (default 0, or b"" for strings)."""
+        specs = structure.flatten(self._element_spec)
+        if padded_shapes is None:
+            shapes = [TensorShape([None] * s.shape.ndims) for s in specs]
+        else:
+            shapes = [TensorShape(s) for s in structure.flatten_up_to(self._element_spec,
+                                                                      padded_shapes)]
+        if padding_values is None:
+            values = [b"" if s.dtype == _dtypes.string else 0 for s in specs]
+        else:
+            values = structure.flatten_up_to(self._element_spec, padding_values)
+        size = batch_size if isinstance(batch_size, int) and drop_remainder else None
+        spec = structure.pack(self._element_spec, [
+            structure.TensorSpec(TensorShape([size]).concatenate(shape), s.dtype)
+            for s, shape in zip(specs, shapes)])
+
+        def make(variant):
+            padded = [_ops.convert_to_tensor([-1 if d is None else d for d in shape.as_list()],
+                                             dtype=_dtypes.int64, name="padded_shapes")
+                      for shape in shapes]
+            pads = [_ops.convert_to_tensor(v, dtype=s.dtype, name="padding_values")
+                    for v, s in zip(values, specs)]
+            return _ops.apply_op("PaddedBatchDatasetV2", [
+                variant, _int64(batch_size, "batch_size"), padded, pads,
+                _ops.convert_to_tensor(drop_remainder, dtype=_dtypes.bool,
+                                       name="drop_remainder")],
+                {"output_shapes": structure.shape_attrs(spec), "N": len(padded),
+                 "Toutput_types": [s.dtype for s in specs]},
+                name="PaddedBatchDatasetV2").outputs[0]
+
+        return DatasetV1([self], spec, make)
+
+    def enumerate(self, start=0):
+        """(index, element) pairs, counting from `start`."""
+        return DatasetV1.zip((DatasetV1.range(start, np.iinfo(np.int64).max), self))
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None):
+        spec_in = self._element_spec
+        state = {}
+
+        def make(variant):
+            name, captured, result = _trace(map_func, spec_in, "Dataset_map")
+            state["spec"] = structure.spec_of(result)
+            attrs = dict(self._spec_attrs(state["spec"]), f=name)
+            if num_parallel_calls is None:
+                return _ops.apply_op("MapDataset", [variant, captured], attrs,
+                                     name="MapDataset").outputs[0]
+            attrs["deterministic"] = ("default" if deterministic is None else
+                                      "true" if deterministic else "false")
+            return _ops.apply_op("ParallelMapDatasetV2", [
+                variant, captured, _int64(num_parallel_calls, "num_parallel_calls")], attrs,
+                name="ParallelMapDatasetV2").outputs[0]
+
+        return _LazySpecDataset([self], state, make)
+
+    def filter(self, predicate):
+        spec = self._element_spec
+
+        def make(variant):
+            name, captured, result = _trace(predicate, spec, "Dataset_filter")
+            flat = structure.flatten(result)
+            if len(flat) != 1 or flat[0].dtype != _dtypes.bool or flat[0].shape.ndims not in (
+                    0, None):
+                raise ValueError(f"Invalid `predicate`. `predicate` must return a "
+                                 f"`tf.bool` scalar tensor, but its return type is "
+                                 f"{structure.spec_of(result)}.")
+            return _ops.apply_op("FilterDataset", [variant, captured],
+                                 dict(self._spec_attrs(), predicate=name),
+                                 name="FilterDataset").outputs[0]
+
+        return DatasetV1([self], spec, make)
+
+    def flat_map(self, map_func):
+        return self._interleave(map_func, None, None, "FlatMapDataset")
+
+    def interleave(self, map_func, cycle_length=None, block_length=None,
+                   num_parallel_calls=None, deterministic=None):
+        del num_parallel_calls, deterministic  # runs in order, deterministically
+        return self._interleave(map_func, AUTOTUNE if cycle_length is None else cycle_length,
+                                1 if block_length is None else block_length,
+                                "InterleaveDataset")
+
+    def _interleave(self, map_func, cycle_length, block_length, op_type):
+        spec_in = self._element_spec
+        state = {}
+
+        def make(variant):
+            name, captured, _ = _trace(_returning_variant(map_func), spec_in,
+                                       f"Dataset_{op_type}")
+            state["spec"] = _returned_dataset_spec.pop()
+            inputs = [variant, captured]
+            if cycle_length is not None:
+                inputs += [_int64(cycle_length, "cycle_length"),
+                           _int64(block_length, "block_length")]
+            return _ops.apply_op(op_type, inputs, dict(self._spec_attrs(state["spec"]), f=name),
+                                 name=op_type).outputs[0]
+
+        return _LazySpecDataset([self], state, make)
+
+    # --- iterators -------------------------------------------------------------------------
+
+    def make_one_shot_iterator(self):
+        """An iterator that needs no initialization (the dataset may not use placeholders)."""
+        return iterator_ops.make_one_shot(self)
+
+    def make_initializable_iterator(self, shared_name=None):
+        """An iterator started (and restarted) by running its `initializer`."""
+        return iterator_ops.make_initializable(self, shared_name)
+
+    def __iter__(self):
+        raise RuntimeError("`tf.data.Dataset` only supports Python-style iteration in eager "
+                           "mode or within tf.function; in graph mode use "
+                           "make_one_shot_iterator() or make_initializable_iterator().")
+
+    def __repr__(self):
+        return f"<DatasetV1Adapter element_spec={self._element_spec!r}>"
+
+
+class _LazySpecDataset(DatasetV1):
+    """A dataset whose element spec is known once its function has been traced (map and the
+    interleaves): the first build, in the default graph, fills `state["spec"]`."""
+
+    def __init__(self, inputs, state, make):
+        super().__init__(inputs, None, make)
+        self._element_spec = state["spec"]
+
+
+# list_files shuffles its names through a buffer this large (TF uses the number of files).
+_LIST_FILES_SHUFFLE_BUFFER = 10000
+
+# The spec of the dataset the traced interleave function returned (set while tracing).
+_returned_dataset_spec = []
+
+
+def _returning_variant(map_func):
+    def call(*args):
+        result = map_func(*args)
+        if not isinstance(result, DatasetV1):
+            raise TypeError(f"The function passed to flat_map/interleave must return a "
+                            f"`tf.data.Dataset` object, got {type(result).__name__}.")
+        _returned_dataset_spec.append(result.element_spec)
+        return result._variant_in(_ops.get_default_graph())
+
+    return call
+
+
+def _most_specific(a, b):
+    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
+

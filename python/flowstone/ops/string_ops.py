@@ -1,0 +1,137 @@
+"""tf.strings and the string ops of tf.io: thin wrappers over the C++ ops of src/ops/string."""
+
+from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
+from flowstone.util.tf_export import tf_export
+
+
+def _strings(value, name="input"):
+    return _ops.convert_to_tensor(value, dtype=_dtypes.string, name=name)
+
+
+def _unary(op_type, input, name, attrs=None):  # noqa: A002 - TensorFlow's argument name
+    return _ops.apply_op(op_type, [_strings(input)], attrs or {}, name=name or op_type).outputs[0]
+
+
+@tf_export("strings.join", "string_join")
+def string_join(inputs, separator="", name=None):
+    return _ops.apply_op("StringJoin", [[_strings(x) for x in inputs]],
+                         {"separator": separator}, name=name or "StringJoin").outputs[0]
+
+
+@tf_export("strings.length")
+def string_length(input, name=None, unit="BYTE"):  # noqa: A002
+    return _unary("StringLength", input, name, {"unit": unit})
+
+
+@tf_export("strings.upper")
+def upper(input, encoding="", name=None):  # noqa: A002
+    return _unary("StringUpper", input, name, {"encoding": encoding})
+
+
+@tf_export("strings.lower")
+def lower(input, encoding="", name=None):  # noqa: A002
+    return _unary("StringLower", input, name, {"encoding": encoding})
+
+
+@tf_export("strings.substr", "substr")
+def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002
+    pos = _ops.convert_to_tensor(pos, name="pos")
+    len = _ops.convert_to_tensor(len, dtype=pos.dtype, name="len")  # noqa: A001
+    return _ops.apply_op("Substr", [_strings(input), pos, len], {"unit": unit},
+                         name=name or "Substr").outputs[0]
+
+
+@tf_export("strings.to_number", "string_to_number")
+def string_to_number(string_tensor, out_type=_dtypes.float32, name=None):
+    return _ops.apply_op("StringToNumber", [_strings(string_tensor, "string_tensor")],
+                         {"out_type": _dtypes.as_dtype(out_type)},
+                         name=name or "StringToNumber").outputs[0]
+
+
+@tf_export("strings.as_string", "as_string")
+def as_string(input, precision=-1, scientific=False, shortest=False, width=-1,  # noqa: A002
+              fill="", name=None):
+    return _ops.apply_op("AsString", [_ops.convert_to_tensor(input, name="input")], {
+        "precision": precision, "scientific": scientific, "shortest": shortest,
+        "width": width, "fill": fill}, name=name or "AsString").outputs[0]
+
+
+@tf_export("strings.reduce_join", "reduce_join")
+def reduce_join(inputs, axis=None, keep_dims=None, separator="", name=None,
+                reduction_indices=None, keepdims=None):
+    if reduction_indices is not None:
+        if axis is not None:
+            raise ValueError("Can not specify both 'axis' and 'reduction_indices'.")
+        axis = reduction_indices
+    if keepdims is not None:
+        if keep_dims is not None:
+            raise ValueError("Can not specify both 'keep_dims' and 'keepdims'.")
+        keep_dims = keepdims
+    inputs = _strings(inputs, "inputs")
+    if axis is None:
+        if inputs.shape.ndims is None:
+            raise ValueError("reduce_join over every axis needs an input of known rank.")
+        axis = list(range(inputs.shape.ndims))
+    axis = _ops.convert_to_tensor(axis, dtype=_dtypes.int32, name="reduction_indices")
+    return _ops.apply_op("ReduceJoin", [inputs, axis], {
+        "keep_dims": bool(keep_dims), "separator": separator}, name=name or "ReduceJoin").outputs[0]
+
+
+@tf_export("strings.regex_replace", "regex_replace")
+def regex_replace(input, pattern, rewrite, replace_global=True, name=None):  # noqa: A002
+    # Python strings compile once, in the kernel (StaticRegexReplace), as in TensorFlow.
+    if isinstance(pattern, (str, bytes)) and isinstance(rewrite, (str, bytes)):
+        return _unary("StaticRegexReplace", input, name, {
+            "pattern": _text(pattern), "rewrite": _text(rewrite),
+            "replace_global": replace_global})
+    return _ops.apply_op("RegexReplace", [_strings(input), _strings(pattern, "pattern"),
+                                          _strings(rewrite, "rewrite")],
+                         {"replace_global": replace_global}, name=name or "RegexReplace").outputs[0]
+
+
+@tf_export("strings.regex_full_match")
+def regex_full_match(input, pattern, name=None):  # noqa: A002
+    if isinstance(pattern, (str, bytes)):
+        return _unary("StaticRegexFullMatch", input, name, {"pattern": _text(pattern)})
+    return _ops.apply_op("RegexFullMatch", [_strings(input), _strings(pattern, "pattern")],
+                         name=name or "RegexFullMatch").outputs[0]
+
+
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+@tf_export("io.encode_base64", "encode_base64")
+def encode_base64(input, pad=False, name=None):  # noqa: A002
+    return _unary("EncodeBase64", input, name, {"pad": pad})
+
+
+@tf_export("io.decode_base64", "decode_base64")
+def decode_base64(input, name=None):  # noqa: A002
+    return _unary("DecodeBase64", input, name)
+
+
+@tf_export("io.decode_raw", "decode_raw")
+def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None,
+               bytes=None):  # noqa: A002 - TF1's argument name
+    if input_bytes is None:
+        input_bytes = bytes
+    elif bytes is not None:
+        raise ValueError("Can not specify both 'input_bytes' and 'bytes'.")
+    return _ops.apply_op("DecodeRaw", [_strings(input_bytes, "bytes")], {
+        "out_type": _dtypes.as_dtype(out_type), "little_endian": little_endian},
+        name=name or "DecodeRaw").outputs[0]
+
+
+@tf_export("io.decode_csv", "decode_csv")
+def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, name=None,
+               na_value="", select_cols=None):
+    """The columns of CSV `records`: one tensor per entry of `record_defaults`, whose dtype is the
+    column's and whose value fills empty fields (an empty default makes the column required)."""
+    defaults = [_ops.convert_to_tensor(d, name=f"record_defaults_{i}")
+                for i, d in enumerate(record_defaults)]
+    return _ops.apply_op("DecodeCSV", [_strings(records, "records"), defaults], {
+        "field_delim": field_delim, "use_quote_delim": use_quote_delim, "na_value": na_value,
+        "select_cols": list(select_cols or []),
+    }, name=name or "DecodeCSV").outputs
