@@ -1,0 +1,772 @@
+// Graph <-> TensorFlow GraphDef. See include/flowstone/graph_def.h.
+#include "flowstone/graph_def.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <queue>
+#include <set>
+#include <unordered_map>
+
+#include "proto/graph.pb.h"
+
+namespace flowstone {
+namespace {
+
+// TensorFlow's limit on a shape's rank.
+constexpr int kMaxRank = 254;
+// The most bytes a tensor attr may expand to from fewer stored values (TF repeats the last
+// value of a typed field to fill the shape). Larger constants must carry their bytes, so a
+// GraphDef can never make the importer allocate much more memory than the GraphDef's own size.
+constexpr int64_t kMaxExpandedTensorBytes = int64_t{256} << 20;
+
+Status WithPyType(Status s, const char* py_type) {
+  s.SetPayload("py_type", py_type);
+  return s;
+}
+
+// ---- dtypes and shapes ----
+
+bool DTypeFromTfEnum(int value, DType* out) {
+  for (int i = 1; i < kNumDTypes; ++i) {
+    DType dtype = static_cast<DType>(i);
+    if (DTypeToTfEnum(dtype) == value) {
+      *out = dtype;
+      return true;
+    }
+  }
+  return false;
+}
+
+Status ImportDType(int value, const std::string& what, DType* out) {
+  if (DTypeFromTfEnum(value, out)) return Status::OK();
+  const std::string name = proto::DataType_Name(static_cast<proto::DataType>(value));
+  if (value == proto::DT_STRING) {
+    return errors::Unimplemented(what, " has dtype DT_STRING, which Flowstone does not support "
+                                 "yet (the string dtype is being added)");
+  }
+  if (value >= 100 && DTypeFromTfEnum(value - 100, out)) {
+    return errors::Unimplemented(what, " has the reference dtype ", name,
+                                 ", which Flowstone does not support");
+  }
+  if (proto::DataType_IsValid(value) && value != proto::DT_INVALID) {
+    return errors::Unimplemented(what, " has dtype ", name, ", which Flowstone does not support");
+  }
+  return errors::InvalidArgument(what, " has an invalid DataType value ", value);
+}
+
+void ExportShape(const PartialShape& shape, proto::TensorShapeProto* out) {
+  if (!shape.known_rank()) {
+    out->set_unknown_rank(true);
+    return;
+  }
+  for (int i = 0; i < shape.rank(); ++i) out->add_dim()->set_size(shape.dim(i));
+}
+
+Status ImportShape(const proto::TensorShapeProto& in, const std::string& what,
+                   PartialShape* out) {
+  if (in.unknown_rank()) {
+    if (in.dim_size() > 0) {
+      return errors::InvalidArgument(what, ": a shape of unknown rank lists dimensions");
+    }
+    *out = PartialShape::Unknown();
+    return Status::OK();
+  }
+  if (in.dim_size() > kMaxRank) {
+    return errors::InvalidArgument(what, ": shape has rank ", in.dim_size(),
+                                   ", more than the maximum of ", kMaxRank);
+  }
+  std::vector<int64_t> dims;
+  dims.reserve(in.dim_size());
+  for (const auto& dim : in.dim()) {
+    if (dim.size() < -1) {
+      return errors::InvalidArgument(what, ": shape has dimension ", dim.size(),
+                                     "; a dimension is -1 (unknown) or at least 0");
+    }
+    dims.push_back(dim.size());
+  }
+  *out = PartialShape(dims);
+  return Status::OK();
+}
+
+// ---- tensors ----
+
+// The elements of a fully defined shape, or an error when the product overflows.
+Status ElementCount(const PartialShape& shape, const std::string& what, int64_t* count) {
+  int64_t n = 1;
+  for (int i = 0; i < shape.rank(); ++i) {
+    int64_t d = shape.dim(i);
+    if (d < 0) return errors::InvalidArgument(what, ": a tensor's shape must be fully defined");
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) {
+      return errors::InvalidArgument(what, ": the number of elements of shape ", shape.ToString(),
+                                     " overflows int64");
+    }
+    n *= d;
+  }
+  *count = n;
+  return Status::OK();
+}
+
+Status ExportTensor(const Tensor& tensor, proto::TensorProto* out) {
+  int tf_enum = DTypeToTfEnum(tensor.dtype());
+  if (tensor.dtype() == DType::kResource || tensor.dtype() == DType::kVariant) {
+    return errors::Unimplemented("a ", DTypeName(tensor.dtype()),
+                                 " tensor cannot be written to a GraphDef");
+  }
+  out->set_dtype(static_cast<proto::DataType>(tf_enum));
+  ExportShape(PartialShape(tensor.shape()), out->mutable_tensor_shape());
+  out->set_tensor_content(static_cast<const char*>(tensor.raw_data()), tensor.bytes());
+  return Status::OK();
+}
+
+// Fills `out` (of `count` elements) from the typed repeated field `values`: all of them, or
+// TensorFlow's shorthand of fewer values whose last one repeats (none: zeros).
+template <typename Stored, typename Element, typename Convert>
+Status FillFromValues(const google::protobuf::RepeatedField<Stored>& values, int64_t count,
+                      const std::string& what, Convert convert, Element* out) {
+  if (values.size() > count) {
+    return errors::InvalidArgument(what, ": the tensor holds ", values.size(),
+                                   " values but its shape has ", count, " elements");
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    out[i] = values.empty() ? Element{}
+                            : convert(values.Get(static_cast<int>(std::min<int64_t>(
+                                  i, values.size() - 1))));
+  }
+  return Status::OK();
+}
+
+Status ImportTensor(const proto::TensorProto& in, const std::string& what, Tensor* out) {
+  DType dtype;
+  FS_RETURN_IF_ERROR(ImportDType(in.dtype(), what, &dtype));
+  if (dtype == DType::kResource || dtype == DType::kVariant) {
+    return errors::Unimplemented(what, ": a ", DTypeName(dtype),
+                                 " tensor cannot be read from a GraphDef");
+  }
+  PartialShape shape;
+  FS_RETURN_IF_ERROR(ImportShape(in.tensor_shape(), what, &shape));
+  if (!shape.known_rank()) {
+    return errors::InvalidArgument(what, ": a tensor's shape must have a known rank");
+  }
+  int64_t count;
+  FS_RETURN_IF_ERROR(ElementCount(shape, what, &count));
+  const int64_t element_size = static_cast<int64_t>(DTypeSize(dtype));
+  if (count > std::numeric_limits<int64_t>::max() / element_size) {
+    return errors::InvalidArgument(what, ": the byte size of shape ", shape.ToString(),
+                                   " overflows int64");
+  }
+  const int64_t bytes = count * element_size;
+  if (!in.tensor_content().empty()) {
+    if (static_cast<int64_t>(in.tensor_content().size()) != bytes) {
+      return errors::InvalidArgument(what, ": tensor_content has ", in.tensor_content().size(),
+                                     " bytes but a ", DTypeName(dtype), " tensor of shape ",
+                                     shape.ToString(), " needs ", bytes);
+    }
+    *out = Tensor::Host(dtype, shape.ToTensorShape());
+    if (bytes > 0) std::memcpy(out->raw_data(), in.tensor_content().data(), bytes);
+    return Status::OK();
+  }
+  if (bytes > kMaxExpandedTensorBytes) {
+    return errors::InvalidArgument(
+        what, ": a ", DTypeName(dtype), " tensor of shape ", shape.ToString(), " (", bytes,
+        " bytes) given by ", "repeated values instead of tensor_content is larger than the ",
+        kMaxExpandedTensorBytes, " bytes Flowstone expands; store its bytes in tensor_content");
+  }
+  *out = Tensor::Host(dtype, shape.ToTensorShape());
+  auto same = [](auto v) { return v; };
+  switch (dtype) {
+    case DType::kFloat32:
+      return FillFromValues(in.float_val(), count, what, same, out->data<float>());
+    case DType::kFloat64:
+      return FillFromValues(in.double_val(), count, what, same, out->data<double>());
+    case DType::kInt32:
+      return FillFromValues(in.int_val(), count, what, same, out->data<int32_t>());
+    case DType::kInt64:
+      return FillFromValues(in.int64_val(), count, what, same, out->data<int64_t>());
+    case DType::kUInt8:
+      return FillFromValues(in.int_val(), count, what,
+                            [](int32_t v) { return static_cast<uint8_t>(v); },
+                            out->data<uint8_t>());
+    case DType::kBool:
+      return FillFromValues(in.bool_val(), count, what, same, out->data<bool>());
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return FillFromValues(in.half_val(), count, what,
+                            [](int32_t v) { return static_cast<uint16_t>(v); },
+                            static_cast<uint16_t*>(out->raw_data()));
+    default:
+      return errors::Unimplemented(what, ": dtype ", DTypeName(dtype));
+  }
+}
+
+// ---- attrs ----
+
+Status ExportAttr(const AttrValue& value, proto::AttrValue* out) {
+  switch (AttrValueType(value)) {
+    case AttrType::kInt:
+      out->set_i(std::get<int64_t>(value));
+      break;
+    case AttrType::kFloat:
+      out->set_f(static_cast<float>(std::get<double>(value)));
+      break;
+    case AttrType::kBool:
+      out->set_b(std::get<bool>(value));
+      break;
+    case AttrType::kString:
+      out->set_s(std::get<std::string>(value));
+      break;
+    case AttrType::kType:
+      out->set_type(static_cast<proto::DataType>(DTypeToTfEnum(std::get<DType>(value))));
+      break;
+    case AttrType::kShape:
+      ExportShape(std::get<PartialShape>(value), out->mutable_shape());
+      break;
+    case AttrType::kTensor:
+      return ExportTensor(std::get<Tensor>(value), out->mutable_tensor());
+    case AttrType::kIntList: {
+      auto* list = out->mutable_list();
+      for (int64_t v : std::get<std::vector<int64_t>>(value)) list->add_i(v);
+      break;
+    }
+    case AttrType::kFloatList: {
+      auto* list = out->mutable_list();
+      for (double v : std::get<std::vector<double>>(value)) list->add_f(static_cast<float>(v));
+      break;
+    }
+    case AttrType::kTypeList: {
+      auto* list = out->mutable_list();
+      for (DType v : std::get<std::vector<DType>>(value)) {
+        list->add_type(static_cast<proto::DataType>(DTypeToTfEnum(v)));
+      }
+      break;
+    }
+    case AttrType::kShapeList: {
+      auto* list = out->mutable_list();
+      for (const PartialShape& v : std::get<std::vector<PartialShape>>(value)) {
+        ExportShape(v, list->add_shape());
+      }
+      break;
+    }
+    case AttrType::kStringList: {
+      auto* list = out->mutable_list();
+      for (const std::string& v : std::get<std::vector<std::string>>(value)) list->add_s(v);
+      break;
+    }
+    case AttrType::kFunc:
+      out->mutable_func()->set_name(std::get<FunctionRef>(value).name);
+      break;
+  }
+  return Status::OK();
+}
+
+const char* AttrFormName(const proto::AttrValue& value) {
+  switch (value.value_case()) {
+    case proto::AttrValue::kS:
+      return "string";
+    case proto::AttrValue::kI:
+      return "int";
+    case proto::AttrValue::kF:
+      return "float";
+    case proto::AttrValue::kB:
+      return "bool";
+    case proto::AttrValue::kType:
+      return "type";
+    case proto::AttrValue::kShape:
+      return "shape";
+    case proto::AttrValue::kTensor:
+      return "tensor";
+    case proto::AttrValue::kList:
+      return "list";
+    case proto::AttrValue::kFunc:
+      return "func";
+    case proto::AttrValue::kPlaceholder:
+      return "placeholder";
+    case proto::AttrValue::VALUE_NOT_SET:
+      break;
+  }
+  return "nothing";
+}
+
+// Converts an AttrValue to the form the op's schema declares for the attr.
+Status ImportAttr(const proto::AttrValue& in, AttrType type, const std::string& what,
+                  AttrValue* out) {
+  auto expect = [&](proto::AttrValue::ValueCase form) -> Status {
+    if (in.value_case() == form) return Status::OK();
+    return errors::InvalidArgument(what, " must be ", AttrTypeName(type), " but the GraphDef has ",
+                                   AttrFormName(in));
+  };
+  const bool is_list = type == AttrType::kIntList || type == AttrType::kFloatList ||
+                       type == AttrType::kTypeList || type == AttrType::kShapeList ||
+                       type == AttrType::kStringList;
+  if (is_list) FS_RETURN_IF_ERROR(expect(proto::AttrValue::kList));
+  const proto::AttrValue::ListValue& list = in.list();
+  switch (type) {
+    case AttrType::kInt:
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kI));
+      *out = static_cast<int64_t>(in.i());
+      return Status::OK();
+    case AttrType::kFloat:
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kF));
+      *out = static_cast<double>(in.f());
+      return Status::OK();
+    case AttrType::kBool:
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kB));
+      *out = in.b();
+      return Status::OK();
+    case AttrType::kString:
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kS));
+      *out = in.s();
+      return Status::OK();
+    case AttrType::kType: {
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kType));
+      DType dtype;
+      FS_RETURN_IF_ERROR(ImportDType(in.type(), what, &dtype));
+      *out = dtype;
+      return Status::OK();
+    }
+    case AttrType::kShape: {
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kShape));
+      PartialShape shape;
+      FS_RETURN_IF_ERROR(ImportShape(in.shape(), what, &shape));
+      *out = shape;
+      return Status::OK();
+    }
+    case AttrType::kTensor: {
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kTensor));
+      Tensor tensor;
+      FS_RETURN_IF_ERROR(ImportTensor(in.tensor(), what, &tensor));
+      *out = std::move(tensor);
+      return Status::OK();
+    }
+    case AttrType::kIntList:
+      *out = std::vector<int64_t>(list.i().begin(), list.i().end());
+      return Status::OK();
+    case AttrType::kFloatList:
+      *out = std::vector<double>(list.f().begin(), list.f().end());
+      return Status::OK();
+    case AttrType::kTypeList: {
+      std::vector<DType> types;
+      for (int value : list.type()) {
+        DType dtype;
+        FS_RETURN_IF_ERROR(ImportDType(value, what, &dtype));
+        types.push_back(dtype);
+      }
+      *out = std::move(types);
+      return Status::OK();
+    }
+    case AttrType::kShapeList: {
+      std::vector<PartialShape> shapes;
+      for (const auto& value : list.shape()) {
+        PartialShape shape;
+        FS_RETURN_IF_ERROR(ImportShape(value, what, &shape));
+        shapes.push_back(shape);
+      }
+      *out = std::move(shapes);
+      return Status::OK();
+    }
+    case AttrType::kStringList:
+      *out = std::vector<std::string>(list.s().begin(), list.s().end());
+      return Status::OK();
+    case AttrType::kFunc:
+      FS_RETURN_IF_ERROR(expect(proto::AttrValue::kFunc));
+      *out = FunctionRef{in.func().name()};
+      return Status::OK();
+  }
+  return errors::Internal(what, ": unhandled attr type");
+}
+
+// True for a value TensorFlow gives attrs it added after an op existed (their defaults keep the
+// old behaviour): false, 0, "", an empty list. Such attrs are dropped when Flowstone's op lacks
+// them; any other value would change what the op computes, so it is an error.
+bool IsNeutralAttrValue(const proto::AttrValue& value) {
+  switch (value.value_case()) {
+    case proto::AttrValue::kB:
+      return !value.b();
+    case proto::AttrValue::kI:
+      return value.i() == 0;
+    case proto::AttrValue::kS:
+      return value.s().empty();
+    case proto::AttrValue::kList:
+      return value.list().ByteSizeLong() == 0;
+    default:
+      return false;
+  }
+}
+
+// ---- names ----
+
+struct InputRef {
+  std::string node;
+  int index = 0;  // -1 for a control input
+};
+
+Status ParseInput(const std::string& input, const std::string& node_name, InputRef* out) {
+  auto bad = [&]() {
+    return errors::InvalidArgument("Node '", node_name, "': malformed input '", input,
+                                   "'; inputs are \"name\", \"name:N\" or \"^name\"");
+  };
+  if (input.empty()) return bad();
+  if (input[0] == '^') {
+    out->node = input.substr(1);
+    out->index = -1;
+    return out->node.empty() ? bad() : Status::OK();
+  }
+  size_t colon = input.rfind(':');
+  if (colon == std::string::npos) {
+    out->node = input;
+    out->index = 0;
+    return Status::OK();
+  }
+  std::string digits = input.substr(colon + 1);
+  if (colon == 0 || digits.empty() || digits.size() > 9 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return bad();
+  }
+  out->node = input.substr(0, colon);
+  out->index = std::stoi(digits);
+  return Status::OK();
+}
+
+std::string HostName() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "localhost";
+  return name;
+}
+
+std::string Prefixed(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "/" + name;
+}
+
+// The GraphDef's nodes in an order where every node follows its inputs; InvalidArgument for an
+// input naming no node (and not mapped) and for a cycle.
+Status TopologicalOrder(const proto::GraphDef& def,
+                        const std::unordered_map<std::string, int>& index_of,
+                        const std::vector<std::vector<InputRef>>& inputs,
+                        const std::set<std::string>& mapped, std::vector<int>* order) {
+  const int n = def.node_size();
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> consumers(n);
+  for (int i = 0; i < n; ++i) {
+    for (const InputRef& ref : inputs[i]) {
+      std::string key = ref.index < 0 ? "^" + ref.node : ref.node + ":" + std::to_string(ref.index);
+      if (mapped.count(key)) continue;
+      auto it = index_of.find(ref.node);
+      if (it == index_of.end()) {
+        return WithPyType(errors::InvalidArgument("Node '", def.node(i).name(),
+                                                  "': Unknown input node '", ref.node, "'"),
+                          "ValueError");
+      }
+      ++pending[i];
+      consumers[it->second].push_back(i);
+    }
+  }
+  // Ready nodes go in GraphDef order, so a GraphDef that is already sorted keeps its order.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) {
+    if (pending[i] == 0) ready.push(i);
+  }
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    order->push_back(i);
+    for (int c : consumers[i]) {
+      if (--pending[c] == 0) ready.push(c);
+    }
+  }
+  if (static_cast<int>(order->size()) != n) {
+    std::string members;
+    int listed = 0;
+    for (int i = 0; i < n && listed < 5; ++i) {
+      if (pending[i] > 0) members += StrCat(listed++ ? ", " : "", "'", def.node(i).name(), "'");
+    }
+    return WithPyType(errors::InvalidArgument(
+                          "GraphDef contains a cycle (or nodes that depend on one): ", members,
+                          ". Flowstone imports acyclic graphs; TF1 while loops "
+                          "(NextIteration) are not supported yet"),
+                      "ValueError");
+  }
+  return Status::OK();
+}
+
+// Builds the NodeSpec of GraphDef node `node_def`, whose inputs were already added to `graph`.
+Status MakeNodeSpec(const proto::NodeDef& node_def, const OpDef& op,
+                    const ImportGraphDefOptions& options,
+                    const std::unordered_map<std::string, Node*>& imported,
+                    const std::unordered_map<std::string, Endpoint>& input_map,
+                    const std::vector<InputRef>& inputs, NodeSpec* spec) {
+  const std::string& name = node_def.name();
+  spec->name = Prefixed(options.prefix, name);
+  spec->op = node_def.op();
+  spec->device = node_def.device();
+  for (const InputRef& ref : inputs) {
+    std::string key = ref.index < 0 ? "^" + ref.node : ref.node + ":" + std::to_string(ref.index);
+    auto mapped = input_map.find(key);
+    if (ref.index < 0) {
+      Node* dep = mapped != input_map.end() ? mapped->second.node : imported.at(ref.node);
+      spec->control_inputs.push_back(dep);
+      continue;
+    }
+    if (!spec->control_inputs.empty()) {
+      return WithPyType(errors::InvalidArgument("Node '", name, "': data input '", key,
+                                                "' follows a control input; control inputs (^) "
+                                                "come after every data input"),
+                        "ValueError");
+    }
+    if (mapped != input_map.end()) {
+      spec->inputs.push_back(mapped->second);
+      continue;
+    }
+    Node* producer = imported.at(ref.node);
+    if (ref.index >= producer->num_outputs()) {
+      return WithPyType(errors::InvalidArgument("Node '", name, "': input '", key,
+                                                "' refers to output ", ref.index, " of '", ref.node,
+                                                "', which has ", producer->num_outputs(),
+                                                " outputs"),
+                        "ValueError");
+    }
+    spec->inputs.push_back(Endpoint{producer, ref.index});
+  }
+  for (const auto& [attr_name, value] : node_def.attr()) {
+    std::string what = StrCat("Node '", name, "' (", op.name, "): attr '", attr_name, "'");
+    if (attr_name == "_class") {
+      if (value.value_case() != proto::AttrValue::kList) {
+        return errors::InvalidArgument(what, " must be a list of strings");
+      }
+      std::vector<std::string> groups;
+      for (const std::string& group : value.list().s()) {
+        groups.push_back(group.rfind("loc:@", 0) == 0
+                             ? "loc:@" + Prefixed(options.prefix, group.substr(5))
+                             : group);
+      }
+      spec->attrs.Set(attr_name, std::move(groups));
+      continue;
+    }
+    if (!attr_name.empty() && attr_name[0] == '_') continue;
+    const AttrDef* def = op.FindAttr(attr_name);
+    if (def == nullptr) {
+      if (IsNeutralAttrValue(value)) continue;
+      return WithPyType(errors::InvalidArgument(what, " is not an attr of Flowstone's ", op.name,
+                                                " op, and its value is not the default"),
+                        "ValueError");
+    }
+    AttrValue converted;
+    FS_RETURN_IF_ERROR(ImportAttr(value, def->type, what, &converted));
+    spec->attrs.Set(attr_name, std::move(converted));
+  }
+  return Status::OK();
+}
+
+// Adds the nodes of `def` to `graph`, given the already validated structure.
+Status AddNodes(const proto::GraphDef& def, const ImportGraphDefOptions& options,
+                const std::vector<int>& order, const std::vector<std::vector<InputRef>>& inputs,
+                const std::unordered_map<std::string, Endpoint>& input_map, Graph* graph,
+                std::unordered_map<std::string, Node*>* imported) {
+  for (int i : order) {
+    const proto::NodeDef& node_def = def.node(i);
+    const OpDef* op = OpRegistry::Global().Find(node_def.op());
+    NodeSpec spec;
+    FS_RETURN_IF_ERROR(
+        MakeNodeSpec(node_def, *op, options, *imported, input_map, inputs[i], &spec));
+    StatusOr<Node*> node = graph->AddNode(std::move(spec));
+    if (!node.ok()) {
+      Status s(node.status().code(), StrCat("Node '", node_def.name(), "' (", node_def.op(),
+                                            ") of the GraphDef: ", node.status().message()));
+      if (const auto* payloads = node.status().payloads()) {
+        for (const auto& [k, v] : *payloads) s.SetPayload(k, v);
+      }
+      return s;
+    }
+    (*imported)[node_def.name()] = *node;
+  }
+  return Status::OK();
+}
+
+// Finds options.return_elements among the imported nodes.
+Status ReturnElements(const ImportGraphDefOptions& options,
+                      const std::unordered_map<std::string, Node*>& imported,
+                      ImportGraphDefResults* results) {
+  results->return_elements.clear();
+  for (const std::string& element : options.return_elements) {
+    bool is_tensor = element.find(':') != std::string::npos;
+    InputRef ref;
+    FS_RETURN_IF_ERROR(ParseInput(element, "return_elements", &ref));
+    auto it = imported.find(ref.node);
+    if (it == imported.end() || ref.index < 0) {
+      return WithPyType(errors::InvalidArgument("Requested return node '", ref.node,
+                                                "' not found in graph def"),
+                        "ValueError");
+    }
+    if (!is_tensor) {
+      results->return_elements.push_back(Endpoint{it->second, -1});
+      continue;
+    }
+    if (ref.index >= it->second->num_outputs()) {
+      return WithPyType(errors::InvalidArgument("Invalid return output ", ref.index, " of node '",
+                                                ref.node, "', which has ",
+                                                it->second->num_outputs(), " output(s)"),
+                        "ValueError");
+    }
+    results->return_elements.push_back(Endpoint{it->second, ref.index});
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status ParseGraphDef(const std::string& bytes, proto::GraphDef* out) {
+  if (!out->ParseFromString(bytes)) {
+    return WithPyType(errors::InvalidArgument("Cannot parse the ", bytes.size(),
+                                              " bytes as a GraphDef: the message is truncated "
+                                              "or is not a GraphDef"),
+                      "ValueError");
+  }
+  return Status::OK();
+}
+
+Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out) {
+  out->Clear();
+  out->mutable_versions()->set_producer(kGraphDefProducer);
+  for (const Node* node : graph.nodes()) {
+    proto::NodeDef* node_def = out->add_node();
+    node_def->set_name(node->name());
+    node_def->set_op(node->type());
+    for (const Endpoint& in : node->inputs()) {
+      node_def->add_input(in.index == 0 ? in.node->name() : in.ToString());
+    }
+    for (const Node* dep : node->control_inputs()) node_def->add_input("^" + dep->name());
+    node_def->set_device(node->requested_device());
+    auto& attrs = *node_def->mutable_attr();
+    for (const auto& [name, value] : node->attrs().entries()) {
+      Status s = ExportAttr(value, &attrs[name]);
+      if (!s.ok()) {
+        return Status(s.code(), StrCat("Node '", node->name(), "' (", node->type(), "): attr '",
+                                       name, "': ", s.message()));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+namespace {
+
+Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefOptions& options,
+                               Graph* graph, ImportGraphDefResults* results) {
+  const int n = def.node_size();
+  std::unordered_map<std::string, int> index_of;
+  std::map<std::string, std::string> unsupported;  // op type -> first node using it
+  std::vector<std::vector<InputRef>> inputs(n);
+  for (int i = 0; i < n; ++i) {
+    const proto::NodeDef& node_def = def.node(i);
+    if (node_def.name().empty()) {
+      return WithPyType(errors::InvalidArgument("GraphDef node ", i, " (op '", node_def.op(),
+                                                "') has an empty name"),
+                        "ValueError");
+    }
+    if (!index_of.emplace(node_def.name(), i).second) {
+      return WithPyType(errors::InvalidArgument("GraphDef has two nodes named '", node_def.name(),
+                                                "'; node names must be unique"),
+                        "ValueError");
+    }
+    if (OpRegistry::Global().Find(node_def.op()) == nullptr) {
+      unsupported.emplace(node_def.op(), node_def.name());
+    }
+    for (const std::string& input : node_def.input()) {
+      InputRef ref;
+      FS_RETURN_IF_ERROR(ParseInput(input, node_def.name(), &ref));
+      inputs[i].push_back(std::move(ref));
+    }
+  }
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const auto& [op, node] : unsupported) list += StrCat(list.empty() ? "" : ", ", op);
+    const auto& [first_op, first_node] = *unsupported.begin();
+    return errors::NotFound("Op type not registered '", first_op, "' in binary running on ",
+                            HostName(), ". Make sure the Op and Kernel are registered in the "
+                            "binary running in this process. (node '", first_node,
+                            "'). Flowstone lacks these ops of the GraphDef: ", list);
+  }
+
+  std::unordered_map<std::string, Endpoint> input_map;
+  std::set<std::string> mapped;
+  std::vector<std::string> unused_keys;
+  for (const auto& [key, endpoint] : options.input_map) {
+    InputRef ref;
+    FS_RETURN_IF_ERROR(ParseInput(key, "input_map", &ref));
+    std::string canonical =
+        ref.index < 0 ? "^" + ref.node : ref.node + ":" + std::to_string(ref.index);
+    if (!index_of.count(ref.node)) unused_keys.push_back(key);
+    input_map[canonical] = endpoint;
+    mapped.insert(canonical);
+  }
+  if (!unused_keys.empty()) {
+    std::string list;
+    for (const std::string& key : unused_keys) list += StrCat(list.empty() ? "" : ", ", key);
+    return WithPyType(errors::InvalidArgument(
+                          "Attempted to map inputs that were not found in graph_def: [", list, "]"),
+                      "ValueError");
+  }
+
+  std::vector<int> order;
+  FS_RETURN_IF_ERROR(TopologicalOrder(def, index_of, inputs, mapped, &order));
+
+  // Graphs only grow, so a node that fails halfway must not leave its predecessors behind: the
+  // import runs first into a scratch graph (mapped inputs become Placeholders of the same dtype
+  // and shape) and only then into `graph`.
+  {
+    auto scratch = std::make_shared<Graph>(graph->shared_library());
+    std::unordered_map<std::string, Endpoint> scratch_map;
+    int k = 0;
+    for (const auto& [key, endpoint] : input_map) {
+      if (key[0] == '^') continue;
+      NodeSpec placeholder;
+      placeholder.name = StrCat("input_map_", k++);
+      placeholder.op = "Placeholder";
+      placeholder.attrs.Set("dtype", endpoint.node->output_type(endpoint.index));
+      placeholder.attrs.Set("shape", endpoint.node->output_shape(endpoint.index));
+      StatusOr<Node*> node = scratch->AddNode(std::move(placeholder));
+      FS_RETURN_IF_ERROR(node.status());
+      scratch_map[key] = Endpoint{*node, 0};
+    }
+    NodeSpec anchor;
+    anchor.name = "control_anchor";
+    anchor.op = "NoOp";
+    StatusOr<Node*> anchor_node = scratch->AddNode(std::move(anchor));
+    FS_RETURN_IF_ERROR(anchor_node.status());
+    for (const auto& [key, endpoint] : input_map) {
+      if (key[0] == '^') scratch_map[key] = Endpoint{*anchor_node, -1};
+    }
+    std::unordered_map<std::string, Node*> scratch_imported;
+    FS_RETURN_IF_ERROR(
+        AddNodes(def, options, order, inputs, scratch_map, scratch.get(), &scratch_imported));
+    FS_RETURN_IF_ERROR(ReturnElements(options, scratch_imported, results));
+  }
+  for (const proto::NodeDef& node_def : def.node()) {
+    std::string name = Prefixed(options.prefix, node_def.name());
+    if (graph->FindNode(name) != nullptr) {
+      return WithPyType(errors::InvalidArgument("Cannot import node '", node_def.name(), "' as '",
+                                                name, "': the graph already has a node of that "
+                                                "name; import with another name (prefix)"),
+                        "ValueError");
+    }
+  }
+  std::unordered_map<std::string, Node*> imported;
+  FS_RETURN_IF_ERROR(AddNodes(def, options, order, inputs, input_map, graph, &imported));
+  return ReturnElements(options, imported, results);
+}
+
+}  // namespace
+
+Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& options,
+                      Graph* graph, ImportGraphDefResults* results) {
+  Status s = ImportGraphDefUnchecked(def, options, graph, results);
+  // TensorFlow's importer raises ValueError for a malformed GraphDef.
+  if (s.code() == Code::kInvalidArgument && s.GetPayload("py_type").empty()) {
+    s.SetPayload("py_type", "ValueError");
+  }
+  return s;
+}
+
+}  // namespace flowstone
