@@ -97,6 +97,28 @@ def test_old_one_file_checkpoints_still_restore_with_a_note(tmp_path, caplog):
     assert "old one-file format" in caplog.text and "re-save" in caplog.text
 
 
+def test_init_from_checkpoint_by_name_by_variable_and_by_scope(tmp_path):
+    prefix = save_flowstone(str(tmp_path / "model.ckpt"))
+    with tf.Graph().as_default():
+        with tf.variable_scope("new"):
+            kernel = tf.get_variable("kernel", [3, 4])
+            bias = tf.get_variable("bias", [4])
+        counts = tf.Variable(np.zeros(3, np.int32), name="my_counts")
+        untouched = tf.Variable(5.0, name="untouched")
+        tf.train.init_from_checkpoint(str(tmp_path), {"dense/": "new/"})
+        tf.train.init_from_checkpoint(prefix, {"counts": counts})
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(kernel), VALUES["dense/kernel"])
+            np.testing.assert_array_equal(sess.run(bias), VALUES["dense/bias"])
+            np.testing.assert_array_equal(sess.run(counts), VALUES["counts"])
+            assert sess.run(untouched) == 5.0
+        with pytest.raises(ValueError, match="Tensor nope is not found"):
+            tf.train.init_from_checkpoint(prefix, {"nope": "my_counts"})
+        with pytest.raises(ValueError, match="doesn't match with shape of tensor"):
+            tf.train.init_from_checkpoint(prefix, {"dense/bias": "my_counts"})
+
+
 # --- damage: DataLoss naming the file, and the variables unchanged --------------------------------
 
 
