@@ -396,6 +396,10 @@ bool IsNeutralAttrValue(const proto::AttrValue& value) {
   }
 }
 
+// Attrs TensorFlow writes that only describe a node (VarHandleOp's `debug_name`, the
+// variable's name for messages): dropping them never changes what the node computes.
+bool IsDescriptiveAttr(const std::string& name) { return name == "debug_name"; }
+
 // ---- names ----
 
 struct InputRef {
@@ -547,7 +551,7 @@ Status MakeNodeSpec(const proto::NodeDef& node_def, const OpDef& op,
     if (!attr_name.empty() && attr_name[0] == '_') continue;
     const AttrDef* def = op.FindAttr(attr_name);
     if (def == nullptr) {
-      if (IsNeutralAttrValue(value)) continue;
+      if (IsNeutralAttrValue(value) || IsDescriptiveAttr(attr_name)) continue;
       return WithPyType(errors::InvalidArgument(what, " is not an attr of Flowstone's ", op.name,
                                                 " op, and its value is not the default"),
                         "ValueError");

@@ -103,8 +103,8 @@ def test_max_to_keep_deletes_old_checkpoints_after_the_state_file_moves_on(tmp_p
             sess.run(v.assign(float(step)))
             saver.save(sess, prefix, global_step=step)
     assert sorted(os.listdir(tmp_path)) == [
-        "checkpoint", "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index",
-        "model.ckpt-4.data-00000-of-00001", "model.ckpt-4.index"]
+        "checkpoint", "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index", "model.ckpt-3.meta",
+        "model.ckpt-4.data-00000-of-00001", "model.ckpt-4.index", "model.ckpt-4.meta"]
     assert saver.last_checkpoints == [prefix + "-3", prefix + "-4"]
     state = (tmp_path / "checkpoint").read_text()
     assert state == (f'model_checkpoint_path: "{prefix}-4"\n'

@@ -29,6 +29,7 @@ from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
 from flowstone.ops import variables as _variables
+from flowstone.train import meta_graph_export as _meta_graph_export
 
 __all__ = [
     "Saver", "CheckpointState", "latest_checkpoint", "get_checkpoint_state",
@@ -419,8 +420,9 @@ class Saver:
              strip_default_attrs=False, save_debug_info=False):
         """Saves the variables' values in `sess` and returns the checkpoint's path:
         `save_path`, or "<save_path>-<global_step>" when `global_step` (an int, or a variable or
-        tensor to read in `sess`) is given. `write_meta_graph` is accepted for compatibility;
-        no meta graph file is written."""
+        tensor to read in `sess`) is given. With `write_meta_graph`, the graph and its
+        collections go to "<checkpoint>.<meta_graph_suffix>" (a MetaGraphDef, without a
+        saver_def: Flowstone's Saver has no save ops in the graph)."""
         self.build()
         if latest_filename is None:
             latest_filename = _STATE_FILENAME
@@ -442,6 +444,8 @@ class Saver:
         if not self._keyed:
             return None
         _call(_C.save_checkpoint, sess._c, self._c_vars, checkpoint_file)
+        if write_meta_graph:
+            self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}")
         if write_state:
             self._record(checkpoint_file)
             update_checkpoint_state(save_dir, checkpoint_file, self.last_checkpoints,
@@ -449,6 +453,17 @@ class Saver:
                                     save_relative_paths=self._save_relative_paths)
             self._delete_old_checkpoints()
         return checkpoint_file
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
+                          export_scope=None, clear_devices=False,
+                          clear_extraneous_savers=False, strip_default_attrs=False,
+                          save_debug_info=False):
+        """tf.train.export_meta_graph of the Saver's graph."""
+        return _meta_graph_export.export_meta_graph(
+            filename=filename, collection_list=collection_list, as_text=as_text,
+            graph=self._graph, export_scope=export_scope, clear_devices=clear_devices,
+            clear_extraneous_savers=clear_extraneous_savers,
+            strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
     def _record(self, path):
         if not self._max_to_keep:

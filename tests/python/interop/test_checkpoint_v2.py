@@ -36,7 +36,7 @@ def save_flowstone(prefix):
 def test_saver_writes_an_index_and_one_data_file(tmp_path):
     prefix = save_flowstone(str(tmp_path / "model.ckpt"))
     assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt.data-00000-of-00001",
-                                            "model.ckpt.index"]
+                                            "model.ckpt.index", "model.ckpt.meta"]
     assert tf.train.checkpoint_exists(prefix)
     # The data file holds exactly the tensors' bytes.
     assert os.path.getsize(prefix + ".data-00000-of-00001") == sum(
