@@ -1,6 +1,9 @@
 #include "ops/optimizer_support.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "flowstone/shape_inference.h"
 
 namespace flowstone {
 
@@ -56,6 +59,24 @@ Status CheckOptimizerInputs(KernelContext& ctx, const LockedVars& vars, int grad
     }
   }
   return Status::OK();
+}
+
+Status HostCopy(KernelContext&, const Tensor& from, Tensor* to) {
+  std::memcpy(to->raw_data(), from.raw_data(), from.bytes());
+  return Status::OK();
+}
+
+OpBuilder ApplyOp(const std::string& name, const std::vector<std::string>& resources,
+                  const std::vector<std::string>& inputs) {
+  OpBuilder b(name);
+  for (const std::string& r : resources) b.Input(r, "resource");
+  for (const std::string& in : inputs) b.Input(in, "T");
+  b.TypeAttr("T", kFloatTypes)
+      .Attr("use_locking", false)
+      .Stateful()
+      .Shape([](InferenceContext&) { return Status::OK(); })
+      .NotDifferentiable();
+  return b;
 }
 
 }  // namespace flowstone

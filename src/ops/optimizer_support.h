@@ -5,9 +5,11 @@
 
 #include <functional>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "flowstone/kernel.h"
+#include "flowstone/op_registry.h"
 #include "flowstone/resource.h"
 
 namespace flowstone {
@@ -49,5 +51,19 @@ template <typename T>
 T ScalarInput(KernelContext& ctx, int i) {
   return static_cast<T>(ctx.input(i).ElementAsDouble(0));
 }
+
+// Copies a variable's value for LockedVars on the CPU, where variables live in host memory.
+Status HostCopy(KernelContext& ctx, const Tensor& from, Tensor* to);
+
+// Runs fn(begin, end) over `n` elements on the intra-op threads.
+template <typename F>
+void ForEachBlock(KernelContext& ctx, int64_t n, F&& fn) {
+  ctx.ParallelFor(n, 10, fn);
+}
+
+// Declares a resource-apply op: the resource inputs `resources`, then the inputs `inputs` of
+// type T (float32 or float64), the `use_locking` attr, no outputs and no gradient.
+OpBuilder ApplyOp(const std::string& name, const std::vector<std::string>& resources,
+                  const std::vector<std::string>& inputs);
 
 }  // namespace flowstone

@@ -2,7 +2,6 @@
 // locks the variables it updates; a value still shared with a reader is copied before writing.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -14,18 +13,6 @@
 
 namespace flowstone {
 namespace {
-
-// Variables and slots live in host memory on the CPU.
-Status HostCopy(KernelContext&, const Tensor& from, Tensor* to) {
-  std::memcpy(to->raw_data(), from.raw_data(), from.bytes());
-  return Status::OK();
-}
-
-// Runs fn(begin, end) over the elements on the intra-op threads.
-template <typename F>
-void ForEachBlock(KernelContext& ctx, int64_t n, F&& fn) {
-  ctx.ParallelFor(n, 10, fn);
-}
 
 Status ApplyGradientDescent(KernelContext& ctx) {
   LockedVars vars(ctx, {0}, HostCopy);
@@ -185,22 +172,6 @@ Status ApplyAdagrad(KernelContext& ctx) {
                                         });
                                         return Status::OK();
                                       });
-}
-
-Status NoOutputs(InferenceContext&) { return Status::OK(); }
-
-// Declares a resource-apply op: `resources` resource inputs, then scalar/tensor inputs of T.
-OpBuilder ApplyOp(const std::string& name, const std::vector<std::string>& resources,
-                  const std::vector<std::string>& inputs) {
-  OpBuilder b(name);
-  for (const std::string& r : resources) b.Input(r, "resource");
-  for (const std::string& in : inputs) b.Input(in, "T");
-  b.TypeAttr("T", kFloatTypes)
-      .Attr("use_locking", false)
-      .Stateful()
-      .Shape(NoOutputs)
-      .NotDifferentiable();
-  return b;
 }
 
 FS_REGISTER_OP(ApplyOp("ResourceApplyGradientDescent", {"var"}, {"alpha", "delta"})

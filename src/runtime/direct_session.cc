@@ -470,6 +470,11 @@ class DirectSession final : public Session, public FunctionRuntime {
         if (feeds[i] == e) return static_cast<int>(i);
       return -1;
     };
+    // As in TensorFlow, a control dependency on a fed placeholder is satisfied by the feed
+    // (`with tf.control_dependencies([x])` where x is fed): the placeholder itself never runs.
+    auto fed_placeholder = [&](Node* n) {
+      return n->type() == "Placeholder" && fed_index(Endpoint{n, 0}) >= 0;
+    };
     std::vector<char> needed(graph.num_nodes_unlocked(), 0);
     std::vector<Node*> stack;
     for (const Endpoint& e : fetches)
@@ -483,7 +488,7 @@ class DirectSession final : public Session, public FunctionRuntime {
       for (const Endpoint& in : n->inputs())
         if (fed_index(in) < 0 && !needed[in.node->id()]) stack.push_back(in.node);
       for (Node* dep : n->control_inputs())
-        if (!needed[dep->id()]) stack.push_back(dep);
+        if (!needed[dep->id()] && !fed_placeholder(dep)) stack.push_back(dep);
     }
 
     // Node ids are a topological order: inputs always exist before their consumers. Constants

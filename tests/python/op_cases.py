@@ -140,3 +140,7 @@ from op_cases_indexing import CASES as _INDEXING_CASES, EXEMPT as _INDEXING_EXEM
 
 CASES += _INDEXING_CASES
 EXEMPT.update(_INDEXING_EXEMPT)
+
+from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
+
+EXEMPT.update(_TRAINING_EXEMPT)

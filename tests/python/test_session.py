@@ -71,6 +71,19 @@ def test_missing_feed_names_the_placeholder():
         assert "/job:localhost/replica:0/task:0/device:CPU:0" in err.message
 
 
+
+def test_control_dependency_on_a_fed_placeholder_is_satisfied_by_the_feed():
+    # tf.metrics.mean(x) does this: its count update waits on the (fed) values.
+    x = tf.placeholder(tf.float32, [None], name="x")
+    with tf.control_dependencies([x]):
+        y = tf.constant(1.0) + 1.0
+    with tf.Session() as sess:
+        assert sess.run(y, {x: [3.0]}) == 2.0
+        # Unfed, the control dependency still needs the placeholder's value.
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must feed a value for "
+                           "placeholder tensor 'x'"):
+            sess.run(y)
+
 def test_feed_errors():
     x = tf.placeholder(tf.float32, [2], name="x")
     with tf.Session() as sess:

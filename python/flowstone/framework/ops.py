@@ -601,7 +601,12 @@ class Graph:
     def _add_op(self, op_type, inputs, attrs, name, exact_name=False):
         ctx = self._ctx()
         with self._lock:
-            node_name = name if exact_name else self.unique_name(name)
+            if name.endswith("/"):
+                # TensorFlow's convention: a scope name (as `name_scope` yields it) names the op
+                # exactly, so `op(..., name=scope)` gives the scope's own name to its result.
+                node_name = name[:-1]
+            else:
+                node_name = name if exact_name else self.unique_name(name)
             control = [c._node for c in ctx.control_deps]
             device, device_functions = self._device_before_functions()
             attrs, device = self._colocation_attrs(attrs, device)
