@@ -100,10 +100,16 @@ asan-python: asan-configure
 
 # Kernel fuzzing over the whole op registry under ASan + UBSan (tests/fuzz/fuzz_ops.py):
 # FUZZ_CALLS adversarial calls per op; a crash, sanitizer report or huge allocation fails it.
+# Then mutated GraphDefs (imported and run once) and V2 checkpoints (read), FUZZ_FORMAT_ITERATIONS
+# of them (tests/fuzz/fuzz_formats.py).
 FUZZ_CALLS ?= 1000
+FUZZ_FORMAT_ITERATIONS ?= 2000
 fuzz: asan-python
 	$(ASAN_RUN) $(VPY) tests/fuzz/fuzz_ops.py --calls $(FUZZ_CALLS) --jobs $(JOBS) \
 	  --report build/asan/fuzz-report.json
+	$(ASAN_RUN) ASAN_OPTIONS=detect_leaks=0:max_allocation_size_mb=2048:allocator_may_return_null=0 \
+	  $(VPY) tests/fuzz/fuzz_formats.py --iterations $(FUZZ_FORMAT_ITERATIONS) \
+	  --report build/asan/fuzz-formats-report.json
 
 # Concurrency scenarios, long leak tests and the C++ concurrency tests, under load and under
 # ThreadSanitizer (tests/stress/run_stress.py; about 10 minutes on 2 cores).
