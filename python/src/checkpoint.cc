@@ -3,13 +3,13 @@
 // only while holding the GIL, so the session cannot be closed under the first and last steps,
 // and other Python threads keep running during a long write or read.
 #include "flowstone/checkpoint.h"
-#include "flowstone/tensor_bundle.h"
 
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "flowstone/tensor_bundle.h"
 #include "numpy_conversion.h"
 
 namespace flowstone::python {

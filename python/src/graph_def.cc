@@ -1,5 +1,7 @@
 // Bindings for TensorFlow's GraphDef format: graphs cross as serialized bytes, and Python wraps
 // them in protobuf message classes (flowstone/framework/tf_protos.py).
+#include "flowstone/graph_def.h"
+
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "common.h"
-#include "flowstone/graph_def.h"
 #include "proto/graph.pb.h"
 
 namespace flowstone::python {
@@ -35,8 +36,8 @@ void RegisterGraphDef(nb::module_& m) {
         options.prefix = prefix;
         for (const auto& [key, ref, index] : input_map) {
           if (ref.graph.get() != &graph) {
-            ThrowIfError(errors::InvalidArgument("input_map['", key,
-                                                 "'] is a tensor of another graph"));
+            ThrowIfError(
+                errors::InvalidArgument("input_map['", key, "'] is a tensor of another graph"));
           }
           options.input_map.push_back({key, Endpoint{ref.node, index}});
         }

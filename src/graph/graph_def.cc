@@ -45,7 +45,8 @@ Status ImportDType(int value, const std::string& what, DType* out) {
   if (DTypeFromTfEnum(value, out)) return Status::OK();
   const std::string name = proto::DataType_Name(static_cast<proto::DataType>(value));
   if (value == proto::DT_STRING) {
-    return errors::Unimplemented(what, " has dtype DT_STRING, which Flowstone does not support "
+    return errors::Unimplemented(what,
+                                 " has dtype DT_STRING, which Flowstone does not support "
                                  "yet (the string dtype is being added)");
   }
   if (value >= 100 && DTypeFromTfEnum(value - 100, out)) {
@@ -66,8 +67,7 @@ void ExportShape(const PartialShape& shape, proto::TensorShapeProto* out) {
   for (int i = 0; i < shape.rank(); ++i) out->add_dim()->set_size(shape.dim(i));
 }
 
-Status ImportShape(const proto::TensorShapeProto& in, const std::string& what,
-                   PartialShape* out) {
+Status ImportShape(const proto::TensorShapeProto& in, const std::string& what, PartialShape* out) {
   if (in.unknown_rank()) {
     if (in.dim_size() > 0) {
       return errors::InvalidArgument(what, ": a shape of unknown rank lists dimensions");
@@ -132,9 +132,9 @@ Status FillFromValues(const google::protobuf::RepeatedField<Stored>& values, int
                                    " values but its shape has ", count, " elements");
   }
   for (int64_t i = 0; i < count; ++i) {
-    out[i] = values.empty() ? Element{}
-                            : convert(values.Get(static_cast<int>(std::min<int64_t>(
-                                  i, values.size() - 1))));
+    out[i] = values.empty()
+                 ? Element{}
+                 : convert(values.Get(static_cast<int>(std::min<int64_t>(i, values.size() - 1))));
   }
   return Status::OK();
 }
@@ -187,16 +187,16 @@ Status ImportTensor(const proto::TensorProto& in, const std::string& what, Tenso
     case DType::kInt64:
       return FillFromValues(in.int64_val(), count, what, same, out->data<int64_t>());
     case DType::kUInt8:
-      return FillFromValues(in.int_val(), count, what,
-                            [](int32_t v) { return static_cast<uint8_t>(v); },
-                            out->data<uint8_t>());
+      return FillFromValues(
+          in.int_val(), count, what, [](int32_t v) { return static_cast<uint8_t>(v); },
+          out->data<uint8_t>());
     case DType::kBool:
       return FillFromValues(in.bool_val(), count, what, same, out->data<bool>());
     case DType::kFloat16:
     case DType::kBFloat16:
-      return FillFromValues(in.half_val(), count, what,
-                            [](int32_t v) { return static_cast<uint16_t>(v); },
-                            static_cast<uint16_t*>(out->raw_data()));
+      return FillFromValues(
+          in.half_val(), count, what, [](int32_t v) { return static_cast<uint16_t>(v); },
+          static_cast<uint16_t*>(out->raw_data()));
     default:
       return errors::Unimplemented(what, ": dtype ", DTypeName(dtype));
   }
@@ -525,11 +525,11 @@ Status MakeNodeSpec(const proto::NodeDef& node_def, const OpDef& op,
     }
     Node* producer = imported.at(ref.node);
     if (ref.index >= producer->num_outputs()) {
-      return WithPyType(errors::InvalidArgument("Node '", name, "': input '", key,
-                                                "' refers to output ", ref.index, " of '", ref.node,
-                                                "', which has ", producer->num_outputs(),
-                                                " outputs"),
-                        "ValueError");
+      return WithPyType(
+          errors::InvalidArgument("Node '", name, "': input '", key, "' refers to output ",
+                                  ref.index, " of '", ref.node, "', which has ",
+                                  producer->num_outputs(), " outputs"),
+          "ValueError");
     }
     spec->inputs.push_back(Endpoint{producer, ref.index});
   }
@@ -599,19 +599,19 @@ Status ReturnElements(const ImportGraphDefOptions& options,
     FS_RETURN_IF_ERROR(ParseInput(element, "return_elements", &ref));
     auto it = imported.find(ref.node);
     if (it == imported.end() || ref.index < 0) {
-      return WithPyType(errors::InvalidArgument("Requested return node '", ref.node,
-                                                "' not found in graph def"),
-                        "ValueError");
+      return WithPyType(
+          errors::InvalidArgument("Requested return node '", ref.node, "' not found in graph def"),
+          "ValueError");
     }
     if (!is_tensor) {
       results->return_elements.push_back(Endpoint{it->second, -1});
       continue;
     }
     if (ref.index >= it->second->num_outputs()) {
-      return WithPyType(errors::InvalidArgument("Invalid return output ", ref.index, " of node '",
-                                                ref.node, "', which has ",
-                                                it->second->num_outputs(), " output(s)"),
-                        "ValueError");
+      return WithPyType(
+          errors::InvalidArgument("Invalid return output ", ref.index, " of node '", ref.node,
+                                  "', which has ", it->second->num_outputs(), " output(s)"),
+          "ValueError");
     }
     results->return_elements.push_back(Endpoint{it->second, ref.index});
   }
@@ -688,9 +688,10 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
     for (const auto& [op, node] : unsupported) list += StrCat(list.empty() ? "" : ", ", op);
     const auto& [first_op, first_node] = *unsupported.begin();
     return errors::NotFound("Op type not registered '", first_op, "' in binary running on ",
-                            HostName(), ". Make sure the Op and Kernel are registered in the "
-                            "binary running in this process. (node '", first_node,
-                            "'). Flowstone lacks these ops of the GraphDef: ", list);
+                            HostName(),
+                            ". Make sure the Op and Kernel are registered in the "
+                            "binary running in this process. (node '",
+                            first_node, "'). Flowstone lacks these ops of the GraphDef: ", list);
   }
 
   std::unordered_map<std::string, Endpoint> input_map;
@@ -750,10 +751,11 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
   for (const proto::NodeDef& node_def : def.node()) {
     std::string name = Prefixed(options.prefix, node_def.name());
     if (graph->FindNode(name) != nullptr) {
-      return WithPyType(errors::InvalidArgument("Cannot import node '", node_def.name(), "' as '",
-                                                name, "': the graph already has a node of that "
-                                                "name; import with another name (prefix)"),
-                        "ValueError");
+      return WithPyType(
+          errors::InvalidArgument("Cannot import node '", node_def.name(), "' as '", name,
+                                  "': the graph already has a node of that "
+                                  "name; import with another name (prefix)"),
+          "ValueError");
     }
   }
   std::unordered_map<std::string, Node*> imported;

@@ -440,8 +440,8 @@ Status ReadCheckpointTensors(const std::string& path, const std::vector<std::str
 namespace {
 
 // InvalidArgument when the checkpoint's `stored` entry cannot restore the variable of `node`.
-Status CheckStoredMatchesVariable(const std::string& path, const std::string& key,
-                                  const Node& node, const CheckpointEntry& stored) {
+Status CheckStoredMatchesVariable(const std::string& path, const std::string& key, const Node& node,
+                                  const CheckpointEntry& stored) {
   if (stored.dtype != VarDType(node)) {
     return errors::InvalidArgument("Cannot restore variable ", VarNameOf(node), " from checkpoint ",
                                    path, ": the variable has dtype ", DTypeName(VarDType(node)),

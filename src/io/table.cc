@@ -202,8 +202,8 @@ Status ReadTable(std::string_view contents, const std::string& name,
   entries->clear();
   if (contents.size() < kFooterSize) return Damaged(name, "the file is shorter than a footer");
   const char* footer = contents.data() + contents.size() - kFooterSize;
-  uint64_t magic = GetFixed32(footer + kFooterSize - 8) |
-                   (uint64_t{GetFixed32(footer + kFooterSize - 4)} << 32);
+  uint64_t magic =
+      GetFixed32(footer + kFooterSize - 8) | (uint64_t{GetFixed32(footer + kFooterSize - 4)} << 32);
   if (magic != kTableMagicNumber) return Damaged(name, "the footer's magic number is wrong");
   const char* p = footer;
   const char* handles_end = footer + kFooterSize - 8;

@@ -56,9 +56,10 @@ Status ReadWholeFile(const std::string& path, std::string* out) {
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) {
-      return errors::NotFound("Unsuccessful TensorSliceReader constructor: Failed to find any "
-                              "matching files for ",
-                              path);
+      return errors::NotFound(
+          "Unsuccessful TensorSliceReader constructor: Failed to find any "
+          "matching files for ",
+          path);
     }
     return IoError("Cannot open checkpoint index", path, err);
   }
@@ -97,7 +98,8 @@ class BundleReader {
     if (!header.ParseFromString(table[0].second)) return Damaged("its header does not parse");
     if (header.num_shards() < 1) return Damaged("its header gives no data shards");
     if (header.endianness() != proto::BundleHeaderProto::LITTLE) {
-      return errors::Unimplemented("Checkpoint ", prefix, " was written big-endian, which "
+      return errors::Unimplemented("Checkpoint ", prefix,
+                                   " was written big-endian, which "
                                    "Flowstone cannot read");
     }
     if (header.version().min_consumer() > kBundleVersion) {
@@ -224,9 +226,9 @@ class BundleReader {
     const int64_t element_size = static_cast<int64_t>(DTypeSize(entry->dtype));
     if (count > std::numeric_limits<int64_t>::max() / element_size ||
         count * element_size != p.size()) {
-      return Damaged(StrCat("'", key, "' is ", p.size(), " bytes, but a ",
-                            DTypeName(entry->dtype), " tensor of shape ", entry->shape.ToString(),
-                            " has ", count, " elements of ", element_size, " bytes"));
+      return Damaged(StrCat("'", key, "' is ", p.size(), " bytes, but a ", DTypeName(entry->dtype),
+                            " tensor of shape ", entry->shape.ToString(), " has ", count,
+                            " elements of ", element_size, " bytes"));
     }
     return Status::OK();
   }

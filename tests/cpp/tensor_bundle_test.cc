@@ -33,7 +33,8 @@ TEST(TableTest, RoundTripsManyKeysAcrossBlocks) {
 
 TEST(TableTest, DamageIsDataLossNeverACrash) {
   io::TableBuilder builder;
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(builder.Add("key" + std::to_string(1000 + i), "v").ok());
+  for (int i = 0; i < 100; ++i)
+    ASSERT_TRUE(builder.Add("key" + std::to_string(1000 + i), "v").ok());
   const std::string table = builder.Finish();
   std::mt19937 rng(3);
   for (int trial = 0; trial < 3000; ++trial) {
@@ -84,9 +85,8 @@ TEST_F(BundleTest, WritesListsAndReads) {
 
 TEST_F(BundleTest, IndexPointingPastTheDataFileIsDataLoss) {
   std::vector<float> big(1000, 1.5f);
-  ASSERT_TRUE(WriteTensorBundle({{"w", Tensor::FromVector<float>(big, TensorShape{1000})}},
-                                prefix_)
-                  .ok());
+  ASSERT_TRUE(
+      WriteTensorBundle({{"w", Tensor::FromVector<float>(big, TensorShape{1000})}}, prefix_).ok());
   std::filesystem::resize_file(prefix_ + ".data-00000-of-00001", 100);
   std::vector<Tensor> values;
   Status s = ReadTensorBundle(prefix_, {"w"}, &values);
