@@ -210,3 +210,17 @@ def test_session_still_works_after_a_failed_import():
             tf.import_graph_def(bad)
         with tf.Session() as sess:
             assert sess.run(x * 2.0) == 6.0
+
+
+def test_error_quoting_bytes_that_are_not_utf8_is_still_a_clear_error():
+    # Found by tests/fuzz/fuzz_formats.py: the message quoted the attr's bytes and its
+    # conversion to str failed with a bare RuntimeError.
+    graph_def = tf.GraphDef()
+    x = graph_def.node.add(name="x", op="Placeholder")
+    x.attr["dtype"].type = DT_FLOAT
+    conv = graph_def.node.add(name="c", op="Conv2D", input=["x", "x"])
+    conv.attr["T"].type = DT_FLOAT
+    conv.attr["strides"].list.i.extend([1, 1, 1, 1])
+    conv.attr["padding"].s = b"\xff\xfe"
+    error = import_into_fresh_graph(graph_def, ValueError, "padding")
+    assert "\\xff\\xfe" in str(error)
