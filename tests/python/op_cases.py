@@ -144,3 +144,8 @@ EXEMPT.update(_INDEXING_EXEMPT)
 from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
 
 EXEMPT.update(_TRAINING_EXEMPT)
+
+from op_cases_interop import CASES as _INTEROP_CASES, EXEMPT as _INTEROP_EXEMPT  # noqa: E402
+
+CASES += _INTEROP_CASES
+EXEMPT.update(_INTEROP_EXEMPT)

@@ -32,7 +32,8 @@ for _name in ("SAVED_MODEL_SCHEMA_VERSION", "SAVED_MODEL_FILENAME_PB",
     export_value(f"saved_model.{_name}", globals()[_name])
 for _name in ("SERVING", "TRAINING", "EVAL", "GPU", "TPU"):
     export_value(f"saved_model.tag_constants.{_name}", globals()[_name])
-    export_value(f"saved_model.{_name}", globals()[_name])
+    if _name != "EVAL":  # TensorFlow has no tf.saved_model.EVAL
+        export_value(f"saved_model.{_name}", globals()[_name])
 for _name in ("DEFAULT_SERVING_SIGNATURE_DEF_KEY", "PREDICT_METHOD_NAME", "PREDICT_INPUTS",
               "PREDICT_OUTPUTS", "CLASSIFY_METHOD_NAME", "REGRESS_METHOD_NAME"):
     export_value(f"saved_model.signature_constants.{_name}", globals()[_name])

@@ -61,7 +61,7 @@ def _init_op_name(meta):
     return None
 
 
-@tf_export("saved_model.loader.load", "saved_model.load_v1")
+@tf_export("saved_model.loader.load")
 def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
     """Imports the MetaGraphDef tagged exactly `tags` into `sess`'s graph, restores its
     variables and runs its init op; returns the MetaGraphDef."""
