@@ -588,6 +588,100 @@ Status AddNodes(const proto::GraphDef& def, const ImportGraphDefOptions& options
   return Status::OK();
 }
 
+// ---- TF1 reference variables ----
+
+// The resource op that replaces a ref op updating a VariableV2.
+const char* ResourceUpdateOp(const std::string& ref_op) {
+  if (ref_op == "Assign") return "AssignVariableOp";
+  if (ref_op == "AssignAdd") return "AssignAddVariableOp";
+  if (ref_op == "AssignSub") return "AssignSubVariableOp";
+  return nullptr;
+}
+
+// Flowstone has no reference dtypes, so TF1's reference variables become resource variables as
+// they are imported, keeping every node name that other nodes, collections and signatures use:
+//   VariableV2 v                 -> VarHandleOp v/_handle (shared_name: v's, else "v")
+//                                   + ReadVariableOp v (so "v:0" is the value)
+//   Assign/AssignAdd/AssignSub a -> Assign*VariableOp a/_update(v/_handle, value)
+//                                   + ReadVariableOp a after it (so "a:0" is the new value)
+//   IsVariableInitialized i      -> VarIsInitializedOp i(v/_handle)
+// A read of "v" is ordered only by its own inputs: a reader that must see an assignment made
+// in the same step needs a control dependency on it (TF1's ref reads saw it through the ref).
+void RewriteRefVariables(proto::GraphDef* def) {
+  std::unordered_map<std::string, std::string> handles;  // VariableV2 name -> handle name
+  for (proto::NodeDef& node : *def->mutable_node()) {
+    if (node.op() != "VariableV2") continue;
+    handles[node.name()] = node.name() + "/_handle";
+  }
+  if (handles.empty()) return;
+  auto handle_of = [&](const proto::NodeDef& node) -> const std::string* {
+    if (node.input_size() == 0) return nullptr;
+    std::string source = node.input(0);
+    if (source.size() > 2 && source.compare(source.size() - 2, 2, ":0") == 0) {
+      source.resize(source.size() - 2);
+    }
+    auto it = handles.find(source);
+    return it == handles.end() ? nullptr : &it->second;
+  };
+  auto read_of = [](proto::NodeDef* node, const std::string& handle, proto::DataType dtype) {
+    node->set_op("ReadVariableOp");
+    node->clear_input();
+    node->add_input(handle);
+    auto colocation = node->attr().find("_class");
+    proto::AttrValue groups;
+    if (colocation != node->attr().end()) groups = colocation->second;
+    node->clear_attr();
+    (*node->mutable_attr())["dtype"].set_type(dtype);
+    if (groups.has_list()) (*node->mutable_attr())["_class"] = groups;
+  };
+  std::vector<proto::NodeDef> added;
+  for (proto::NodeDef& node : *def->mutable_node()) {
+    if (node.op() == "VariableV2") {
+      proto::NodeDef handle;
+      handle.set_name(handles[node.name()]);
+      handle.set_op("VarHandleOp");
+      handle.set_device(node.device());
+      auto& attrs = *handle.mutable_attr();
+      for (const char* name : {"dtype", "shape", "container", "_class"}) {
+        auto it = node.attr().find(name);
+        if (it != node.attr().end()) attrs[name] = it->second;
+      }
+      auto shared = node.attr().find("shared_name");
+      const bool has_shared = shared != node.attr().end() && !shared->second.s().empty();
+      attrs["shared_name"].set_s(has_shared ? shared->second.s() : node.name());
+      proto::DataType dtype = attrs["dtype"].type();
+      std::vector<std::string> controls(node.input().begin(), node.input().end());
+      read_of(&node, handle.name(), dtype);
+      for (const std::string& control : controls) node.add_input(control);
+      added.push_back(std::move(handle));
+      continue;
+    }
+    const std::string* handle = handle_of(node);
+    if (handle == nullptr) continue;
+    if (const char* update_op = ResourceUpdateOp(node.op())) {
+      proto::NodeDef update;
+      update.set_name(node.name() + "/_update");
+      update.set_op(update_op);
+      update.set_device(node.device());
+      update.add_input(*handle);
+      for (int i = 1; i < node.input_size(); ++i) update.add_input(node.input(i));
+      proto::DataType dtype = node.attr().count("T") ? node.attr().at("T").type() : proto::DT_FLOAT;
+      (*update.mutable_attr())["dtype"].set_type(dtype);
+      read_of(&node, *handle, dtype);
+      node.add_input("^" + update.name());
+      added.push_back(std::move(update));
+    } else if (node.op() == "IsVariableInitialized") {
+      std::vector<std::string> controls(node.input().begin() + 1, node.input().end());
+      node.set_op("VarIsInitializedOp");
+      node.clear_input();
+      node.add_input(*handle);
+      for (const std::string& control : controls) node.add_input(control);
+      node.clear_attr();
+    }
+  }
+  for (proto::NodeDef& node : added) *def->add_node() = std::move(node);
+}
+
 // Finds options.return_elements among the imported nodes.
 Status ReturnElements(const ImportGraphDefOptions& options,
                       const std::unordered_map<std::string, Node*>& imported,
@@ -767,7 +861,17 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
 
 Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& options,
                       Graph* graph, ImportGraphDefResults* results) {
-  Status s = ImportGraphDefUnchecked(def, options, graph, results);
+  const bool has_ref_variables =
+      std::any_of(def.node().begin(), def.node().end(),
+                  [](const proto::NodeDef& node) { return node.op() == "VariableV2"; });
+  Status s;
+  if (has_ref_variables) {
+    proto::GraphDef rewritten = def;
+    RewriteRefVariables(&rewritten);
+    s = ImportGraphDefUnchecked(rewritten, options, graph, results);
+  } else {
+    s = ImportGraphDefUnchecked(def, options, graph, results);
+  }
   // TensorFlow's importer raises ValueError for a malformed GraphDef.
   if (s.code() == Code::kInvalidArgument && s.GetPayload("py_type").empty()) {
     s.SetPayload("py_type", "ValueError");

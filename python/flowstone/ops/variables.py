@@ -117,6 +117,10 @@ class Variable(metaclass=_VariableMetaclass):
             return graph.as_graph_element(scoped, allow_tensor=allow_tensor,
                                           allow_operation=not allow_tensor)
         self._handle = element(variable_def.variable_name)
+        if self._handle.op.type == "ReadVariableOp":
+            # A TF1 reference variable, made a resource variable by the importer: its name is
+            # the read of the handle (see RewriteRefVariables in src/graph/graph_def.cc).
+            self._handle = self._handle.op.inputs[0]
         if self._handle.op.type != "VarHandleOp":
             raise ValueError(f"Variable {variable_def.variable_name} of the VariableDef is a "
                              f"{self._handle.op.type}, not a resource variable's VarHandleOp.")
@@ -126,7 +130,10 @@ class Variable(metaclass=_VariableMetaclass):
                                if variable_def.initial_value_name else None)
         self._dtype = _dtypes.from_enum(self._handle.op._node.attr("dtype"))
         self._shape = as_shape(self._handle.op._node.attr("shape"))
-        self._name = self._handle.op.name
+        # The checkpoint key: the VariableDef's name, which for an imported reference variable
+        # is not its handle's.
+        name = variable_def.variable_name.rsplit(":", 1)[0]
+        self._name = f"{import_scope}/{name}" if import_scope else name
         self._trainable = variable_def.trainable
         self._constraint = None
 
