@@ -9,7 +9,8 @@
 //   FS_RETURN_IF_ERROR(ImportGraphDef(def, options, &other_graph, &results));
 //
 // Node names, "name:N" output references, "^name" control inputs, devices and attrs (in
-// TensorFlow's AttrValue forms) round-trip. Attrs whose names start with "_" are internal to the
+// TensorFlow's AttrValue forms) round-trip, and so do the functions that call ops use (a
+// FunctionDefLibrary, mapped onto the graph's FunctionLibrary). Attrs whose names start with "_" are internal to the
 // system that wrote them; of those only the colocation attr `_class` is kept.
 //
 // A GraphDef is untrusted input: every malformed part (a duplicate or empty name, an input that

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "flowstone/function.h"
 #include "proto/graph.pb.h"
 
 namespace flowstone {
@@ -724,31 +725,248 @@ Status ParseGraphDef(const std::string& bytes, proto::GraphDef* out) {
   return Status::OK();
 }
 
-Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out) {
-  out->Clear();
-  out->mutable_versions()->set_producer(kGraphDefProducer);
-  for (const Node* node : graph.nodes()) {
-    proto::NodeDef* node_def = out->add_node();
+namespace {
+
+// ---- function libraries ----
+//
+// A FunctionDef's body refers to outputs as "node:output_arg:index" and to its arguments by
+// name; a Graph refers to outputs by flat index. These convert between the two using the op's
+// output arguments (whose lengths come from number_attr / type_list_attr).
+
+// The length of output argument `arg` of a node with `attrs`.
+int64_t OutputArgLength(const ArgDef& arg, const AttrMap& attrs) {
+  if (!arg.type_list_attr.empty()) {
+    const auto* types = std::get_if<std::vector<DType>>(attrs.Find(arg.type_list_attr));
+    return types ? static_cast<int64_t>(types->size()) : 0;
+  }
+  if (!arg.number_attr.empty()) {
+    const auto* n = std::get_if<int64_t>(attrs.Find(arg.number_attr));
+    return n ? *n : 0;
+  }
+  return 1;
+}
+
+int64_t OutputArgLength(const ArgDef& arg, const proto::NodeDef& node) {
+  auto attr = [&](const std::string& name) -> const proto::AttrValue* {
+    auto it = node.attr().find(name);
+    return it == node.attr().end() ? nullptr : &it->second;
+  };
+  if (!arg.type_list_attr.empty()) {
+    const proto::AttrValue* types = attr(arg.type_list_attr);
+    return types ? types->list().type_size() : 0;
+  }
+  if (!arg.number_attr.empty()) {
+    const proto::AttrValue* n = attr(arg.number_attr);
+    return n ? n->i() : 0;
+  }
+  return 1;
+}
+
+// "node:output_arg:index" of output `e` of a body node.
+std::string FunctionOutputName(const Endpoint& e) {
+  int64_t start = 0;
+  for (const ArgDef& arg : e.node->op_def().outputs) {
+    int64_t length = OutputArgLength(arg, e.node->attrs());
+    if (e.index < start + length)
+      return StrCat(e.node->name(), ":", arg.name, ":", e.index - start);
+    start += length;
+  }
+  return StrCat(e.node->name(), ":", e.index);
+}
+
+std::string ArgName(int i) { return StrCat("input_", i); }
+std::string RetName(int i) { return StrCat("output_", i); }
+
+Status ExportFunction(const FunctionDef& function, proto::FunctionDef* out) {
+  proto::OpDef* signature = out->mutable_signature();
+  signature->set_name(function.name);
+  std::unordered_map<const Node*, int> arg_index;
+  for (size_t i = 0; i < function.args.size(); ++i) {
+    arg_index[function.args[i].node] = static_cast<int>(i);
+    proto::OpDef::ArgDef* arg = signature->add_input_arg();
+    arg->set_name(ArgName(static_cast<int>(i)));
+    arg->set_type(
+        static_cast<proto::DataType>(DTypeToTfEnum(function.args[i].node->output_type(0))));
+  }
+  auto reference = [&](const Endpoint& e) {
+    auto it = arg_index.find(e.node);
+    return it != arg_index.end() ? ArgName(it->second) : FunctionOutputName(e);
+  };
+  for (size_t i = 0; i < function.rets.size(); ++i) {
+    proto::OpDef::ArgDef* ret = signature->add_output_arg();
+    ret->set_name(RetName(static_cast<int>(i)));
+    ret->set_type(static_cast<proto::DataType>(
+        DTypeToTfEnum(function.rets[i].node->output_type(function.rets[i].index))));
+    (*out->mutable_ret())[ret->name()] = reference(function.rets[i]);
+  }
+  for (const Node* node : function.body->nodes()) {
+    if (arg_index.count(node)) continue;
+    proto::NodeDef* node_def = out->add_node_def();
     node_def->set_name(node->name());
     node_def->set_op(node->type());
-    for (const Endpoint& in : node->inputs()) {
-      node_def->add_input(in.index == 0 ? in.node->name() : in.ToString());
-    }
-    for (const Node* dep : node->control_inputs()) node_def->add_input("^" + dep->name());
     node_def->set_device(node->requested_device());
-    auto& attrs = *node_def->mutable_attr();
+    for (const Endpoint& in : node->inputs()) node_def->add_input(reference(in));
+    for (const Node* dep : node->control_inputs()) node_def->add_input("^" + dep->name());
     for (const auto& [name, value] : node->attrs().entries()) {
-      Status s = ExportAttr(value, &attrs[name]);
+      Status s = ExportAttr(value, &(*node_def->mutable_attr())[name]);
       if (!s.ok()) {
-        return Status(s.code(), StrCat("Node '", node->name(), "' (", node->type(), "): attr '",
-                                       name, "': ", s.message()));
+        return Status(s.code(), StrCat("function '", function.name, "', node '", node->name(),
+                                       "': attr '", name, "': ", s.message()));
       }
     }
   }
   return Status::OK();
 }
 
-namespace {
+// The functions the nodes of `graph` call, and those they call, each once.
+void CollectFunctions(const Graph& graph, std::vector<const FunctionDef*>* out,
+                      std::set<std::string>* seen) {
+  for (const Node* node : graph.nodes()) {
+    for (const auto& [name, value] : node->attrs().entries()) {
+      const auto* ref = std::get_if<FunctionRef>(&value);
+      if (ref == nullptr || !seen->insert(ref->name).second) continue;
+      const FunctionDef* function = graph.library().Find(ref->name);
+      if (function == nullptr) continue;
+      out->push_back(function);
+      CollectFunctions(*function->body, out, seen);
+    }
+  }
+}
+
+Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefOptions& options,
+                               Graph* graph, ImportGraphDefResults* results);
+
+// Converts "node:output_arg:index", "node:output_arg" or an argument name to a GraphDef input.
+Status GraphInputOfFunctionInput(
+    const std::string& input, const std::unordered_map<std::string, const proto::NodeDef*>& nodes,
+    const std::string& function, std::string* out) {
+  if (!input.empty() && input[0] == '^') {
+    *out = input;
+    return Status::OK();
+  }
+  size_t colon = input.find(':');
+  if (colon == std::string::npos) {
+    *out = input;  // an argument: its Placeholder has the argument's name
+    return Status::OK();
+  }
+  std::string node_name = input.substr(0, colon);
+  std::string rest = input.substr(colon + 1);
+  size_t second = rest.find(':');
+  std::string arg_name = rest.substr(0, second);
+  int64_t index = 0;
+  if (second != std::string::npos) {
+    std::string digits = rest.substr(second + 1);
+    if (digits.empty() || digits.size() > 9 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return errors::InvalidArgument("function '", function, "': malformed input '", input, "'");
+    }
+    index = std::stoll(digits);
+  }
+  auto it = nodes.find(node_name);
+  const OpDef* op = it == nodes.end() ? nullptr : OpRegistry::Global().Find(it->second->op());
+  if (op == nullptr) {
+    // Unknown nodes and ops are reported by the body's import with their names.
+    *out = StrCat(node_name, ":", index);
+    return Status::OK();
+  }
+  int64_t start = 0;
+  for (const ArgDef& arg : op->outputs) {
+    int64_t length = OutputArgLength(arg, *it->second);
+    if (arg.name == arg_name) {
+      if (index >= length) {
+        return errors::InvalidArgument("function '", function, "': input '", input,
+                                       "' refers to element ", index, " of output '", arg_name,
+                                       "', which has ", length);
+      }
+      *out = StrCat(node_name, ":", start + index);
+      return Status::OK();
+    }
+    start += length;
+  }
+  return errors::InvalidArgument("function '", function, "': input '", input, "' names no output '",
+                                 arg_name, "' of ", op->name);
+}
+
+Status ImportFunction(const proto::FunctionDef& function, Graph* graph) {
+  const std::string& name = function.signature().name();
+  proto::GraphDef body_def;
+  for (const auto& arg : function.signature().input_arg()) {
+    if (arg.type() == proto::DT_INVALID) {
+      return errors::Unimplemented("function '", name, "': argument '", arg.name(),
+                                   "' is polymorphic (", arg.type_attr(), arg.type_list_attr(),
+                                   "), which Flowstone cannot import");
+    }
+    proto::NodeDef* placeholder = body_def.add_node();
+    placeholder->set_name(arg.name());
+    placeholder->set_op("Placeholder");
+    (*placeholder->mutable_attr())["dtype"].set_type(arg.type());
+  }
+  std::unordered_map<std::string, const proto::NodeDef*> nodes;
+  for (const proto::NodeDef& node : function.node_def()) nodes[node.name()] = &node;
+  for (const proto::NodeDef& node : function.node_def()) {
+    proto::NodeDef* copy = body_def.add_node();
+    *copy = node;
+    copy->clear_input();
+    for (const std::string& input : node.input()) {
+      std::string converted;
+      FS_RETURN_IF_ERROR(GraphInputOfFunctionInput(input, nodes, name, &converted));
+      copy->add_input(converted);
+    }
+  }
+  std::vector<std::string> rets;
+  for (const auto& ret : function.signature().output_arg()) {
+    auto it = function.ret().find(ret.name());
+    if (it == function.ret().end()) {
+      return errors::InvalidArgument("function '", name, "' does not say what output '", ret.name(),
+                                     "' returns");
+    }
+    std::string converted;
+    FS_RETURN_IF_ERROR(GraphInputOfFunctionInput(it->second, nodes, name, &converted));
+    rets.push_back(converted);
+  }
+  auto body = std::make_shared<Graph>(graph->shared_library());
+  ImportGraphDefOptions options;
+  options.return_elements = rets;
+  for (auto& ret : options.return_elements) {
+    if (ret.find(':') == std::string::npos) ret += ":0";
+  }
+  ImportGraphDefResults results;
+  Status s = ImportGraphDefUnchecked(body_def, options, body.get(), &results);
+  if (!s.ok()) return Status(s.code(), StrCat("in function '", name, "': ", s.message()));
+  FunctionDef imported;
+  imported.name = name;
+  imported.body = body;
+  for (const auto& arg : function.signature().input_arg()) {
+    imported.args.push_back(Endpoint{body->FindNode(arg.name()), 0});
+  }
+  imported.rets = results.return_elements;
+  return graph->library().Add(std::move(imported));
+}
+
+// Adds the library's functions that `graph`'s library lacks, callees before callers.
+Status ImportLibrary(const proto::FunctionDefLibrary& library, Graph* graph) {
+  std::vector<const proto::FunctionDef*> pending;
+  for (const proto::FunctionDef& function : library.function()) {
+    if (graph->library().Find(function.signature().name()) == nullptr) {
+      pending.push_back(&function);
+    }
+  }
+  while (!pending.empty()) {
+    std::vector<const proto::FunctionDef*> waiting;
+    Status last;
+    for (const proto::FunctionDef* function : pending) {
+      Status s = ImportFunction(*function, graph);
+      if (!s.ok()) {
+        waiting.push_back(function);
+        last = s;
+      }
+    }
+    // No progress: report why the first remaining function cannot be imported.
+    if (waiting.size() == pending.size()) return last;
+    pending = std::move(waiting);
+  }
+  return Status::OK();
+}
 
 Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefOptions& options,
                                Graph* graph, ImportGraphDefResults* results) {
@@ -787,6 +1005,10 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
                             "binary running in this process. (node '",
                             first_node, "'). Flowstone lacks these ops of the GraphDef: ", list);
   }
+
+  // Functions first: the call ops' shape functions look them up. The library only grows, so
+  // functions stay in it even when a node fails below.
+  if (def.library().function_size() > 0) FS_RETURN_IF_ERROR(ImportLibrary(def.library(), graph));
 
   std::unordered_map<std::string, Endpoint> input_map;
   std::set<std::string> mapped;
@@ -858,6 +1080,36 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
 }
 
 }  // namespace
+
+Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out) {
+  out->Clear();
+  out->mutable_versions()->set_producer(kGraphDefProducer);
+  std::vector<const FunctionDef*> functions;
+  std::set<std::string> seen;
+  CollectFunctions(graph, &functions, &seen);
+  for (const FunctionDef* function : functions) {
+    FS_RETURN_IF_ERROR(ExportFunction(*function, out->mutable_library()->add_function()));
+  }
+  for (const Node* node : graph.nodes()) {
+    proto::NodeDef* node_def = out->add_node();
+    node_def->set_name(node->name());
+    node_def->set_op(node->type());
+    for (const Endpoint& in : node->inputs()) {
+      node_def->add_input(in.index == 0 ? in.node->name() : in.ToString());
+    }
+    for (const Node* dep : node->control_inputs()) node_def->add_input("^" + dep->name());
+    node_def->set_device(node->requested_device());
+    auto& attrs = *node_def->mutable_attr();
+    for (const auto& [name, value] : node->attrs().entries()) {
+      Status s = ExportAttr(value, &attrs[name]);
+      if (!s.ok()) {
+        return Status(s.code(), StrCat("Node '", node->name(), "' (", node->type(), "): attr '",
+                                       name, "': ", s.message()));
+      }
+    }
+  }
+  return Status::OK();
+}
 
 Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& options,
                       Graph* graph, ImportGraphDefResults* results) {
