@@ -3,7 +3,6 @@ GraphDef messages as TensorFlow's do."""
 
 import logging
 
-from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
 from flowstone.util.tf_export import tf_export
 
