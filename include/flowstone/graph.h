@@ -102,6 +102,11 @@ class Graph : public std::enable_shared_from_this<Graph> {
   // node reaches user code or a session.
   void SetRequestedDevice(Node* node, std::string device);
 
+  // Narrows the static shape of `node`'s output `index` to its merge with `shape`
+  // (Tensor.set_shape): nodes added afterwards infer their shapes from the narrowed one.
+  // InvalidArgument (py_type ValueError) if the two shapes are incompatible.
+  Status RefineOutputShape(Node* node, int index, const PartialShape& shape);
+
   Node* FindNode(const std::string& name) const;
   Node* node(int id) const;
   int num_nodes() const;

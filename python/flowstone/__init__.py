@@ -27,6 +27,8 @@ from flowstone.framework.ops import (Graph, GraphKeys, Operation, Tensor, add_to
                                      reset_default_graph, set_random_seed)
 from flowstone.framework.tensor_shape import Dimension, TensorShape
 from flowstone.framework import device_spec as _device_spec  # tf.DeviceSpec, by tf_export
+from flowstone.framework import indexed_slices as _indexed_slices  # tf.IndexedSlices, by tf_export
+from flowstone.framework import sparse_tensor as _sparse_tensor  # tf.SparseTensor, by tf_export
 from flowstone.client.session import InteractiveSession, Session, get_default_session
 from flowstone.protos import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions,
                               RunMetadata, RunOptions)
@@ -101,3 +103,10 @@ def executing_eagerly():
 
 
 _tf_export.populate(_sys.modules[__name__])
+
+
+def __getattr__(name):
+    """tf.keras loads on first use, so `import flowstone` stays as fast without it."""
+    if name == "keras":
+        return _importlib.import_module("flowstone.keras")
+    raise AttributeError(f"module 'flowstone' has no attribute '{name}'")

@@ -275,6 +275,13 @@ void RegisterGraph(nb::module_& m) {
              if (n.graph.get() != &g) throw nb::value_error("set_device: node of another graph");
              g.SetRequestedDevice(n.node, device);
            })
+      .def("refine_output_shape",
+           [](Graph& g, const NodeRef& n, int index, nb::handle shape) {
+             if (n.graph.get() != &g) {
+               throw nb::value_error("refine_output_shape: node of another graph");
+             }
+             ThrowIfError(g.RefineOutputShape(n.node, index, ShapeFromPython(shape, "shape")));
+           })
       .def("unique_name", [](Graph& g, const std::string& base) { return g.UniqueName(base); })
       .def("find_node",
            [](Graph& g, const std::string& name) -> nb::object {

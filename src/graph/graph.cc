@@ -386,6 +386,23 @@ void Graph::SetRequestedDevice(Node* node, std::string device) {
   node->requested_device_ = std::move(device);
 }
 
+Status Graph::RefineOutputShape(Node* node, int index, const PartialShape& shape) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (index < 0 || index >= node->num_outputs()) {
+    return errors::InvalidArgument("Node ", node->name(), " has no output ", index);
+  }
+  PartialShape merged;
+  Status merge = node->output_shapes_[index].Merge(shape, &merged);
+  if (!merge.ok()) {
+    Status s = errors::InvalidArgument("Shapes ", node->output_shapes_[index].ToPythonString(),
+                                       " and ", shape.ToPythonString(), " are incompatible");
+    s.SetPayload("py_type", "ValueError");
+    return s;
+  }
+  node->output_shapes_[index] = std::move(merged);
+  return Status::OK();
+}
+
 Node* Graph::FindNode(const std::string& name) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return FindNodeUnlocked(name);

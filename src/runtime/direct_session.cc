@@ -13,6 +13,7 @@
 #include "flowstone/function.h"
 #include "flowstone/session.h"
 #include "gpu_discovery.h"
+#include "graph/loop_stand_in.h"
 #include "placer.h"
 #include "process_state.h"
 
@@ -491,22 +492,22 @@ class DirectSession final : public Session, public FunctionRuntime {
         if (!needed[dep->id()] && !fed_placeholder(dep)) stack.push_back(dep);
     }
 
-    // Node ids are a topological order: inputs always exist before their consumers. Constants
-    // are placed like any node but not executed: their values are put in their slots directly.
+    // A recording loop the run needs stands in for its forward loop (graph/loop_stand_in.h).
+    const std::unordered_map<int, int> stand_ins = RecordingLoopStandIns(graph, needed);
+    for (const auto& [forward, record] : stand_ins) needed[forward] = 0;
+
+    // Constants are placed like any node but not executed: their values are put in their slots
+    // directly. The others run in a topological order (RunSequential runs them in plan order).
     std::unordered_map<int, int> plan_index;
     std::unordered_map<int, int> constant_slot;
-    std::vector<Node*> order;
     std::vector<Node*> constants;
     for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
-      if (!needed[id]) continue;
       Node* n = graph.node_unlocked(id);
-      if (n->type() == "Const" && n->control_inputs().empty()) {
-        constants.push_back(n);
-        continue;
-      }
-      plan_index[id] = static_cast<int>(order.size());
-      order.push_back(n);
+      if (needed[id] && n->type() == "Const" && n->control_inputs().empty()) constants.push_back(n);
     }
+    std::vector<Node*> order = ExecutionOrder(graph, needed, stand_ins, fed_index);
+    for (size_t i = 0; i < order.size(); ++i) plan_index[order[i]->id()] = static_cast<int>(i);
+    for (const auto& [forward, record] : stand_ins) plan_index[forward] = plan_index.at(record);
 
     std::lock_guard<std::mutex> lock(mu_);
     if (closed_) return ClosedSessionError();
@@ -627,6 +628,55 @@ class DirectSession final : public Session, public FunctionRuntime {
     // must not be used from several threads at once: plans using one run on a single thread.
     plan->parallel = plan->devices_to_sync.empty() && HasIndependentExpensiveNodes(*plan);
     return Status::OK();
+  }
+
+  // The needed nodes other than constants, inputs before consumers. Node ids are such an order
+  // (inputs always exist before their consumers), which this keeps; only a stand-in can break it
+  // (a forward loop's consumer may be older than the recording loop that replaces the forward
+  // loop), so producers are visited depth first and come out before their consumers.
+  template <typename FedIndex>
+  static std::vector<Node*> ExecutionOrder(const Graph& graph, const std::vector<char>& needed,
+                                           const std::unordered_map<int, int>& stand_ins,
+                                           const FedIndex& fed_index) {
+    auto executed = [&](const Node* n) {
+      return needed[n->id()] && !(n->type() == "Const" && n->control_inputs().empty());
+    };
+    auto producer = [&](const Node* n) {
+      auto s = stand_ins.find(n->id());
+      return s == stand_ins.end() ? n : graph.node_unlocked(s->second);
+    };
+    std::vector<Node*> order;
+    std::vector<char> state(needed.size(), 0);  // 1: being visited, 2: in `order`
+    std::vector<std::pair<Node*, int>> stack;   // a node, and how many of its edges are visited
+    for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
+      Node* root = graph.node_unlocked(id);
+      if (!executed(root) || state[id]) continue;
+      stack.push_back({root, 0});
+      state[id] = 1;
+      while (!stack.empty()) {
+        auto& [n, next] = stack.back();
+        const int num_edges = n->num_inputs() + static_cast<int>(n->control_inputs().size());
+        if (next == num_edges) {
+          state[n->id()] = 2;
+          order.push_back(n);
+          stack.pop_back();
+          continue;
+        }
+        const int edge = next++;
+        Node* pred;
+        if (edge < n->num_inputs()) {
+          if (fed_index(n->inputs()[edge]) >= 0) continue;
+          pred = const_cast<Node*>(producer(n->inputs()[edge].node));
+        } else {
+          pred = const_cast<Node*>(producer(n->control_inputs()[edge - n->num_inputs()]));
+        }
+        if (executed(pred) && state[pred->id()] == 0) {
+          state[pred->id()] = 1;
+          stack.push_back({pred, 0});
+        }
+      }
+    }
+    return order;
   }
 
   // True when two expensive nodes sit at the same depth, so running them at once can pay.

@@ -1,5 +1,5 @@
 """A float64 finite-difference check of tf.gradients, shared by the convolution and pooling
-tests (2-D and 3-D)."""
+tests (2-D and 3-D), the RNN tests and others."""
 
 import numpy as np
 
@@ -17,8 +17,10 @@ def check_gradients(build, inputs, wrt, eps=1e-6, rtol=1e-6, atol=1e-8):
         out = build(*phs)
         weights = _RNG.uniform(0.5, 1.5, size=out.shape.as_list())
         grads = tf.gradients(out, [phs[i] for i in wrt], grad_ys=tf.constant(weights))
+        init = tf.global_variables_initializer()  # for builds that make variables (RNN cells)
     feed = {p: np.array(x, dtype=np.float64) for p, x in zip(phs, inputs)}
     with tf.Session(graph=graph) as sess:
+        sess.run(init)
         symbolic = sess.run(grads, feed)
         for k, i in enumerate(wrt):
             x = feed[phs[i]]

@@ -149,3 +149,8 @@ from op_cases_interop import CASES as _INTEROP_CASES, EXEMPT as _INTEROP_EXEMPT 
 
 CASES += _INTEROP_CASES
 EXEMPT.update(_INTEROP_EXEMPT)
+
+from op_cases_sequence import CASES as _SEQUENCE_CASES, EXEMPT as _SEQUENCE_EXEMPT  # noqa: E402
+
+CASES += _SEQUENCE_CASES
+EXEMPT.update(_SEQUENCE_EXEMPT)

@@ -6,5 +6,8 @@ EXEMPT = {
     for op in ["ResourceApplyAdadelta", "ResourceApplyAdaMax",
                "ResourceApplyProximalGradientDescent", "ResourceApplyProximalAdagrad",
                "ResourceApplyAdagradDA", "ResourceApplyFtrl", "ResourceApplyFtrlV2",
-               "ResourceApplyAddSign", "ResourceApplyPowerSign"]
+               "ResourceApplyAddSign", "ResourceApplyPowerSign",
+               "ResourceSparseApplyAdadelta", "ResourceSparseApplyProximalGradientDescent",
+               "ResourceSparseApplyProximalAdagrad", "ResourceSparseApplyAdagradDA",
+               "ResourceSparseApplyFtrl", "ResourceSparseApplyFtrlV2"]
 }

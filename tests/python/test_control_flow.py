@@ -363,3 +363,32 @@ def test_back_prop_false_stops_gradients_at_the_loop():
     with tf.Session() as sess:
         # d(y x)/dx with y held constant; with back_prop the loop's y = 4x would give 24.
         assert sess.run([y, g], {x: 3.0}) == [12.0, 12.0]
+
+
+def test_loop_gradient_run_records_during_the_forward_loop():
+    """A run that fetches a loop's result and its gradient runs the forward loop once: the
+    gradient's recording loop stands in for it (graph/loop_stand_in.h). The counter the body
+    increments shows how many loop iterations ran."""
+    counter = tf.Variable(0, name="counter")
+    x = tf.constant(1.5, tf.float64)
+
+    def body(i, y):
+        with tf.control_dependencies([counter.assign_add(1)]):
+            return i + 1, y * tf.sin(y) + 0.1
+
+    _, y = tf.while_loop(lambda i, y: i < 5, body, [0, x])
+    grad = tf.gradients(y, x)[0]
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+
+        def iterations_run(fetches):
+            before = sess.run(counter)
+            values = sess.run(fetches)
+            return sess.run(counter) - before, values
+
+        forward_only, y_value = iterations_run(y)
+        gradient_only, g_value = iterations_run(grad)
+        both, (y_both, g_both) = iterations_run([y, grad])
+    assert forward_only == 5
+    assert both == gradient_only  # no separate forward loop
+    assert y_both == y_value and g_both == g_value

@@ -104,6 +104,22 @@ def test_static_shapes_and_set_shape():
         u.set_shape([3])
 
 
+
+def test_set_shape_informs_the_shapes_of_ops_built_afterwards():
+    # TensorFlow records set_shape in the graph: downstream shape inference uses it (as when a
+    # decoded image gets its static shape before a convolution).
+    x = tf.placeholder(tf.float32)
+    x.set_shape([None, 5, 3])
+    assert tf.transpose(x, [1, 0, 2]).shape.as_list() == [5, None, 3]
+    y = tf.reshape(x, [-1, 15])
+    assert y.shape.as_list() == [None, 15]
+    assert tf.reduce_sum(x, axis=1).shape.as_list() == [None, 3]
+    # The refinement is the graph's: another Tensor object for the same output sees it.
+    same = tf.get_default_graph().get_tensor_by_name(x.name)
+    assert same.shape.as_list() == [None, 5, 3]
+    with tf.Session() as sess:
+        assert sess.run(y, {x: np.ones((2, 5, 3))}).shape == (2, 15)
+
 def test_constant_dtype_inference_follows_tensorflow():
     assert tf.constant(1.0).dtype == tf.float32
     assert tf.constant(1).dtype == tf.int32

@@ -787,3 +787,19 @@ def test_shared_input_is_not_overwritten():
     np.testing.assert_allclose(out[0], np.arange(4) * 2 + 1)
     np.testing.assert_allclose(out[1], np.arange(4) * 6)
     np.testing.assert_allclose(out[2], np.arange(4) * 2)
+
+
+def test_v1_where_with_a_vector_condition_selects_rows():
+    # TF1's Select: one bool per row of x and y (also when the row count is only known at run
+    # time), where broadcasting would align the vector with the last axis.
+    c = np.array([True, False, True])
+    t = np.arange(9.0).reshape(3, 3)
+    e = -t
+    np.testing.assert_array_equal(run(tf.where(c, t, e)), np.where(c[:, None], t, e))
+    cond = tf.placeholder(tf.bool, [None])
+    rows = tf.placeholder(tf.float64, [None, 3])
+    with tf.Session() as sess:
+        got = sess.run(tf.where(cond, rows, tf.zeros_like(rows)), {cond: c, rows: t})
+    np.testing.assert_array_equal(got, np.where(c[:, None], t, 0.0))
+    # where_v2 broadcasts: the vector applies along the last axis.
+    np.testing.assert_array_equal(run(tf.where_v2(c, t, e)), np.where(c, t, e))

@@ -146,8 +146,8 @@ def test_gradient_of_wrong_shape_is_invalid_argument_and_session_survives():
                                          grad_shape=None)
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
-            with pytest.raises(tf.errors.InvalidArgumentError,
-                               match=r"Gradient of shape \[4\] does not match variable shape \[6\]"):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=r"Gradient of shape \[4\] "
+                               r"does not match variable shape \[6\]"):
                 sess.run(update, {grad: np.ones(4)})
             sess.run(update, {grad: np.ones(6)})
             assert np.all(sess.run(variables[0]) < VAR0)
@@ -171,9 +171,69 @@ def test_uninitialized_slot_is_failed_precondition():
     with tf.Graph().as_default():
         var, slot = tf.Variable(VAR0), tf.Variable(SLOT0, name="never_initialized")
         update = _ops.apply_op("ResourceApplyProximalAdagrad",
-                               [var.handle, slot.handle] + [np.float64(x) for x in (0.1, 0, 0)] + [np.ones(6)])
+                               [var.handle, slot.handle] +
+                               [np.float64(x) for x in (0.1, 0, 0)] + [np.ones(6)])
         with tf.Session() as sess:
             sess.run(var.initializer)
             with pytest.raises(tf.errors.FailedPreconditionError,
                                match="uninitialized value never_initialized"):
                 sess.run(update)
+
+
+# The rows with a ResourceSparseApply* form, and where `indices` goes: right after the gradient.
+SPARSE = [r for r in RULES if r[0] in {
+    "ResourceApplyAdadelta", "ResourceApplyProximalGradientDescent",
+    "ResourceApplyProximalAdagrad", "ResourceApplyAdagradDA", "ResourceApplyFtrl",
+    "ResourceApplyFtrlV2"}]
+ROWS = np.array([2, 0, 2], np.int32)   # row 2 twice: updated once per occurrence, in order
+VAR0_2D, SLOT0_2D = VAR0.reshape(3, 2), SLOT0.reshape(3, 2)
+
+
+def _build_sparse(op, num_vars, inputs, hyper, attrs, grad_value, indices):
+    variables = [tf.Variable(VAR0_2D if k == 0 else SLOT0_2D) for k in range(num_vars)]
+    args = [v.handle for v in variables]
+    for name in inputs:
+        if name in ("grad", "delta"):
+            args += [tf.constant(grad_value), tf.constant(indices)]
+        elif name == "global_step":
+            args.append(tf.constant(np.int64(hyper[name])))
+        else:
+            args.append(tf.constant(np.float64(hyper[name])))
+    return variables, _ops.apply_op(op.replace("ResourceApply", "ResourceSparseApply"), args,
+                                    attrs)
+
+
+@pytest.mark.parametrize("op,num_vars,inputs,hyper,rule,attrs", SPARSE,
+                         ids=[f"{r[0]}{'-' + ','.join(r[5]) if r[5] else ''}" for r in SPARSE])
+def test_sparse_rule_updates_the_indexed_rows_in_order(op, num_vars, inputs, hyper, rule, attrs):
+    grad = RNG.uniform(-1.0, 1.0, (3, 2))
+    with tf.Graph().as_default():
+        variables, update = _build_sparse(op, num_vars, inputs, hyper, attrs, grad, ROWS)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            sess.run(update)
+            got = sess.run(variables)
+    expected = [VAR0_2D.copy()] + [SLOT0_2D.copy() for _ in range(num_vars - 1)]
+    for g_row, r in zip(grad, ROWS):
+        updated = rule([e[r] for e in expected], g_row, **hyper, **attrs)
+        for k in range(num_vars):
+            expected[k][r] = updated[k]
+    for k in range(num_vars):
+        np.testing.assert_allclose(got[k], expected[k], rtol=1e-12, atol=1e-12)
+
+
+def test_sparse_rule_input_errors():
+    op, num_vars, inputs, hyper, _, attrs = SPARSE[0]
+    with tf.Graph().as_default():
+        _, out_of_range = _build_sparse(op, num_vars, inputs, hyper, attrs, np.ones((1, 2)),
+                                        np.array([3], np.int32))
+        _, wrong_rows = _build_sparse(op, num_vars, inputs, hyper, attrs, np.ones((2, 2)),
+                                      np.array([0], np.int32))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=r"indices\[0\] = 3 is not in \[0, 3\)"):
+                sess.run(out_of_range)
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match=r"grad must be \[1\] \+ var.shape\[1:\]"):
+                sess.run(wrong_rows)

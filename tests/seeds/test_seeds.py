@@ -11,9 +11,11 @@ import pytest
 SNIPPETS = os.path.join(os.path.dirname(__file__), "snippets")
 
 
-def run_snippet(name, env=None):
+def run_snippet(name, env=None, unset=()):
     full_env = dict(os.environ)
     full_env.update(env or {})
+    for variable in unset:
+        full_env.pop(variable, None)
     proc = subprocess.run([sys.executable, os.path.join(SNIPPETS, name)], capture_output=True,
                           text=True, timeout=300, env=full_env)
     return proc
@@ -145,3 +147,59 @@ def test_cnn_with_the_right_feed_learns():
             losses.append(sess.run(loss, {X: images, Y: labels}))
             sess.run(optimizer, {X: images, Y: labels})
     assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+
+def test_keras_example_unchanged_stops_at_the_missing_data():
+    """The third seed's Keras example exactly as written: x_train is never defined, so, as in
+    TensorFlow, the NameError lands in its `except Exception` branch after the model compiled."""
+    proc = run_snippet("s002_ex2_keras_oom.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "An error occurred: name 'x_train' is not defined"
+
+
+def test_keras_example_with_data_trains():
+    proc = run_snippet("s002_ex2_keras_with_data.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "Epoch 1/10"
+    finals = [line for line in lines if line.startswith("4/4 [==============================]")]
+    assert len(finals) == 10, proc.stdout
+    losses = [float(re.search(r"loss: ([0-9.]+)", line).group(1)) for line in finals]
+    assert losses[-1] < losses[0]
+    assert "error" not in proc.stdout.lower()
+
+
+def test_keras_example_out_of_memory_is_caught_and_a_smaller_model_trains():
+    proc = run_snippet("s002_ex2_keras_with_data.py", env={"KERAS_SEED_MEMORY_LIMIT_MB": "4"})
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert ("CUDA out of memory error: OOM when allocating tensor with shape[784,1024] and type "
+            "float on /job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu") in out
+    assert "limit 4194304 bytes (4.00 MiB)" in out
+    assert "Try reducing batch size or model complexity." in out
+    assert "smaller model trained, final loss" in out
+    assert re.search(r"^16/16 - \d+s - loss: [0-9.]+ - \d+m?s/epoch - \d+[mu]?s/step$", out,
+                     re.M), out
+
+
+def test_keras_example_out_of_memory_on_the_fake_gpu():
+    """The same path on a GPU (the fake GPU plugin, 4 MiB): the OOM names the GPU's allocator,
+    and the smaller model trains afterwards."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "python"))
+    from build_tree import find_built
+
+    plugin = find_built(os.path.join("tests", "fake_gpu", "libflowstone_fake_gpu.so"),
+                        env_override="FLOWSTONE_TEST_FAKE_GPU")
+    if plugin is None:
+        pytest.skip("the fake GPU plugin is not built (configure with "
+                    "-DFLOWSTONE_BUILD_TESTS=ON, as `make test` does)")
+    proc = run_snippet("s002_ex2_keras_with_data.py", env={
+        "FLOWSTONE_GPU_PLUGIN": plugin, "FLOWSTONE_FAKE_GPU_COUNT": "1",
+        "FLOWSTONE_FAKE_GPU_MEMORY_MB": "4"}, unset=["CUDA_VISIBLE_DEVICES"])
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert re.search(r"CUDA out of memory error: OOM when allocating tensor with shape\[\d+,"
+                     r"\d+\] and type float on /job:localhost/replica:0/task:0/device:GPU:0 by "
+                     r"allocator GPU_0_bfc", out), out[:2000]
+    assert "limit 4194304 bytes (4.00 MiB)" in out
+    assert "smaller model trained, final loss" in out

@@ -128,6 +128,11 @@ class _FetchMapper:
                     out[k] = b(values)
                 return out
             return build_dict
+        components = getattr(fetch, "_fetch_components", None)
+        if components is not None:  # a composite such as tf.SparseTensor
+            parts, rebuild = components()
+            builders = [self._compile(p) for p in parts]
+            return lambda values: rebuild([b(values) for b in builders])
         post = getattr(fetch, "_fetch_postprocess", None)
         element = self._element(fetch)
         if isinstance(element, _ops.Operation):
@@ -191,6 +196,23 @@ def _convert_feed(value, tensor, np_dtype):
                         f"with Tensor type {tensor.dtype.name}. Try explicitly setting the "
                         "type of the feed tensor to a larger type (e.g. int64).")
     return arr
+
+
+def _expand_composite_feeds(feed_dict):
+    """A composite key (a SparseTensor, fed a SparseTensorValue or an (indices, values,
+    dense_shape) tuple) becomes one feed per component tensor."""
+    expanded = {}
+    for key, value in feed_dict.items():
+        components = getattr(key, "_fetch_components", None)
+        if components is None:
+            expanded[key] = value
+            continue
+        parts, _ = components()
+        if not isinstance(value, (tuple, list)) or len(value) != len(parts):
+            raise TypeError(f"The feed of {key!r} must be a value of its {len(parts)} "
+                            f"components (a SparseTensorValue), got {type(value).__name__}")
+        expanded.update(zip(parts, value))
+    return expanded
 
 
 def _call_with_options(callable_, options, values):
@@ -303,6 +325,8 @@ class BaseSession:
         in the structure of `fetches` (numpy arrays; None for Operations)."""
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        if feed_dict and any(hasattr(k, "_fetch_components") for k in feed_dict):
+            feed_dict = _expand_composite_feeds(feed_dict)
         feed_keys = tuple(feed_dict) if feed_dict else ()
         try:
             key = (fetches, feed_keys)

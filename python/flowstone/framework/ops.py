@@ -118,8 +118,12 @@ class Tensor:
         return self.shape
 
     def set_shape(self, shape):
-        """Narrows the static shape (checked for compatibility, as TensorFlow does)."""
-        self._shape = self.shape.merge_with(as_shape(shape))
+        """Narrows the static shape (checked for compatibility, as TensorFlow does). The graph
+        records it, so ops built on this tensor afterwards infer their shapes from it."""
+        merged = self.shape.merge_with(as_shape(shape))
+        dims = merged.as_list() if merged.rank is not None else None
+        self.graph._c.refine_output_shape(self._op._node, self._value_index, dims)
+        self._shape = merged
 
     @property
     def ndim(self):

@@ -35,18 +35,19 @@ class Initializer:
         return {}
 
 
+# Zeros, ones and scalar constants go through tf.zeros/tf.ones/tf.fill, which build a Fill op
+# for large shapes: a big variable's initializer is not a big constant held by the graph (and
+# counted against the memory limit before any session runs).
 class Zeros(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None):
-        dtype = self._dtype(dtype)
-        return _ops.constant(np.zeros(_full_shape(shape), dtype=dtype.as_numpy_dtype),
-                             dtype=dtype)
+        from flowstone.ops import array_ops
+        return array_ops.zeros(_full_shape(shape), dtype=self._dtype(dtype))
 
 
 class Ones(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None):
-        dtype = self._dtype(dtype)
-        return _ops.constant(np.ones(_full_shape(shape), dtype=dtype.as_numpy_dtype),
-                             dtype=dtype)
+        from flowstone.ops import array_ops
+        return array_ops.ones(_full_shape(shape), dtype=self._dtype(dtype))
 
 
 class Constant(Initializer):
@@ -59,7 +60,8 @@ class Constant(Initializer):
         value = np.asarray(self.value, dtype=dtype.as_numpy_dtype)
         dims = _full_shape(shape)
         if value.size == 1:
-            value = np.full(dims, value.reshape(()), dtype=value.dtype)
+            from flowstone.ops import array_ops
+            return array_ops.fill(dims, _ops.constant(value.reshape(()), dtype=dtype))
         elif value.size == int(np.prod(dims)):
             value = value.reshape(dims)
         else:

@@ -309,7 +309,22 @@ def _where(condition, x, y, name, select_name):
         condition = _ops.convert_to_tensor(
             condition, dtype=None if _is_symbolic(condition) else _dtypes.bool, name="condition")
         x, y = _binary_operands(x, y)
+        if select_name == "Select" and _selects_rows(condition, x):
+            # TF1's Select: a vector condition picks whole rows of x and y (its length is their
+            # first dimension), where broadcasting would align it with their last one.
+            from flowstone.ops import array_ops  # lazily: array_ops builds on this module
+            condition = array_ops.reshape(condition, [-1] + [1] * (x.shape.rank - 1))
         return _finish("SelectV2", [condition, x, y], scope)
+
+
+def _selects_rows(condition, x):
+    """Whether a v1 select reads its condition as one bool per row: a vector condition and a
+    higher-rank x, unless the static shapes show the vector's length is not x's row count
+    (then it broadcasts, as the v2 select does)."""
+    if condition.shape.rank != 1 or (x.shape.rank or 0) < 2:
+        return False
+    length, rows = condition.shape.as_list()[0], x.shape.as_list()[0]
+    return length is None or rows is None or length == rows
 
 
 def where(condition, x=None, y=None, name=None):

@@ -40,14 +40,20 @@ def inverse_time_decay(learning_rate, global_step, decay_steps, decay_rate, stai
 
 def polynomial_decay(learning_rate, global_step, decay_steps, end_learning_rate=0.0001,
                      power=1.0, cycle=False, name=None):
-    """(lr - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end."""
+    """(lr - end) * (1 - min(step, decay_steps) / decay_steps) ** power + end; with `cycle`,
+    decay_steps grows to the first multiple of itself at or above the step instead."""
     from flowstone.ops import math_ops
-    if cycle:
-        raise NotImplementedError("polynomial_decay(cycle=True) is not supported yet")
     with _ops.name_scope(name, "PolynomialDecay"):
         lr = _ops.convert_to_tensor(learning_rate, dtype=_dtypes.float32)
-        step = math_ops.minimum(_float_step(global_step, lr.dtype), float(decay_steps))
-        frac = math_ops.subtract(1.0, math_ops.divide(step, float(decay_steps)))
+        step = _float_step(global_step, lr.dtype)
+        steps = _ops.constant(float(decay_steps), dtype=lr.dtype)
+        if cycle:
+            # At step 0 ceil gives 0 periods; TensorFlow keeps the first one.
+            periods = math_ops.maximum(math_ops.ceil(math_ops.divide(step, steps)), 1.0)
+            steps = math_ops.multiply(steps, periods)
+        else:
+            step = math_ops.minimum(step, steps)
+        frac = math_ops.subtract(1.0, math_ops.divide(step, steps))
         return math_ops.add(math_ops.multiply(math_ops.subtract(lr, end_learning_rate),
                                               math_ops.pow(frac, float(power))),
                             end_learning_rate)

@@ -45,10 +45,14 @@ def exported_names():
     return sorted(_exports)
 
 
-def populate(root):
-    """Sets every exported name on its namespace below the package module `root`."""
+def populate(root, prefix=""):
+    """Sets every exported name on its namespace below the package module `root`. With a
+    `prefix` ("keras."), only the names below it, relative to `root`: a package imported lazily
+    (flowstone.keras) fills its own namespaces when it loads."""
     for name, value in _exports.items():
-        *path, leaf = name.split(".")
+        if not name.startswith(prefix):
+            continue
+        *path, leaf = name[len(prefix):].split(".")
         namespace = root
         for part in path:
             child = getattr(namespace, part, None)

@@ -8,6 +8,7 @@
 #include "function_builder.h"
 #include "function_call.h"
 #include "function_gradient.h"
+#include "graph/loop_stand_in.h"
 
 namespace flowstone {
 namespace {
@@ -101,10 +102,15 @@ class WhileKernel final : public OpKernel {
 //     gradients of the loop variables back one step. Loop invariants (variables the body passes
 //     through unchanged: captured tensors and variables) keep no history; their gradients are
 //     summed over the iterations.
-// Memory: the histories hold (n + 1) x the size of the varying loop variables. A history is a
-// TensorList that each iteration pushes its variables onto, sharing their buffers; the push is in
-// place when the loop holds the list's only reference. It works for every dtype, variants
-// (TensorArrays carried by the loop) included.
+// The recording loop computes the forward loop's outputs too (its first outputs), so a run that
+// needs both runs the recording loop alone and reads the forward outputs from it: the session
+// makes that substitution when it compiles the run (RecordingLoopStandIns), and the forward
+// values are recorded during the forward pass instead of recomputed. A run that fetches only the
+// forward results runs the plain loop and records nothing.
+// Memory: the histories hold (n + 1) x the size of the varying loop variables, for the duration
+// of the run that computes the gradient. A history is a TensorList that each iteration pushes
+// its variables onto, sharing their buffers; the push is in place when the loop holds the list's
+// only reference. It works for every dtype, variants (TensorArrays carried by the loop) included.
 
 struct LoopVars {
   std::vector<int> varying;      // loop variables the body changes
@@ -167,6 +173,8 @@ Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const Functi
   AttrMap attrs;
   attrs.Set("cond", FunctionRef{names[0]});
   attrs.Set("body", FunctionRef{names[1]});
+  // Lets a run that needs both loops run only this one (see RecordingLoopStandIns).
+  attrs.Set(kRecordsLoopAttr, w.name());
   Node* record = ctx.AddNode("While", inputs, attrs);
   if (record == nullptr) return ctx.status();
   for (size_t v = 0; v < vars.varying.size(); ++v)

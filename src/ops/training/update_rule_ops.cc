@@ -2,7 +2,8 @@
 // src/ops/training_ops.cc): Adadelta, AdaMax, the proximal and dual-averaging rules, FTRL and the
 // sign-based AddSign/PowerSign. Each is a row of kUpdateRules: its TensorFlow signature and a
 // per-element function; one kernel locks the variables, checks the inputs and applies the row's
-// function to every element.
+// function to every element. Rows that TensorFlow also has in row-sparse form
+// (ResourceSparseApply*) register that op too, applying the same function to indexed rows.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
+#include "flowstone/shape_inference.h"
 #include "ops/optimizer_support.h"
 
 namespace flowstone {
@@ -163,8 +165,9 @@ struct PowerSign {
 
 struct UpdateRuleRow {
   const char* name;
+  const char* sparse_name;  // TensorFlow's row-sparse variant (indexed rows), or nullptr
   std::vector<std::string> resources;
-  // Inputs after the resources, of type T unless written "name:type".
+  // Inputs after the resources, of type T unless written "name:type" (those come last).
   std::vector<std::string> inputs;
   const char* grad;       // which of `inputs` is the gradient
   const char* flag_attr;  // a boolean attr passed to the rule, or nullptr
@@ -176,42 +179,85 @@ struct UpdateRuleRow {
 #define FS_RULE(Rule) &Rule::Apply<float>, &Rule::Apply<double>
 
 const UpdateRuleRow kUpdateRules[] = {
-    {"ResourceApplyAdadelta", {"var", "accum", "accum_update"}, {"lr", "rho", "epsilon", "grad"},
-     "grad", nullptr, FS_RULE(Adadelta),
+    {"ResourceApplyAdadelta",
+     "ResourceSparseApplyAdadelta",
+     {"var", "accum", "accum_update"},
+     {"lr", "rho", "epsilon", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(Adadelta),
      "accum = rho * accum + (1 - rho) * g^2; update = sqrt(accum_update + epsilon) / "
      "sqrt(accum + epsilon) * g; var -= lr * update; accum_update = rho * accum_update + "
      "(1 - rho) * update^2"},
-    {"ResourceApplyAdaMax", {"var", "m", "v"},
-     {"beta1_power", "lr", "beta1", "beta2", "epsilon", "grad"}, "grad", nullptr, FS_RULE(AdaMax),
+    {"ResourceApplyAdaMax",
+     nullptr,
+     {"var", "m", "v"},
+     {"beta1_power", "lr", "beta1", "beta2", "epsilon", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(AdaMax),
      "m += (g - m)(1 - beta1); v = max(beta2 * v, |g|); var -= lr / (1 - beta1_power) * m / "
      "(v + epsilon)"},
-    {"ResourceApplyProximalGradientDescent", {"var"}, {"alpha", "l1", "l2", "delta"}, "delta",
-     nullptr, FS_RULE(ProximalGradientDescent),
+    {"ResourceApplyProximalGradientDescent",
+     "ResourceSparseApplyProximalGradientDescent",
+     {"var"},
+     {"alpha", "l1", "l2", "delta"},
+     "delta",
+     nullptr,
+     FS_RULE(ProximalGradientDescent),
      "prox = var - alpha * delta; var = sign(prox) * max(|prox| - alpha * l1, 0) / "
      "(1 + alpha * l2)"},
-    {"ResourceApplyProximalAdagrad", {"var", "accum"}, {"lr", "l1", "l2", "grad"}, "grad", nullptr,
+    {"ResourceApplyProximalAdagrad",
+     "ResourceSparseApplyProximalAdagrad",
+     {"var", "accum"},
+     {"lr", "l1", "l2", "grad"},
+     "grad",
+     nullptr,
      FS_RULE(ProximalAdagrad),
      "accum += g^2; the proximal gradient step of ResourceApplyProximalGradientDescent with "
      "alpha = lr / sqrt(accum)"},
     {"ResourceApplyAdagradDA",
+     "ResourceSparseApplyAdagradDA",
      {"var", "gradient_accumulator", "gradient_squared_accumulator"},
-     {"grad", "lr", "l1", "l2", "global_step:int64"}, "grad", nullptr, FS_RULE(AdagradDA),
+     {"grad", "lr", "l1", "l2", "global_step:int64"},
+     "grad",
+     nullptr,
+     FS_RULE(AdagradDA),
      "Adagrad dual averaging: sum += g; sum_sq += g^2; var = sign(-sum) * max(|sum| - l1 * "
      "step, 0) * lr / (l2 * step * lr + sqrt(sum_sq))"},
-    {"ResourceApplyFtrl", {"var", "accum", "linear"}, {"grad", "lr", "l1", "l2", "lr_power"},
-     "grad", "multiply_linear_by_lr", FS_RULE(Ftrl),
+    {"ResourceApplyFtrl",
+     "ResourceSparseApplyFtrl",
+     {"var", "accum", "linear"},
+     {"grad", "lr", "l1", "l2", "lr_power"},
+     "grad",
+     "multiply_linear_by_lr",
+     FS_RULE(Ftrl),
      "FTRL-proximal: accum_new = accum + g^2; linear += g - (accum_new^-p - accum^-p) / lr * var; "
      "var = (sign(linear) * l1 - linear) / (accum_new^-p / lr + 2 l2) where |linear| > l1, "
      "else 0"},
-    {"ResourceApplyFtrlV2", {"var", "accum", "linear"},
-     {"grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"}, "grad", "multiply_linear_by_lr",
+    {"ResourceApplyFtrlV2",
+     "ResourceSparseApplyFtrlV2",
+     {"var", "accum", "linear"},
+     {"grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+     "grad",
+     "multiply_linear_by_lr",
      FS_RULE(FtrlV2),
      "ResourceApplyFtrl with g + 2 * l2_shrinkage * var in the linear term"},
-    {"ResourceApplyAddSign", {"var", "m"}, {"lr", "alpha", "sign_decay", "beta", "grad"}, "grad",
-     nullptr, FS_RULE(AddSign),
+    {"ResourceApplyAddSign",
+     nullptr,
+     {"var", "m"},
+     {"lr", "alpha", "sign_decay", "beta", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(AddSign),
      "m = beta * m + (1 - beta) * g; var -= lr * (alpha + sign_decay * sign(g) * sign(m)) * g"},
-    {"ResourceApplyPowerSign", {"var", "m"}, {"lr", "logbase", "sign_decay", "beta", "grad"},
-     "grad", nullptr, FS_RULE(PowerSign),
+    {"ResourceApplyPowerSign",
+     nullptr,
+     {"var", "m"},
+     {"lr", "logbase", "sign_decay", "beta", "grad"},
+     "grad",
+     nullptr,
+     FS_RULE(PowerSign),
      "m = beta * m + (1 - beta) * g; var -= lr * exp(logbase * sign_decay * sign(g) * sign(m)) "
      "* g"},
 };
@@ -244,14 +290,89 @@ Status ApplyRule(KernelContext& ctx, const UpdateRuleRow& row) {
     });
     return Status::OK();
   };
-  return DispatchDType<float, double>(
-      ctx.input(grad_index).dtype(), row.name, [&]<typename T>() -> Status {
-        if constexpr (std::is_same_v<T, float>) {
-          return run(row.apply_float);
-        } else {
-          return run(row.apply_double);
-        }
-      });
+  return DispatchDType<float, double>(ctx.input(grad_index).dtype(), row.name,
+                                      [&]<typename T>() -> Status {
+                                        if constexpr (std::is_same_v<T, float>) {
+                                          return run(row.apply_float);
+                                        } else {
+                                          return run(row.apply_double);
+                                        }
+                                      });
+}
+
+// The row-sparse form: `grad` holds rows of the variable ([N] + var.shape[1:]) and `indices`
+// [N] says which; each row's elements get the row's rule, rows in order (a repeated index is
+// updated once per occurrence, as in TensorFlow). The inputs are the dense op's with `indices`
+// right after the gradient.
+Status ApplySparseRule(KernelContext& ctx, const UpdateRuleRow& row) {
+  const int num_vars = static_cast<int>(row.resources.size());
+  std::vector<int> var_inputs(num_vars);
+  for (int k = 0; k < num_vars; ++k) var_inputs[k] = k;
+  LockedVars vars(ctx, var_inputs, HostCopy);
+  FS_RETURN_IF_ERROR(vars.status());
+  const int grad_index = GradIndex(row);
+  const int indices_index = grad_index + 1;
+  const Tensor& grad = ctx.input(grad_index);
+  const Tensor& indices = ctx.input(indices_index);
+  const TensorShape& var_shape = vars.shape();
+  if (var_shape.rank() < 1) {
+    return errors::InvalidArgument(row.sparse_name, ": var must be at least 1 dimensional, got ",
+                                   var_shape.ToString());
+  }
+  if (indices.shape().rank() != 1) {
+    return errors::InvalidArgument(row.sparse_name, ": indices must be one-dimensional, got ",
+                                   indices.shape().ToString());
+  }
+  const int64_t num_rows = indices.num_elements();
+  bool rows_match = grad.shape().rank() == var_shape.rank() && grad.shape().dim(0) == num_rows;
+  for (int d = 1; rows_match && d < var_shape.rank(); ++d) {
+    rows_match = grad.shape().dim(d) == var_shape.dim(d);
+  }
+  if (!rows_match) {
+    return errors::InvalidArgument(row.sparse_name, ": grad must be [", num_rows,
+                                   "] + var.shape[1:] (one row per index) for var ",
+                                   var_shape.ToString(), ", got ", grad.shape().ToString());
+  }
+  for (int i = num_vars; i < ctx.num_inputs(); ++i) {
+    if (i != grad_index && i != indices_index && ctx.input(i).num_elements() != 1) {
+      return errors::InvalidArgument("Input ", i, " of ", row.sparse_name,
+                                     " must be a scalar, got shape ",
+                                     ctx.input(i).shape().ToString());
+    }
+  }
+  const int64_t first_dim = var_shape.dim(0);
+  std::vector<int64_t> rows(num_rows);
+  for (int64_t r = 0; r < num_rows; ++r) {
+    rows[r] = static_cast<int64_t>(indices.ElementAsDouble(r));
+    if (rows[r] < 0 || rows[r] >= first_dim) {
+      return errors::InvalidArgument(row.sparse_name, ": indices[", r, "] = ", rows[r],
+                                     " is not in [0, ", first_dim, ")");
+    }
+  }
+  const int64_t row_size = first_dim == 0 ? 0 : vars.size() / first_dim;
+  const bool flag = row.flag_attr != nullptr && ctx.attrs().GetOr<bool>(row.flag_attr, false);
+  auto run = [&]<typename T>(RuleFn<T> apply) -> Status {
+    std::vector<T*> v(num_vars);
+    for (int k = 0; k < num_vars; ++k) v[k] = vars.data<T>(k);
+    std::vector<T> scalars;
+    for (int i = num_vars; i < ctx.num_inputs(); ++i) {
+      if (i != grad_index && i != indices_index) scalars.push_back(ScalarInput<T>(ctx, i));
+    }
+    const T* g = grad.data<T>();
+    for (int64_t r = 0; r < num_rows; ++r) {
+      for (int64_t j = 0; j < row_size; ++j) {
+        apply(v.data(), rows[r] * row_size + j, g[r * row_size + j], scalars.data(), flag);
+      }
+    }
+    return Status::OK();
+  };
+  return DispatchDType<float, double>(grad.dtype(), row.sparse_name, [&]<typename T>() -> Status {
+    if constexpr (std::is_same_v<T, float>) {
+      return run(row.apply_float);
+    } else {
+      return run(row.apply_double);
+    }
+  });
 }
 
 OpBuilder UpdateRuleOp(const UpdateRuleRow& row) {
@@ -268,13 +389,48 @@ OpBuilder UpdateRuleOp(const UpdateRuleRow& row) {
   OpBuilder builder = ApplyOp(row.name, row.resources, typed_inputs);
   for (const auto& [name, type] : other_inputs) builder.Input(name, type);
   if (row.flag_attr != nullptr) builder.Attr(row.flag_attr, false);
-  builder.Kernel("CPU", [&row](KernelContext& ctx) { return ApplyRule(ctx, row); })
-      .Doc(row.doc);
+  builder.Kernel("CPU", [&row](KernelContext& ctx) { return ApplyRule(ctx, row); }).Doc(row.doc);
+  return builder;
+}
+
+OpBuilder SparseUpdateRuleOp(const UpdateRuleRow& row) {
+  std::vector<std::string> typed_inputs;
+  std::vector<std::pair<std::string, std::string>> other_inputs;
+  for (const std::string& input : row.inputs) {
+    const size_t colon = input.find(':');
+    if (colon != std::string::npos) {
+      other_inputs.emplace_back(input.substr(0, colon), input.substr(colon + 1));
+    } else {
+      typed_inputs.push_back(input == row.grad ? "grad" : input);
+    }
+  }
+  // `indices` follows the gradient: split the typed inputs there.
+  const auto grad = std::find(typed_inputs.begin(), typed_inputs.end(), "grad");
+  std::vector<std::string> before(typed_inputs.begin(), grad + 1);
+  std::vector<std::string> after(grad + 1, typed_inputs.end());
+  OpBuilder builder(row.sparse_name);
+  for (const std::string& r : row.resources) builder.Input(r, "resource");
+  for (const std::string& in : before) builder.Input(in, "T");
+  builder.Input("indices", "Tindices");
+  for (const std::string& in : after) builder.Input(in, "T");
+  for (const auto& [name, type] : other_inputs) builder.Input(name, type);
+  builder.TypeAttr("T", kFloatTypes)
+      .TypeAttr("Tindices", {DType::kInt32, DType::kInt64})
+      .Attr("use_locking", false)
+      .Stateful()
+      .Shape([](InferenceContext&) { return Status::OK(); })
+      .NotDifferentiable();
+  if (row.flag_attr != nullptr) builder.Attr(row.flag_attr, false);
+  builder.Kernel("CPU", [&row](KernelContext& ctx) { return ApplySparseRule(ctx, row); })
+      .Doc(StrCat(row.name, " on the rows of the variables named by `indices`"));
   return builder;
 }
 
 const bool kUpdateRulesRegistered = [] {
-  for (const UpdateRuleRow& row : kUpdateRules) OpRegistrar registrar(UpdateRuleOp(row));
+  for (const UpdateRuleRow& row : kUpdateRules) {
+    OpRegistrar registrar(UpdateRuleOp(row));
+    if (row.sparse_name != nullptr) OpRegistrar sparse(SparseUpdateRuleOp(row));
+  }
   return true;
 }();
 

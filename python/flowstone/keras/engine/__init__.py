@@ -1,0 +1,1 @@
+"""Keras's engine: layers, nodes, functional and sequential models, and training."""

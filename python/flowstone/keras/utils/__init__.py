@@ -1,0 +1,1 @@
+"""tf.keras.utils."""

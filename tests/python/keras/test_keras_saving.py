@@ -1,0 +1,182 @@
+"""Saving: HDF5 in Keras 2's layout (both ways with tf-keras), weights in HDF5 and checkpoint
+format, JSON configs, custom objects, and crash safety."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import flowstone as tf
+
+import tf_keras_peer
+
+h5py = pytest.importorskip("h5py")
+keras = tf.keras
+X = np.random.RandomState(0).rand(6, 4).astype(np.float32)
+
+
+def small_functional():
+    inputs = keras.Input((4,), name="features")
+    hidden = keras.layers.Dense(8, activation="relu", name="hidden")(inputs)
+    normed = keras.layers.BatchNormalization(name="norm")(hidden)
+    outputs = keras.layers.Dense(3, activation="softmax", name="probs")(normed)
+    model = keras.Model(inputs, outputs, name="classifier")
+    model.compile(keras.optimizers.Adam(0.01), "sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+    model.fit(X, np.array([0, 1, 2, 0, 1, 2]), epochs=2, verbose=0)
+    return model
+
+
+def test_save_and_load_model_round_trip(tmp_path):
+    model = small_functional()
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    expected = model.predict(X, verbose=0)
+    keras.backend.clear_session()
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(X, verbose=0), expected, rtol=1e-6)
+    assert [layer.name for layer in loaded.layers] == ["features", "hidden", "norm", "probs"]
+    assert isinstance(loaded.optimizer, keras.optimizers.Adam)
+    assert loaded.optimizer.get_config()["learning_rate"] == pytest.approx(0.01)
+    assert loaded.evaluate(X, np.array([0, 1, 2, 0, 1, 2]), verbose=0)[1] >= 0.0
+
+
+def test_hdf5_layout_is_keras_2s(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        config = json.loads(f.attrs["model_config"])
+        assert config["class_name"] == "Sequential"
+        assert [layer["class_name"] for layer in config["config"]["layers"]] == ["InputLayer",
+                                                                                 "Dense"]
+        training = json.loads(f.attrs["training_config"])
+        assert training["loss"] == "mse"
+        assert training["optimizer_config"]["class_name"] == "SGD"
+        group = f["model_weights"]
+        assert [n.decode() for n in group.attrs["layer_names"]] == ["dense"]
+        names = [n.decode() for n in group["dense"].attrs["weight_names"]]
+        assert names == ["dense/kernel:0", "dense/bias:0"]
+        np.testing.assert_array_equal(group["dense"]["dense/kernel:0"][()],
+                                      model.get_weights()[0])
+    assert not [n for n in os.listdir(tmp_path) if n != "m.h5"]  # no temp file left behind
+
+
+def test_save_weights_load_weights_hdf5_and_checkpoint(tmp_path):
+    model = small_functional()
+    weights = model.get_weights()
+    for path in (str(tmp_path / "w.h5"), str(tmp_path / "ckpt")):
+        model.save_weights(path)
+        model.set_weights([np.zeros_like(w) for w in weights])
+        model.load_weights(path)
+        for got, want in zip(model.get_weights(), weights):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_load_weights_mismatch_is_a_value_error(tmp_path):
+    path = str(tmp_path / "w.h5")
+    keras.Sequential([keras.layers.Dense(2, input_shape=(4,))]).save_weights(path)
+    other = keras.Sequential([keras.layers.Dense(3, input_shape=(4,))])
+    with pytest.raises(ValueError, match=r"Shape mismatch in layer dense_1 for weight "
+                                         r"dense_1/kernel:0. Weight expects shape \(4, 3\). "
+                                         r"Received saved weight with shape \(4, 2\)"):
+        other.load_weights(path)
+
+
+def test_json_round_trip_and_custom_objects(tmp_path):
+    class Doubler(keras.layers.Layer):
+        def call(self, inputs):
+            return inputs * 2.0
+
+    def shift(x):
+        return x + 1.0
+
+    inputs = keras.Input((2,))
+    outputs = keras.layers.Lambda(shift)(Doubler(name="doubler")(inputs))
+    model = keras.Model(inputs, outputs)
+    text = model.to_json()
+    with pytest.raises(ValueError, match="Unknown layer: 'Doubler'"):
+        keras.models.model_from_json(text)
+    clone = keras.models.model_from_json(text, custom_objects={"Doubler": Doubler,
+                                                               "shift": shift})
+    np.testing.assert_allclose(clone.predict(np.ones((1, 2)), verbose=0), [[3.0, 3.0]])
+    path = str(tmp_path / "custom.h5")
+    model.save(path)
+    loaded = keras.models.load_model(path, custom_objects={"Doubler": Doubler, "shift": shift})
+    np.testing.assert_allclose(loaded.predict(np.ones((1, 2)), verbose=0), [[3.0, 3.0]])
+
+
+def test_a_failed_save_leaves_the_previous_file(tmp_path, monkeypatch):
+    from flowstone.keras.saving import hdf5_format
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    before = open(path, "rb").read()
+
+    def crash(group, model):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(hdf5_format, "save_weights_to_group", crash)
+    with pytest.raises(OSError, match="disk full"):
+        model.save(path)
+    assert open(path, "rb").read() == before
+    assert os.listdir(tmp_path) == ["m.h5"]
+
+
+def test_missing_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "h5py", None)
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])
+    with pytest.raises(ImportError, match="need h5py, which is not installed. Install it with "
+                                          "`pip install h5py`"):
+        model.save(str(tmp_path / "m.h5"))
+
+
+def test_savedmodel_format_is_unimplemented(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])
+    with pytest.raises(tf.errors.UnimplementedError, match="SavedModel format is not supported"):
+        model.save(str(tmp_path / "saved_model_dir"))
+
+
+# --- both directions with tf-keras -------------------------------------------------------------
+needs_peer = pytest.mark.skipif(not tf_keras_peer.available(), reason=tf_keras_peer.SKIP_REASON)
+
+
+@needs_peer
+def test_tf_keras_loads_a_flowstone_file_with_the_same_predictions(tmp_path):
+    model = small_functional()
+    model.save(str(tmp_path / "ours.h5"))
+    np.save(tmp_path / "x.npy", X)
+    tf_keras_peer.run(
+        "m = keras.models.load_model('ours.h5')\n"
+        "np.save('theirs_pred.npy', m.predict(np.load('x.npy'), verbose=0))\n"
+        "print(type(m.optimizer).__name__, [l.name for l in m.layers])\n", cwd=tmp_path)
+    np.testing.assert_allclose(np.load(tmp_path / "theirs_pred.npy"),
+                               model.predict(X, verbose=0), rtol=1e-5, atol=1e-6)
+
+
+@needs_peer
+def test_flowstone_loads_a_tf_keras_file_with_the_same_predictions(tmp_path):
+    np.save(tmp_path / "x.npy", X)
+    tf_keras_peer.run(
+        "keras.utils.set_random_seed(1)\n"
+        "inp = keras.Input((4,))\n"
+        "h = keras.layers.Dense(5, activation='tanh')(inp)\n"
+        "h = keras.layers.Dropout(0.2)(h)\n"
+        "seq = keras.Sequential([keras.layers.Dense(3, input_shape=(5,)),"
+        " keras.layers.LayerNormalization()])\n"
+        "out = keras.layers.Dense(2, activation='sigmoid')(seq(h))\n"
+        "m = keras.Model(inp, out)\n"
+        "m.compile(keras.optimizers.RMSprop(0.01), 'binary_crossentropy', metrics=['accuracy'])\n"
+        "x = np.load('x.npy')\n"
+        "m.fit(x, (x[:, :2] > 0.5).astype('float32'), epochs=2, verbose=0)\n"
+        "m.save('theirs.h5')\n"
+        "np.save('theirs_pred.npy', m.predict(x, verbose=0))\n", cwd=tmp_path)
+    loaded = keras.models.load_model(str(tmp_path / "theirs.h5"))
+    np.testing.assert_allclose(loaded.predict(X, verbose=0),
+                               np.load(tmp_path / "theirs_pred.npy"), rtol=1e-5, atol=1e-6)
+    assert isinstance(loaded.optimizer, keras.optimizers.RMSprop)
+    loaded.fit(X, (X[:, :2] > 0.5).astype(np.float32), epochs=1, verbose=0)
