@@ -1,5 +1,5 @@
 // IdentityN: several tensors passed through as one node, as TensorFlow's graphs (Keras models,
-// grappler's output) carry it; tf.identity_n builds it.
+// grappler's output) carry it, for imported graphs.
 #include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
