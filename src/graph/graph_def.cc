@@ -45,11 +45,6 @@ bool DTypeFromTfEnum(int value, DType* out) {
 Status ImportDType(int value, const std::string& what, DType* out) {
   if (DTypeFromTfEnum(value, out)) return Status::OK();
   const std::string name = proto::DataType_Name(static_cast<proto::DataType>(value));
-  if (value == proto::DT_STRING) {
-    return errors::Unimplemented(what,
-                                 " has dtype DT_STRING, which Flowstone does not support "
-                                 "yet (the string dtype is being added)");
-  }
   if (value >= 100 && DTypeFromTfEnum(value - 100, out)) {
     return errors::Unimplemented(what, " has the reference dtype ", name,
                                  ", which Flowstone does not support");
@@ -119,7 +114,48 @@ Status ExportTensor(const Tensor& tensor, proto::TensorProto* out) {
   }
   out->set_dtype(static_cast<proto::DataType>(tf_enum));
   ExportShape(PartialShape(tensor.shape()), out->mutable_tensor_shape());
+  if (tensor.dtype() == DType::kString) {
+    // TensorFlow keeps strings in string_val, one entry per element.
+    const std::string* elements = tensor.data<std::string>();
+    for (int64_t i = 0; i < tensor.num_elements(); ++i) out->add_string_val(elements[i]);
+    return Status::OK();
+  }
   out->set_tensor_content(static_cast<const char*>(tensor.raw_data()), tensor.bytes());
+  return Status::OK();
+}
+
+// A string tensor from string_val: all of its elements, or fewer whose last one repeats (none:
+// empty strings). The expanded bytes are bounded as for numbers.
+Status ImportStringTensor(const proto::TensorProto& in, const PartialShape& shape, int64_t count,
+                          const std::string& what, Tensor* out) {
+  if (!in.tensor_content().empty()) {
+    return errors::InvalidArgument(what,
+                                   ": a string tensor must hold its values in string_val, "
+                                   "not tensor_content");
+  }
+  const auto& values = in.string_val();
+  if (values.size() > count) {
+    return errors::InvalidArgument(what, ": the tensor holds ", values.size(),
+                                   " values but its shape has ", count, " elements");
+  }
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t size =
+        values.empty()
+            ? 0
+            : static_cast<int64_t>(values.Get(std::min<int64_t>(i, values.size() - 1)).size());
+    bytes += size + static_cast<int64_t>(sizeof(std::string));
+    if (bytes > kMaxExpandedTensorBytes) {
+      return errors::InvalidArgument(what, ": a string tensor of shape ", shape.ToString(),
+                                     " expands to more than the ", kMaxExpandedTensorBytes,
+                                     " bytes Flowstone expands from a GraphDef");
+    }
+  }
+  *out = Tensor::Host(DType::kString, shape.ToTensorShape());
+  std::string* elements = out->data<std::string>();
+  for (int64_t i = 0; i < count && !values.empty(); ++i) {
+    elements[i] = values.Get(static_cast<int>(std::min<int64_t>(i, values.size() - 1)));
+  }
   return Status::OK();
 }
 
@@ -154,6 +190,7 @@ Status ImportTensor(const proto::TensorProto& in, const std::string& what, Tenso
   }
   int64_t count;
   FS_RETURN_IF_ERROR(ElementCount(shape, what, &count));
+  if (dtype == DType::kString) return ImportStringTensor(in, shape, count, what, out);
   const int64_t element_size = static_cast<int64_t>(DTypeSize(dtype));
   if (count > std::numeric_limits<int64_t>::max() / element_size) {
     return errors::InvalidArgument(what, ": the byte size of shape ", shape.ToString(),

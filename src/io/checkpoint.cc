@@ -72,7 +72,7 @@ std::string Hex32(uint32_t v) {
 bool DTypeFromTfEnum(uint32_t tf_enum, DType* out) {
   for (int i = 0; i < kNumDTypes; ++i) {
     DType d = static_cast<DType>(i);
-    if (d != DType::kInvalid && d != DType::kResource &&
+    if (d != DType::kInvalid && d != DType::kResource && !HoldsObjects(d) &&
         static_cast<uint32_t>(DTypeToTfEnum(d)) == tf_enum) {
       *out = d;
       return true;
@@ -358,7 +358,7 @@ Status WriteCheckpoint(const std::vector<std::pair<std::string, Tensor>>& values
   for (const auto& value : values) {
     const Tensor& t = value.second;
     if (value.first.empty()) return errors::InvalidArgument("Checkpoint keys must not be empty");
-    if (!t.initialized() || t.dtype() == DType::kResource) {
+    if (!t.initialized() || t.dtype() == DType::kResource || HoldsObjects(t.dtype())) {
       return errors::InvalidArgument("Cannot save ", value.first,
                                      ": only numeric and bool "
                                      "tensors can be saved in a checkpoint");

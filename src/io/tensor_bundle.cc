@@ -43,7 +43,9 @@ std::string DataPath(const std::string& prefix, int shard, int num_shards) {
 bool DTypeFromTfEnum(int value, DType* out) {
   for (int i = 1; i < kNumDTypes; ++i) {
     DType dtype = static_cast<DType>(i);
-    if (dtype != DType::kResource && dtype != DType::kVariant && DTypeToTfEnum(dtype) == value) {
+    // Only types whose elements are plain bytes: a bundle stores strings with per-element
+    // lengths, which this reader does not decode (their entries are reported as unsupported).
+    if (!HoldsObjects(dtype) && dtype != DType::kResource && DTypeToTfEnum(dtype) == value) {
       *out = dtype;
       return true;
     }
@@ -252,7 +254,7 @@ Status WriteTensorBundle(const std::vector<std::pair<std::string, Tensor>>& valu
   for (const auto& value : values) {
     const Tensor& t = value.second;
     if (value.first.empty()) return errors::InvalidArgument("Checkpoint keys must not be empty");
-    if (!t.initialized() || t.dtype() == DType::kResource || t.dtype() == DType::kVariant) {
+    if (!t.initialized() || t.dtype() == DType::kResource || HoldsObjects(t.dtype())) {
       return errors::InvalidArgument("Cannot save ", value.first,
                                      ": only numeric and bool tensors can be saved in a "
                                      "checkpoint");

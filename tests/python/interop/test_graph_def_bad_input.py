@@ -111,13 +111,37 @@ def test_invalid_dtype_number():
                             "invalid DataType value 77")
 
 
-def test_string_constant_is_unimplemented_until_the_string_dtype_lands():
+def test_string_constants_import_from_string_val_and_round_trip():
     graph_def = tf.GraphDef()
     node = graph_def.node.add(name="s", op="Const")
     node.attr["dtype"].type = DT_STRING
     node.attr["value"].tensor.dtype = DT_STRING
-    node.attr["value"].tensor.string_val.append(b"hello")
-    import_into_fresh_graph(graph_def, tf.errors.UnimplementedError, "DT_STRING")
+    node.attr["value"].tensor.tensor_shape.dim.add().size = 3
+    node.attr["value"].tensor.string_val.extend([b"hello", b"\xff\x00bytes"])  # last repeats
+    with tf.Graph().as_default() as graph:
+        tf.import_graph_def(graph_def, name="")
+        s = graph.get_tensor_by_name("s:0")
+        with tf.Session() as sess:
+            assert list(sess.run(s)) == [b"hello", b"\xff\x00bytes", b"\xff\x00bytes"]
+        exported = graph.as_graph_def().node[0].attr["value"].tensor
+        assert list(exported.string_val) == [b"hello", b"\xff\x00bytes", b"\xff\x00bytes"]
+        assert exported.tensor_content == b""
+
+
+def test_string_tensor_bytes_in_tensor_content_or_too_many_values_are_rejected():
+    graph_def = tf.GraphDef()
+    node = graph_def.node.add(name="s", op="Const")
+    node.attr["dtype"].type = DT_STRING
+    node.attr["value"].tensor.dtype = DT_STRING
+    node.attr["value"].tensor.tensor_shape.dim.add().size = 2
+    node.attr["value"].tensor.tensor_content = b"\x00" * 64  # raw bytes must not become objects
+    import_into_fresh_graph(graph_def, tf.errors.InvalidArgumentError, "string_val")
+    node.attr["value"].tensor.ClearField("tensor_content")
+    node.attr["value"].tensor.string_val.extend([b"a", b"b", b"c"])
+    import_into_fresh_graph(graph_def, tf.errors.InvalidArgumentError, "holds 3 values")
+    node.attr["value"].tensor.ClearField("string_val")
+    node.attr["value"].tensor.tensor_shape.dim[0].size = 2**40
+    import_into_fresh_graph(graph_def, tf.errors.InvalidArgumentError, "expands to more than")
 
 
 def test_negative_dimension():
