@@ -1,0 +1,105 @@
+"""More of TF1's sparse functions that TensorFlow itself composes from other ops: sparse_mask
+(rows left out of an IndexedSlices), sparse_reset_shape (a SparseTensor with a larger or tight
+dense shape), sparse_to_indicator (a multi-hot bool tensor from ids) and sparse_softmax
+(a softmax over the entries of each row), the last from segment reductions as sparse_ops.py
+composes TensorFlow's sparse kernels."""
+
+import numpy as np
+
+from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
+from flowstone.framework.indexed_slices import IndexedSlices
+from flowstone.framework.sparse_tensor import SparseTensor
+from flowstone.ops import (array_ops, basic_ops, gradients, math_ops, reduction_ops,
+                           segment_ops, sort_ops)
+from flowstone.ops.array_composites import get_static_value
+from flowstone.ops.check_ops import assert_equal, assert_less_equal
+from flowstone.ops.sparse_ops import _check_sparse, _fill_then_update, _row_major_positions
+from flowstone.util.tf_export import tf_export
+
+
+@tf_export("sparse.mask", "sparse_mask")
+def sparse_mask(a, mask_indices, name=None):
+    """The rows of the IndexedSlices `a` whose index is not in `mask_indices`."""
+    with _ops.name_scope(name, "sparse_mask", [a.values, a.indices, mask_indices]) as name:
+        kept_indices, kept_positions = sort_ops.setdiff1d(a.indices, mask_indices)
+        kept_values = array_ops.gather(a.values, kept_positions, name=name)
+        return IndexedSlices(kept_values, kept_indices, a.dense_shape)
+
+
+@tf_export("sparse.reset_shape", "sparse_reset_shape")
+def sparse_reset_shape(sp_input, new_shape=None):
+    """`sp_input` with dense shape `new_shape`, which must be of the same rank and no smaller in
+    any dimension; without `new_shape`, the tight shape (the largest index + 1 per dimension)."""
+    sp_input = _check_sparse(sp_input)
+    indices, values = sp_input.indices, sp_input.values
+    with _ops.name_scope(None, "SparseResetShape", [indices, values, sp_input.dense_shape]):
+        in_shape = basic_ops.identity(sp_input.dense_shape)
+        if new_shape is None:
+            largest_index = reduction_ops.reduce_max(indices, axis=0)
+            return SparseTensor(indices, values,
+                                math_ops.add(largest_index, array_ops.ones_like(in_shape)))
+        out_shape = math_ops.cast(_ops.convert_to_tensor(new_shape), _dtypes.int64)
+        if out_shape.shape.ndims != 1:
+            raise ValueError(f"new_shape must be a vector (rank 1), got shape {out_shape.shape}")
+        known_rank = sp_input.dense_shape.shape
+        if out_shape.shape[0] is not None and known_rank.ndims == 1 and \
+                known_rank[0] is not None and out_shape.shape[0] != known_rank[0]:
+            raise ValueError(f"new_shape has {out_shape.shape[0]} dimensions but sp_input has "
+                             f"rank {known_rank[0]}; they must be equal")
+        out_shape_value = get_static_value(out_shape)
+        in_shape_static = sp_input.shape
+        if out_shape_value is not None and in_shape_static.is_fully_defined():
+            in_shape_value = np.array(in_shape_static.as_list())
+            if not np.all(in_shape_value <= out_shape_value):
+                raise ValueError("Requested new_shape should have dimension sizes >= "
+                                 f"sp_input.shape.  Found new_shape ({out_shape_value}), "
+                                 f"sp_input.shape ({in_shape_value}).")
+            return SparseTensor(indices, values, out_shape_value)
+        checks = [assert_equal(array_ops.shape(in_shape), array_ops.shape(out_shape)),
+                  assert_less_equal(in_shape, out_shape)]
+        with _ops.control_dependencies(checks):
+            out_shape = basic_ops.identity(out_shape)
+        return SparseTensor(indices, values, out_shape)
+
+
+@tf_export("sparse.to_indicator", "sparse_to_indicator")
+def sparse_to_indicator(sp_input, vocab_size, name=None):
+    """A bool tensor of shape dense_shape[:-1] + [vocab_size] that is True at [..., id] for each
+    id among the values of row [...] of the integer SparseTensor `sp_input`."""
+    sp_input = _check_sparse(sp_input)
+    if not sp_input.dtype.is_integer:
+        raise TypeError(f"sparse_to_indicator needs integer ids, got {sp_input.dtype!r}")
+    with _ops.name_scope(name, "SparseToIndicator", [sp_input.indices, sp_input.values]) as name:
+        row_indices = sp_input.indices[:, :-1]
+        ids = array_ops.expand_dims(math_ops.cast(sp_input.values, _dtypes.int64), 1)
+        indicator_indices = array_ops.concat([row_indices, ids], 1)
+        dense_shape = array_ops.concat(
+            [sp_input.dense_shape[:-1],
+             array_ops.reshape(math_ops.cast(vocab_size, _dtypes.int64), [1])], 0)
+        ones = array_ops.ones_like(sp_input.values, dtype=_dtypes.bool)
+        return basic_ops.identity(_fill_then_update(indicator_indices, ones, dense_shape, False),
+                                  name=name)
+
+
+@tf_export("sparse.softmax", "sparse_softmax")
+def sparse_softmax(sp_input, name=None):
+    """A softmax over the entries of each row (all dimensions but the last) of `sp_input`;
+    the missing entries take no part, as if they were -inf."""
+    sp_input = _check_sparse(sp_input)
+    if sp_input.indices.shape.ndims == 2 and sp_input.indices.shape[1] is not None and \
+            sp_input.indices.shape[1] < 2:
+        raise ValueError("sparse_softmax needs a SparseTensor of rank 2 or more, got rank "
+                         f"{sp_input.indices.shape[1]}")
+    with _ops.name_scope(name, "SparseSoftmax", [sp_input.indices, sp_input.values]):
+        indices, values = sp_input.indices, sp_input.values
+        row_shape = sp_input.dense_shape[:-1]
+        rows = _row_major_positions(indices[:, :-1], row_shape)
+        num_rows = reduction_ops.reduce_prod(row_shape)
+        # The shift by each row's maximum only keeps exp() finite; softmax does not depend on it.
+        row_max = gradients.stop_gradient(
+            segment_ops.unsorted_segment_max(values, rows, num_rows))
+        exps = math_ops.exp(math_ops.subtract(values, array_ops.gather(row_max, rows)))
+        row_sums = array_ops.unsorted_segment_sum(exps, rows, num_rows)
+        return SparseTensor(indices, math_ops.divide(exps, array_ops.gather(row_sums, rows)),
+                            sp_input.dense_shape)
