@@ -134,3 +134,32 @@ def test_sparse_softmax_gradient_against_finite_differences():
 def test_sparse_softmax_needs_rank_two():
     with pytest.raises(ValueError, match="rank 2 or more, got rank 1"):
         tf.sparse_softmax(tf.SparseTensor([[0], [2]], [1.0, 2.0], [3]))
+
+
+def _sparse_pair():
+    a = tf.SparseTensor([[0, 1], [1, 0], [1, 2]], [1.0, -2.0, 3.0], [2, 3])
+    b = tf.SparseTensor([[0, 1], [0, 2], [1, 2]], [-1.0, 5.0, 4.0], [2, 3])
+    return a, b
+
+
+def test_sparse_maximum_and_minimum_at_the_union_of_indices():
+    a, b = _sparse_pair()
+    dense_a, dense_b = np.zeros((2, 3)), np.zeros((2, 3))
+    dense_a[[0, 1, 1], [1, 0, 2]] = [1.0, -2.0, 3.0]
+    dense_b[[0, 0, 1], [1, 2, 2]] = [-1.0, 5.0, 4.0]
+    union = [[0, 1], [0, 2], [1, 0], [1, 2]]
+    rows, cols = np.array(union).T
+    with tf.Session() as sess:
+        most, least = sess.run([tf.sparse_maximum(a, b), tf.sparse.minimum(a, b)])
+    for got, combine in ((most, np.maximum), (least, np.minimum)):
+        np.testing.assert_array_equal(got.indices, union)
+        np.testing.assert_array_equal(got.values, combine(dense_a, dense_b)[rows, cols])
+        np.testing.assert_array_equal(got.dense_shape, [2, 3])
+
+
+def test_sparse_maximum_of_different_shapes_fails_when_run():
+    a, _ = _sparse_pair()
+    c = tf.SparseTensor([[0, 1]], [1.0], [2, 4])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="operands' shapes do not match"):
+            sess.run(tf.sparse_maximum(a, c))

@@ -1,8 +1,8 @@
 """More of TF1's sparse functions that TensorFlow itself composes from other ops: sparse_mask
 (rows left out of an IndexedSlices), sparse_reset_shape (a SparseTensor with a larger or tight
 dense shape), sparse_to_indicator (a multi-hot bool tensor from ids) and sparse_softmax
-(a softmax over the entries of each row), the last from segment reductions as sparse_ops.py
-composes TensorFlow's sparse kernels."""
+(a softmax over the entries of each row) and sparse_maximum / sparse_minimum; the last three
+from dense ops, as sparse_ops.py composes TensorFlow's sparse kernels."""
 
 import numpy as np
 
@@ -14,7 +14,8 @@ from flowstone.ops import (array_ops, basic_ops, gradients, math_ops, reduction_
                            segment_ops, sort_ops)
 from flowstone.ops.array_composites import get_static_value
 from flowstone.ops.check_ops import assert_equal, assert_less_equal
-from flowstone.ops.sparse_ops import _check_sparse, _fill_then_update, _row_major_positions
+from flowstone.ops.sparse_ops import (_check_sparse, _fill_then_update, _row_major_positions,
+                                      sparse_tensor_to_dense)
 from flowstone.util.tf_export import tf_export
 
 
@@ -103,3 +104,37 @@ def sparse_softmax(sp_input, name=None):
         row_sums = array_ops.unsorted_segment_sum(exps, rows, num_rows)
         return SparseTensor(indices, math_ops.divide(exps, array_ops.gather(row_sums, rows)),
                             sp_input.dense_shape)
+
+
+def _sparse_sparse_elementwise(sp_a, sp_b, combine, name, default_name):
+    """`combine` of two SparseTensors of one dense shape, at the union of their indices (in
+    row-major order), a missing entry counting as 0."""
+    sp_a, sp_b = _check_sparse(sp_a), _check_sparse(sp_b)
+    with _ops.name_scope(name, default_name, [sp_a.indices, sp_a.values, sp_b.indices,
+                                              sp_b.values]):
+        same_shape = assert_equal(
+            sp_a.dense_shape, sp_b.dense_shape,
+            message=f"{default_name}: operands' shapes do not match (sp_a and sp_b must have "
+                    "the same dense_shape)")
+        with _ops.control_dependencies([same_shape]):
+            shape = basic_ops.identity(sp_a.dense_shape)
+        positions = array_ops.concat([_row_major_positions(sp_a.indices, shape),
+                                      _row_major_positions(sp_b.indices, shape)], 0)
+        union = sort_ops.sort(sort_ops.unique(positions).y)
+        flat_a = array_ops.reshape(sparse_tensor_to_dense(sp_a), [-1])
+        flat_b = array_ops.reshape(sparse_tensor_to_dense(sp_b), [-1])
+        values = combine(array_ops.gather(flat_a, union), array_ops.gather(flat_b, union))
+        indices = array_ops.transpose(sort_ops.unravel_index(union, shape))
+        return SparseTensor(indices, values, shape)
+
+
+@tf_export("sparse.maximum", "sparse_maximum")
+def sparse_maximum(sp_a, sp_b, name=None):
+    """The element-wise maximum of two SparseTensors of one shape (missing entries are 0)."""
+    return _sparse_sparse_elementwise(sp_a, sp_b, math_ops.maximum, name, "SparseSparseMaximum")
+
+
+@tf_export("sparse.minimum", "sparse_minimum")
+def sparse_minimum(sp_a, sp_b, name=None):
+    """The element-wise minimum of two SparseTensors of one shape (missing entries are 0)."""
+    return _sparse_sparse_elementwise(sp_a, sp_b, math_ops.minimum, name, "SparseSparseMinimum")
