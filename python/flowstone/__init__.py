@@ -89,18 +89,6 @@ _sys.modules["flowstone.compat"] = compat
 _sys.modules["flowstone.compat.v1"] = compat.v1
 
 
-def disable_eager_execution():
-    """Graph mode is the default here; kept for TF2 programs written for compat.v1."""
-
-
-def disable_v2_behavior():
-    """Graph mode is the default here; kept for TF2 programs written for compat.v1."""
-
-
-def executing_eagerly():
-    return False
-
-
 _tf_export.populate(_sys.modules[__name__])
 
 

@@ -67,6 +67,10 @@ class OpError(Exception):
         op = self._op
         if op is not None and getattr(op, "_creation_site", ""):
             text += (f"\n\nOriginal stack trace for '{op.name}':\n" + op._creation_site)
+        # An op run eagerly has no Operation; the error keeps the Python line that ran it.
+        eager_site = getattr(self, "_eager_site", "")
+        if eager_site:
+            text += "\n\nRaised by the op run at:\n" + eager_site
         return text
 
 

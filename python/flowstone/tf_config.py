@@ -44,6 +44,11 @@ def _mark_devices_initialized():
     _state["initialized"] = True
 
 
+def _devices_initialized():
+    """After a session was created or an op ran eagerly, devices are fixed (as in TF)."""
+    return _state["initialized"] or _C.eager_initialized()
+
+
 def _physical_devices():
     """The CPU and, after GPU discovery (which runs on the first call), each GPU found."""
     gpus = [PhysicalDevice(f"/physical_device:GPU:{i}", "GPU")
@@ -70,7 +75,7 @@ def get_visible_devices(device_type=None):
 
 
 def _check_not_initialized(what):
-    if _state["initialized"]:
+    if _devices_initialized():
         raise RuntimeError(f"{what} cannot be modified after being initialized")
 
 
@@ -86,7 +91,7 @@ def set_visible_devices(devices, device_type=None):
         devices = [d for d in devices if d.device_type == device_type.upper()]
         kept = [d for d in get_visible_devices() if d.device_type != device_type.upper()]
         devices = kept + list(devices)
-    if _state["initialized"] and list(devices) != get_visible_devices():
+    if _devices_initialized() and list(devices) != get_visible_devices():
         raise RuntimeError("Visible devices cannot be modified after being initialized")
     if not any(d.device_type == "CPU" for d in devices):
         raise ValueError("The CPU must remain visible.")
@@ -116,7 +121,7 @@ def get_logical_device_configuration(device):
 def set_logical_device_configuration(device, logical_devices):
     """Splits a physical device into logical ones. For the CPU, each configuration is one
     logical CPU device, and `memory_limit` (MB) caps the process's CPU memory."""
-    if _state["initialized"] and _state["logical"].get(device.name) != logical_devices:
+    if _devices_initialized() and _state["logical"].get(device.name) != logical_devices:
         raise RuntimeError("Virtual devices cannot be modified after being initialized")
     logical_devices = list(logical_devices) if logical_devices is not None else None
     _state["logical"][device.name] = logical_devices

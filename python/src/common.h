@@ -37,6 +37,7 @@ void RegisterBuildInfo(nb::module_& m);
 // Installs the runner that PyFunc kernels call (py_func.cc).
 void RegisterPyFunc(nb::module_& m);
 void RegisterInterrupts(nb::module_& m);
+void RegisterEager(nb::module_& m);
 // tf.io.TFRecordWriter and tf_record_iterator (record_io.cc).
 void RegisterRecordIO(nb::module_& m);
 

@@ -17,6 +17,7 @@ NB_MODULE(_C, m) {
   RegisterBuildInfo(m);
   RegisterPyFunc(m);
   RegisterInterrupts(m);
+  RegisterEager(m);
   RegisterRecordIO(m);
 }
 

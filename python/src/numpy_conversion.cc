@@ -182,7 +182,7 @@ Status CheckNumpyCanHold(const Tensor& tensor) {
   return Status::OK();
 }
 
-PyObject* TensorToNumpy(const Tensor& tensor) {
+PyObject* TensorToNumpy(const Tensor& tensor, bool share) {
   int type = NumpyType(tensor.dtype());
   if (type < 0) {
     PyErr_Format(PyExc_TypeError, "cannot convert a %s tensor to numpy", DTypeName(tensor.dtype()));
@@ -205,7 +205,7 @@ PyObject* TensorToNumpy(const Tensor& tensor) {
     for (int64_t i = 0; i < tensor.num_elements(); ++i) out[i] = static_cast<float>(in[i]);
     return array;
   }
-  if (!tensor.RefCountIsOne()) {
+  if ((!share && !tensor.RefCountIsOne()) || tensor.buffer() == nullptr) {
     PyObject* array = PyArray_SimpleNew(rank, dims, type);
     if (array == nullptr) return nullptr;
     std::memcpy(PyArray_DATA(reinterpret_cast<PyArrayObject*>(array)), tensor.raw_data(),

@@ -15,8 +15,9 @@ bool InitNumpy();
 // without a copy (the array keeps it alive); a shared one (a constant, a variable's value) is
 // copied, so writing to the array can never change the graph or the session's state.
 // bfloat16 is returned as float32, since numpy has no bfloat16. Strings are object arrays of
-// bytes, and a scalar string is a bytes object.
-PyObject* TensorToNumpy(const Tensor& tensor);
+// bytes, and a scalar string is a bytes object. With `share`, the array always shares the buffer
+// (eager tensors, whose values never change, as TensorFlow's .numpy() does).
+PyObject* TensorToNumpy(const Tensor& tensor, bool share = false);
 
 // Whether numpy can represent the tensor's shape: numpy multiplies the non-zero dimensions and
 // the item size even for an empty array, so an empty tensor of shape [0, 2^40, 2^40] has no

@@ -5,9 +5,11 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "flowstone/eager.h"
 #include "numpy_conversion.h"
 
 namespace flowstone::python {
@@ -102,6 +104,35 @@ void RegisterSession(nb::module_& m) {
           },
           "Runs like __call__ with RunOptions' timeout_in_ms (0: the session's) and "
           "report_tensor_allocations_upon_oom.")
+      .def(
+          "call_eager",
+          [](Callable& c, nb::list inputs) {
+            // tf.function's calls: eager tensors in and out, no numpy conversion.
+            EagerContext& eager = EagerContext::Global();
+            std::vector<Tensor> feeds(nb::len(inputs));
+            for (size_t i = 0; i < feeds.size(); ++i) {
+              ThrowIfError(eager.ToHost(*nb::cast<const TensorHandle*>(inputs[i]), &feeds[i]));
+            }
+            std::vector<Tensor> outputs;
+            RunOptions run_options;
+            run_options.cancel_on_interrupt = RunShouldWatchInterrupts();
+            Status s;
+            {
+              nb::gil_scoped_release release;
+              s = c.session->RunCallable(c.handle, feeds, &outputs, run_options);
+              feeds.clear();
+            }
+            RaiseIfInterrupted(s);
+            ThrowIfError(s);
+            nb::list result;
+            for (Tensor& t : outputs) {
+              std::unique_ptr<TensorHandle> handle;
+              ThrowIfError(eager.MakeHandle(std::move(t), "", &handle));
+              result.append(nb::cast(std::move(handle)));
+            }
+            return result;
+          },
+          "Runs with eager tensors (TensorHandles) as feeds; returns TensorHandles.")
       .def_prop_ro("feed_dtypes", [](const Callable& c) {
         std::vector<int> out;
         for (DType t : c.feed_dtypes) out.push_back(static_cast<int>(t));

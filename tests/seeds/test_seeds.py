@@ -121,6 +121,19 @@ def test_run_after_close_raises():
     assert "RuntimeError: Attempted to use a closed Session." in proc.stderr
 
 
+def test_eager_tensor_printed_after_its_inputs_are_deleted():
+    # What TensorFlow prints for the fifth seed's second example, with the GC forced in between.
+    proc = run_snippet("s004_ex2_eager_del.py", env={"PYTHONDEVMODE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "tf.Tensor([5 7 9], shape=(3,), dtype=int32)\n"
+
+
+def test_gradient_tape_on_unwatched_constants_gives_none():
+    proc = run_snippet("s004_ex3_gradient_tape.py")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "tf.Tensor([3. 8.], shape=(2,), dtype=float32)\n[None, None]\n"
+
+
 def test_cnn_with_the_right_feed_learns():
     """The second seed's CNN, fed correctly shaped data: the loss falls over a few steps. The
     learning rate is lower than the seed's 0.001: with 1.6 million inputs to the dense layer, one

@@ -29,6 +29,7 @@ class FuncGraph(ops.Graph):
         self.inputs = []  # Placeholders of the arguments, then of the captures
         self.outputs = []
         self._captures = {}  # id(tensor of outer_graph) -> (that tensor, inner Placeholder)
+        self._eager_captures = {}  # id(EagerTensor) -> (that tensor, inner Placeholder)
         self.control_captures = []  # outer ops the body depends on (run before the call)
 
     @property
@@ -72,6 +73,25 @@ class FuncGraph(ops.Graph):
             return found[1]
         placeholder = self._placeholder(tensor.dtype, tensor.shape, "Placeholder")
         self._captures[id(outer_value)] = (outer_value, placeholder)
+        return placeholder
+
+    @property
+    def eager_captures(self):
+        """(eager tensor, inner Placeholder) pairs for the eager values the body reads (a
+        tf.function's variables and constants), in the order they were captured."""
+        return list(self._eager_captures.values())
+
+    def _capture_eager(self, tensor, op_type=None):
+        """The Placeholder standing for an eager tensor; a nested body reads it through the
+        body it is traced in."""
+        found = self._eager_captures.get(id(tensor))
+        if found is not None:
+            return found[1]
+        if isinstance(self.outer_graph, FuncGraph):
+            placeholder = self._capture(self.outer_graph._capture_eager(tensor, op_type), op_type)
+        else:
+            placeholder = self._placeholder(tensor.dtype, tensor.shape, "Placeholder")
+        self._eager_captures[id(tensor)] = (tensor, placeholder)
         return placeholder
 
     def capture_all(self, outer_tensors):

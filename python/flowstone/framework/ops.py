@@ -10,6 +10,7 @@ import numpy as np
 from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
+from flowstone.framework import context as _context
 from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.util.tf_export import tf_export
 
@@ -423,9 +424,17 @@ class Graph:
         finally:
             self._gradient_override_map = saved
 
+    def _in_eager_mode(self):
+        """Whether this is the global default graph while ops run eagerly: it then only holds
+        name scopes and device stacks."""
+        return self is _global_default_graph and executing_eagerly()
+
     # --- control dependencies and devices ------------------------------------------------------
     @contextlib.contextmanager
     def control_dependencies(self, control_inputs):
+        if self._in_eager_mode():
+            yield  # eager ops run in program order, as in TensorFlow
+            return
         ctx = self._ctx()
         old = ctx.control_deps
         if control_inputs is None:
@@ -502,6 +511,9 @@ class Graph:
         if op is None and not ignore_existing:
             raise ValueError("Trying to reset colocation (op is None) but ignore_existing is "
                              "not True")
+        if self._in_eager_mode():
+            yield  # TensorFlow ignores colocation when executing eagerly
+            return
         entry = None
         if op is not None:
             op = _op_to_colocate_with(op)
@@ -601,6 +613,10 @@ class Graph:
                 self._apply_device_functions(op, device_functions)
             return op
 
+    def _capture_eager(self, tensor, op_type):
+        raise TypeError(f"An eager tensor was passed to {op_type} in a graph; graph ops take "
+                        "graph tensors (tf.function bodies capture eager tensors).")
+
     def _sync_ops(self):
         """Wraps nodes the C++ side added (gradients, for instance) in Operations."""
         with self._lock:
@@ -662,9 +678,13 @@ _global_default_graph = None
 
 def get_default_graph():
     """The graph new ops go to."""
-    global _global_default_graph
     if _default_graph_stack.stack:
         return _default_graph_stack.stack[-1]
+    return _get_global_default_graph()
+
+
+def _get_global_default_graph():
+    global _global_default_graph
     if _global_default_graph is None:
         _global_default_graph = Graph()
     return _global_default_graph
@@ -704,15 +724,31 @@ class name_scope:  # noqa: N801 - TensorFlow's name
         self._cm = None
 
     def __enter__(self):
+        if _context.state.enabled and executing_eagerly():
+            # Eager ops have no names to make unique: the scope is only a string, as in TF.
+            self._cm = None
+            name, default_name, _ = self._args
+            scope = default_name if name is None else name
+            return scope + "/" if scope else ""
         self._cm = _name_scope_v1(*self._args)
         return self._cm.__enter__()
 
     def __exit__(self, *exc):
-        return self._cm.__exit__(*exc)
+        return False if self._cm is None else self._cm.__exit__(*exc)
 
 
 def control_dependencies(control_inputs):
     return get_default_graph().control_dependencies(control_inputs)
+
+
+def executing_eagerly():
+    """Whether ops created now run at once: eager execution is on and no graph is being built
+    (a `with g.as_default():` block of another graph, or a tf.function being traced). Name scopes
+    enter the global default graph, which in eager mode only holds scopes and device stacks."""
+    if not _context.state.enabled:
+        return False
+    stack = _default_graph_stack.stack
+    return not stack or stack[-1] is _global_default_graph
 
 
 @tf_export("init_scope")
@@ -726,6 +762,9 @@ def init_scope():
     outer = graph
     while getattr(outer, "outer_graph", None) is not None:
         outer = outer.outer_graph
+    if getattr(outer, "_eager_outer", False):
+        # A tf.function traced while executing eagerly: variables are made eagerly.
+        outer = _get_global_default_graph()
     with outer.as_default(), outer.name_scope(scope + "/" if scope else ""), \
             outer.control_dependencies(None):
         yield
@@ -763,7 +802,7 @@ def _graph_from_values(values):
         return default  # a function body being traced: outer values are captured into it
     if values:
         for v in (values if isinstance(values, (list, tuple)) else [values]):
-            if isinstance(v, Tensor):
+            if isinstance(v, Tensor) and v._op is not None:  # an EagerTensor has no graph
                 return v.graph
             if isinstance(v, Operation):
                 return v.graph
@@ -954,6 +993,8 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     `inputs` items are Tensors (anything convert_to_tensor accepts) or lists of them for list
     arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
     """
+    if _context.state.enabled and executing_eagerly():
+        return _context.state.execute(op_type, inputs, attrs, name)
     flat = []
     for item in inputs:
         if isinstance(item, (list, tuple)):
@@ -964,13 +1005,16 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     # Inside a function body being traced, ops go to the body, which captures outer tensors.
     graph = get_default_graph()
     if not graph._captures_outer_tensors:
-        graph = next((t.graph for t in flat if isinstance(t, Tensor)), graph)
+        graph = next((t.graph for t in flat if isinstance(t, Tensor) and t._op is not None),
+                     graph)
     converted = []
     for t in flat:
         if not isinstance(t, Tensor):
             with graph.as_default():
                 t = convert_to_tensor(t)
-        if t.graph is not graph:
+        if t._op is None:  # an EagerTensor: a tf.function body captures it
+            t = graph._capture_eager(t, op_type)
+        elif t.graph is not graph:
             t = graph._capture(t, op_type)
         converted.append(t._as_node_output())
     c_attrs = {k: _attr_for_c(v) for k, v in (attrs or {}).items() if v is not None}

@@ -57,6 +57,8 @@ def group(*inputs, **kwargs):
     name = kwargs.pop("name", None)
     if kwargs:
         raise ValueError("Unknown keyword arguments: " + ", ".join(kwargs))
+    if _ops.executing_eagerly():
+        return None  # the inputs have run already, as in TensorFlow's eager mode
     deps = _as_ops(inputs)
     with _ops.control_dependencies(deps):
         return no_op(name=name or "group_deps")

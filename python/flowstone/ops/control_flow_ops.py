@@ -101,6 +101,8 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
         raise TypeError("'false_fn' must be callable.")
     if isinstance(pred, bool):
         raise TypeError("pred must not be a Python bool", pred)
+    if _ops.executing_eagerly():
+        return true_fn() if bool(pred) else false_fn()  # only the branch taken runs, at once
     with _ops.name_scope(name, "cond") as scope:
         graph = _ops.get_default_graph()
         pred = _as_caller_tensor(graph, pred)
@@ -170,6 +172,22 @@ def _loop_var_error(index_name, before, after):
         "`shape_invariants` argument of tf.while_loop to specify a less-specific shape.")
 
 
+def _eager_while_loop(cond, body, loop_vars, maximum_iterations, return_same_structure):
+    """TensorFlow's eager while_loop: a Python loop over the values. A single loop variable
+    comes back bare unless return_same_structure is set."""
+    single = len(loop_vars) == 1 and not return_same_structure
+    packed = False
+    iterations = 0
+    while ((maximum_iterations is None or iterations < int(maximum_iterations)) and
+           bool(cond(*loop_vars))):
+        loop_vars = body(*loop_vars)
+        iterations += 1
+        if single and not isinstance(loop_vars, (list, tuple)):
+            packed = True
+            loop_vars = (loop_vars,)
+    return loop_vars[0] if packed else loop_vars
+
+
 @tf_export("while_loop")
 def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations=10,  # noqa: C901
                back_prop=True, swap_memory=False, name=None, maximum_iterations=None,
@@ -186,6 +204,9 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         raise TypeError("'body' must be callable.")
     if parallel_iterations < 1:
         raise TypeError("'parallel_iterations' must be a positive integer.")
+    if _ops.executing_eagerly():
+        return _eager_while_loop(cond, body, loop_vars, maximum_iterations,
+                                 return_same_structure)
     # TensorArrays travel through the loop as their flows.
     ta_template = loop_vars
     loop_vars = tensor_array_ops.to_flows(loop_vars)

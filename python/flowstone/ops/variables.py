@@ -7,9 +7,11 @@ A variable is a handle op in the graph; its value lives in each session (see var
 import contextlib
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
+from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import TensorShape, as_shape
@@ -46,6 +48,8 @@ class _VariableMetaclass(type):
 class Variable(metaclass=_VariableMetaclass):
     """A value kept across runs: `w = tf.Variable(tf.zeros([3]), name="w")`."""
 
+    _eager = False  # made while executing eagerly: the value lives in the eager context
+
     def __init__(self, initial_value=None, trainable=None, collections=None, validate_shape=True,
                  caching_device=None, name=None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
@@ -59,8 +63,39 @@ class Variable(metaclass=_VariableMetaclass):
         # Like TensorFlow's, a variable ignores the control dependencies in scope and is made
         # in the outermost graph (see init_scope).
         with _ops.init_scope():
-            self._init_from_args(initial_value, init_from_fn, dtype, shape, validate_shape,
-                                 name, collections)
+            self._eager = _ops.executing_eagerly()
+            if self._eager:
+                self._init_eager(initial_value, init_from_fn, dtype, shape, validate_shape, name)
+            else:
+                self._init_from_args(initial_value, init_from_fn, dtype, shape, validate_shape,
+                                     name, collections)
+
+    def _init_eager(self, initial_value, init_from_fn, dtype, shape, validate_shape, name):
+        """An eager variable: its handle op runs now, under a name no other variable has (the
+        value lives in the eager context), and the initial value is assigned at once."""
+        global _eager_variable_count
+        value = initial_value() if init_from_fn else initial_value
+        if isinstance(value, _ops.Tensor) and value._op is not None:
+            value = _value_of_traced_tensor(value)
+        value = _ops.convert_to_tensor(value, dtype=dtype)
+        var_shape = as_shape(shape) if shape is not None else (
+            value.shape if validate_shape else TensorShape(None))
+        if validate_shape and not var_shape.is_compatible_with(value.shape):
+            raise ValueError(f"Shape of initial value {value.shape} is not compatible with "
+                             f"the variable shape {var_shape}.")
+        self._dtype = value.dtype
+        self._shape = var_shape
+        self._initial_value = value
+        self._name = name or "Variable"
+        _eager_variable_count += 1
+        self._handle = _ops.apply_op(
+            "VarHandleOp", [], {"dtype": self._dtype, "shape": var_shape,
+                                "shared_name": f"{self._name}_eager_{_eager_variable_count}"},
+            name=self._name).outputs[0]
+        _ops.apply_op("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+        eager_variables_by_handle_id[self._handle._handle.id] = self
+        self._initializer_op = None
+        self._value = None
 
     def _init_from_args(self, initial_value, init_from_fn, dtype, shape, validate_shape, name,
                         collections):
@@ -104,22 +139,34 @@ class Variable(metaclass=_VariableMetaclass):
 
     # --- reading ----------------------------------------------------------------------------
     def _read(self, name="ReadVariableOp"):
+        if self._eager:  # eager: tapes watch trainable variables as they are read
+            if self._trainable:
+                _C.eager_variable_accessed(self._handle._handle)
         return _ops.apply_op("ReadVariableOp", [self._handle], {
             "dtype": self._dtype, "value_shape": self._shape}, name=name).outputs[0]
 
     def value(self):
-        return self._value
+        return self._read() if self._eager else self._value
 
     def read_value(self):
         """A fresh read, ordered after the control dependencies in scope."""
+        if self._eager:
+            return self._read()
         with self.graph.name_scope("Read"):
             return self._read()
 
+    def numpy(self):
+        """The current value (eager variables)."""
+        if not self._eager:
+            raise NotImplementedError("numpy() is only available when eager execution is "
+                                      "enabled.")
+        return self._read().numpy()
+
     def _as_graph_element(self):
-        return self._value
+        return self.value()
 
     def _fetch_value(self):
-        return self._value
+        return self.value()
 
     # --- properties ---------------------------------------------------------------------------
     name = property(lambda self: f"{self._name}:0")
@@ -156,6 +203,8 @@ class Variable(metaclass=_VariableMetaclass):
                              f"'{self._name}' of shape {self._shape}.")
         op = _ops.apply_op(op_type, [self._handle, value], {"dtype": self._dtype},
                            name=name or op_type)
+        if self._eager:  # eager: the update has happened
+            return self._read() if read_value else None
         if not read_value:
             return op
         with _ops.control_dependencies([op]):
@@ -180,6 +229,10 @@ class Variable(metaclass=_VariableMetaclass):
         session.run(self.assign(placeholder, read_value=False), {placeholder: value})
 
     def __repr__(self):
+        if self._eager:
+            from flowstone.framework.eager import _numpy_text
+            return (f"<tf.Variable '{self.name}' shape={self._shape} "
+                    f"dtype={self._dtype.name}, numpy={_numpy_text(self._read(), is_repr=True)}>")
         return (f"<tf.Variable '{self.name}' shape={self._shape} "
                 f"dtype={self._dtype.name}>")
 
@@ -190,19 +243,41 @@ class Variable(metaclass=_VariableMetaclass):
         return self is other
 
     def __iter__(self):
-        return iter(self._value)
+        return iter(self.value())
 
     def __array__(self, dtype=None):
+        if self._eager:
+            return self._read().__array__(dtype)
         raise TypeError(f"Variable {self.name} has no value outside a session; use "
                         "sess.run(var) or var.eval().")
 
 
+def _value_of_traced_tensor(tensor):
+    """The value of a graph tensor given as the initial value of a variable that a tf.function
+    creates on its first call (`tf.Variable(tf.ones([3]))` in the traced body): computed by a
+    session on the body, which fails when the value depends on the function's arguments."""
+    from flowstone.client.session import Session
+    with Session(graph=tensor.graph) as session:
+        return session.run(tensor)
+
+
 _CONSTRUCTOR = inspect.signature(Variable.__init__)
+# Eager variables made so far: each gets a shared_name of its own in the eager context.
+_eager_variable_count = 0
+
+
+def eager_variable_count():
+    """How many eager variables were made so far (tf.function checks it around a trace)."""
+    return _eager_variable_count
+
+
+# Eager variables by the id of their handle tensor, which is what gradient tapes watch.
+eager_variables_by_handle_id = weakref.WeakValueDictionary()
 
 
 def _delegate(name):
     def method(self, *args, **kwargs):
-        return getattr(self._value, name)(*args, **kwargs)
+        return getattr(self.value(), name)(*args, **kwargs)
     method.__name__ = name
     return method
 

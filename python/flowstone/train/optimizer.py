@@ -76,6 +76,8 @@ class Optimizer:
     def compute_gradients(self, loss, var_list=None, gate_gradients=GATE_OP,
                           aggregation_method=None, colocate_gradients_with_ops=False,
                           grad_loss=None):
+        if _ops.executing_eagerly():
+            return self._compute_gradients_eagerly(loss, var_list, grad_loss)
         if callable(loss):
             loss = loss()
         if var_list is None:
@@ -91,6 +93,37 @@ class Optimizer:
                                      grad_ys=None if grad_loss is None else [grad_loss])
         return list(zip(grads, var_list))
 
+    def _compute_gradients_eagerly(self, loss, var_list, grad_loss):
+        """TensorFlow's eager form: `loss` is a function, run under a GradientTape; without a
+        var_list, the trainable variables it read are the ones optimized."""
+        from flowstone.ops.gradient_tape import GradientTape
+        if not callable(loss):
+            raise RuntimeError("`loss` passed to Optimizer.compute_gradients should be a "
+                               "function when eager execution is enabled.")
+        with GradientTape() as tape:
+            if var_list is not None:
+                tape.watch(list(var_list))
+            loss_value = loss()
+        if var_list is None:
+            var_list = [v for v in tape.watched_variables() if v.trainable]
+        var_list = list(var_list)
+        if not var_list:
+            raise ValueError("No variables to optimize.")
+        grads = tape.gradient(loss_value, var_list, output_gradients=grad_loss)
+        return list(zip(grads, var_list))
+
+    def _apply_gradients_eagerly(self, with_grads, global_step):
+        """The updates, run at once (no graph, names or control dependencies)."""
+        self._create_slots([v for _, v in with_grads])
+        self._prepare()
+        for grad, var in with_grads:
+            self._apply_dense(_ops.convert_to_tensor(grad), var)
+            if var.constraint is not None:
+                var.assign(var.constraint(var.read_value()), read_value=False)
+        self._finish([], "")
+        if global_step is not None:
+            global_step.assign_add(_ops.constant(1, dtype=global_step.dtype), read_value=False)
+
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         grads_and_vars = [(g, v) for g, v in grads_and_vars]
         if not grads_and_vars:
@@ -101,7 +134,11 @@ class Optimizer:
                 "No gradients provided for any variable, check your graph for ops that do not "
                 "support gradients, between variables "
                 f"{[v.name for _, v in grads_and_vars]} and loss.")
-        graph = with_grads[0][1].graph
+        if _ops.executing_eagerly():
+            return self._apply_gradients_eagerly(with_grads, global_step)
+        # Eager variables updated in a tf.function's trace: the updates go to the body.
+        first_var = with_grads[0][1]
+        graph = _ops.get_default_graph() if first_var._eager else first_var.graph
         with graph.as_default():
             self._create_slots([v for _, v in with_grads])
             with graph.name_scope(name or self._name) as scope:
@@ -109,7 +146,8 @@ class Optimizer:
                 updates = []
                 for grad, var in with_grads:
                     grad = _ops.convert_to_tensor(grad)
-                    with graph.name_scope("update_" + var.op.name):
+                    with graph.name_scope("update_" + (var._name if var._eager
+                                                       else var.op.name)):
                         update = self._apply_dense(grad, var)
                         if var.constraint is not None:
                             # As in TensorFlow, a constrained variable is projected after each
@@ -151,6 +189,11 @@ class Optimizer:
     def _zeros_slot(self, var, slot_name, op_name, initial_value=0.0):
         slots = self._slots.setdefault(slot_name, {})
         if var in slots:
+            return slots[var]
+        if var._eager:
+            init = init_ops.Constant(initial_value)(var.shape.as_list(), var.dtype)
+            slots[var] = variables.Variable(init, trainable=False, dtype=var.dtype,
+                                            name=f"{var._name}/{op_name}")
             return slots[var]
         graph = var.graph
         with graph.name_scope(None), graph.control_dependencies(None), \

@@ -1,0 +1,251 @@
+"""tf.function (tf.contrib.eager.defun): a Python function traced into a graph function.
+
+Each distinct input signature (tensor dtypes and shapes, Python values, variables) is traced once
+with framework/func_graph.py into a function of a private graph's library, called there by a
+(Stateful)PartitionedCall node; a session on that graph compiles the call once (the cached plan
+of call ops), and each later call feeds the eager inputs straight into that plan. Python `if` and
+`for` on tensors are not converted (no AutoGraph); tf.cond and tf.while_loop work inside.
+"""
+
+import functools
+import types
+
+import numpy as np
+
+from flowstone import _C
+from flowstone import dtypes as _dtypes
+from flowstone import errors as _errors
+from flowstone.framework import eager as _eager
+from flowstone.framework import ops as _ops
+from flowstone.framework.func_graph import FuncGraph
+from flowstone.framework.tensor_shape import TensorShape
+from flowstone.ops import basic_ops
+from flowstone.ops import variables as _variables
+from flowstone.ops.dataset_structure import TensorSpec
+from flowstone.util import nest
+from flowstone.util.tf_export import tf_export
+
+
+def _is_tensor_like(value):
+    return isinstance(value, (_ops.Tensor, np.ndarray, TensorSpec))
+
+
+def _leaf_key(value):
+    """What makes two calls share a trace: a tensor's dtype and shape, a variable's identity, a
+    Python value's value."""
+    if isinstance(value, TensorSpec):
+        shape = value.shape
+        return ("tensor", value.dtype.name,
+                None if shape.rank is None else tuple(shape.as_list()))
+    if isinstance(value, (_ops.Tensor, np.ndarray)):
+        dtype = value.dtype.name if isinstance(value, _ops.Tensor) else np.dtype(value.dtype).name
+        return ("tensor", dtype, tuple(value.shape))
+    if isinstance(value, _variables.Variable):
+        return ("variable", id(value))
+    try:
+        hash(value)
+    except TypeError:
+        return ("object", id(value))
+    return ("python", type(value).__name__, value)
+
+
+class ConcreteFunction:
+    """One trace: a graph function for one input signature, compiled once and called with
+    eager tensors."""
+
+    def __init__(self, name, python_function, args, kwargs, input_signature):
+        self._outer = _ops.Graph()
+        self._outer._eager_outer = True  # variables made while tracing are eager ones
+        self.graph = FuncGraph(name, self._outer)
+        flat_inputs = nest.flatten((args, kwargs))
+        specs = (list(input_signature) if input_signature is not None else
+                 [v if isinstance(v, TensorSpec) else None for v in flat_inputs])
+        self._tensor_positions = []
+        traced = []
+        with self.graph.as_default():
+            for position, value in enumerate(flat_inputs):
+                if _is_tensor_like(value):
+                    spec = specs[position] if position < len(specs) and specs[position] else None
+                    dtype = spec.dtype if spec else _dtypes.as_dtype(value.dtype)
+                    shape = spec.shape if spec else TensorShape(list(value.shape))
+                    traced.append(self.graph.add_input(dtype, shape))
+                    self._tensor_positions.append((position, dtype))
+                else:
+                    traced.append(value)
+            targs, tkwargs = nest.pack_sequence_as((args, kwargs), traced)
+            outputs = python_function(*targs, **tkwargs)
+            self._structure = outputs
+            flat_out = [v.value() if isinstance(v, _variables.Variable) else v
+                        for v in nest.flatten(outputs)]
+            self._out_is_tensor = [isinstance(v, _ops.Tensor) for v in flat_out]
+            self._flat_out = flat_out
+            # Stateful ops (variable updates) run even when no output depends on them.
+            stateful = [op for op in self.graph.get_operations()
+                        if op._node.is_stateful and op.type not in ("Placeholder", "Const")]
+            with self.graph.control_dependencies(stateful):
+                rets = [basic_ops.identity(v) for v in flat_out if isinstance(v, _ops.Tensor)]
+                if not rets:
+                    rets = [basic_ops.identity(_ops.constant(0))]
+        self._captured = [tensor for tensor, _ in self.graph.eager_captures]
+        arg_placeholders = list(self.graph.inputs) + [p for _, p in self.graph.eager_captures]
+        self.graph.add_to_library(arg_placeholders, rets)
+        self._num_rets = len(rets)
+        with self._outer.as_default():
+            feeds = [_ops.apply_op("Placeholder", [], {"dtype": p.dtype, "shape": p.shape},
+                                   name="arg").outputs[0] for p in arg_placeholders]
+            call_type = ("StatefulPartitionedCall" if self.graph.is_stateful()
+                         else "PartitionedCall")
+            call = _ops.apply_op(call_type, [feeds], {
+                "Tout": [t.dtype for t in rets], "f": self.graph.name}, name=call_type)
+        try:
+            self._session = _C.Session.create(self._outer._c, {})
+            self._callable = self._session.make_callable(
+                [f._as_node_output() for f in feeds],
+                [t._as_node_output() for t in call.outputs], [])
+        except _C.StatusError as e:
+            raise _errors.from_status_error(e, as_op_error=False) from None
+        self.structured_input_signature = (args, kwargs)
+
+    @property
+    def inputs(self):
+        return list(self.graph.inputs)
+
+    @property
+    def outputs(self):
+        return list(self.graph.outputs)
+
+    @property
+    def captured_inputs(self):
+        return list(self._captured)
+
+    def _call_flat(self, flat_inputs):
+        handles = []
+        for position, dtype in self._tensor_positions:
+            value = flat_inputs[position]
+            handles.append(_eager.to_eager(value, dtype=dtype)._handle)
+        handles.extend(t._handle for t in self._captured)
+        try:
+            results = self._callable.call_eager(handles)
+        except _C.StatusError as e:
+            raise _errors.from_status_error(e) from None
+        results = iter(results[:self._num_rets])
+        flat = [_eager.EagerTensor(next(results)) if is_tensor else value
+                for is_tensor, value in zip(self._out_is_tensor, self._flat_out)]
+        return nest.pack_sequence_as(self._structure, flat)
+
+    def __call__(self, *args, **kwargs):
+        return self._call_flat(nest.flatten((args, kwargs)))
+
+
+class Function:
+    """The callable tf.function returns: traces per input signature, then runs the trace."""
+
+    def __init__(self, python_function, name=None, input_signature=None):
+        self._python_function = python_function
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._input_signature = (None if input_signature is None
+                                 else list(nest.flatten(input_signature)))
+        self._traces = {}
+        self._variables_made = False
+        functools.update_wrapper(self, python_function)
+
+    @property
+    def python_function(self):
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    def experimental_get_tracing_count(self):
+        return len(self._traces)
+
+    def __get__(self, instance, owner):
+        if instance is None:
+            return self
+        # A method: one Function per instance, so traces see that instance's variables.
+        bound = instance.__dict__.get(("_tf_function", id(self)))
+        if bound is None:
+            bound = Function(types.MethodType(self._python_function, instance), self._name,
+                             self._input_signature)
+            instance.__dict__[("_tf_function", id(self))] = bound
+        return bound
+
+    def _check_signature(self, flat_inputs):
+        signature = self._input_signature
+        ok = len(flat_inputs) == len(signature)
+        for value, spec in zip(flat_inputs, signature):
+            if not ok:
+                break
+            if not _is_tensor_like(value) and not isinstance(value, (int, float, bool, list)):
+                ok = False
+                break
+            tensor = value if isinstance(value, _ops.Tensor) else _ops.convert_to_tensor(
+                value, dtype=spec.dtype)
+            ok = spec.is_compatible_with(tensor)
+        if not ok:
+            raise TypeError(f"Binding inputs to tf.function `{self._name}` failed due to "
+                            f"`Python inputs incompatible with input_signature:\n  inputs: "
+                            f"{tuple(flat_inputs)}\n  input_signature: {tuple(signature)}`.")
+
+    def _flat_inputs(self, args, kwargs):
+        """The call's leaves: with an input_signature, one per positional argument (a list stands
+        for one tensor); without, every leaf of the arguments' structure."""
+        if self._input_signature is None:
+            return nest.flatten((args, kwargs))
+        if kwargs:
+            raise TypeError(f"tf.function `{self._name}` with an input_signature takes its "
+                            "arguments by position.")
+        return list(args)
+
+    def _concrete(self, args, kwargs):
+        flat_inputs = self._flat_inputs(args, kwargs)
+        if self._input_signature is not None:
+            self._check_signature(flat_inputs)
+            key = ("signature",)
+            args = tuple(self._input_signature)
+            kwargs = {}
+        else:
+            key = (len(args), tuple(sorted(kwargs)), tuple(_leaf_key(v) for v in flat_inputs))
+        concrete = self._traces.get(key)
+        if concrete is None:
+            before = _variables.eager_variable_count()
+            concrete = ConcreteFunction(self._name, self._python_function, args, kwargs,
+                                        self._input_signature)
+            if _variables.eager_variable_count() != before:
+                if self._traces:
+                    raise ValueError(
+                        "tf.function only supports singleton tf.Variables created on the first "
+                        "call. Make sure the tf.Variable is only created once or created "
+                        "outside tf.function. See "
+                        "https://www.tensorflow.org/guide/function#creating_tfvariables for "
+                        "more information.")
+                self._variables_made = True
+            self._traces[key] = concrete
+        return concrete
+
+    def get_concrete_function(self, *args, **kwargs):
+        """The trace for these arguments (TensorSpecs stand for any tensor of their kind)."""
+        if not args and not kwargs and self._input_signature is not None:
+            args = tuple(self._input_signature)
+        return self._concrete(args, kwargs)
+
+    def __call__(self, *args, **kwargs):
+        if not _ops.executing_eagerly() or _C.eager_tape_recording():
+            # In a graph (or another function's trace), the body's ops go there directly. Under
+            # a recording GradientTape the body runs eagerly, op by op, so that the tape sees
+            # its ops (a traced call is not recorded).
+            return self._python_function(*args, **kwargs)
+        concrete = self._concrete(args, kwargs)
+        return concrete._call_flat(self._flat_inputs(args, kwargs))
+
+
+@tf_export("function", "contrib.eager.defun")
+def function(func=None, input_signature=None, autograph=True, jit_compile=None,
+             reduce_retracing=False, experimental_implements=None,
+             experimental_autograph_options=None, experimental_relax_shapes=None,
+             experimental_compile=None, experimental_follow_type_hints=None):
+    """Makes `func` a traced graph function (as a decorator, with or without arguments)."""
+    if func is None:
+        return lambda f: Function(f, input_signature=input_signature)
+    return Function(func, input_signature=input_signature)

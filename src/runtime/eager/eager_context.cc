@@ -1,0 +1,386 @@
+// The eager executor: a cache of (op, signature) -> node + kernel, and the per-call path that
+// checks shapes and runs the kernel. See flowstone/eager.h.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "../gpu_discovery.h"
+#include "../process_state.h"
+#include "flowstone/eager.h"
+#include "flowstone/graph.h"
+#include "flowstone/kernel.h"
+#include "flowstone/shape_inference.h"
+
+namespace flowstone {
+
+namespace {
+
+std::atomic<int64_t> next_handle_id{1};
+
+// TensorFlow's DataTypeString, which its eager messages use ("float", not "float32").
+std::string TfTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "float";
+    case DType::kFloat64:
+      return "double";
+    case DType::kFloat16:
+      return "half";
+    default:
+      return DTypeName(dtype);
+  }
+}
+
+// TensorFlow's eager error form: "<message> [Op:AddV2] name: ". A shape function's graph-mode
+// ValueError is an InvalidArgumentError when the op runs, as in TensorFlow, so the Python type
+// payload is dropped for those.
+Status EagerError(const Status& s, const std::string& op_type, const std::string& name,
+                  bool keep_python_type) {
+  Status out(s.code(), StrCat(s.message(), " [Op:", op_type, "] name: ", name));
+  if (const auto* payloads = s.payloads()) {
+    for (const auto& [k, v] : *payloads) {
+      if (k == "py_type" && !keep_python_type) continue;
+      if (k == "node") continue;
+      out.SetPayload(k, v);
+    }
+  }
+  return out;
+}
+
+// TensorFlow's check of input dtypes against the op's type attrs, with its eager message.
+Status CheckInputTypes(const OpDef& op, const std::vector<const TensorHandle*>& inputs,
+                       const AttrMap& attrs) {
+  std::vector<std::pair<std::string, DType>> seen;
+  size_t pos = 0;
+  for (const ArgDef& arg : op.inputs) {
+    size_t count = 1;
+    if (!arg.number_attr.empty() || !arg.type_list_attr.empty()) {
+      // A list argument: only fixed-arity ops are checked here; AddNode checks the rest.
+      const int64_t* n = nullptr;
+      if (const AttrValue* v = attrs.Find(arg.number_attr)) n = std::get_if<int64_t>(v);
+      if (n == nullptr) return Status::OK();
+      count = static_cast<size_t>(*n);
+    }
+    for (size_t k = 0; k < count && pos < inputs.size(); ++k, ++pos) {
+      DType actual = inputs[pos]->tensor().dtype();
+      DType expected = arg.fixed_type;
+      if (expected == DType::kInvalid && !arg.type_attr.empty()) {
+        if (const AttrValue* v = attrs.Find(arg.type_attr)) {
+          if (const DType* t = std::get_if<DType>(v)) expected = *t;
+        }
+        auto it = std::find_if(seen.begin(), seen.end(),
+                               [&](const auto& p) { return p.first == arg.type_attr; });
+        if (expected == DType::kInvalid && it != seen.end()) expected = it->second;
+        if (it == seen.end()) seen.push_back({arg.type_attr, actual});
+      }
+      if (expected != DType::kInvalid && actual != expected) {
+        return errors::InvalidArgument("cannot compute ", op.name, " as input #", pos,
+                                       "(zero-based) was expected to be a ", TfTypeName(expected),
+                                       " tensor but is a ", TfTypeName(actual), " tensor");
+      }
+    }
+  }
+  return Status::OK();
+}
+
+// The cache key of one call: op, device, input dtypes and attrs.
+std::string CacheKey(const std::string& op_type, const Device& device,
+                     const std::vector<const TensorHandle*>& inputs, const AttrMap& attrs) {
+  std::string key = op_type;
+  key += '|';
+  // Devices live as long as the context, so the address names one.
+  key += std::to_string(reinterpret_cast<uintptr_t>(&device));
+  key += '|';
+  for (const TensorHandle* in : inputs)
+    key += static_cast<char>('A' + static_cast<int>(in->tensor().dtype()));
+  for (const auto& [name, value] : attrs.entries()) {
+    key += '|';
+    key += name;
+    key += '=';
+    key += AttrValueToString(value);
+  }
+  return key;
+}
+
+}  // namespace
+
+TensorHandle::TensorHandle(Tensor tensor, Device* device)
+    : tensor_(std::move(tensor)),
+      device_(device),
+      id_(next_handle_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+// One op signature, built once: a graph holding Placeholders of the input dtypes and the op's
+// node (schema checked, attrs complete), and the kernel created for that node.
+struct EagerContext::CachedOp {
+  std::shared_ptr<Graph> graph;
+  Node* node = nullptr;
+  Device* device = nullptr;
+  std::unique_ptr<OpKernel> kernel;
+  std::vector<bool> host_memory_inputs;
+  std::vector<bool> host_memory_outputs;  // empty on host devices
+};
+
+EagerContext& EagerContext::Global() {
+  // Never destroyed: handles held by Python objects may outlive static destruction.
+  static EagerContext* context = new EagerContext();
+  return *context;
+}
+
+std::vector<std::shared_ptr<GradientTape>>& EagerContext::ThreadTapes() {
+  thread_local std::vector<std::shared_ptr<GradientTape>> tapes;
+  return tapes;
+}
+
+Status EagerContext::InitDevices() {
+  std::call_once(devices_once_, [this] {
+    ProcessState& process = ProcessState::Get();
+    process.ConfigureThreads(0, 0);
+    const int num_cpus = std::max(1, process.num_logical_cpus());
+    for (int i = 0; i < num_cpus; ++i) {
+      devices_.push_back(
+          std::make_unique<Device>("CPU", i, CpuAllocator(), process.intra_op_pool()));
+    }
+    cpu_ = devices_.front().get();
+    devices_status_ =
+        GpuDiscovery::Get().CreateSessionDevices({}, process.intra_op_pool(), &devices_);
+  });
+  return devices_status_;
+}
+
+std::vector<DeviceAttributes> EagerContext::ListDevices() {
+  std::vector<DeviceAttributes> out;
+  if (!InitDevices().ok()) return out;
+  for (const auto& d : devices_) out.push_back(d->attributes());
+  return out;
+}
+
+int64_t EagerContext::cache_size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(cache_.size());
+}
+
+Status EagerContext::FindDevice(const std::string& requested, const std::string& op_type,
+                                Device** out) {
+  FS_RETURN_IF_ERROR(InitDevices());
+  if (requested.empty() && devices_.size() == 1) {
+    *out = cpu_;  // the common case: one CPU and no tf.device scope
+    return Status::OK();
+  }
+  const OpDef* op = op_type.empty() ? nullptr : OpRegistry::Global().Find(op_type);
+  auto usable = [&](const Device& d) { return op == nullptr || op->HasKernelFor(d.type()); };
+  DeviceSpec spec;
+  if (!requested.empty()) FS_RETURN_IF_ERROR(DeviceSpec::Parse(requested, &spec));
+  // The requested device when one matches, then (soft placement, TensorFlow's eager default)
+  // the first GPU with a kernel, then CPU:0.
+  if (!spec.empty()) {
+    for (const auto& d : devices_) {
+      if (spec.Matches(d->spec()) && usable(*d)) {
+        *out = d.get();
+        return Status::OK();
+      }
+    }
+  }
+  for (const auto& d : devices_) {
+    if (d->type() != "CPU" && usable(*d) && (spec.empty() || spec.type != "CPU")) {
+      *out = d.get();
+      return Status::OK();
+    }
+  }
+  *out = cpu_;
+  return Status::OK();
+}
+
+Status EagerContext::GetCachedOp(const std::string& op_type,
+                                 const std::vector<const TensorHandle*>& inputs,
+                                 const AttrMap& attrs, Device* device, CachedOp** out) {
+  std::string key = CacheKey(op_type, *device, inputs, attrs);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = cache_.find(key);
+  if (it != cache_.end()) {
+    *out = it->second.get();
+    return Status::OK();
+  }
+  const OpDef* op = OpRegistry::Global().Find(op_type);
+  if (op == nullptr) return errors::NotFound("Op type not registered '", op_type, "'");
+  FS_RETURN_IF_ERROR(CheckInputTypes(*op, inputs, attrs));
+  auto entry = std::make_unique<CachedOp>();
+  entry->graph = std::make_shared<Graph>();
+  entry->device = device;
+  NodeSpec spec;
+  spec.name = op_type;
+  spec.op = op_type;
+  spec.attrs = attrs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NodeSpec placeholder;
+    placeholder.name = StrCat("input_", i);
+    placeholder.op = "Placeholder";
+    placeholder.attrs.Set("dtype", inputs[i]->tensor().dtype());
+    FS_ASSIGN_OR_RETURN(Node * node, entry->graph->AddNode(std::move(placeholder)));
+    spec.inputs.push_back({node, 0});
+  }
+  FS_ASSIGN_OR_RETURN(entry->node, entry->graph->AddNode(std::move(spec)));
+  FS_RETURN_IF_ERROR(CreateKernel(*entry->node, device->type(), &entry->kernel));
+  if (const KernelDef* def = FindKernelDef(*entry->node, device->type())) {
+    entry->host_memory_inputs = HostMemoryInputs(*entry->node, *def);
+    if (!device->host_memory()) entry->host_memory_outputs = HostMemoryOutputs(*entry->node, *def);
+  }
+  *out = entry.get();
+  cache_.emplace(std::move(key), std::move(entry));
+  return Status::OK();
+}
+
+Status EagerContext::Execute(const std::string& op_type,
+                             const std::vector<const TensorHandle*>& inputs, const AttrMap& attrs,
+                             const std::string& device_name, const std::string& name,
+                             std::vector<TensorHandle>* outputs) {
+  Device* device = nullptr;
+  Status s = FindDevice(device_name, op_type, &device);
+  if (!s.ok()) return EagerError(s, op_type, name, true);
+  CachedOp* op = nullptr;
+  s = GetCachedOp(op_type, inputs, attrs, device, &op);
+  if (!s.ok() && device != cpu_ && GetCachedOp(op_type, inputs, attrs, cpu_, &op).ok()) {
+    // Soft placement, TensorFlow's eager default: no kernel there for these dtypes.
+    device = cpu_;
+    s = Status::OK();
+  }
+  if (!s.ok()) return EagerError(s, op_type, name, true);
+  initialized_.store(true, std::memory_order_release);
+  if (log_device_placement_.load(std::memory_order_relaxed)) {
+    std::fprintf(stderr, "%s: (%s): %s\n", op_type.c_str(), op_type.c_str(),
+                 device->name().c_str());
+  }
+  const Node& node = *op->node;
+  const int n_in = static_cast<int>(inputs.size());
+
+  // The inputs, in the memory the kernel reads them from.
+  std::vector<Tensor> in(n_in);
+  for (int i = 0; i < n_in; ++i) {
+    const TensorHandle& h = *inputs[i];
+    const bool wants_host =
+        device->host_memory() || h.tensor().dtype() == DType::kResource ||
+        h.tensor().dtype() == DType::kVariant ||
+        (i < static_cast<int>(op->host_memory_inputs.size()) && op->host_memory_inputs[i]);
+    const bool is_host = h.device() == nullptr || h.device()->host_memory() ||
+                         h.tensor().dtype() == DType::kResource ||
+                         h.tensor().dtype() == DType::kVariant;
+    if (wants_host && !is_host) {
+      s = h.device()->CopyToHost(h.tensor(), &in[i]);
+    } else if (!wants_host && is_host) {
+      s = device->CopyFromHost(h.tensor(), &in[i]);
+    } else if (!wants_host && h.device() != device) {
+      Tensor staged;
+      s = h.device()->CopyToHost(h.tensor(), &staged);
+      if (s.ok()) s = device->CopyFromHost(staged, &in[i]);
+    } else {
+      in[i] = h.tensor();
+    }
+    if (!s.ok()) return EagerError(s, op_type, name, false);
+  }
+
+  // Graph mode's shape checks, on the actual shapes (and values, for shape arguments).
+  std::vector<PartialShape> shapes;
+  std::vector<DType> types;
+  std::vector<const Tensor*> values;
+  shapes.reserve(n_in);
+  types.reserve(n_in);
+  values.reserve(n_in);
+  for (int i = 0; i < n_in; ++i) {
+    shapes.emplace_back(in[i].shape());
+    types.push_back(in[i].dtype());
+    // Shape functions may read values (Reshape's shape): only those in host memory.
+    const bool host_value =
+        in[i].dtype() != DType::kResource && in[i].dtype() != DType::kVariant &&
+        (device->host_memory() ||
+         (i < static_cast<int>(op->host_memory_inputs.size()) && op->host_memory_inputs[i]));
+    values.push_back(host_value ? &in[i] : nullptr);
+  }
+  std::vector<DType> out_types(node.num_outputs());
+  for (int o = 0; o < node.num_outputs(); ++o) out_types[o] = node.output_type(o);
+  InferenceContext shape_ctx(op_type, name.empty() ? op_type : name, node.attrs(),
+                             std::move(shapes), std::move(types), std::move(values),
+                             std::move(out_types));
+  s = node.op_def().shape_fn(shape_ctx);
+  if (!s.ok()) return EagerError(s, op_type, name, s.code() != Code::kInvalidArgument);
+
+  std::vector<Tensor> out(node.num_outputs());
+  std::vector<char> forwardable(std::max(n_in, 1), 0);
+  KernelContext::Params params;
+  params.node = &node;
+  params.device = device;
+  params.resources = &resources_;
+  params.inputs = in.data();
+  params.forwardable = reinterpret_cast<const bool*>(forwardable.data());
+  params.outputs = out.data();
+  params.step_id = next_step_.fetch_add(1, std::memory_order_relaxed);
+  if (!op->host_memory_outputs.empty()) params.host_memory_outputs = &op->host_memory_outputs;
+  KernelContext ctx(params);
+  s = op->kernel->Compute(ctx);
+  if (s.ok()) s = device->Sync();
+  if (!s.ok()) return EagerError(s, op_type, name, false);
+
+  outputs->clear();
+  outputs->reserve(out.size());
+  for (int o = 0; o < static_cast<int>(out.size()); ++o) {
+    if (!out[o].initialized()) {
+      return EagerError(errors::Internal("output ", o, " was not produced"), op_type, name, false);
+    }
+    const DType t = out[o].dtype();
+    const bool host = device->host_memory() || t == DType::kResource || t == DType::kVariant ||
+                      (!op->host_memory_outputs.empty() && op->host_memory_outputs[o]);
+    outputs->emplace_back(std::move(out[o]), host ? cpu_ : device);
+  }
+  if (!ThreadTapes().empty()) Record(*op, inputs, *outputs);
+  return Status::OK();
+}
+
+void EagerContext::Record(const CachedOp& op, const std::vector<const TensorHandle*>& inputs,
+                          const std::vector<TensorHandle>& outputs) {
+  for (const auto& tape : ThreadTapes()) {
+    if (!tape->recording()) continue;
+    bool watched = false;
+    for (const TensorHandle* in : inputs) watched |= tape->IsWatched(in->id());
+    if (watched) tape->Record(op.node->type(), op.node->attrs(), inputs, outputs);
+  }
+}
+
+Status EagerContext::MakeHandle(Tensor value, const std::string& device_name,
+                                std::unique_ptr<TensorHandle>* out) {
+  Device* device = nullptr;
+  FS_RETURN_IF_ERROR(FindDevice(device_name, "", &device));
+  if (device_name.empty() || device->host_memory() || value.dtype() == DType::kResource ||
+      value.dtype() == DType::kVariant) {
+    *out = std::make_unique<TensorHandle>(std::move(value), cpu_);
+    return Status::OK();
+  }
+  Tensor on_device;
+  FS_RETURN_IF_ERROR(device->CopyFromHost(value, &on_device));
+  *out = std::make_unique<TensorHandle>(std::move(on_device), device);
+  return Status::OK();
+}
+
+Status EagerContext::ToHost(const TensorHandle& handle, Tensor* out) {
+  if (handle.device() == nullptr || handle.device()->host_memory()) {
+    *out = handle.tensor();
+    return Status::OK();
+  }
+  return handle.device()->CopyToHost(handle.tensor(), out);
+}
+
+Status EagerContext::CopyToDevice(const TensorHandle& handle, const std::string& device_name,
+                                  std::unique_ptr<TensorHandle>* out) {
+  Tensor host;
+  FS_RETURN_IF_ERROR(ToHost(handle, &host));
+  Device* device = nullptr;
+  FS_RETURN_IF_ERROR(FindDevice(device_name, "", &device));
+  if (device->host_memory()) {
+    *out = std::make_unique<TensorHandle>(std::move(host), device);
+    return Status::OK();
+  }
+  Tensor on_device;
+  FS_RETURN_IF_ERROR(device->CopyFromHost(host, &on_device));
+  *out = std::make_unique<TensorHandle>(std::move(on_device), device);
+  return Status::OK();
+}
+
+}  // namespace flowstone

@@ -1,0 +1,13 @@
+import pytest
+
+import flowstone as tf
+
+
+@pytest.fixture(autouse=True)
+def eager_mode():
+    """Each test here runs eagerly; the rest of the suite stays in graph mode."""
+    tf.reset_default_graph()
+    tf.enable_eager_execution()
+    yield
+    tf.disable_eager_execution()
+    tf.reset_default_graph()

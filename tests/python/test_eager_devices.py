@@ -1,0 +1,81 @@
+"""Eager execution on the fake GPU plugin (tests/fake_gpu): placement, tf.device, copies, and a
+backward pass whose integer shape ops fall back to the CPU. One program per case, since GPU
+discovery runs once per process."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from build_tree import find_built
+
+PLUGIN = find_built(os.path.join("tests", "fake_gpu", "libflowstone_fake_gpu.so"),
+                    env_override="FLOWSTONE_TEST_FAKE_GPU")
+pytestmark = pytest.mark.skipif(PLUGIN is None, reason="the fake GPU plugin is not built")
+
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+GPU1 = "/job:localhost/replica:0/task:0/device:GPU:1"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def run(code):
+    env = dict(os.environ, FLOWSTONE_GPU_PLUGIN=PLUGIN, FLOWSTONE_FAKE_GPU_COUNT="2",
+               FLOWSTONE_FAKE_GPU_MEMORY_MB="256")
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    program = "import flowstone as tf\ntf.enable_eager_execution()\n" + textwrap.dedent(code)
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.splitlines()
+
+
+def test_placement_device_scopes_and_copies():
+    lines = run("""
+        a = tf.constant([1.0, 2.0, 3.0])
+        b = a * 2.0
+        print(a.device); print(b.device); print(b.numpy().tolist())
+        with tf.device("/cpu:0"):
+            c = b + 1.0
+        print(c.device); print(c.numpy().tolist())
+        with tf.device("/gpu:1"):
+            d = a + a
+        print(d.device)
+        g = c.gpu()
+        print(g.device); print(g.cpu().device); print((g + g).numpy().tolist())
+    """)
+    assert lines == [CPU0, GPU0, "[2.0, 4.0, 6.0]", CPU0, "[3.0, 5.0, 7.0]", GPU1, GPU0, CPU0,
+                     "[6.0, 10.0, 14.0]"]
+
+
+def test_gradient_and_variables_on_the_gpu():
+    lines = run("""
+        x = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.matmul(x, x))
+        print(tape.gradient(y, x).numpy().tolist())
+        v = tf.Variable([1.0, 2.0])
+        v.assign_add([1.0, 1.0])
+        print(v.numpy().tolist())
+    """)
+    assert lines == ["[[7.0, 11.0], [9.0, 13.0]]", "[2.0, 3.0]"]
+
+
+def test_placement_log_names_each_eager_op_and_its_device():
+    env = dict(os.environ, FLOWSTONE_GPU_PLUGIN=PLUGIN, FLOWSTONE_FAKE_GPU_COUNT="1",
+               FLOWSTONE_FAKE_GPU_MEMORY_MB="256")
+    program = textwrap.dedent("""
+        import flowstone as tf
+        tf.enable_eager_execution()
+        tf.debugging.set_log_device_placement(True)
+        a = tf.constant([1.0, 2.0])
+        b = a * a
+        with tf.device("/cpu:0"):
+            c = b - a
+    """)
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    log = [line for line in proc.stderr.splitlines() if ": (" in line]
+    assert log == [f"Mul: (Mul): {GPU0}", f"Sub: (Sub): {CPU0}"]
