@@ -96,6 +96,13 @@ def test_is_symbolic_tensor():
     assert tf.is_symbolic_tensor(tf.constant(1.0))
     assert not tf.is_symbolic_tensor(np.ones(2))
     assert not tf.is_symbolic_tensor(1.0)
+    tf.reset_default_graph()
+    tf.enable_eager_execution()
+    try:
+        assert not tf.is_symbolic_tensor(tf.constant(1.0))
+    finally:
+        tf.disable_eager_execution()
+        tf.reset_default_graph()
 
 
 def _softmax_rows_reference(indices, values, shape):

@@ -1,6 +1,7 @@
 """tf.tables_initializer: one op running the initializers of the lookup tables built so far
 (those in GraphKeys.TABLE_INITIALIZERS), and tf.is_symbolic_tensor."""
 
+from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.ops import basic_ops
 from flowstone.util.tf_export import tf_export
@@ -17,5 +18,6 @@ def tables_initializer(name="init_all_tables"):
 
 @tf_export("is_symbolic_tensor")
 def is_symbolic_tensor(tensor):
-    """Whether `tensor` is a graph tensor (not a Python or numpy value, nor a variable)."""
-    return isinstance(tensor, _ops.Tensor)
+    """Whether `tensor` is a graph tensor (not an eager tensor, a Python or numpy value, nor a
+    variable)."""
+    return isinstance(tensor, _ops.Tensor) and not isinstance(tensor, _eager.EagerTensor)
