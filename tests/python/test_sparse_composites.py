@@ -170,3 +170,39 @@ def test_sparse_maximum_of_different_shapes_fails_when_run():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.InvalidArgumentError, match="operands' shapes do not match"):
             sess.run(tf.sparse_maximum(a, c))
+
+
+def test_sparse_add_of_two_sparse_tensors_with_and_without_a_threshold():
+    a, _ = _sparse_pair()
+    b = tf.SparseTensor([[0, 1], [0, 2], [1, 2]], [-1.0, 5.0, -2.9], [2, 3])
+    with tf.Session() as sess:
+        everything, above = sess.run([tf.sparse_add(a, b), tf.sparse.add(a, b, threshold=0.5)])
+    # The exact zero at [0, 1] stays: only magnitudes below the threshold go.
+    np.testing.assert_array_equal(everything.indices, [[0, 1], [0, 2], [1, 0], [1, 2]])
+    np.testing.assert_allclose(everything.values, [0.0, 5.0, -2.0, 0.1], rtol=1e-6)
+    np.testing.assert_array_equal(above.indices, [[0, 2], [1, 0]])
+    np.testing.assert_array_equal(above.values, [5.0, -2.0])
+
+
+def test_sparse_add_with_a_dense_tensor_is_dense():
+    a, _ = _sparse_pair()
+    with tf.Session() as sess:
+        got = sess.run(tf.sparse_add(tf.ones([2, 3]), a))
+    np.testing.assert_array_equal(got, [[1.0, 2.0, 1.0], [-1.0, 1.0, 4.0]])
+
+
+def test_sparse_add_gradient_against_finite_differences():
+    check_gradients(
+        # The union has 3 entries; the threshold's mask leaves their count unknown while building.
+        lambda va, vb: tf.reshape(
+            tf.sparse_add(tf.SparseTensor([[0, 1], [1, 2]], va, [2, 3]),
+                          tf.SparseTensor([[0, 1], [0, 2]], vb, [2, 3])).values, [3]),
+        [np.array([0.5, -1.5]), np.array([2.0, 0.25])], wrt=[0, 1])
+
+
+def test_sparse_add_argument_errors():
+    a, b = _sparse_pair()
+    with pytest.raises(TypeError, match="At least one input should be SparseTensor"):
+        tf.sparse_add(tf.ones([2]), tf.ones([2]))
+    with pytest.raises(ValueError, match="Cannot specify both 'threshold' and 'thresh'"):
+        tf.sparse_add(a, b, threshold=0.1, thresh=0.1)

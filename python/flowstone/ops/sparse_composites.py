@@ -1,8 +1,8 @@
 """More of TF1's sparse functions that TensorFlow itself composes from other ops: sparse_mask
 (rows left out of an IndexedSlices), sparse_reset_shape (a SparseTensor with a larger or tight
 dense shape), sparse_to_indicator (a multi-hot bool tensor from ids) and sparse_softmax
-(a softmax over the entries of each row) and sparse_maximum / sparse_minimum; the last three
-from dense ops, as sparse_ops.py composes TensorFlow's sparse kernels."""
+(a softmax over the entries of each row), sparse_maximum / sparse_minimum and sparse_add; the
+last four from dense ops, as sparse_ops.py composes TensorFlow's sparse kernels."""
 
 import numpy as np
 
@@ -10,8 +10,8 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.indexed_slices import IndexedSlices
 from flowstone.framework.sparse_tensor import SparseTensor
-from flowstone.ops import (array_ops, basic_ops, gradients, math_ops, reduction_ops,
-                           segment_ops, sort_ops)
+from flowstone.ops import (array_ops, basic_ops, gradients, math_ops, partition_ops,
+                           reduction_ops, segment_ops, sort_ops)
 from flowstone.ops.array_composites import get_static_value
 from flowstone.ops.check_ops import assert_equal, assert_less_equal
 from flowstone.ops.sparse_ops import (_check_sparse, _fill_then_update, _row_major_positions,
@@ -138,3 +138,30 @@ def sparse_maximum(sp_a, sp_b, name=None):
 def sparse_minimum(sp_a, sp_b, name=None):
     """The element-wise minimum of two SparseTensors of one shape (missing entries are 0)."""
     return _sparse_sparse_elementwise(sp_a, sp_b, math_ops.minimum, name, "SparseSparseMinimum")
+
+
+@tf_export("sparse.add", "sparse_add")
+def sparse_add(a, b, threshold=None, thresh=None):
+    """a + b where at least one is a SparseTensor. Two SparseTensors give a SparseTensor at the
+    union of their indices, without the sums whose magnitude is below `threshold` (`thresh` is
+    its old name); a SparseTensor and a dense tensor give a dense tensor."""
+    if threshold is not None and thresh is not None:
+        raise ValueError("Cannot specify both 'threshold' and 'thresh'")
+    threshold = 0 if threshold is None and thresh is None else (
+        thresh if threshold is None else threshold)
+    a_sparse, b_sparse = isinstance(a, SparseTensor), isinstance(b, SparseTensor)
+    if not (a_sparse or b_sparse):
+        raise TypeError("At least one input should be SparseTensor; do you mean to use tf.add()?")
+    if a_sparse and b_sparse:
+        total = _sparse_sparse_elementwise(a, b, math_ops.add, None, "SparseAdd")
+        with _ops.name_scope(None, "SparseAdd", [total.values]):
+            keep = math_ops.greater_equal(
+                math_ops.abs(total.values),
+                math_ops.cast(threshold, total.values.dtype.real_dtype))
+            return SparseTensor(partition_ops.boolean_mask(total.indices, keep),
+                                partition_ops.boolean_mask(total.values, keep),
+                                total.dense_shape)
+    sparse, dense = (a, b) if a_sparse else (b, a)
+    with _ops.name_scope(None, "SparseTensorDenseAdd", [sparse.values, dense]):
+        dense = _ops.convert_to_tensor(dense, dtype=sparse.dtype, name="dense")
+        return math_ops.add(dense, sparse_tensor_to_dense(sparse))
