@@ -108,13 +108,19 @@ asan-python: asan-configure
 # Per-op totals accumulate in FUZZ_COUNTS over runs; FUZZ_BELOW=N fuzzes only the ops with fewer
 # than N calls there, so that full coverage can be reached in several (interruptible) runs:
 #   make fuzz FUZZ_CALLS=250 FUZZ_BELOW=1000
+# Then mutated GraphDefs (imported and run once) and V2 checkpoints (read), FUZZ_FORMAT_ITERATIONS
+# of them (tests/fuzz/fuzz_formats.py).
 FUZZ_CALLS ?= 1000
 FUZZ_COUNTS ?= build/asan/fuzz-counts.json
 FUZZ_BELOW ?=
+FUZZ_FORMAT_ITERATIONS ?= 2000
 fuzz: asan-python
 	$(ASAN_RUN) $(VPY) tests/fuzz/fuzz_ops.py --calls $(FUZZ_CALLS) --jobs $(JOBS) \
 	  --report build/asan/fuzz-report.json --counts $(FUZZ_COUNTS) \
 	  $(if $(FUZZ_BELOW),--below $(FUZZ_BELOW))
+	$(ASAN_RUN) ASAN_OPTIONS=detect_leaks=0:max_allocation_size_mb=2048:allocator_may_return_null=0 \
+	  $(VPY) tests/fuzz/fuzz_formats.py --iterations $(FUZZ_FORMAT_ITERATIONS) \
+	  --report build/asan/fuzz-formats-report.json
 
 # Concurrency scenarios, long leak tests and the C++ concurrency tests, under load and under
 # ThreadSanitizer (tests/stress/run_stress.py; about 10 minutes on 2 cores).

@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "flowstone/tensor_bundle.h"
 #include "numpy_conversion.h"
 
 namespace flowstone::python {
@@ -28,18 +29,21 @@ CheckpointVars ToCheckpointVars(const PyVars& vars) {
 void RegisterCheckpoint(nb::module_& m) {
   m.def(
       "save_checkpoint",
-      [](Session& session, const PyVars& vars, const std::string& path) {
+      [](Session& session, const PyVars& vars, const std::string& path, bool tensor_bundle) {
         std::vector<std::pair<std::string, Tensor>> values;
         ThrowIfError(SnapshotVariables(session, ToCheckpointVars(vars), &values));
         Status s;
         {
           nb::gil_scoped_release release;
-          s = WriteCheckpoint(values, path);
+          s = tensor_bundle ? WriteTensorBundle(values, path) : WriteCheckpoint(values, path);
         }
         ThrowIfError(s);
       },
-      nb::arg("session"), nb::arg("vars"), nb::arg("path"),
-      "Saves the variables [(key, VarHandleOp node)] of `session` to the file `path`.");
+      nb::arg("session"), nb::arg("vars"), nb::arg("path"), nb::arg("tensor_bundle") = true,
+      "Saves the variables [(key, VarHandleOp node)] of `session` at `path`: TensorFlow's V2 "
+      "bundle (path.index, path.data-00000-of-00001), or Flowstone's one-file format.");
+  m.def("is_tensor_bundle", &IsTensorBundle, nb::arg("path"),
+        "Whether `path` is the prefix of a V2 checkpoint (path.index exists).");
 
   m.def(
       "restore_checkpoint",

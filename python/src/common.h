@@ -32,6 +32,8 @@ void RegisterGraph(nb::module_& m);
 void RegisterSession(nb::module_& m);
 void RegisterRuntime(nb::module_& m);
 void RegisterCheckpoint(nb::module_& m);
+// GraphDef export and import (graph_def.cc).
+void RegisterGraphDef(nb::module_& m);
 void RegisterDevices(nb::module_& m);
 void RegisterBuildInfo(nb::module_& m);
 // Installs the runner that PyFunc kernels call (py_func.cc).

@@ -5,6 +5,14 @@
 namespace flowstone::python {
 namespace {
 PyObject* status_error_type = nullptr;
+
+// Messages may quote bytes from untrusted input (a GraphDef's string attr, a string element, a
+// corrupt record) that are not UTF-8; they are shown with backslash escapes instead of failing the
+// conversion.
+nb::str Utf8Lossy(const std::string& text) {
+  return nb::steal<nb::str>(
+      PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace"));
+}
 }  // namespace
 
 void RegisterErrors(nb::module_& m) {
@@ -18,14 +26,10 @@ void RegisterErrors(nb::module_& m) {
     } catch (const StatusException& e) {
       nb::dict payloads;
       if (const auto* map = e.status.payloads()) {
-        for (const auto& [k, v] : *map) payloads[nb::str(k.c_str())] = nb::str(v.c_str());
+        for (const auto& [k, v] : *map) payloads[Utf8Lossy(k)] = Utf8Lossy(v);
       }
-      // Messages may quote user bytes (a string element, a corrupt record): bytes that are not
-      // UTF-8 become \xNN escapes rather than a failed conversion.
-      const std::string& text = e.status.message();
-      nb::object message = nb::steal(PyUnicode_DecodeUTF8(
-          text.data(), static_cast<Py_ssize_t>(text.size()), "backslashreplace"));
-      nb::tuple args = nb::make_tuple(static_cast<int>(e.status.code()), message, payloads);
+      nb::tuple args = nb::make_tuple(static_cast<int>(e.status.code()),
+                                      Utf8Lossy(e.status.message()), payloads);
       PyErr_SetObject(status_error_type, args.ptr());
     }
   });

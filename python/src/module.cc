@@ -13,6 +13,7 @@ NB_MODULE(_C, m) {
   RegisterSession(m);
   RegisterRuntime(m);
   RegisterCheckpoint(m);
+  RegisterGraphDef(m);
   RegisterDevices(m);
   RegisterBuildInfo(m);
   RegisterPyFunc(m);

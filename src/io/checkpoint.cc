@@ -18,12 +18,17 @@
 
 #include "flowstone/allocator.h"
 #include "flowstone/resource.h"
+#include "flowstone/tensor_bundle.h"
 #include "io/crc32c.h"
+#include "io/file_util.h"
 
 namespace flowstone {
 
+using io::AtomicFileWriter;
 using io::Crc32c;
 using io::Crc32cExtend;
+using io::IoError;
+using io::ReadAt;
 
 // Metadata is encoded byte by byte, but tensor bytes are copied as they lie in memory, so the
 // data section is little-endian only on a little-endian host.
@@ -74,128 +79,6 @@ bool DTypeFromTfEnum(uint32_t tf_enum, DType* out) {
     }
   }
   return false;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Files.
-
-Status IoError(const std::string& what, const std::string& file, int err) {
-  std::string message = StrCat(what, " ", file, ": ", std::generic_category().message(err));
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return errors::NotFound(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return errors::PermissionDenied(message);
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:
-      return errors::ResourceExhausted(message);
-    default:
-      return errors::Unknown(message);
-  }
-}
-
-std::string DirectoryOf(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
-
-// Writes `path` through a temporary file in the same directory (so the rename cannot cross file
-// systems). Until Commit succeeds, nothing exists at `path` that was not there before; the
-// destructor removes the temporary file of an unfinished write.
-class AtomicFileWriter {
- public:
-  explicit AtomicFileWriter(std::string path) : path_(std::move(path)) {}
-  AtomicFileWriter(const AtomicFileWriter&) = delete;
-  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
-  ~AtomicFileWriter() {
-    if (fd_ >= 0) close(fd_);
-    if (!tmp_path_.empty() && !committed_) unlink(tmp_path_.c_str());
-  }
-
-  Status Open() {
-    std::random_device entropy;
-    // A fresh random suffix per attempt: another writer may have picked the same name.
-    for (int attempt = 0; attempt < 8; ++attempt) {
-      uint64_t tag = (uint64_t{entropy()} << 32) ^ entropy();
-      std::ostringstream name;
-      name << path_ << ".tmp-" << getpid() << "-" << std::hex << tag;
-      fd_ = open(name.str().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd_ >= 0) {
-        tmp_path_ = name.str();
-        return Status::OK();
-      }
-      if (errno != EEXIST) return IoError("Cannot create", name.str(), errno);
-    }
-    return errors::AlreadyExists("Cannot create a temporary file next to ", path_);
-  }
-
-  Status Append(const void* data, size_t size) {
-    const char* p = static_cast<const char*>(data);
-    while (size > 0) {
-      // Linux writes at most ~2 GiB per call; larger tensors take several.
-      ssize_t n = write(fd_, p, std::min<size_t>(size, size_t{1} << 30));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return IoError("Cannot write", tmp_path_, errno);
-      }
-      p += n;
-      size -= static_cast<size_t>(n);
-    }
-    return Status::OK();
-  }
-
-  // fsync before rename: otherwise a crash after the rename could leave `path` naming a file
-  // whose blocks never reached the disk. fsync of the directory makes the rename itself durable.
-  Status Commit() {
-    if (fsync(fd_) != 0) return IoError("Cannot sync", tmp_path_, errno);
-    int fd = fd_;
-    fd_ = -1;
-    if (close(fd) != 0) return IoError("Cannot close", tmp_path_, errno);
-    if (rename(tmp_path_.c_str(), path_.c_str()) != 0) {
-      return IoError(StrCat("Cannot rename ", tmp_path_, " to"), path_, errno);
-    }
-    committed_ = true;
-    std::string dir = DirectoryOf(path_);
-    int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd < 0) return IoError("Cannot open directory", dir, errno);
-    int rc = fsync(dir_fd);
-    int err = errno;
-    close(dir_fd);
-    // Some file systems cannot sync directories; the data itself is already durable there.
-    if (rc != 0 && err != EINVAL && err != ENOTSUP) return IoError("Cannot sync", dir, err);
-    return Status::OK();
-  }
-
- private:
-  std::string path_;
-  std::string tmp_path_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
-
-Status ReadAt(int fd, const std::string& path, uint64_t offset, void* out, size_t size) {
-  char* p = static_cast<char*>(out);
-  while (size > 0) {
-    ssize_t n = pread(fd, p, std::min<size_t>(size, size_t{1} << 30), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return IoError("Cannot read", path, errno);
-    }
-    if (n == 0) {
-      return errors::DataLoss("Checkpoint ", path, " is truncated: it ended while reading byte ",
-                              offset, " (was it changed while being read?)");
-    }
-    p += n;
-    offset += static_cast<uint64_t>(n);
-    size -= static_cast<size_t>(n);
-  }
-  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -530,6 +413,7 @@ Status SaveCheckpoint(Session& session, const CheckpointVars& vars, const std::s
 }
 
 Status ListCheckpoint(const std::string& path, std::vector<CheckpointEntry>* entries) {
+  if (IsTensorBundle(path)) return ListTensorBundle(path, entries);
   CheckpointReader reader;
   FS_RETURN_IF_ERROR(reader.Open(path));
   entries->clear();
@@ -541,6 +425,7 @@ Status ListCheckpoint(const std::string& path, std::vector<CheckpointEntry>* ent
 
 Status ReadCheckpointTensors(const std::string& path, const std::vector<std::string>& keys,
                              std::vector<Tensor>* values) {
+  if (IsTensorBundle(path)) return ReadTensorBundle(path, keys, values);
   CheckpointReader reader;
   FS_RETURN_IF_ERROR(reader.Open(path));
   // All keys are looked up before any bytes are read: a missing key fails fast.
@@ -552,35 +437,58 @@ Status ReadCheckpointTensors(const std::string& path, const std::vector<std::str
   return Status::OK();
 }
 
+namespace {
+
+// InvalidArgument when the checkpoint's `stored` entry cannot restore the variable of `node`.
+Status CheckStoredMatchesVariable(const std::string& path, const std::string& key, const Node& node,
+                                  const CheckpointEntry& stored) {
+  if (stored.dtype != VarDType(node)) {
+    return errors::InvalidArgument("Cannot restore variable ", VarNameOf(node), " from checkpoint ",
+                                   path, ": the variable has dtype ", DTypeName(VarDType(node)),
+                                   " but the checkpoint stores key ", key, " as ",
+                                   DTypeName(stored.dtype));
+  }
+  PartialShape shape = VarShape(node);
+  if (!shape.IsCompatibleWith(stored.shape)) {
+    return errors::InvalidArgument(
+        "Cannot restore variable ", VarNameOf(node), " from checkpoint ", path,
+        ": the variable has shape ", shape.ToString(), " but the checkpoint stores key ", key,
+        " with shape ", stored.shape.ToString(),
+        ". Build the model with the shapes it was saved with, or leave this variable out of the "
+        "Saver's var_list.");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Status ReadCheckpointForVariables(const CheckpointVars& vars, const std::string& path,
                                   std::vector<Tensor>* values) {
+  for (const auto& [key, node] : vars) FS_RETURN_IF_ERROR(CheckVarHandle(key, node));
+  if (IsTensorBundle(path)) {
+    std::vector<CheckpointEntry> entries;
+    FS_RETURN_IF_ERROR(ListTensorBundle(path, &entries));
+    std::map<std::string, const CheckpointEntry*> by_key;
+    for (const CheckpointEntry& e : entries) by_key[e.key] = &e;
+    std::vector<std::string> keys;
+    for (const auto& [key, node] : vars) {
+      auto it = by_key.find(key);
+      // A key the listing leaves out (missing, or of a dtype Flowstone lacks) is reported by
+      // ReadTensorBundle with its reason.
+      if (it != by_key.end()) {
+        FS_RETURN_IF_ERROR(CheckStoredMatchesVariable(path, key, *node, *it->second));
+      }
+      keys.push_back(key);
+    }
+    return ReadTensorBundle(path, keys, values);
+  }
   CheckpointReader reader;
   FS_RETURN_IF_ERROR(reader.Open(path));
   std::vector<const IndexEntry*> found(vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
     const auto& [key, node] = vars[i];
-    FS_RETURN_IF_ERROR(CheckVarHandle(key, node));
     FS_RETURN_IF_ERROR(reader.Find(key, &found[i]));
-    const CheckpointEntry& stored = found[i]->entry;
-    if (stored.dtype != VarDType(*node)) {
-      return errors::InvalidArgument("Cannot restore variable ", VarNameOf(*node),
-                                     " from checkpoint ", path,
-                                     ": the "
-                                     "variable has dtype ",
-                                     DTypeName(VarDType(*node)), " but the checkpoint stores key ",
-                                     key, " as ", DTypeName(stored.dtype));
-    }
-    PartialShape shape = VarShape(*node);
-    if (!shape.IsCompatibleWith(stored.shape)) {
-      return errors::InvalidArgument(
-          "Cannot restore variable ", VarNameOf(*node), " from checkpoint ", path,
-          ": the "
-          "variable has shape ",
-          shape.ToString(), " but the checkpoint stores key ", key, " with shape ",
-          stored.shape.ToString(),
-          ". Build the model with the shapes it was "
-          "saved with, or leave this variable out of the Saver's var_list.");
-    }
+    FS_RETURN_IF_ERROR(CheckStoredMatchesVariable(path, key, *node, found[i]->entry));
   }
   values->assign(vars.size(), Tensor());
   for (size_t i = 0; i < vars.size(); ++i)

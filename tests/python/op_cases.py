@@ -160,6 +160,11 @@ from op_cases_training import EXEMPT as _TRAINING_EXEMPT  # noqa: E402
 
 EXEMPT.update(_TRAINING_EXEMPT)
 
+from op_cases_interop import CASES as _INTEROP_CASES, EXEMPT as _INTEROP_EXEMPT  # noqa: E402
+
+CASES += _INTEROP_CASES
+EXEMPT.update(_INTEROP_EXEMPT)
+
 from op_cases_sequence import CASES as _SEQUENCE_CASES, EXEMPT as _SEQUENCE_EXEMPT  # noqa: E402
 
 CASES += _SEQUENCE_CASES

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone import _C
 
 VALUES = {
     "f32": np.arange(6, dtype=np.float32).reshape(2, 3) / 7,
@@ -101,7 +102,9 @@ def test_max_to_keep_deletes_old_checkpoints_after_the_state_file_moves_on(tmp_p
         for step in range(1, 5):
             sess.run(v.assign(float(step)))
             saver.save(sess, prefix, global_step=step)
-    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model.ckpt-3", "model.ckpt-4"]
+    assert sorted(os.listdir(tmp_path)) == [
+        "checkpoint", "model.ckpt-3.data-00000-of-00001", "model.ckpt-3.index", "model.ckpt-3.meta",
+        "model.ckpt-4.data-00000-of-00001", "model.ckpt-4.index", "model.ckpt-4.meta"]
     assert saver.last_checkpoints == [prefix + "-3", prefix + "-4"]
     state = (tmp_path / "checkpoint").read_text()
     assert state == (f'model_checkpoint_path: "{prefix}-4"\n'
@@ -129,13 +132,14 @@ def test_max_to_keep_none_keeps_everything_and_recover_last_checkpoints(tmp_path
         sess.run(v.initializer)
         for step in range(4):
             keep_all.save(sess, prefix, global_step=step)
-        assert len([f for f in os.listdir(tmp_path) if f.startswith("m-")]) == 4
+        assert len([f for f in os.listdir(tmp_path) if f.endswith(".index")]) == 4
         # A new Saver (say after a restart) takes over the recorded checkpoints.
         saver = tf.train.Saver(max_to_keep=2)
         saver.recover_last_checkpoints([prefix + "-2", prefix + "-3"])
         saver.save(sess, prefix, global_step=4)
-    assert not os.path.exists(prefix + "-2")
-    assert os.path.exists(prefix + "-0") and os.path.exists(prefix + "-3")
+    assert not tf.train.checkpoint_exists(prefix + "-2")
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("m-2")]
+    assert tf.train.checkpoint_exists(prefix + "-0") and tf.train.checkpoint_exists(prefix + "-3")
     assert saver.last_checkpoints == [prefix + "-3", prefix + "-4"]
 
 
@@ -261,6 +265,21 @@ def saved(tmp_path):
     return path
 
 
+@pytest.fixture
+def saved_one_file(tmp_path):
+    """The checkpoint of `saved` in Flowstone's earlier one-file format, which is still read."""
+    with tf.Graph().as_default():
+        with tf.variable_scope("layer"):
+            w = tf.Variable(np.arange(1, 5, dtype=np.float32).reshape(2, 2), name="w")
+        b = tf.Variable(np.array([7.0, 8.0], np.float32), name="b")
+        path = str(tmp_path / "model.ckpt")
+        saver = tf.train.Saver([w, b])
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            _C.save_checkpoint(sess._c, saver._c_vars, path, tensor_bundle=False)
+    return path
+
+
 def restore_error(path, make_vars):
     """The error restoring `path` into the variables `make_vars()` builds; checks that the
     failed restore left every variable at its initial value."""
@@ -337,15 +356,15 @@ def one_var():
 
 
 @pytest.mark.parametrize("keep", [0, 4, 40, -20, -1])
-def test_truncated_file_is_data_loss(saved, tmp_path, keep):
-    path = damaged_copy(saved, tmp_path, lambda d: d[:keep] if keep >= 0 else d[:len(d) + keep])
+def test_truncated_file_is_data_loss(saved_one_file, tmp_path, keep):
+    path = damaged_copy(saved_one_file, tmp_path, lambda d: d[:keep] if keep >= 0 else d[:len(d) + keep])
     error = restore_error(path, one_var)
     assert isinstance(error, tf.errors.DataLossError)
     assert path in error.message and "truncated" in error.message
 
 
-def test_flipped_bytes_are_data_loss(saved, tmp_path):
-    size = os.path.getsize(saved)
+def test_flipped_bytes_are_data_loss(saved_one_file, tmp_path):
+    size = os.path.getsize(saved_one_file)
 
     def flip(offset):
         def damage(data):
@@ -362,7 +381,7 @@ def test_flipped_bytes_are_data_loss(saved, tmp_path):
         20: "header describes",  # index size
     }
     for offset, message in cases.items():
-        path = damaged_copy(saved, tmp_path, flip(offset))
+        path = damaged_copy(saved_one_file, tmp_path, flip(offset))
         error = restore_error(path, one_var)
         assert isinstance(error, tf.errors.DataLossError), (offset, error)
         assert path in error.message and message in error.message, (offset, error.message)
@@ -427,23 +446,19 @@ def test_sigkill_during_save_leaves_the_previous_checkpoint(tmp_path):
     latest = tf.train.latest_checkpoint(str(ckpt_dir))
     assert latest in (prefix + "-2", prefix + "-3")
     names = os.listdir(ckpt_dir)
-    checkpoints = [n for n in names if n.startswith("model.ckpt-") and ".tmp-" not in n]
+    # A V2 checkpoint exists once its index is renamed into place, after its data file.
+    checkpoints = [n[:-len(".index")] for n in names if n.endswith(".index")]
     assert os.path.basename(latest) in checkpoints
     value = tf.placeholder(tf.float32, [size])
     big = tf.Variable(value, name="big")
     step_var = tf.Variable(0, name="step")
     saver = tf.train.Saver()
     with tf.Session() as sess:
-        for name in checkpoints:  # every file under a checkpoint's name is complete
+        for name in checkpoints:  # every checkpoint under its name is complete
             step = int(name.rsplit("-", 1)[1])
             saver.restore(sess, str(ckpt_dir / name))
             assert sess.run(step_var) == step
             restored = sess.run(big)
             assert restored.shape == (size,) and np.all(restored == step)
-        complete = os.path.getsize(latest)
-        for name in names:
-            if ".tmp-" in name and os.path.getsize(ckpt_dir / name) < complete:
-                with pytest.raises(tf.errors.DataLossError, match="truncated"):
-                    saver.restore(sess, str(ckpt_dir / name))
     state = tf.train.get_checkpoint_state(str(ckpt_dir))
     assert all(".tmp-" not in p for p in state.all_model_checkpoint_paths)

@@ -499,8 +499,9 @@ def test_class_attr_survives_the_graph_dump():
     with tf.colocate_with(a):
         tf.identity(a, name="b")
     with tf.Session() as sess:
-        dump = sess.graph_def
-    assert "_class" in dump and "loc:@a" in dump
+        graph_def = sess.graph_def
+    b = next(node for node in graph_def.node if node.name == "b")
+    assert list(b.attr["_class"].list.s) == [b"loc:@a"]
 
 
 # --- tf.config ---------------------------------------------------------------------------------

@@ -31,7 +31,9 @@ def test_monitored_training_session_stops_saves_and_restores(tmp_path):
             runs += 1
     assert runs == 5
     np.testing.assert_allclose(final.final_ops_values, 5.0 * 0.8 ** 5, rtol=1e-6)
-    saved = sorted(f for f in os.listdir(tmp_path) if f.startswith("model.ckpt-"))
+    # V2 checkpoints: one .index per checkpoint (with its .data-* and .meta files).
+    saved = sorted(f[:-len(".index")] for f in os.listdir(tmp_path)
+                   if f.startswith("model.ckpt-") and f.endswith(".index"))
     assert saved == ["model.ckpt-0", "model.ckpt-2", "model.ckpt-4", "model.ckpt-5"]
 
     tf.reset_default_graph()

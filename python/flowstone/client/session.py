@@ -262,7 +262,7 @@ class BaseSession:
 
     @property
     def graph_def(self):
-        return "\n".join(str(op.node_def) for op in self._graph.get_operations())
+        return self._graph.as_graph_def()
 
     def list_devices(self):
         return [_DeviceAttributes(name, device_type, limit)

@@ -11,6 +11,7 @@ from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
 from flowstone.framework import context as _context
+from flowstone.framework import tf_protos as _tf_protos
 from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.util.tf_export import tf_export
 
@@ -319,6 +320,31 @@ class Graph:
 
     def as_default(self):
         return _default_graph_stack.get_controller(self)
+
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """The graph as a TensorFlow GraphDef message (framework/tf_protos.py), converted in
+        C++. `from_version` keeps the nodes added since `graph.version` was that number;
+        `add_shapes` adds each node's `_output_shapes` attr as TensorFlow does."""
+        with self._lock:
+            self._sync_ops()
+            graph_def = _tf_protos.GraphDef.FromString(_C.graph_to_graph_def(self._c))
+            ops = list(self._ops)
+        if from_version is not None:
+            kept = [(n, op) for n, op in zip(graph_def.node, ops) if op._id >= from_version]
+            del graph_def.node[:]
+            graph_def.node.extend(n for n, _ in kept)
+            ops = [op for _, op in kept]
+        if add_shapes:
+            for node_def, op in zip(graph_def.node, ops):
+                shapes = node_def.attr["_output_shapes"].list.shape
+                for tensor in op.outputs:
+                    shape = shapes.add()
+                    if tensor.shape.ndims is None:
+                        shape.unknown_rank = True
+                        continue
+                    for dim in tensor.shape.as_list():
+                        shape.dim.add().size = -1 if dim is None else dim
+        return graph_def
 
     # --- lookup -------------------------------------------------------------------------------
     def get_operations(self):

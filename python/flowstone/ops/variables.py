@@ -54,6 +54,11 @@ class Variable(metaclass=_VariableMetaclass):
                  caching_device=None, name=None, variable_def=None, dtype=None,
                  expected_shape=None, import_scope=None, constraint=None, use_resource=None,
                  synchronization=None, aggregation=None, shape=None):
+        if variable_def is not None:
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_proto(variable_def, import_scope)
+            return
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
         init_from_fn = callable(initial_value)
@@ -136,6 +141,36 @@ class Variable(metaclass=_VariableMetaclass):
         if self._trainable and _ops.GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(_ops.GraphKeys.TRAINABLE_VARIABLES)
         graph.add_to_collections(collections, self)
+
+    def _init_from_proto(self, variable_def, import_scope):
+        """Wraps the nodes a VariableDef names (an imported MetaGraphDef's variable) without
+        adding any."""
+        graph = _ops.get_default_graph()
+
+        def element(name, allow_tensor=True):
+            scoped = f"{import_scope}/{name}" if import_scope else name
+            return graph.as_graph_element(scoped, allow_tensor=allow_tensor,
+                                          allow_operation=not allow_tensor)
+        self._handle = element(variable_def.variable_name)
+        if self._handle.op.type == "ReadVariableOp":
+            # A TF1 reference variable, made a resource variable by the importer: its name is
+            # the read of the handle (see RewriteRefVariables in src/graph/graph_def.cc).
+            self._handle = self._handle.op.inputs[0]
+        if self._handle.op.type != "VarHandleOp":
+            raise ValueError(f"Variable {variable_def.variable_name} of the VariableDef is a "
+                             f"{self._handle.op.type}, not a resource variable's VarHandleOp.")
+        self._initializer_op = element(variable_def.initializer_name, allow_tensor=False)
+        self._value = element(variable_def.snapshot_name)
+        self._initial_value = (element(variable_def.initial_value_name)
+                               if variable_def.initial_value_name else None)
+        self._dtype = _dtypes.from_enum(self._handle.op._node.attr("dtype"))
+        self._shape = as_shape(self._handle.op._node.attr("shape"))
+        # The checkpoint key: the VariableDef's name, which for an imported reference variable
+        # is not its handle's.
+        name = variable_def.variable_name.rsplit(":", 1)[0]
+        self._name = f"{import_scope}/{name}" if import_scope else name
+        self._trainable = variable_def.trainable
+        self._constraint = None
 
     # --- reading ----------------------------------------------------------------------------
     def _read(self, name="ReadVariableOp"):

@@ -1,10 +1,11 @@
 """Checkpoints: tf.train.Saver and the functions that find and read checkpoints.
 
-A checkpoint is one file at exactly the path `Saver.save` returns ("model.ckpt-100"); there are
-no ".index"/".data" companions and no ".meta" graph file. The format is described in
-include/flowstone/checkpoint.h. Saving writes a temporary file next to the checkpoint, syncs it
-and renames it into place, so a crash during a save leaves the previous checkpoints intact and
-never a partial file under a checkpoint's name (at worst a stray "<path>.tmp-<pid>-<random>").
+Saver writes TensorFlow's V2 format (the tensor bundle, include/flowstone/tensor_bundle.h):
+"<prefix>.index" and "<prefix>.data-00000-of-00001" for the prefix `Saver.save` returns
+("model.ckpt-100"), readable by TensorFlow and read from TensorFlow. Both files are written to
+temporary names, synced and renamed, so a crash during a save leaves the previous checkpoints
+intact and never a partial file under a checkpoint's name. Flowstone's earlier one-file format
+(include/flowstone/checkpoint.h) is still read, with a note to re-save.
 
 Next to the checkpoints, Saver keeps TensorFlow's "checkpoint" state file (text format):
 
@@ -28,6 +29,7 @@ from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
 from flowstone.ops import variables as _variables
+from flowstone.train import meta_graph_export as _meta_graph_export
 
 __all__ = [
     "Saver", "CheckpointState", "latest_checkpoint", "get_checkpoint_state",
@@ -212,8 +214,27 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
 
 
 def checkpoint_exists(checkpoint_prefix):
-    """Whether a checkpoint file exists at `checkpoint_prefix` (the path Saver.save returned)."""
-    return os.path.isfile(os.fspath(checkpoint_prefix))
+    """Whether a checkpoint exists at `checkpoint_prefix` (the path Saver.save returned): a V2
+    checkpoint's index, or a file in Flowstone's earlier one-file format."""
+    prefix = os.fspath(checkpoint_prefix)
+    return _C.is_tensor_bundle(prefix) or os.path.isfile(prefix)
+
+
+def _note_if_old_format(path):
+    if not _C.is_tensor_bundle(path) and os.path.isfile(path):
+        _logger.warning("%s is a checkpoint in Flowstone's old one-file format; it still "
+                        "restores, but re-save it to get TensorFlow's format.", path)
+
+
+def _checkpoint_files(prefix):
+    """The files of the checkpoint at `prefix`, in either format."""
+    directory, base = os.path.split(prefix)
+    try:
+        names = os.listdir(directory or os.curdir)
+    except OSError:
+        return []
+    pattern = re.compile(re.escape(base) + r"(\.index|\.data-\d{5}-of-\d{5}|\.meta)?$")
+    return [os.path.join(directory, n) for n in names if pattern.match(n)]
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):
@@ -234,6 +255,7 @@ class NewCheckpointReader:
 
     def __init__(self, filepattern):
         self._path = os.fspath(filepattern)
+        _note_if_old_format(self._path)
         self._entries = {key: (_dtypes.from_enum(dtype), list(dims))
                          for key, dtype, dims in _call(_C.list_checkpoint, self._path)}
 
@@ -318,7 +340,7 @@ class Saver:
     all); of the older ones, one every `keep_checkpoint_every_n_hours` is kept as well.
     `name`, `reshape`, `sharded`, `restore_sequentially`, `saver_def`, `builder`,
     `write_version` and `filename` are accepted for compatibility: Flowstone saves without graph
-    ops, always to one file.
+    ops, always in TensorFlow's V2 format with one data shard.
     """
 
     def __init__(self, var_list=None, reshape=False, sharded=False, max_to_keep=5,
@@ -375,10 +397,13 @@ class Saver:
         paths after a restart) so that max_to_keep counts and deletes them too."""
         recovered = []
         for path in checkpoint_paths:
+            path = os.fspath(path)
+            index = path + ".index"
             try:
-                recovered.append((os.fspath(path), os.path.getmtime(path)))
+                saved = os.path.getmtime(index if os.path.isfile(index) else path)
             except OSError:
                 continue
+            recovered.append((path, saved))
         self.set_last_checkpoints_with_time(recovered)
 
     def _check_session(self, sess):
@@ -395,8 +420,9 @@ class Saver:
              strip_default_attrs=False, save_debug_info=False):
         """Saves the variables' values in `sess` and returns the checkpoint's path:
         `save_path`, or "<save_path>-<global_step>" when `global_step` (an int, or a variable or
-        tensor to read in `sess`) is given. `write_meta_graph` is accepted for compatibility;
-        no meta graph file is written."""
+        tensor to read in `sess`) is given. With `write_meta_graph`, the graph and its
+        collections go to "<checkpoint>.<meta_graph_suffix>" (a MetaGraphDef, without a
+        saver_def: Flowstone's Saver has no save ops in the graph)."""
         self.build()
         if latest_filename is None:
             latest_filename = _STATE_FILENAME
@@ -418,6 +444,8 @@ class Saver:
         if not self._keyed:
             return None
         _call(_C.save_checkpoint, sess._c, self._c_vars, checkpoint_file)
+        if write_meta_graph:
+            self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}")
         if write_state:
             self._record(checkpoint_file)
             update_checkpoint_state(save_dir, checkpoint_file, self.last_checkpoints,
@@ -425,6 +453,17 @@ class Saver:
                                     save_relative_paths=self._save_relative_paths)
             self._delete_old_checkpoints()
         return checkpoint_file
+
+    def export_meta_graph(self, filename=None, collection_list=None, as_text=False,
+                          export_scope=None, clear_devices=False,
+                          clear_extraneous_savers=False, strip_default_attrs=False,
+                          save_debug_info=False):
+        """tf.train.export_meta_graph of the Saver's graph."""
+        return _meta_graph_export.export_meta_graph(
+            filename=filename, collection_list=collection_list, as_text=as_text,
+            graph=self._graph, export_scope=export_scope, clear_devices=clear_devices,
+            clear_extraneous_savers=clear_extraneous_savers,
+            strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
     def _record(self, path):
         if not self._max_to_keep:
@@ -440,10 +479,11 @@ class Saver:
             if saved is not None and saved > self._next_checkpoint_time:
                 self._next_checkpoint_time += self._keep_every_n_hours * 3600
                 continue
-            try:
-                os.remove(path)
-            except OSError as e:
-                _logger.warning("Ignoring: could not delete old checkpoint %s: %s", path, e)
+            for file in _checkpoint_files(path):
+                try:
+                    os.remove(file)
+                except OSError as e:
+                    _logger.warning("Ignoring: could not delete old checkpoint %s: %s", file, e)
 
     def restore(self, sess, save_path):
         """Sets the variables in `sess` from the checkpoint at `save_path`; no initializer needs
@@ -457,4 +497,5 @@ class Saver:
         self._check_session(sess)
         if not checkpoint_exists(save_path):
             raise _invalid_checkpoint_error(save_path)
+        _note_if_old_format(save_path)
         _call(_C.restore_checkpoint, sess._c, self._c_vars, save_path)

@@ -1,0 +1,7 @@
+"""tf.saved_model (TensorFlow 1's SavedModel API): builder, loader, simple_save and the
+signature helpers, each a module named as TensorFlow names it."""
+
+from flowstone.saved_model import builder  # noqa: F401
+from flowstone.saved_model import constants  # noqa: F401
+from flowstone.saved_model import loader  # noqa: F401
+from flowstone.saved_model import signature_def_utils  # noqa: F401

@@ -1,0 +1,6 @@
+"""The interop tests share tests/python's helpers (peers.py)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
