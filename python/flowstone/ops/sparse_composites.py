@@ -1,8 +1,8 @@
-"""More of TF1's sparse functions that TensorFlow itself composes from other ops: sparse_mask
-(rows left out of an IndexedSlices), sparse_reset_shape (a SparseTensor with a larger or tight
-dense shape), sparse_to_indicator (a multi-hot bool tensor from ids) and sparse_softmax
-(a softmax over the entries of each row), sparse_maximum / sparse_minimum and sparse_add; the
-last four from dense ops, as sparse_ops.py composes TensorFlow's sparse kernels."""
+"""More of TF1's sparse functions. As TensorFlow composes them: sparse_mask (the rows of an
+IndexedSlices not masked out), sparse_reset_shape (a larger or the tight dense shape) and
+sparse_to_indicator (a multi-hot bool tensor from ids). From dense ops, as sparse_ops.py
+composes TensorFlow's sparse kernels: sparse_softmax (a softmax over the entries of each row),
+sparse_maximum / sparse_minimum and sparse_add."""
 
 import numpy as np
 
