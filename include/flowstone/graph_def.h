@@ -10,8 +10,8 @@
 //
 // Node names, "name:N" output references, "^name" control inputs, devices and attrs (in
 // TensorFlow's AttrValue forms) round-trip, and so do the functions that call ops use (a
-// FunctionDefLibrary, mapped onto the graph's FunctionLibrary). Attrs whose names start with "_" are internal to the
-// system that wrote them; of those only the colocation attr `_class` is kept.
+// FunctionDefLibrary, mapped onto the graph's FunctionLibrary). Attrs whose names start with "_"
+// are internal to the system that wrote them; of those only the colocation attr `_class` is kept.
 //
 // A GraphDef is untrusted input: every malformed part (a duplicate or empty name, an input that
 // names no node, a cycle, an attr of the wrong form, a dtype Flowstone lacks, a negative or huge
