@@ -6,6 +6,7 @@
 #include "common.h"
 #include "core/cpu_info.h"
 #include "flowstone/build_config.h"
+#include "flowstone/graph_def.h"
 #include "ops/multiversion.h"
 
 namespace flowstone::python {
@@ -35,6 +36,14 @@ void RegisterBuildInfo(nb::module_& m) {
         d["baseline_isa"] = FLOWSTONE_BASELINE_ISA;
         d["compiler"] = CompilerId();
         d["compiler_version"] = __VERSION__;
+        // The GraphDef version this build writes and the oldest it still reads (TensorFlow's
+        // GRAPH_DEF_VERSION and GRAPH_DEF_VERSION_MIN_CONSUMER/PRODUCER).
+        d["graph_def_version"] = kGraphDefProducer;
+        d["graph_def_min_consumer"] = 0;
+        d["graph_def_min_producer"] = 0;
+        // What a C++ extension linking libflowstone must match (tf.sysconfig's constants).
+        d["cxx11_abi"] = _GLIBCXX_USE_CXX11_ABI;
+        d["cxx_version"] = static_cast<long>(__cplusplus);
         return d;
       },
       "What this build was compiled with: CUDA and cuDNN versions, baseline ISA, compiler.");

@@ -94,6 +94,8 @@ CASES += [
         rb"[a-z]", lambda m: m.group().upper(), x), s)),
     Case("StringLower", [TEXT], lambda s: _map(lambda x: re.sub(
         rb"[A-Z]", lambda m: m.group().lower(), x), s)),
+    Case("StringStrip", [_strings(b"  a b \t", b"\n\x0b\x0cx\r", b"", b" \xc3\xa9 ")],
+         lambda s: _map(lambda x: x.strip(b" \t\n\x0b\x0c\r"), s)),
     Case("Substr", [TEXT[:2], _i32([1, 2]), _i32(3)], lambda s, p, n: _map(
         lambda x, a, b: x[a:a + b], s, p, n)),
     Case("StringToNumber", [NUMBERS], lambda s: np.array([1.5, -2, 300, 7], np.float32)),

@@ -41,7 +41,7 @@ TRAIN_QUEUE_AND_DISTRIBUTED = {
 TARGETS = {".": 0.80, "nn": 0.70, "math": 0.70, "train": 0.70, "linalg": 0.70}
 
 # Names each namespace had at least when last raised (2026-11-23, api14b): coverage may only grow.
-COVERAGE_FLOORS = {".": 504}
+COVERAGE_FLOORS = {".": 520}
 
 # Names Flowstone exports on purpose although tf.compat.v1 lacks them: "namespace name".
 FLOWSTONE_EXTRAS = set()

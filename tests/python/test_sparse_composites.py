@@ -206,3 +206,35 @@ def test_sparse_add_argument_errors():
         tf.sparse_add(tf.ones([2]), tf.ones([2]))
     with pytest.raises(ValueError, match="Cannot specify both 'threshold' and 'thresh'"):
         tf.sparse_add(a, b, threshold=0.1, thresh=0.1)
+
+
+def test_sparse_fill_empty_rows_matches_tensorflow_and_routes_gradients():
+    # Expected values from TensorFlow 2.21 (tf.compat.v1.sparse_fill_empty_rows).
+    with tf.Graph().as_default():
+        values = tf.constant([1.0, 2.0, 3.0, 4.0])
+        sp = tf.SparseTensor([[0, 1], [2, 0], [2, 3], [4, 2]], values, [6, 5])
+        filled, empty = tf.sparse_fill_empty_rows(sp, -1.0)
+        grad = tf.gradients(tf.reduce_sum(filled.values * tf.range(1.0, 8.0)), [values])[0]
+        with tf.Session() as sess:
+            got, got_empty, got_grad = sess.run([filled, empty, grad])
+    assert got.indices.tolist() == [[0, 1], [1, 0], [2, 0], [2, 3], [3, 0], [4, 2], [5, 0]]
+    assert got.values.tolist() == [1.0, -1.0, 2.0, 3.0, -1.0, 4.0, -1.0]
+    assert got.dense_shape.tolist() == [6, 5]
+    assert got_empty.tolist() == [False, True, False, True, False, True]
+    assert got_grad.tolist() == [1.0, 3.0, 4.0, 6.0]  # each value's position after filling
+
+
+def test_sparse_merge_puts_weights_at_their_ids():
+    # Expected values from TensorFlow 2.21 (tf.compat.v1.sparse_merge).
+    with tf.Graph().as_default():
+        ids = tf.SparseTensor([[0, 0], [0, 1], [1, 0], [3, 0]],
+                              tf.constant([3, 1, 0, 2], tf.int64), [4, 2])
+        weights = tf.SparseTensor([[0, 0], [0, 1], [1, 0], [3, 0]], [0.5, 1.5, 2.0, 3.0], [4, 2])
+        merged = tf.sparse_merge(ids, weights, 5)
+        with tf.Session() as sess:
+            got = sess.run(merged)
+        with pytest.raises(NotImplementedError, match="several id tensors"):
+            tf.sparse_merge([ids, ids], weights, [5, 5])
+    assert got.indices.tolist() == [[0, 1], [0, 3], [1, 0], [3, 2]]
+    assert got.values.tolist() == [1.5, 0.5, 2.0, 3.0]
+    assert got.dense_shape.tolist() == [4, 5]

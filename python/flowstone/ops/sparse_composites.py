@@ -15,7 +15,7 @@ from flowstone.ops import (array_ops, basic_ops, gradients, math_ops, partition_
 from flowstone.ops.array_composites import get_static_value
 from flowstone.ops.check_ops import assert_equal, assert_less_equal
 from flowstone.ops.sparse_ops import (_check_sparse, _fill_then_update, _row_major_positions,
-                                      sparse_tensor_to_dense)
+                                      sparse_reorder, sparse_tensor_to_dense)
 from flowstone.util.tf_export import tf_export
 
 
@@ -165,3 +165,47 @@ def sparse_add(a, b, threshold=None, thresh=None):
     with _ops.name_scope(None, "SparseTensorDenseAdd", [sparse.values, dense]):
         dense = _ops.convert_to_tensor(dense, dtype=sparse.dtype, name="dense")
         return math_ops.add(dense, sparse_tensor_to_dense(sparse))
+
+
+@tf_export("sparse.fill_empty_rows", "sparse_fill_empty_rows")
+def sparse_fill_empty_rows(sp_input, default_value, name=None):
+    """`sp_input` with an entry `default_value` at [row, 0, ..., 0] for every row that has no
+    entry, in row-major order; and a bool vector saying which rows were empty."""
+    sp_input = _check_sparse(sp_input)
+    with _ops.name_scope(name, "SparseFillEmptyRows", [sp_input]):
+        default_value = _ops.convert_to_tensor(default_value, dtype=sp_input.values.dtype,
+                                               name="default_value")
+        num_rows = sp_input.dense_shape[0]
+        entries_per_row = array_ops.unsorted_segment_sum(
+            array_ops.ones_like(sp_input.indices[:, 0]), sp_input.indices[:, 0], num_rows)
+        empty_row_indicator = math_ops.equal(entries_per_row, 0)
+        empty_rows = math_ops.where(empty_row_indicator)  # int64 [k, 1]
+        rank = array_ops.size(sp_input.dense_shape)
+        added_indices = array_ops.concat(
+            [empty_rows, array_ops.zeros(array_ops.stack([array_ops.shape(empty_rows)[0],
+                                                          rank - 1]), _dtypes.int64)], 1)
+        added_values = array_ops.fill(array_ops.shape(empty_rows)[:1], default_value)
+        filled = SparseTensor(array_ops.concat([sp_input.indices, added_indices], 0),
+                              array_ops.concat([sp_input.values, added_values], 0),
+                              sp_input.dense_shape)
+        return sparse_reorder(filled), empty_row_indicator
+
+
+@tf_export("sparse.merge", "sparse_merge")
+def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False):
+    """One SparseTensor from ids and their weights: the entry at [row..., id] holds the weight,
+    so the last dimension becomes the vocabulary (TF1's sparse_merge, for one id tensor)."""
+    if isinstance(sp_ids, (list, tuple)) or isinstance(vocab_size, (list, tuple)):
+        raise NotImplementedError("sparse_merge of several id tensors is not supported; merge "
+                                  "one SparseTensor of ids at a time")
+    sp_ids = _check_sparse(sp_ids)
+    sp_values = _check_sparse(sp_values)
+    with _ops.name_scope(name, "SparseMerge", [sp_ids, sp_values]):
+        ids = math_ops.cast(sp_ids.values, _dtypes.int64)
+        indices = array_ops.concat([sp_ids.indices[:, :-1], array_ops.expand_dims(ids, 1)], 1)
+        vocab = array_ops.reshape(math_ops.cast(vocab_size, _dtypes.int64), [1])
+        shape = array_ops.concat([sp_ids.dense_shape[:-1], vocab], 0)
+        merged = SparseTensor(indices, sp_values.values, shape)
+        if already_sorted:
+            return merged
+        return sparse_reorder(merged)

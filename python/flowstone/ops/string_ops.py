@@ -34,6 +34,12 @@ def lower(input, encoding="", name=None):  # noqa: A002
     return _unary("StringLower", input, name, {"encoding": encoding})
 
 
+@tf_export("strings.strip", "string_strip")
+def strip(input, name=None):  # noqa: A002
+    """Each string without its leading and trailing ASCII whitespace."""
+    return _unary("StringStrip", input, name)
+
+
 @tf_export("strings.substr", "substr")
 def substr(input, pos, len, name=None, unit="BYTE"):  # noqa: A002
     pos = _ops.convert_to_tensor(pos, name="pos")

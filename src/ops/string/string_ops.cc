@@ -1,5 +1,5 @@
-// Elementwise string ops: StringJoin, StringLength, StringUpper/StringLower (ASCII), Substr,
-// StringToNumber, AsString, ReduceJoin, EncodeBase64/DecodeBase64 (web-safe alphabet) and
+// Elementwise string ops: StringJoin, StringLength, StringUpper/StringLower (ASCII), StringStrip,
+// Substr, StringToNumber, AsString, ReduceJoin, EncodeBase64/DecodeBase64 (web-safe alphabet) and
 // DecodeRaw. None is differentiable.
 #include <algorithm>
 #include <cerrno>
@@ -169,6 +169,34 @@ const bool kCaseOpsRegistered = [] {
   }
   return true;
 }();
+
+// --- StringStrip --------------------------------------------------------------------------
+
+bool IsAsciiWhitespace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+Status StringStripKernel(KernelContext& ctx) {
+  const Tensor& in = ctx.input(0);
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, in.shape(), &out));
+  for (int64_t i = 0; i < in.num_elements(); ++i) {
+    const std::string& s = in.data<std::string>()[i];
+    size_t begin = 0, end = s.size();
+    while (begin < end && IsAsciiWhitespace(s[begin])) ++begin;
+    while (end > begin && IsAsciiWhitespace(s[end - 1])) --end;
+    out->data<std::string>()[i] = s.substr(begin, end - begin);
+  }
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("StringStrip")
+                   .Input("input", "string")
+                   .Output("output", "string")
+                   .Shape(shape_fns::Unchanged)
+                   .Kernel("CPU", StringStripKernel)
+                   .NotDifferentiable()
+                   .Doc("Each string without its leading and trailing ASCII whitespace."));
 
 // --- Substr ---------------------------------------------------------------------------------
 
