@@ -145,5 +145,5 @@ def get(identifier):
 
 
 def _snake(name):
-    from flowstone.keras.utils.generic_utils import to_snake_case
+    from flowstone.util.naming import to_snake_case
     return to_snake_case(name)

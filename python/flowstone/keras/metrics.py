@@ -10,7 +10,8 @@ import numpy as np
 import flowstone as tf
 from flowstone.keras import backend as K
 from flowstone.keras import losses as losses_module
-from flowstone.keras.utils.generic_utils import deserialize_keras_object, to_snake_case
+from flowstone.keras.utils.generic_utils import deserialize_keras_object
+from flowstone.util.naming import to_snake_case
 from flowstone.util.tf_export import tf_export
 
 

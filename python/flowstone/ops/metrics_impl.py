@@ -267,38 +267,33 @@ true_negatives = _binary_count("true_negatives", False, False)
 false_negatives = _binary_count("false_negatives", True, False)
 
 
-@tf_export("metrics.precision")
-def precision(labels, predictions, weights=None, metrics_collections=None,
-              updates_collections=None, name=None):
-    """true_positives / (true_positives + false_positives), 0 when there are none."""
-    tf = _tf()
-    with tf.variable_scope(name, "precision", (predictions, labels, weights)):
-        predictions, labels, weights = _remove_squeezable_dimensions(
-            tf.cast(predictions, _dtypes.bool), tf.cast(labels, _dtypes.bool), weights)
-        tp, update_tp = true_positives(labels, predictions, weights)
-        fp, update_fp = false_positives(labels, predictions, weights)
-        value = _safe_ratio(tp, tp + fp, "value")
-        update_op = _safe_ratio(update_tp, update_tp + update_fp, "update_op")
-        _add_to_collections(metrics_collections, value)
-        _add_to_collections(updates_collections, update_op)
-        return value, update_op
+def _true_positive_ratio(default_name, other_count, doc):
+    """precision or recall: true_positives / (true_positives + the other count), 0 when both
+    are 0."""
+
+    def metric(labels, predictions, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        tf = _tf()
+        with tf.variable_scope(name, default_name, (predictions, labels, weights)):
+            predictions, labels, weights = _remove_squeezable_dimensions(
+                tf.cast(predictions, _dtypes.bool), tf.cast(labels, _dtypes.bool), weights)
+            tp, update_tp = true_positives(labels, predictions, weights)
+            other, update_other = other_count(labels, predictions, weights)
+            value = _safe_ratio(tp, tp + other, "value")
+            update_op = _safe_ratio(update_tp, update_tp + update_other, "update_op")
+            _add_to_collections(metrics_collections, value)
+            _add_to_collections(updates_collections, update_op)
+            return value, update_op
+
+    metric.__name__ = default_name
+    metric.__doc__ = doc
+    return tf_export(f"metrics.{default_name}")(metric)
 
 
-@tf_export("metrics.recall")
-def recall(labels, predictions, weights=None, metrics_collections=None,
-           updates_collections=None, name=None):
-    """true_positives / (true_positives + false_negatives), 0 when there are none."""
-    tf = _tf()
-    with tf.variable_scope(name, "recall", (predictions, labels, weights)):
-        predictions, labels, weights = _remove_squeezable_dimensions(
-            tf.cast(predictions, _dtypes.bool), tf.cast(labels, _dtypes.bool), weights)
-        tp, update_tp = true_positives(labels, predictions, weights)
-        fn, update_fn = false_negatives(labels, predictions, weights)
-        value = _safe_ratio(tp, tp + fn, "value")
-        update_op = _safe_ratio(update_tp, update_tp + update_fn, "update_op")
-        _add_to_collections(metrics_collections, value)
-        _add_to_collections(updates_collections, update_op)
-        return value, update_op
+precision = _true_positive_ratio(
+    "precision", false_positives, "true_positives / (true_positives + false_positives).")
+recall = _true_positive_ratio(
+    "recall", false_negatives, "true_positives / (true_positives + false_negatives).")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,42 +372,34 @@ true_negatives_at_thresholds = _at_thresholds("true_negatives_at_thresholds", "t
 false_negatives_at_thresholds = _at_thresholds("false_negatives_at_thresholds", "false_negatives", "fn")
 
 
-@tf_export("metrics.precision_at_thresholds")
-def precision_at_thresholds(labels, predictions, thresholds, weights=None,
-                            metrics_collections=None, updates_collections=None, name=None):
-    tf = _tf()
-    with tf.variable_scope(name, "precision_at_thresholds", (predictions, labels, weights)):
-        values, update_ops = _confusion_matrix_at_thresholds(
-            labels, predictions, thresholds, weights, includes=("tp", "fp"))
-        epsilon = 1e-7
+def _ratio_at_thresholds(default_name, other_key):
+    """precision_at_thresholds or recall_at_thresholds: tp / (tp + other) per threshold, with
+    TensorFlow's epsilon in the denominator."""
 
-        def compute(tp, fp, op_name):
-            return tf.truediv(tp, epsilon + tp + fp, name="precision_" + op_name)
+    def metric(labels, predictions, thresholds, weights=None, metrics_collections=None,
+               updates_collections=None, name=None):
+        tf = _tf()
+        with tf.variable_scope(name, default_name, (predictions, labels, weights)):
+            values, update_ops = _confusion_matrix_at_thresholds(
+                labels, predictions, thresholds, weights, includes=("tp", other_key))
+            prefix = default_name.split("_")[0] + "_"
 
-        value = compute(values["tp"], values["fp"], "value")
-        update_op = compute(update_ops["tp"], update_ops["fp"], "update_op")
-        _add_to_collections(metrics_collections, value)
-        _add_to_collections(updates_collections, update_op)
-        return value, update_op
+            def compute(counts, op_name):
+                tp = counts["tp"]
+                return tf.truediv(tp, 1e-7 + tp + counts[other_key], name=prefix + op_name)
+
+            value = compute(values, "value")
+            update_op = compute(update_ops, "update_op")
+            _add_to_collections(metrics_collections, value)
+            _add_to_collections(updates_collections, update_op)
+            return value, update_op
+
+    metric.__name__ = default_name
+    return tf_export(f"metrics.{default_name}")(metric)
 
 
-@tf_export("metrics.recall_at_thresholds")
-def recall_at_thresholds(labels, predictions, thresholds, weights=None,
-                         metrics_collections=None, updates_collections=None, name=None):
-    tf = _tf()
-    with tf.variable_scope(name, "recall_at_thresholds", (predictions, labels, weights)):
-        values, update_ops = _confusion_matrix_at_thresholds(
-            labels, predictions, thresholds, weights, includes=("tp", "fn"))
-        epsilon = 1e-7
-
-        def compute(tp, fn, op_name):
-            return tf.truediv(tp, epsilon + tp + fn, name="recall_" + op_name)
-
-        value = compute(values["tp"], values["fn"], "value")
-        update_op = compute(update_ops["tp"], update_ops["fn"], "update_op")
-        _add_to_collections(metrics_collections, value)
-        _add_to_collections(updates_collections, update_op)
-        return value, update_op
+precision_at_thresholds = _ratio_at_thresholds("precision_at_thresholds", "fp")
+recall_at_thresholds = _ratio_at_thresholds("recall_at_thresholds", "fn")
 
 
 def _auc_thresholds(num_thresholds):

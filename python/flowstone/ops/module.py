@@ -5,14 +5,12 @@ Attributes are searched for tf.Variables and nested Modules (in lists, tuples an
 import re
 
 from flowstone.framework import ops as _ops
+from flowstone.util.naming import to_snake_case
 from flowstone.util.tf_export import tf_export
 
 _VALID_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 
 
-def _snake_case(class_name):
-    words = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", class_name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower()
 
 
 def _is_variable(value):
@@ -26,7 +24,7 @@ class Module:
 
     def __init__(self, name=None):
         if name is None:
-            name = _snake_case(type(self).__name__)
+            name = to_snake_case(type(self).__name__)
         elif not _VALID_NAME.match(name):
             raise ValueError(f"{name!r} is not a valid module name. Module names must be valid "
                              f"Python identifiers (e.g. a valid class name).")

@@ -11,11 +11,11 @@ LSTMs; r, u for GRUs), so weights trained by either runtime give the same output
 """
 
 import collections
-import re
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.util import nest as _nest
+from flowstone.util.naming import to_snake_case
 from flowstone.util.tf_export import tf_export
 
 
@@ -25,10 +25,6 @@ def _tf():
     return flowstone
 
 
-def _snake_case(class_name):
-    """BasicLSTMCell -> basic_lstm_cell, as TensorFlow derives a layer's default name."""
-    words = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", class_name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", words).lower()
 
 
 def _static_depth(tensor, what):
@@ -82,7 +78,7 @@ class RNNCell:
 
     @property
     def name(self):
-        return self._name or _snake_case(type(self).__name__)
+        return self._name or to_snake_case(type(self).__name__)
 
     @property
     def dtype(self):

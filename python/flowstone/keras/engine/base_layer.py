@@ -16,7 +16,7 @@ from flowstone.keras import initializers as initializers_module
 from flowstone.keras import regularizers as regularizers_module
 from flowstone.keras.engine import node as node_module
 from flowstone.keras.engine.input_spec import assert_input_compatibility
-from flowstone.keras.utils.generic_utils import to_snake_case
+from flowstone.util.naming import to_snake_case
 from flowstone.util.tf_export import tf_export
 
 _LAYER_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "weights",

@@ -1,7 +1,6 @@
 """Serialization by name or config (`'relu'`, `{'class_name': 'Dense', 'config': {...}}`),
 custom objects, and Keras's naming of classes."""
 
-import re
 import threading
 
 from flowstone.util.tf_export import tf_export
@@ -43,10 +42,6 @@ def _scoped_objects():
     return merged
 
 
-def to_snake_case(name):
-    intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    insecure = re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
-    return insecure if insecure[0] != "_" else "private" + insecure
 
 
 @tf_export("keras.utils.serialize_keras_object")
