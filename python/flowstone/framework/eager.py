@@ -237,18 +237,6 @@ class _EagerOperation:
         return f"<tf.Operation (eager) type={self.type}>"
 
 
-def iterate_until_out_of_range(get_next):
-    """The hook for `for batch in dataset:` when executing eagerly: yields get_next() (an
-    iterator's next element, computed eagerly) until it raises tf.errors.OutOfRangeError, the
-    end of the data. tf.data's Dataset.__iter__ returns this over its iterator's get_next."""
-    while True:
-        try:
-            element = get_next()
-        except _errors.OutOfRangeError:
-            return
-        yield element
-
-
 def _eager_site():
     """The user's frame that called the op: 'File "x.py", line 3, in f' (the Python line of an
     eager error)."""

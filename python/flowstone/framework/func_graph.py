@@ -87,7 +87,8 @@ class FuncGraph(ops.Graph):
         found = self._eager_captures.get(id(tensor))
         if found is not None:
             return found[1]
-        if isinstance(self.outer_graph, FuncGraph):
+        if isinstance(self.outer_graph, FuncGraph) or getattr(self.outer_graph,
+                                                               "feeds_eager_tensors", False):
             placeholder = self._capture(self.outer_graph._capture_eager(tensor, op_type), op_type)
         else:
             placeholder = self._placeholder(tensor.dtype, tensor.shape, "Placeholder")

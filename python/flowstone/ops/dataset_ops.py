@@ -16,6 +16,7 @@ from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import dataset_structure as structure
+from flowstone.ops import eager_iterator
 from flowstone.ops import iterator_ops
 from flowstone.ops import random_ops
 from flowstone.util.tf_export import export_value, tf_export
@@ -68,7 +69,13 @@ class DatasetV1:
         self._element_spec = element_spec
         self._make = make
         self._variants = weakref.WeakKeyDictionary()
-        self._variant_tensor = self._variant_in(_ops.get_default_graph())
+        if _ops.executing_eagerly():
+            # Built when iterated (eager_iterator); a dataset whose element spec is known only
+            # once its function is traced is built now into a scratch graph for that spec.
+            if element_spec is None:
+                self._trace_for_spec()
+        else:
+            self._variant_tensor = self._variant_in(_ops.get_default_graph())
 
     def _variant_in(self, graph):
         """This dataset's variant tensor in `graph` (built there on first use)."""
@@ -78,6 +85,15 @@ class DatasetV1:
                 found = self._make(*[d._variant_in(graph) for d in self._inputs])
             self._variants[graph] = found
         return found
+
+    def _trace_for_spec(self):
+        scratch = eager_iterator.PipelineGraph()
+        self._variant_in(scratch)
+        pending = [self]  # the scratch graph is dropped by every dataset of the chain
+        while pending:
+            dataset = pending.pop()
+            dataset._variants.pop(scratch, None)
+            pending.extend(dataset._inputs)
 
     # --- element structure -----------------------------------------------------------------
 
@@ -367,14 +383,22 @@ class DatasetV1:
     # --- iterators -------------------------------------------------------------------------
 
     def make_one_shot_iterator(self):
-        """An iterator that needs no initialization (the dataset may not use placeholders)."""
+        """An iterator that needs no initialization (the dataset may not use placeholders);
+        while executing eagerly, the iterator `iter(dataset)` gives, as in TF."""
+        if _ops.executing_eagerly():
+            return eager_iterator.EagerIterator(self)
         return iterator_ops.make_one_shot(self)
 
     def make_initializable_iterator(self, shared_name=None):
         """An iterator started (and restarted) by running its `initializer`."""
+        if _ops.executing_eagerly():
+            raise RuntimeError("dataset.make_initializable_iterator is not supported when eager "
+                               "execution is enabled. Use `for element in dataset` instead.")
         return iterator_ops.make_initializable(self, shared_name)
 
     def __iter__(self):
+        if _ops.executing_eagerly():
+            return eager_iterator.EagerIterator(self)
         raise RuntimeError("`tf.data.Dataset` only supports Python-style iteration in eager "
                            "mode or within tf.function; in graph mode use "
                            "make_one_shot_iterator() or make_initializable_iterator().")

@@ -57,7 +57,8 @@ def test_repr_and_str_are_tensorflows():
 
 
 def test_numpy_shares_the_tensors_memory_and_outlives_it():
-    t = tf.constant([1.0, 2.0, 3.0]) * 2.0
+    with tf.device("/cpu:0"):  # a GPU tensor's numpy() is a copy in host memory, as in TF
+        t = tf.constant([1.0, 2.0, 3.0]) * 2.0
     a, b = t.numpy(), t.numpy()
     assert np.shares_memory(a, b)
     np.testing.assert_array_equal(np.asarray(t), [2.0, 4.0, 6.0])
@@ -185,16 +186,3 @@ def test_device_scope_and_copies():
         y = tf.constant(1.0) + 1.0
     assert y.device.endswith("device:CPU:0")
     assert float(y.cpu()) == 2.0
-
-
-def test_dataset_iteration_hook_stops_at_out_of_range():
-    from flowstone.framework.eager import iterate_until_out_of_range
-    values = iter([tf.constant(1), tf.constant(2)])
-
-    def get_next():
-        try:
-            return next(values)
-        except StopIteration:
-            raise tf.errors.OutOfRangeError(None, None, "End of sequence") from None
-
-    assert [int(v) for v in iterate_until_out_of_range(get_next)] == [1, 2]
