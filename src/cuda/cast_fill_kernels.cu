@@ -1,5 +1,9 @@
 // GPU kernels that make or convert whole tensors: Cast between float32, float64, int32, int64,
-// uint8 and bool; Fill, ZerosLike and OnesLike for float32 and float64.
+// uint8 and bool, and to float16 and bfloat16; Fill, ZerosLike and OnesLike for float32 and
+// float64.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -41,6 +45,32 @@ __global__ void CastKernel(const From* in, To* out, int64_t n) {
   for (int64_t i = GridStart(); i < n; i += GridStride()) out[i] = CastValue<To, From>(in[i]);
 }
 
+// To the 16-bit storage types, through float32 as the CPU kernel converts (round to nearest
+// even; overflow gives infinity, NaN stays NaN); out holds their bits. With Truncate=true the
+// mantissa bits the narrow type cannot hold are cleared first, so nothing is left to round.
+__device__ float Narrowable(float v, bool truncate, int dropped_bits) {
+  if (!truncate) return v;
+  const uint32_t bits = __float_as_uint(v);
+  const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  return __uint_as_float(nan ? bits : bits & ~((1u << dropped_bits) - 1));
+}
+
+template <typename From>
+__global__ void CastToHalfKernel(const From* in, uint16_t* out, int64_t n, bool truncate) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) {
+    const float v = Narrowable(static_cast<float>(in[i]), truncate, 13);
+    out[i] = __half_as_ushort(__float2half_rn(v));
+  }
+}
+
+template <typename From>
+__global__ void CastToBFloat16Kernel(const From* in, uint16_t* out, int64_t n, bool truncate) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) {
+    const float v = Narrowable(static_cast<float>(in[i]), truncate, 16);
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
+}
+
 #define FS_GPU_CAST_TYPES float, double, int32_t, int64_t, uint8_t, bool
 
 Status Cast(KernelContext& ctx) {
@@ -50,15 +80,27 @@ Status Cast(KernelContext& ctx) {
     ctx.SetOutput(0, in);
     return Status::OK();
   }
-  if (dst == DType::kFloat16 || dst == DType::kBFloat16) {
-    return errors::Unimplemented("Cast to ", DTypeName(dst),
-                                 " has no GPU kernel; place the cast "
-                                 "on the CPU with tf.device('/cpu:0')");
-  }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, in.shape(), &out));
   const int64_t n = in.num_elements();
   if (n == 0) return Status::OK();
+  if (dst == DType::kFloat16 || dst == DType::kBFloat16) {
+    auto* bits = static_cast<uint16_t*>(out->raw_data());
+    const bool truncate = ctx.node().attrs().GetOr<bool>("Truncate", false);
+    return DispatchDType<FS_GPU_CAST_TYPES>(in.dtype(), "Cast", [&]<typename From>() {
+      const From* from = ctx.input(0).data<From>();
+      // As on the CPU, Truncate applies to floating-point sources only.
+      const bool drop_bits = truncate && std::is_floating_point_v<From>;
+      if (dst == DType::kFloat16) {
+        CastToHalfKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(from, bits, n,
+                                                                               drop_bits);
+      } else {
+        CastToBFloat16Kernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(from, bits, n,
+                                                                                   drop_bits);
+      }
+      return LaunchCheck("Cast");
+    });
+  }
   return DispatchDType<FS_GPU_CAST_TYPES>(in.dtype(), "Cast", [&]<typename From>() {
     return DispatchDType<FS_GPU_CAST_TYPES>(dst, "Cast", [&]<typename To>() {
       CastKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(ctx.input(0).data<From>(),

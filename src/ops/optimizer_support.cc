@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "flowstone/shape_inference.h"
+#include "ops/var_memory.h"
 
 namespace flowstone {
 
@@ -24,6 +25,7 @@ Status LockedVars::Prepare(KernelContext& ctx, const CopyFn& copy) {
           ". Run the variables' initializers (tf.global_variables_initializer()) after "
           "creating the optimizer: its slot variables need initializing too.");
     }
+    FS_RETURN_IF_ERROR(MoveVarToMemoryOf(v, ctx.device()));
   }
   const Tensor& first = vars_[0]->value();
   for (Var* v : vars_) {

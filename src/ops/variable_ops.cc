@@ -8,23 +8,18 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/elementwise.h"
+#include "ops/var_memory.h"
 
 namespace flowstone {
 namespace {
 
 // Records that `var` lives in `device`'s memory; a value already there (restored from a
-// checkpoint before the first run) is moved into that memory.
+// checkpoint before the first run) is moved into that memory. A handle op on the CPU leaves the
+// variable where it is.
 Status MoveToDevice(Var* var, Device* device) {
   if (device->host_memory()) return Status::OK();
   std::lock_guard<std::mutex> lock(var->mu());
-  if (var->device() == device) return Status::OK();
-  if (var->initialized()) {
-    Tensor on_device;
-    FS_RETURN_IF_ERROR(device->CopyFromHost(var->value(), &on_device));
-    var->value() = std::move(on_device);
-  }
-  var->set_device(device);
-  return Status::OK();
+  return MoveVarToMemoryOf(var, device);
 }
 
 // Looks up the variable once per session (kernels are per session), then hands out the handle.
@@ -75,6 +70,7 @@ Status ReadVariable(KernelContext& ctx) {
   Var* var = VarFromHandle(ctx.input(0));
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
+  FS_RETURN_IF_ERROR(MoveVarToMemoryOf(var, ctx.device()));
   ctx.SetOutput(0, var->value());
   return Status::OK();
 }
@@ -122,6 +118,8 @@ Status AssignVariable(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(CheckAssignable(*var, value));
   std::lock_guard<std::mutex> lock(var->mu());
   var->value() = value;
+  // The value is in this kernel's memory now.
+  var->set_device(ctx.device()->host_memory() ? nullptr : ctx.device());
   return Status::OK();
 }
 
@@ -144,6 +142,7 @@ Status AssignUpdate(KernelContext& ctx) {
   const Tensor& delta = ctx.input(1);
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
+  FS_RETURN_IF_ERROR(MoveVarToMemoryOf(var, ctx.device()));
   Tensor& current = var->value();
   if (current.dtype() != delta.dtype() || current.shape() != delta.shape()) {
     return errors::InvalidArgument("Cannot update variable '", var->name(), "' of ",

@@ -38,7 +38,9 @@ Status PlaceNode(const Node& node, const std::vector<Device*>& devices,
   DeviceSpec requested;
   FS_RETURN_IF_ERROR(DeviceSpec::Parse(node.requested_device(), &requested));
 
-  // A variable in a device's memory can only be used by kernels on that device.
+  // An op on a variable runs on the variable's device. One with no kernel there (built after the
+  // variable was placed) runs where it has one, and moves the value into that memory at run time
+  // (ops/var_memory.h), unless the user pinned the variable and asked for no soft placement.
   for (int i = 0; i < node.num_inputs(); ++i) {
     Device* var_device = input_devices[i];
     if (node.input_type(i) != DType::kResource || var_device == nullptr ||
@@ -50,6 +52,8 @@ Status PlaceNode(const Node& node, const std::vector<Device*>& devices,
       *out = var_device;
       return Status::OK();
     }
+    const bool variable_pinned = !node.inputs()[i].node->requested_device().empty();
+    if (!has_kernel && (!variable_pinned || options.allow_soft_placement)) continue;
     return errors::InvalidArgument(
         "Cannot assign a device for operation ", node.name(), ": it uses the variable ",
         node.inputs()[i].node->name(), ", which lives in the memory of ", var_device->name(),

@@ -172,9 +172,27 @@ def test_cast(src, dst):
     compare(lambda t: tf.cast(t, dst), [x])
 
 
-def test_cast_to_half_is_unimplemented_on_gpu():
-    with pytest.raises(tf.errors.UnimplementedError, match="float16"):
-        run_on("/gpu:0", lambda t: tf.cast(t, tf.float16), [sample((3,))])
+HALF_SOURCES = {
+    # Rounding to nearest even, overflow to infinity, NaN and signed zero kept.
+    np.float32: [-7e4, -2.7, -1.0, -0.0, 0.1, 1.0 + 2.0 ** -11, 65504.0, 7e4, np.nan, np.inf],
+    np.int32: [-70000, -2049, 0, 1, 2049, 65504, 70000],
+}
+HALF_SOURCES[np.float64] = HALF_SOURCES[np.float32] + [1e-300]
+
+
+@pytest.mark.parametrize("truncate", [False, True])
+@pytest.mark.parametrize("src", [np.float32, np.float64, np.int32])
+@pytest.mark.parametrize("dst", ["float16", "bfloat16"])
+def test_cast_to_16_bit_floats_matches_the_cpu_bit_for_bit(src, dst, truncate):
+    x = np.array(HALF_SOURCES[src] + [1.0 + 2**-8 + 2**-9, 1.0 + 2**-10 + 2**-11], src)
+    attrs = {"SrcT": tf.as_dtype(src), "DstT": getattr(tf, dst), "Truncate": truncate}
+    cast = lambda t: apply_op("Cast", [t], attrs).outputs[0]  # noqa: E731
+    cpu = np.asarray(run_on("/cpu:0", cast, [x]))
+    gpu = np.asarray(run_on("/gpu:0", cast, [x]))
+    assert gpu.dtype == cpu.dtype and gpu.shape == cpu.shape
+    # Exact values (NaN where NaN) and the sign of zero; bfloat16 is fetched as float32.
+    np.testing.assert_array_equal(gpu.astype(np.float64), cpu.astype(np.float64))
+    np.testing.assert_array_equal(np.signbit(gpu), np.signbit(cpu))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

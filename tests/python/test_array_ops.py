@@ -933,7 +933,7 @@ def test_gradient_marks_follow_tensorflow():
         assert _C.op_def(name)["not_differentiable"], name
     for name in differentiable:
         assert not _C.op_def(name)["not_differentiable"], name
-        assert _C.op_def(name)["kernels"] == ["CPU"], name
+        assert "CPU" in _C.op_def(name)["kernels"], name
 
 
 def test_module_exports():

@@ -12,6 +12,11 @@ import pytest
 
 import flowstone as tf
 
+# These scenarios describe a machine without a GPU (exact device lists and placements);
+# tests/gpu and test_gpu_fake.py cover placement with GPUs.
+pytestmark = pytest.mark.skipif(bool(tf.config.list_physical_devices("GPU")),
+                                reason="this machine has a GPU; the scenarios here have none")
+
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
 CPU1 = "/job:localhost/replica:0/task:0/device:CPU:1"
 TWO_CPUS = tf.ConfigProto(device_count={"CPU": 2})

@@ -62,6 +62,31 @@ def test_gradient_and_variables_on_the_gpu():
     assert lines == ["[[7.0, 11.0], [9.0, 13.0]]", "[2.0, 3.0]"]
 
 
+def test_optimizer_steps_and_tf_function_on_a_variable_in_gpu_memory():
+    # The fake GPU has no kernel for the optimizer's update: it runs on the CPU, moving the
+    # variable to host memory, and the next GPU read moves it back (the fake GPU's kernels fail
+    # on an input in the wrong memory). A tf.function body reads the captured variable too.
+    lines = run("""
+        w = tf.Variable([[1.0], [2.0]])
+        x = tf.constant([[1.0, 1.0]])
+        optimizer = tf.train.GradientDescentOptimizer(0.5)
+        for _ in range(2):
+            optimizer.minimize(lambda: tf.reduce_sum(tf.matmul(x, w)), var_list=[w])
+            print(w.numpy().tolist(), (w * 2.0).numpy().tolist())
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(tf.matmul(x, w))
+            optimizer.apply_gradients(zip(tape.gradient(loss, [w]), [w]))
+
+        step()
+        print(w.numpy().tolist(), tf.function(lambda: tf.matmul(x, w))().numpy().tolist())
+    """)
+    assert lines == ["[[0.5], [1.5]] [[1.0], [3.0]]", "[[0.0], [1.0]] [[0.0], [2.0]]",
+                     "[[-0.5], [0.5]] [[0.0]]"]
+
+
 def test_placement_log_names_each_eager_op_and_its_device():
     env = dict(os.environ, FLOWSTONE_GPU_PLUGIN=PLUGIN, FLOWSTONE_FAKE_GPU_COUNT="1",
                FLOWSTONE_FAKE_GPU_MEMORY_MB="256")

@@ -249,6 +249,30 @@ def test_a_variable_goes_where_every_op_using_it_has_a_kernel():
     assert "has no GPU kernel" in proc.stdout
 
 
+def test_an_op_added_later_without_a_gpu_kernel_moves_the_variable_to_the_cpu_and_back():
+    proc = run("""
+        c = tf.Variable(np.ones([2], np.float32), name="c")  # read and added to: on the GPU
+        read = c.read_value()
+        cfg = tf.ConfigProto(log_device_placement=True)
+        with tf.Session(config=cfg) as sess:
+            sess.run(c.initializer)
+            print("before", sess.run(read).tolist())
+            # Built after the variable was placed; the fake GPU has no kernel for the update.
+            step = tf.train.GradientDescentOptimizer(0.5).minimize(tf.reduce_sum(c), name="step")
+            sess.run(step)
+            print("after step", sess.run(read).tolist())
+            sess.run(c.assign_add(tf.ones([2])))
+            sess.run(step)
+            print("after add and step", sess.run(c).tolist())
+    """)
+    placed = placements(proc.stderr)
+    assert placed["c"] == GPU0
+    assert placed["step/update_c/ResourceApply"] == CPU0
+    assert "before [1.0, 1.0]" in proc.stdout
+    assert "after step [0.5, 0.5]" in proc.stdout
+    assert "after add and step [1.0, 1.0]" in proc.stdout
+
+
 def test_allow_growth_and_memory_fraction_decide_what_is_reserved():
     code = """
         a = tf.matmul(tf.ones([4, 4]), tf.ones([4, 4]))

@@ -3,6 +3,7 @@
 Each scenario that sends signals or forks runs in a subprocess of its own, so a crash or a hang
 fails one test instead of the test run.
 """
+import os
 import subprocess
 import sys
 import textwrap
@@ -40,8 +41,9 @@ def signal_after(delay, sig=signal.SIGINT):
 
 def run_script(body, timeout=240):
     code = CHAIN + textwrap.dedent(body)
+    # The scenarios interrupt long CPU computations (a GPU would finish them at once).
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
 
@@ -131,10 +133,11 @@ def test_a_handler_installed_with_signal_signal_runs_and_default_handling_comes_
 
 def _long_chain(n=300, size=1024):
     value = np.random.RandomState(1).rand(size, size).astype(np.float32) / size
-    x = tf.constant(value)
-    y = x
-    for _ in range(n):
-        y = tf.matmul(y, x)
+    with tf.device("/cpu:0"):  # seconds on the CPU (a GPU would finish before any deadline)
+        x = tf.constant(value)
+        y = x
+        for _ in range(n):
+            y = tf.matmul(y, x)
     return x, y
 
 

@@ -14,6 +14,7 @@
 #include "flowstone/shape_inference.h"
 #include "ops/array/scatter_util.h"
 #include "ops/array_util.h"
+#include "ops/var_memory.h"
 
 namespace flowstone {
 namespace {
@@ -38,6 +39,7 @@ class WritableVar {
           "Attempting to use uninitialized value ", var_->name(),
           ". Initialize it first: run sess.run(tf.global_variables_initializer()).");
     }
+    FS_RETURN_IF_ERROR(MoveVarToMemoryOf(var_, ctx.device()));
     const Tensor& updates = ctx.input(2);
     if (updates.dtype() != var_->value().dtype()) {
       return errors::InvalidArgument("Cannot update variable '", var_->name(), "' of dtype ",
