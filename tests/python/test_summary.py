@@ -435,7 +435,7 @@ def test_summary_saver_hook_needs_exactly_one_source():
         tf.train.SummarySaverHook(save_steps=1, output_dir="x")
 
 
-def test_keras_tensorboard_callback_writes_epoch_scalars_and_histograms(tmp_path):
+def test_keras_tensorboard_callback_writes_scalars_histograms_and_graph(tmp_path):
     model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
     model.compile("sgd", "mse")
     x = np.random.default_rng(0).normal(size=(8, 2)).astype(np.float32)
@@ -446,10 +446,19 @@ def test_keras_tensorboard_callback_writes_epoch_scalars_and_histograms(tmp_path
               for e in tf.train.summary_iterator(path)]
     tags = [(v.tag, e.step) for e in events if e.WhichOneof("what") == "summary"
             for v in e.summary.value]
-    assert [s for t, s in tags if t == "epoch_loss"] == [0, 1]
-    assert [s for t, s in tags if t == "batch_loss"] == [1, 2, 3, 4]
+    # TF 1's steps: batches by index; epochs by samples seen once batches are written (a
+    # batch without a 'size' in its logs counts as one sample).
+    assert [s for t, s in tags if t == "batch_loss"] == [0, 1, 2, 3]
+    assert [s for t, s in tags if t == "epoch_loss"] == [2, 4]
     assert sum(1 for t, _ in tags if "kernel" in t) == 2
     assert any(e.WhichOneof("what") == "graph_def" for e in events)
+    by_epoch = tmp_path / "by_epoch"
+    model.fit(x, x[:, :1], epochs=2, batch_size=4, verbose=0,
+              callbacks=[tf.keras.callbacks.TensorBoard(str(by_epoch), write_graph=False)])
+    events = [e for e in tf.train.summary_iterator(_event_files(str(by_epoch))[0])
+              if e.WhichOneof("what") == "summary"]
+    assert [(e.step, [v.tag for v in e.summary.value]) for e in events] == [
+        (0, ["epoch_loss"]), (1, ["epoch_loss"])]
 
 
 # --- the real TensorBoard -----------------------------------------------------------------------

@@ -469,9 +469,10 @@ class LambdaCallback(Callback):
 @tf_export("keras.callbacks.TensorBoard")
 class TensorBoard(Callback):
     """Writes TensorBoard event files in `log_dir` (TF 1's callback): the model's graph
-    (`write_graph`), the epoch logs as scalars 'epoch_<name>' at the epoch number, with
-    `update_freq='batch'` (or every N batches) the batch logs as 'batch_<name>' at the count of
-    batches seen, and every `histogram_freq` epochs a histogram of each weight."""
+    (`write_graph`), the epoch logs as scalars 'epoch_<name>', and every `histogram_freq` epochs
+    a histogram of each weight. With `update_freq='batch'` or N, the batch logs are written as
+    'batch_<name>' at the batch's index once N samples passed since the last write (a batch
+    counts as its logs' 'size', or 1), and epochs are stepped by samples seen, as in TF 1."""
 
     def __init__(self, log_dir="logs", histogram_freq=0, batch_size=32, write_graph=True,
                  write_grads=False, write_images=False, embeddings_freq=0,
@@ -491,6 +492,8 @@ class TensorBoard(Callback):
         self.writer = None
         self._histograms = None
         self._batches_seen = 0
+        self._samples_seen = 0
+        self._samples_at_last_write = 0
 
     def on_train_begin(self, logs=None):
         graph = K.get_session().graph if self.write_graph else None
@@ -505,9 +508,13 @@ class TensorBoard(Callback):
         self.writer.add_summary(summary, step)
 
     def on_train_batch_end(self, batch, logs=None):
-        self._batches_seen += 1
-        if self.update_freq != "epoch" and self._batches_seen % self.update_freq == 0:
+        logs = logs or {}
+        self._samples_seen += logs.get("size", 1)
+        if (self.update_freq != "epoch" and
+                self._samples_seen - self._samples_at_last_write >= self.update_freq):
             self._write_scalars("batch_", logs, self._batches_seen)
+            self._samples_at_last_write = self._samples_seen
+        self._batches_seen += 1
 
     def _write_histograms(self, epoch):
         session = K.get_session()
@@ -520,7 +527,8 @@ class TensorBoard(Callback):
             self.writer.add_summary(session.run(self._histograms), epoch)
 
     def on_epoch_end(self, epoch, logs=None):
-        self._write_scalars("epoch_", logs, epoch)
+        self._write_scalars("epoch_", logs,
+                            epoch if self.update_freq == "epoch" else self._samples_seen)
         if self.histogram_freq and epoch % self.histogram_freq == 0:
             self._write_histograms(epoch)
         self.writer.flush()
