@@ -430,6 +430,25 @@ def test_monitored_training_session_writes_summaries(tmp_path):
     tf.summary.FileWriterCache.clear()
 
 
+def test_checkpoint_saver_hook_logs_each_checkpoint(tmp_path):
+    step = tf.train.get_or_create_global_step()
+    train_op = tf.assign_add(step, 1)
+    with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_steps=2,
+                                           save_summaries_steps=None,
+                                           log_step_count_steps=None) as sess:
+        for _ in range(3):
+            sess.run(train_op)
+    tf.summary.FileWriterCache.clear()
+    events = list(tf.train.summary_iterator(_event_files(str(tmp_path))[0]))
+    logs = [(e.step, e.session_log.checkpoint_path) for e in events
+            if e.WhichOneof("what") == "session_log"]
+    path = os.path.join(str(tmp_path), "model.ckpt")
+    assert logs == [(0, path), (2, path), (3, path)]
+    assert all(e.session_log.status == tf.SessionLog.CHECKPOINT for e in events
+               if e.WhichOneof("what") == "session_log")
+    assert any(e.WhichOneof("what") == "graph_def" for e in events)
+
+
 def test_summary_saver_hook_needs_exactly_one_source():
     with pytest.raises(ValueError, match="Exactly one of scaffold or summary_op"):
         tf.train.SummarySaverHook(save_steps=1, output_dir="x")

@@ -236,7 +236,9 @@ class CheckpointSaverListener:
 @tf_export("train.CheckpointSaverHook")
 class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint when the session starts, every `save_secs` seconds or `save_steps`
-    steps, and at the end. The graph itself is not written (see docs/COMPAT.md)."""
+    steps, and at the end. As TensorFlow's, it also writes the graph and a SessionLog
+    CHECKPOINT per save to the cached FileWriter of `checkpoint_dir`, for TensorBoard; the
+    graph.pbtxt file is not written (see docs/COMPAT.md)."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None,
@@ -251,12 +253,15 @@ class CheckpointSaverHook(SessionRunHook):
         self._listeners = list(listeners or [])
 
     def begin(self):
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         self._global_step_tensor = _require_global_step("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()
 
     def after_create_session(self, session, coord):
         step = int(session.run(self._global_step_tensor))
+        # Written here, not in begin: other hooks' begin may still add to the graph.
+        self._summary_writer.add_graph(_ops.get_default_graph())
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
@@ -301,6 +306,8 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step)
+        self._summary_writer.add_session_log(
+            SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step)
         stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
