@@ -3,7 +3,10 @@ tf.keras user would (only the import differs): a small CNN trained with fit (wit
 progress bar and a validation split), evaluated on held-out digits, saved to HDF5, reloaded, and
 checked to predict the same.
 
-    python examples/keras_mnist.py [--epochs 15]
+    python examples/keras_mnist.py [--epochs 15] [--logdir runs/digits]
+
+With --logdir, a TensorBoard callback logs the graph, the epoch metrics and weight histograms
+there (`tensorboard --logdir runs` shows them).
 """
 
 import argparse
@@ -45,12 +48,17 @@ def build_model():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--logdir", help="write TensorBoard event files here")
     args = parser.parse_args()
     tf.set_random_seed(0)
     (x_train, y_train), (x_test, y_test) = load_data()
     model = build_model()
     model.summary()
-    model.fit(x_train, y_train, batch_size=32, epochs=args.epochs, validation_split=0.1)
+    callbacks = []
+    if args.logdir:
+        callbacks.append(tf.keras.callbacks.TensorBoard(args.logdir, histogram_freq=1))
+    model.fit(x_train, y_train, batch_size=32, epochs=args.epochs, validation_split=0.1,
+              callbacks=callbacks)
     loss, accuracy = model.evaluate(x_test, y_test, verbose=0)
     print(f"test loss {loss:.4f}, test accuracy {accuracy:.4f}")
 

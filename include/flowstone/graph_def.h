@@ -32,6 +32,7 @@ namespace flowstone {
 
 namespace proto {
 class GraphDef;
+class TensorProto;
 }  // namespace proto
 
 // The GraphDef version Flowstone writes as `versions.producer`: TensorFlow 2.21's, whose op
@@ -41,6 +42,11 @@ inline constexpr int kGraphDefProducer = 2474;
 // Serializes every node of `graph`. Fails with Unimplemented for an attr that holds a value
 // TensorFlow cannot represent (a resource or variant tensor).
 Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out);
+
+// A tensor as TensorFlow's TensorProto (numbers in tensor_content, strings in string_val), as
+// Const attrs are written; also what tensor summaries carry. Unimplemented for resource and
+// variant tensors.
+Status TensorToProto(const Tensor& tensor, proto::TensorProto* out);
 
 struct ImportGraphDefOptions {
   // Prepended with a "/" to every imported node's name (and to `_class` colocation names); empty

@@ -41,6 +41,7 @@ from flowstone import tf_test as test
 from flowstone import sysconfig
 from flowstone import train
 from flowstone import saved_model
+from flowstone import summary
 from flowstone import layers, losses, nn
 from flowstone import math  # noqa: A004 - TensorFlow's name
 

@@ -20,6 +20,7 @@ NB_MODULE(_C, m) {
   RegisterInterrupts(m);
   RegisterEager(m);
   RegisterRecordIO(m);
+  RegisterSummary(m);
 }
 
 }  // namespace flowstone::python

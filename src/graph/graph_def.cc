@@ -1168,4 +1168,8 @@ Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& o
   return s;
 }
 
+Status TensorToProto(const Tensor& tensor, proto::TensorProto* out) {
+  return ExportTensor(tensor, out);
+}
+
 }  // namespace flowstone

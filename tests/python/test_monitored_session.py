@@ -151,11 +151,6 @@ def test_step_fn_and_request_stop():
         assert sess.should_stop()
 
 
-def test_summary_saver_hook_is_unimplemented():
-    with pytest.raises(tf.errors.UnimplementedError, match="summaries .* are not implemented"):
-        tf.train.SummarySaverHook(save_steps=1, output_dir="/tmp")
-
-
 def test_session_manager_errors_and_ready_check():
     w = tf.Variable(1.0, name="needs_init")
     manager = tf.train.SessionManager(ready_op=tf.report_uninitialized_variables())

@@ -7,9 +7,12 @@ import os
 import numpy as np
 
 from flowstone import errors
+from flowstone.framework.tf_protos import Summary
 from flowstone.keras import backend as K
 from flowstone.keras.utils.progbar import Progbar
 from flowstone.platform import tf_logging as logging
+from flowstone.summary import summary_ops
+from flowstone.summary.writer import FileWriter
 from flowstone.util.tf_export import tf_export
 
 
@@ -465,11 +468,71 @@ class LambdaCallback(Callback):
 
 @tf_export("keras.callbacks.TensorBoard")
 class TensorBoard(Callback):
-    """Needs event files (tf.summary's writer), which Flowstone does not write yet."""
+    """Writes TensorBoard event files in `log_dir` (TF 1's callback): the model's graph
+    (`write_graph`), the epoch logs as scalars 'epoch_<name>', and every `histogram_freq` epochs
+    a histogram of each weight. With `update_freq='batch'` or N, the batch logs are written as
+    'batch_<name>' at the batch's index once N samples passed since the last write (a batch
+    counts as its logs' 'size', or 1), and epochs are stepped by samples seen, as in TF 1."""
 
-    def __init__(self, log_dir="logs", *args, **kwargs):
-        raise errors.UnimplementedError(
-            None, None,
-            "tf.keras.callbacks.TensorBoard needs TensorBoard event files, which Flowstone "
-            "cannot write yet (tf.summary's FileWriter is not implemented). Remove the "
-            "TensorBoard callback, or log with CSVLogger('training.log') meanwhile.")
+    def __init__(self, log_dir="logs", histogram_freq=0, batch_size=32, write_graph=True,
+                 write_grads=False, write_images=False, embeddings_freq=0,
+                 embeddings_layer_names=None, embeddings_metadata=None, embeddings_data=None,
+                 update_freq="epoch", profile_batch=2, **kwargs):
+        super().__init__()
+        del batch_size, write_grads, write_images, embeddings_layer_names, embeddings_metadata
+        del embeddings_data, profile_batch, kwargs
+        if embeddings_freq:
+            raise errors.UnimplementedError(
+                None, None, "tf.keras.callbacks.TensorBoard: embeddings (embeddings_freq) are "
+                "not written by Flowstone; pass embeddings_freq=0")
+        self.log_dir = os.fspath(log_dir)
+        self.histogram_freq = histogram_freq
+        self.write_graph = write_graph
+        self.update_freq = 1 if update_freq == "batch" else update_freq
+        self.writer = None
+        self._histograms = None
+        self._batches_seen = 0
+        self._samples_seen = 0
+        self._samples_at_last_write = 0
+
+    def on_train_begin(self, logs=None):
+        graph = K.get_session().graph if self.write_graph else None
+        self.writer = FileWriter(self.log_dir, graph=graph)
+
+    def _write_scalars(self, prefix, logs, step):
+        summary = Summary()
+        for name, value in (logs or {}).items():
+            if name in ("batch", "size", "num_steps"):
+                continue
+            summary.value.add(tag=prefix + name, simple_value=float(np.mean(value)))
+        self.writer.add_summary(summary, step)
+
+    def on_train_batch_end(self, batch, logs=None):
+        logs = logs or {}
+        self._samples_seen += logs.get("size", 1)
+        if (self.update_freq != "epoch" and
+                self._samples_seen - self._samples_at_last_write >= self.update_freq):
+            self._write_scalars("batch_", logs, self._batches_seen)
+            self._samples_at_last_write = self._samples_seen
+        self._batches_seen += 1
+
+    def _write_histograms(self, epoch):
+        session = K.get_session()
+        if self._histograms is None:
+            with session.graph.as_default():
+                ops = [summary_ops.histogram(w.name.replace(":", "_"), w, collections=[])
+                       for w in self.model.weights]
+                self._histograms = summary_ops.merge(ops) if ops else None
+        if self._histograms is not None:
+            self.writer.add_summary(session.run(self._histograms), epoch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._write_scalars("epoch_", logs,
+                            epoch if self.update_freq == "epoch" else self._samples_seen)
+        if self.histogram_freq and epoch % self.histogram_freq == 0:
+            self._write_histograms(epoch)
+        self.writer.flush()
+
+    def on_train_end(self, logs=None):
+        if self.writer is not None:
+            self.writer.close()

@@ -200,9 +200,13 @@ def listdir(path):
 
 @tf_export("io.gfile.makedirs", "gfile.MakeDirs")
 def makedirs(path):
-    """Creates `path` and its missing parents; an existing directory is fine."""
+    """Creates `path` and its missing parents; an existing directory is fine, an existing file
+    is FailedPreconditionError, as in TensorFlow."""
+    local = _local_path(path)
+    if _os.path.exists(local) and not _os.path.isdir(local):
+        raise _errors.FailedPreconditionError(None, None, f"{path} is not a directory")
     try:
-        _os.makedirs(_local_path(path), exist_ok=True)
+        _os.makedirs(local, exist_ok=True)
     except OSError as e:
         raise _os_error(e, path) from None
 

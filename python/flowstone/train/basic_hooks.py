@@ -8,7 +8,9 @@ import numpy as np
 
 from flowstone import errors
 from flowstone.framework import ops as _ops
+from flowstone.framework.tf_protos import SessionLog, Summary
 from flowstone.platform import tf_logging as logging
+from flowstone.summary.writer import FileWriterCache
 from flowstone.train.optimizer import get_global_step
 from flowstone.train.session_run_hook import SessionRunArgs, SessionRunHook
 from flowstone.util.tf_export import tf_export
@@ -152,9 +154,9 @@ class LoggingTensorHook(SessionRunHook):
 
 @tf_export("train.StepCounterHook")
 class StepCounterHook(SessionRunHook):
-    """Logs global steps per second every `every_n_steps` steps or `every_n_secs` seconds.
-    (TensorFlow also writes it as a summary; summaries do not exist here yet, so `output_dir`
-    and `summary_writer` are accepted and unused, as docs/COMPAT.md says.)"""
+    """Logs global steps per second every `every_n_steps` steps or `every_n_secs` seconds, and
+    writes it as the summary 'global_step/sec' to `summary_writer` or the cached FileWriter of
+    `output_dir`."""
 
     def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None,
                  summary_writer=None):
@@ -165,7 +167,10 @@ class StepCounterHook(SessionRunHook):
         self._summary_writer = summary_writer
 
     def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
         self._global_step_tensor = _require_global_step("StepCounter")
+        self._summary_tag = f"{self._global_step_tensor.op.name}/sec"
 
     def before_run(self, run_context):
         return SessionRunArgs(self._global_step_tensor)
@@ -175,7 +180,12 @@ class StepCounterHook(SessionRunHook):
         if self._timer.should_trigger_for_step(step):
             elapsed_secs, elapsed_steps = self._timer.update_last_triggered_step(step)
             if elapsed_secs:
-                logging.info("global_step/sec: %g", elapsed_steps / elapsed_secs)
+                steps_per_sec = elapsed_steps / elapsed_secs
+                logging.info("global_step/sec: %g", steps_per_sec)
+                if self._summary_writer is not None:
+                    summary = Summary(value=[Summary.Value(tag=self._summary_tag,
+                                                           simple_value=steps_per_sec)])
+                    self._summary_writer.add_summary(summary, step)
 
 
 @tf_export("train.NanLossDuringTrainingError")
@@ -226,7 +236,9 @@ class CheckpointSaverListener:
 @tf_export("train.CheckpointSaverHook")
 class CheckpointSaverHook(SessionRunHook):
     """Saves a checkpoint when the session starts, every `save_secs` seconds or `save_steps`
-    steps, and at the end. The graph itself is not written (see docs/COMPAT.md)."""
+    steps, and at the end. As TensorFlow's, it also writes the graph and a SessionLog
+    CHECKPOINT per save to the cached FileWriter of `checkpoint_dir`, for TensorBoard; the
+    graph.pbtxt file is not written (see docs/COMPAT.md)."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None,
@@ -241,12 +253,15 @@ class CheckpointSaverHook(SessionRunHook):
         self._listeners = list(listeners or [])
 
     def begin(self):
+        self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
         self._global_step_tensor = _require_global_step("CheckpointSaverHook")
         for listener in self._listeners:
             listener.begin()
 
     def after_create_session(self, session, coord):
         step = int(session.run(self._global_step_tensor))
+        # Written here, not in begin: other hooks' begin may still add to the graph.
+        self._summary_writer.add_graph(_ops.get_default_graph())
         self._save(session, step)
         self._timer.update_last_triggered_step(step)
 
@@ -291,6 +306,8 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.before_save(session, step)
         self._get_saver().save(session, self._save_path, global_step=step)
+        self._summary_writer.add_session_log(
+            SessionLog(status=SessionLog.CHECKPOINT, checkpoint_path=self._save_path), step)
         stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
@@ -302,15 +319,58 @@ class CheckpointSaverHook(SessionRunHook):
 
 @tf_export("train.SummarySaverHook")
 class SummarySaverHook(SessionRunHook):
-    """Would write summaries every N steps or seconds; summaries do not exist in Flowstone yet,
-    so constructing one raises UnimplementedError."""
+    """Writes the summaries of `summary_op` (or the scaffold's) every `save_steps` steps or
+    `save_secs` seconds, at the global step, to `summary_writer` or the cached FileWriter of
+    `output_dir`; a SessionLog START marks the first run."""
 
     def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None,
                  scaffold=None, summary_op=None):
-        raise errors.UnimplementedError(
-            None, None, "tf.train.SummarySaverHook: summaries (tf.summary, event files) are not "
-            "implemented in Flowstone yet. Remove the hook, or pass save_summaries_steps=None "
-            "and save_summaries_secs=None to MonitoredTrainingSession.")
+        if (scaffold is None) == (summary_op is None):
+            raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+        self._summary_op = summary_op
+        self._summary_writer = summary_writer
+        self._output_dir = output_dir
+        self._scaffold = scaffold
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+    def begin(self):
+        if self._summary_writer is None and self._output_dir:
+            self._summary_writer = FileWriterCache.get(self._output_dir)
+        self._next_step = None
+        self._global_step_tensor = _require_global_step("SummarySaverHook")
+
+    def _summary_ops(self):
+        op = self._summary_op if self._summary_op is not None else self._scaffold.summary_op
+        if op is None:
+            return None
+        return op if isinstance(op, list) else [op]
+
+    def before_run(self, run_context):
+        # Until the first run the step is unknown, so that run always writes.
+        self._request_summary = (self._next_step is None or
+                                 self._timer.should_trigger_for_step(self._next_step))
+        fetches = {"global_step": self._global_step_tensor}
+        if self._request_summary and self._summary_ops() is not None:
+            fetches["summary"] = self._summary_ops()
+        return SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values):
+        if not self._summary_writer:
+            return
+        step = int(run_values.results["global_step"]) + 1
+        if self._next_step is None or self._request_summary:
+            step = int(run_context.session.run(self._global_step_tensor))
+        if self._next_step is None:
+            self._summary_writer.add_session_log(SessionLog(status=SessionLog.START), step)
+        if self._request_summary:
+            self._timer.update_last_triggered_step(step)
+            for summary in run_values.results.get("summary", []):
+                self._summary_writer.add_summary(summary, step)
+        self._next_step = step + 1
+
+    def end(self, session=None):
+        if self._summary_writer:
+            self._summary_writer.flush()
 
 
 @tf_export("train.FeedFnHook")

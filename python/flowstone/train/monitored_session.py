@@ -4,7 +4,8 @@ hooks around every run() and stops cleanly at the end of the input."""
 from flowstone import errors
 from flowstone.framework import ops as _ops
 from flowstone.ops import basic_ops, variables
-from flowstone.train.basic_hooks import CheckpointSaverHook, StepCounterHook
+from flowstone.summary import summary_ops
+from flowstone.train.basic_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from flowstone.train.coordinator import Coordinator
 from flowstone.train.saver import Saver
 from flowstone.train.session_manager import SessionManager
@@ -87,6 +88,9 @@ class Scaffold:
         if self._local_init_op is None:
             self._local_init_op = Scaffold.get_or_default(
                 "local_init_op", _ops.GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
+        if self._summary_op is None:
+            self._summary_op = Scaffold.get_or_default(
+                "summary_op", _ops.GraphKeys.SUMMARY_OP, summary_ops.merge_all)
         if self._saver is None:
             self._saver = Scaffold.get_or_default(
                 "saver", _ops.GraphKeys.SAVERS, lambda: Saver(sharded=True, allow_empty=True))
@@ -316,12 +320,17 @@ def MonitoredTrainingSession(  # noqa: N802 - TensorFlow's name
         summary_dir=None, save_graph_def=True):
     """A MonitoredSession for training: on the chief, it restores or initializes the model, saves
     checkpoints into `checkpoint_dir` (every 600 seconds unless save_checkpoint_steps/secs say
-    otherwise) and logs steps per second; other workers wait for the chief. Summaries are not
-    written (tf.summary does not exist yet; see docs/COMPAT.md)."""
+    otherwise), logs steps per second and writes the graph's summaries (merge_all) into
+    `summary_dir` (default: checkpoint_dir) every 100 steps unless save_summaries_steps/secs say
+    otherwise; other workers wait for the chief."""
     if save_checkpoint_steps is USE_DEFAULT and save_checkpoint_secs is USE_DEFAULT:
         save_checkpoint_steps, save_checkpoint_secs = None, 600
     save_checkpoint_steps = _default(save_checkpoint_steps, None)
     save_checkpoint_secs = _default(save_checkpoint_secs, None)
+    if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+        save_summaries_steps, save_summaries_secs = 100, None
+    save_summaries_steps = _default(save_summaries_steps, None)
+    save_summaries_secs = _default(save_summaries_secs, None)
     scaffold = scaffold or Scaffold()
     if not is_chief:
         creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
@@ -330,9 +339,14 @@ def MonitoredTrainingSession(  # noqa: N802 - TensorFlow's name
     all_hooks = list(chief_only_hooks or [])
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master,
                                   config=config)
-    if (summary_dir or checkpoint_dir) and log_step_count_steps and log_step_count_steps > 0:
-        all_hooks.append(StepCounterHook(output_dir=summary_dir or checkpoint_dir,
+    summary_dir = summary_dir or checkpoint_dir
+    if summary_dir and log_step_count_steps and log_step_count_steps > 0:
+        all_hooks.append(StepCounterHook(output_dir=summary_dir,
                                          every_n_steps=log_step_count_steps))
+    if summary_dir and ((save_summaries_steps and save_summaries_steps > 0) or
+                        (save_summaries_secs and save_summaries_secs > 0)):
+        all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
+                                          save_secs=save_summaries_secs, output_dir=summary_dir))
     if checkpoint_dir and ((save_checkpoint_secs and save_checkpoint_secs > 0) or
                            (save_checkpoint_steps and save_checkpoint_steps > 0)):
         all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,

@@ -13,6 +13,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/image/png_codec.h"
 
 namespace flowstone {
 namespace {
@@ -369,4 +370,10 @@ FS_REGISTER_OP(OpBuilder("EncodePng")
                    .Doc("A [height, width, 1 to 4] uint8 image as PNG bytes."));
 
 }  // namespace
+
+Status EncodePngImage(const unsigned char* pixels, int height, int width, int channels,
+                      std::string* out) {
+  return EncodePng(pixels, height, width, channels, out);
+}
+
 }  // namespace flowstone

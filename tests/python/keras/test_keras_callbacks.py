@@ -130,10 +130,3 @@ def test_custom_callback_sees_every_hook_in_order():
                       "batch_end 1 ['loss']", "epoch_end 0 ['loss', 'val_loss']",
                       "train_end"]
     assert recorder.params["epochs"] == 1 and recorder.params["steps"] == 2
-
-
-def test_tensorboard_is_unimplemented_with_a_clear_message():
-    with pytest.raises(tf.errors.UnimplementedError,
-                       match="TensorBoard needs TensorBoard event files, which Flowstone cannot "
-                             "write yet"):
-        keras.callbacks.TensorBoard(log_dir="logs")
