@@ -20,6 +20,10 @@ find "$stage/site" -name __pycache__ -prune -exec rm -rf {} +
 for test in "$build"/tests/cpp/flowstone_tests "$build"/src/cuda/flowstone_cuda_tests; do
   [ -x "$test" ] && cp "$test" "$stage/bin/"
 done
+# The fake GPU plugin and stand-in driver, where the tests look for them (build/<tree>/tests/...).
+mkdir -p "$stage/build/device/tests"
+cp -r "$build/tests/fake_gpu" "$stage/build/device/tests/"
+find "$stage/build" -name CMakeFiles -prune -exec rm -rf {} +
 # Every shared library these load that is not part of the C/C++ runtime, which the device has.
 objects=$(find "$stage" -name '*.so*' -o -path '*/bin/*' -type f)
 for object in $objects; do
@@ -33,5 +37,5 @@ done | sort -u | while read -r lib; do
   esac
 done
 mkdir -p "$root/.device"
-tar -cJf "$root/.device/bundle.tar.xz" -C "$stage" site lib bin
+tar -cJf "$root/.device/bundle.tar.xz" -C "$stage" site lib bin build
 du -h "$root/.device/bundle.tar.xz"

@@ -9,6 +9,7 @@ out=${OUT:-/tmp/device-out}
 mkdir -p "$out"
 cd "$root"
 [ -f .device/bundle.tar.xz ] && tar -xJf .device/bundle.tar.xz -C .device
+mkdir -p build && rm -rf build/device && mv .device/build/device build/device
 export LD_LIBRARY_PATH="$root/.device/lib:$root/.device/site/flowstone${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONPATH="$root/.device/site"
 export PYTHONUNBUFFERED=1
