@@ -177,6 +177,14 @@ def test_function_bodies_are_traced_with_their_function_prefix():
     labels = [ns.timeline_label for _, ns in node_stats(meta.step_stats)
               if ns.node_name == body[0]]
     assert labels[0].startswith(f"{body[0]} = MatMul({prefix}/")
+    # Each iteration's arrows come from that iteration's producers, never from a later one.
+    trace = check_trace_event_format(timeline.Timeline(meta.step_stats)
+                                     .generate_chrome_trace_format(show_dataflow=True))
+    ends = {}
+    for event in trace["traceEvents"]:
+        if event["ph"] in "st":
+            ends.setdefault(event["id"], {})[event["ph"]] = event["ts"]
+    assert sum(1 for e in ends.values() if e["s"] <= e["t"]) == len(ends) > 5
 
 
 # The Trace Event Format (the JSON that chrome://tracing and Perfetto load): required keys and

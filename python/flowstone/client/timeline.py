@@ -51,8 +51,7 @@ class Timeline:
     def generate_chrome_trace_format(self, show_dataflow=True, show_memory=False):
         """The trace as a JSON string (the Trace Event Format's object form)."""
         events = []
-        producers = {}  # node name -> (pid, tid, end micros) of its last execution
-        executions = []  # (pid, tid, start micros, input names) for the flow events
+        executions = []  # (start micros, end micros, pid, tid, name, input names)
         pids = {}
         for dev in self._step_stats.dev_stats:
             pid = pids.setdefault(dev.device, len(pids))
@@ -72,34 +71,35 @@ class Timeline:
                     args[f"input{i}"] = name
                 events.append({"name": op, "cat": "Op", "ph": "X", "pid": pid, "tid": tid,
                                "ts": start, "dur": duration, "args": args})
-                producers[node.node_name] = (pid, tid, start + duration)
-                executions.append((pid, tid, start, inputs))
+                executions.append((start, start + duration, pid, tid, node.node_name, inputs))
             for tid in sorted(tids):
                 events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                                "args": {"name": f"thread {tid}"}})
         if show_dataflow:
-            events.extend(self._flow_events(producers, executions))
+            events.extend(self._flow_events(executions))
         if show_memory:
             events.extend(self._memory_events(len(pids)))
-        return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"}, indent=None)
+        return json.dumps({"traceEvents": events, "displayTimeUnit": "ns"})
 
     @staticmethod
-    def _flow_events(producers, executions):
-        """A flow arrow per data edge whose producer ran in this step."""
+    def _flow_events(executions):
+        """A flow arrow per data edge whose producer ran in this step, from the producer's
+        latest execution before the consumer started (a loop body node runs many times)."""
         events = []
-        flow_id = 0
-        for pid, tid, start, inputs in executions:
-            for name in inputs:
-                source = producers.get(name)
+        latest = {}  # node name -> (pid, tid, end micros), in order of start time
+        for start, end, pid, tid, name, inputs in sorted(executions, key=lambda e: e[0]):
+            for source_name in inputs:
+                source = latest.get(source_name)
                 if source is None:
                     continue
-                src_pid, src_tid, end = source
-                events.append({"name": name, "cat": "DataFlow", "ph": "s", "id": flow_id,
-                               "pid": src_pid, "tid": src_tid, "ts": end})
-                # "bp": "e" binds the arrow to the enclosing slice, which starts at `start`.
-                events.append({"name": name, "cat": "DataFlow", "ph": "t", "id": flow_id,
-                               "pid": pid, "tid": tid, "ts": start, "bp": "e"})
-                flow_id += 1
+                flow_id = len(events) // 2
+                src_pid, src_tid, src_end = source
+                events.append({"name": source_name, "cat": "DataFlow", "ph": "s", "id": flow_id,
+                               "pid": src_pid, "tid": src_tid, "ts": src_end})
+                # "bp": "e" binds the arrow's head to the consumer's slice, which starts here.
+                events.append({"name": source_name, "cat": "DataFlow", "ph": "t",
+                               "id": flow_id, "pid": pid, "tid": tid, "ts": start, "bp": "e"})
+            latest[name] = (pid, tid, end)
         return events
 
     def _memory_events(self, pid):

@@ -114,7 +114,8 @@ def _fill(message, stats):
     message.name = stats.name
     message.run_count = stats.run_count
     message.exec_micros = message.cpu_exec_micros = int(round(stats.exec_micros))
-    message.requested_bytes = message.peak_bytes = int(stats.requested_bytes)
+    message.requested_bytes = int(stats.requested_bytes)
+    message.peak_bytes = int(stats.peak_bytes)
     message.output_bytes = int(stats.output_bytes)
     message.parameters = stats.parameters
     message.devices.extend(stats.devices)
