@@ -124,6 +124,8 @@ def _fill(message, stats):
 
 
 def _shape_proto(shape):
+    """A copy field by field: step statistics from TensorFlow's own messages live in another
+    descriptor pool, which CopyFrom refuses."""
     out = _tf_protos.TensorShapeProto()
     for dim in shape.dim:
         out.dim.add().size = dim.size
