@@ -15,6 +15,7 @@
 #include "flowstone/graph.h"
 #include "flowstone/resource.h"
 #include "flowstone/status.h"
+#include "flowstone/step_stats.h"
 #include "flowstone/tensor.h"
 
 namespace flowstone {
@@ -63,6 +64,9 @@ class KernelContext {
     bool report_allocations_on_oom = false;
     // The run's cancellation token; nullptr when nothing can cancel the call (eager execution).
     const CancellationToken* cancellation = nullptr;
+    // Where this node's run records node statistics; nullptr unless the run is traced. Function
+    // calls trace their bodies into the same collector.
+    const TraceScope* trace = nullptr;
   };
   explicit KernelContext(const Params& params) : p_(params) {}
 
@@ -73,6 +77,7 @@ class KernelContext {
   int64_t step_id() const { return p_.step_id; }
   FunctionRuntime* functions() const { return p_.functions; }
   bool report_allocations_on_oom() const { return p_.report_allocations_on_oom; }
+  const TraceScope* trace() const { return p_.trace; }
 
   int num_inputs() const { return p_.node->num_inputs(); }
   const Tensor& input(int i) const { return p_.inputs[i]; }

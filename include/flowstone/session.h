@@ -20,6 +20,7 @@
 #include "flowstone/graph.h"
 #include "flowstone/resource.h"
 #include "flowstone/status.h"
+#include "flowstone/step_stats.h"
 #include "flowstone/tensor.h"
 
 namespace flowstone {
@@ -56,6 +57,16 @@ struct RunOptions {
   // Stop the run with InterruptedError() when NotifyInterrupt() is called (by a SIGINT handler)
   // while it runs. The Python bindings set it for runs on Python's main thread.
   bool cancel_on_interrupt = false;
+  // TensorFlow's RunOptions.TraceLevel. Any level but kNoTrace records every executed node's
+  // timing and outputs into RunMetadata::step_stats (all levels trace the same on the CPU).
+  enum TraceLevel { kNoTrace = 0, kSoftwareTrace = 1, kHardwareTrace = 2, kFullTrace = 3 };
+  TraceLevel trace_level = kNoTrace;
+};
+
+// What a run reports besides its outputs (TensorFlow's RunMetadata).
+struct RunMetadata {
+  // Filled when RunOptions::trace_level asks for a trace; empty otherwise.
+  StepStats step_stats;
 };
 
 class Session {
@@ -69,17 +80,21 @@ class Session {
   // Feeds the given tensors, computes `fetches` and runs `targets`, and returns the fetched
   // values in order. Fed values are checked against the graph before anything runs. A run past
   // its deadline returns DeadlineExceeded ("Timed out waiting for notification"), as in
-  // TensorFlow; a run stopped by Close() from another thread returns Cancelled.
+  // TensorFlow; a run stopped by Close() from another thread returns Cancelled. With `metadata`,
+  // a run whose options ask for a trace fills metadata->step_stats (and a run that does not
+  // leaves it empty).
   virtual Status Run(const std::vector<std::pair<Endpoint, Tensor>>& feeds,
                      const std::vector<Endpoint>& fetches, const std::vector<Node*>& targets,
-                     std::vector<Tensor>* outputs, const RunOptions& options = {}) = 0;
+                     std::vector<Tensor>* outputs, const RunOptions& options = {},
+                     RunMetadata* metadata = nullptr) = 0;
 
   // Compiles a (feeds, fetches, targets) signature once; RunCallable then does no graph work.
   virtual Status MakeCallable(const std::vector<Endpoint>& feeds,
                               const std::vector<Endpoint>& fetches,
                               const std::vector<Node*>& targets, CallableHandle* handle) = 0;
   virtual Status RunCallable(CallableHandle handle, std::vector<Tensor>& feed_values,
-                             std::vector<Tensor>* outputs, const RunOptions& options = {}) = 0;
+                             std::vector<Tensor>* outputs, const RunOptions& options = {},
+                             RunMetadata* metadata = nullptr) = 0;
   virtual Status ReleaseCallable(CallableHandle handle) = 0;
 
   // Cancels the runs in flight (they return Cancelled, "Run call was cancelled"), waits for them

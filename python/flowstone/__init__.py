@@ -44,6 +44,7 @@ from flowstone import saved_model
 from flowstone import summary
 from flowstone import layers, losses, nn
 from flowstone import math  # noqa: A004 - TensorFlow's name
+from flowstone import profiler
 
 # Op families (flowstone/ops) and the process utilities (flowstone/platform: tf.logging,
 # tf.flags, tf.app, tf.gfile): every module in these packages is imported, so a new one needs no

@@ -1,4 +1,5 @@
-"""The `flowstone` command: `flowstone version`, `flowstone ops`, `flowstone doctor`."""
+"""The `flowstone` command: `flowstone version`, `flowstone ops`, `flowstone doctor`,
+`flowstone profile script.py [args]`."""
 
 import argparse
 import sys
@@ -13,6 +14,17 @@ def main(argv=None):
     doc.add_argument("--json", action="store_true", help="the same report as JSON")
     doc.add_argument("--require", choices=["cpu", "gpu"],
                      help="exit with status 1 when this device is not usable")
+    prof = sub.add_parser("profile", help="run a script with its Session.run calls traced and "
+                          "print the top ops by time")
+    prof.add_argument("--warmup", type=int, default=5,
+                      help="untraced runs of each fetch signature first (default 5)")
+    prof.add_argument("--steps", type=int, default=20,
+                      help="traced runs of each fetch signature after the warm-up (default 20)")
+    prof.add_argument("--top", type=int, default=15, help="rows per table (default 15)")
+    prof.add_argument("--timeline", metavar="PATH",
+                      help="also write the last traced run as a Chrome trace JSON file")
+    prof.add_argument("script", help="the Python script to run")
+    prof.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     args = parser.parse_args(argv)
     import flowstone as tf
     if args.command == "version":
@@ -25,6 +37,10 @@ def main(argv=None):
     if args.command == "doctor":
         from flowstone import doctor
         return doctor.run(as_json=args.json, require=args.require)
+    if args.command == "profile":
+        from flowstone import profile_script
+        return profile_script.run(args.script, args.args, warmup=args.warmup, steps=args.steps,
+                                  top=args.top, timeline=args.timeline)
     parser.print_help()
     return 0
 

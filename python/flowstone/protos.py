@@ -1,11 +1,15 @@
 """ConfigProto, GPUOptions, RunOptions and friends: the TensorFlow protocol messages users set.
 
+RunMetadata, which runs fill, is the real protobuf message (framework/tf_protos.py).
+
 They behave like protobuf messages for the ways users touch them: keyword construction, nested
 messages created on access (`config.gpu_options.allow_growth = True`), map and repeated fields,
 CopyFrom/MergeFrom, equality, and an error naming the message for an unknown field.
 """
 
 import copy
+
+from flowstone.framework import tf_protos as _tf_protos
 
 __all__ = [
     "ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunOptions",
@@ -169,5 +173,5 @@ class RunOptions(_Message):
                "output_partition_graphs": False, "report_tensor_allocations_upon_oom": False}
 
 
-class RunMetadata(_Message):
-    _FIELDS = {"step_stats": None, "cost_graph": None, "partition_graphs": []}
+# A real protobuf message (TensorFlow's field numbers), so TF's own tools parse its bytes.
+RunMetadata = _tf_protos.message_class("RunMetadata")

@@ -53,7 +53,9 @@ struct Callable {
 
   nb::list Call(nb::args feed_values) { return CallWithOptions(RunOptions{}, feed_values); }
 
-  nb::list CallWithOptions(const RunOptions& options, nb::args feed_values) {
+  // With `metadata`, a traced run's statistics are returned through it.
+  nb::list CallWithOptions(const RunOptions& options, nb::args feed_values,
+                           RunMetadata* metadata = nullptr) {
     if (feed_values.size() != feed_dtypes.size()) {
       throw StatusException{errors::InvalidArgument("expected ", feed_dtypes.size(),
                                                     " feed values, got ", feed_values.size())};
@@ -68,7 +70,7 @@ struct Callable {
     Status s;
     {
       nb::gil_scoped_release release;
-      s = session->RunCallable(handle, feeds, &outputs, run_options);
+      s = session->RunCallable(handle, feeds, &outputs, run_options, metadata);
       feeds.clear();
     }
     RaiseIfInterrupted(s);
@@ -96,14 +98,28 @@ void RegisterSession(nb::module_& m) {
       .def(
           "call_with_options",
           [](Callable& c, int64_t timeout_in_ms, bool report_tensor_allocations_upon_oom,
-             nb::args feed_values) {
+             int trace_level, nb::args feed_values) {
             RunOptions options;
             options.timeout_in_ms = timeout_in_ms;
             options.report_tensor_allocations_upon_oom = report_tensor_allocations_upon_oom;
-            return c.CallWithOptions(options, feed_values);
+            if (trace_level < RunOptions::kNoTrace || trace_level > RunOptions::kFullTrace) {
+              throw StatusException{errors::InvalidArgument(
+                  "RunOptions.trace_level must be NO_TRACE (0), SOFTWARE_TRACE (1), "
+                  "HARDWARE_TRACE (2) or FULL_TRACE (3), got ",
+                  trace_level)};
+            }
+            options.trace_level = static_cast<RunOptions::TraceLevel>(trace_level);
+            RunMetadata metadata;
+            nb::list outputs = c.CallWithOptions(options, feed_values, &metadata);
+            std::string serialized;
+            if (!metadata.step_stats.dev_stats.empty()) {
+              serialized = SerializeStepStats(metadata.step_stats);
+            }
+            return nb::make_tuple(outputs, nb::bytes(serialized.data(), serialized.size()));
           },
-          "Runs like __call__ with RunOptions' timeout_in_ms (0: the session's) and "
-          "report_tensor_allocations_upon_oom.")
+          "Runs like __call__ with RunOptions' timeout_in_ms (0: the session's), "
+          "report_tensor_allocations_upon_oom and trace_level; returns (outputs, the serialized "
+          "StepStats of a traced run, else b'').")
       .def(
           "call_eager",
           [](Callable& c, nb::list inputs) {

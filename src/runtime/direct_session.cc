@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -106,7 +107,8 @@ class DirectSession final : public Session, public FunctionRuntime {
 
   Status Run(const std::vector<std::pair<Endpoint, Tensor>>& feeds,
              const std::vector<Endpoint>& fetches, const std::vector<Node*>& targets,
-             std::vector<Tensor>* outputs, const RunOptions& options) override {
+             std::vector<Tensor>* outputs, const RunOptions& options,
+             RunMetadata* metadata) override {
     std::vector<Endpoint> feed_endpoints;
     std::vector<Tensor> feed_values;
     for (const auto& [endpoint, value] : feeds) {
@@ -128,7 +130,7 @@ class DirectSession final : public Session, public FunctionRuntime {
       std::lock_guard<std::mutex> lock(mu_);
       run_cache_[key] = handle;
     }
-    return RunCallable(handle, feed_values, outputs, options);
+    return RunCallable(handle, feed_values, outputs, options, metadata);
   }
 
   Status MakeCallable(const std::vector<Endpoint>& feeds, const std::vector<Endpoint>& fetches,
@@ -144,7 +146,8 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   Status RunCallable(CallableHandle handle, std::vector<Tensor>& feed_values,
-                     std::vector<Tensor>* outputs, const RunOptions& options) override {
+                     std::vector<Tensor>* outputs, const RunOptions& options,
+                     RunMetadata* metadata) override {
     CancellationToken cancellation;
     InFlight guard(this, &cancellation);
     if (!guard.ok()) return ClosedSessionError();
@@ -172,8 +175,18 @@ class DirectSession final : public Session, public FunctionRuntime {
     }
     if (options.cancel_on_interrupt) cancellation.WatchInterrupts();
     int64_t step = next_step_.fetch_add(1, std::memory_order_relaxed);
-    return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(), step,
-                     options, cancellation, this);
+    if (metadata != nullptr) metadata->step_stats = StepStats();
+    if (options.trace_level == RunOptions::kNoTrace || metadata == nullptr) {
+      return plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(), step,
+                       options, cancellation, this);
+    }
+    // The collector exists only for a traced run, so an untraced one pays for no tracing state.
+    StepStatsCollector collector;
+    TraceScope trace{&collector, ""};
+    Status s = plan->Run(feed_values, outputs, &resources_, ProcessState::Get().inter_op_pool(),
+                         step, options, cancellation, this, &trace);
+    collector.Finalize(&metadata->step_stats);
+    return s;
   }
 
   // Called by a call kernel inside a run, so Close() waits for it like for the run.
@@ -215,8 +228,14 @@ class DirectSession final : public Session, public FunctionRuntime {
     static const CancellationToken kNeverCancelled;
     const CancellationToken* cancellation = caller.cancellation();
     if (cancellation == nullptr) cancellation = &kNeverCancelled;
+    // A traced caller traces the body too, naming its nodes "function/node".
+    std::optional<TraceScope> trace;
+    if (caller.trace() != nullptr) {
+      trace = TraceScope{caller.trace()->collector,
+                         StrCat(caller.trace()->node_prefix, f.def->name, "/")};
+    }
     Status s = f.plan.Run(args, rets, caller.resources(), nullptr, caller.step_id(), options,
-                          *cancellation, this);
+                          *cancellation, this, trace ? &*trace : nullptr);
     return s.ok() ? s : InFunction(s, f.def->name);
   }
 
@@ -523,6 +542,7 @@ class DirectSession final : public Session, public FunctionRuntime {
       Device* device;
       FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
       constant_slot[n->id()] = slot;
+      plan->constant_nodes.push_back({n, device});
       plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
     }
     plan->nodes.resize(order.size());

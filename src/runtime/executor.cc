@@ -1,6 +1,8 @@
 #include "executor.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 
@@ -34,6 +36,34 @@ Status Transfer(const Tensor& in, Device* from, Device* to, Tensor* out) {
   if (to != nullptr) return to->CopyFromHost(host, out);
   *out = std::move(host);
   return Status::OK();
+}
+
+// Wall-clock time since the Unix epoch, as TensorFlow's step statistics count it.
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A small number per thread for traces (1, 2, ... in the order threads first record a node), so
+// timelines show readable thread lanes.
+uint32_t TraceThreadId() {
+  static std::atomic<uint32_t> next{1};
+  thread_local const uint32_t id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+// TensorFlow's timeline label, "name = Op(input, input:1)", with the function prefix on the node
+// and on its inputs, which live in the same function body.
+std::string TimelineLabel(const std::string& prefix, const Node& node) {
+  std::string label = StrCat(prefix, node.name(), " = ", node.type(), "(");
+  for (int i = 0; i < node.num_inputs(); ++i) {
+    const Endpoint& in = node.input(i);
+    if (i > 0) label += ", ";
+    label += StrCat(prefix, in.node->name());
+    if (in.index != 0) label += StrCat(":", in.index);
+  }
+  return label + ")";
 }
 
 std::string FormatBytes(size_t bytes) {
@@ -81,12 +111,16 @@ void ExecutionPlan::ReleaseState(std::unique_ptr<RunState> state) const {
   for (Tensor& t : state->slots) t = Tensor();
   for (Tensor& t : state->inputs) t = Tensor();
   state->cancellation = nullptr;
+  state->trace = nullptr;
   std::lock_guard<std::mutex> lock(pool_mu_);
   free_states_.push_back(std::move(state));
 }
 
-Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources,
-                              int64_t step_id) const {
+template <bool kTraced>
+Status ExecutionPlan::ExecuteNode(int index, RunState& state, ResourceMgr* resources,
+                                  int64_t step_id) const {
+  int64_t start_nanos = 0;
+  if constexpr (kTraced) start_nanos = NowNanos();
   const PlanNode& pn = nodes[index];
   const int base = input_base[index];
   const int n_in = static_cast<int>(pn.input_slots.size());
@@ -127,9 +161,15 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   params.functions = state.functions;
   params.report_allocations_on_oom = state.report_allocations_on_oom;
   params.cancellation = state.cancellation;
+  params.trace = state.trace;
   if (!pn.host_memory_outputs.empty()) params.host_memory_outputs = &pn.host_memory_outputs;
   KernelContext ctx(params);
+  int64_t compute_start = 0;
+  if constexpr (kTraced) compute_start = NowNanos();
   Status s = pn.kernel->Compute(ctx);
+  if constexpr (kTraced) {
+    if (s.ok()) RecordNode(index, state, start_nanos, compute_start, NowNanos());
+  }
   if (!s.ok() && s.code() == Code::kResourceExhausted && state.report_allocations_on_oom) {
     Status with_report(s.code(), StrCat(s.message(), "\n", AllocationReport(state, index)));
     if (const auto* payloads = s.payloads()) {
@@ -143,6 +183,59 @@ Status ExecutionPlan::RunNode(int index, RunState& state, ResourceMgr* resources
   if (state.cancellation->IsCancelled()) return state.cancellation->status();
   if (!s.ok()) return AnnotateNodeError(s, *pn.node, pn.device);
   return Status::OK();
+}
+
+namespace {
+NodeOutputStats DescribeOutput(int slot, const Tensor& t, const std::string& allocator_name) {
+  NodeOutputStats out;
+  out.slot = slot;
+  out.dtype = t.dtype();
+  out.shape = t.shape();
+  out.requested_bytes = static_cast<int64_t>(t.bytes());
+  out.allocator_name = allocator_name;
+  return out;
+}
+}  // namespace
+
+void ExecutionPlan::RecordConstants(const TraceScope& trace) const {
+  const int64_t now = NowNanos();
+  for (size_t i = 0; i < constant_nodes.size(); ++i) {
+    const auto& [node, device] = constant_nodes[i];
+    NodeExecStats stats;
+    stats.node_name = trace.node_prefix + node->name();
+    stats.op_type = node->type();
+    stats.timeline_label = TimelineLabel(trace.node_prefix, *node);
+    stats.all_start_nanos = now;
+    stats.thread_id = TraceThreadId();
+    stats.outputs.push_back(DescribeOutput(0, constants[i].second, CpuAllocator()->name()));
+    trace.collector->Add(device->name(), std::move(stats));
+  }
+}
+
+void ExecutionPlan::RecordNode(int index, const RunState& state, int64_t start_nanos,
+                               int64_t compute_start, int64_t compute_end) const {
+  const PlanNode& pn = nodes[index];
+  NodeExecStats stats;
+  stats.node_name = state.trace->node_prefix + pn.node->name();
+  stats.op_type = pn.node->type();
+  stats.timeline_label = TimelineLabel(state.trace->node_prefix, *pn.node);
+  stats.all_start_nanos = start_nanos;
+  stats.op_start_rel_nanos = compute_start - start_nanos;
+  stats.op_end_rel_nanos = compute_end - start_nanos;
+  stats.thread_id = TraceThreadId();
+  Allocator* allocator = pn.device->allocator();
+  stats.allocator_name = allocator->name();
+  for (int k = 0; k < pn.node->num_outputs(); ++k) {
+    const Tensor& t = state.slots[pn.output_base + k];
+    if (!t.initialized()) continue;
+    const bool on_host = !pn.host_memory_outputs.empty() && pn.host_memory_outputs[k];
+    stats.outputs.push_back(
+        DescribeOutput(k, t, on_host ? CpuAllocator()->name() : stats.allocator_name));
+    if (!on_host) stats.output_bytes += stats.outputs.back().requested_bytes;
+  }
+  stats.allocator_bytes_in_use = allocator->stats().bytes_in_use;
+  stats.all_end_rel_nanos = NowNanos() - start_nanos;
+  state.trace->collector->Add(pn.device->name(), std::move(stats));
 }
 
 std::string ExecutionPlan::AllocationReport(const RunState& state, int failing_node) const {
@@ -251,7 +344,7 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
                           const RunOptions& options, const CancellationToken& cancellation,
-                          FunctionRuntime* functions) const {
+                          FunctionRuntime* functions, const TraceScope* trace) const {
   // Kernels run on this thread too: a signal handled here must not land on a kernel's stack
   // pointer (see core/thread_signals.h).
   EnsureAlternateSignalStack();
@@ -259,6 +352,7 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   state->cancellation = &cancellation;
   state->functions = functions;
+  state->trace = trace;
   for (int s = 0; s < num_slots; ++s) {
     state->slot_uses[s].store(slot_consumers[s], std::memory_order_relaxed);
   }
@@ -266,6 +360,7 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
     state->slots[feed_slots[f]] = std::move(feed_values[f]);
   }
   for (const auto& [slot, value] : constants) state->slots[slot] = value;
+  if (trace != nullptr) RecordConstants(*trace);
   // An allocation report reads every slot, so that run goes one node at a time.
   const bool run_parallel = parallel && !state->report_allocations_on_oom &&
                             inter_op_pool != nullptr && inter_op_pool->num_threads() > 0;

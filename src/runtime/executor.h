@@ -46,6 +46,8 @@ struct RunState {
   FunctionRuntime* functions = nullptr;
   // What stops this run early (Session::Close, a deadline, an interrupt); never null in a run.
   const CancellationToken* cancellation = nullptr;
+  // Where this run records node statistics; nullptr (the usual case) when it is not traced.
+  const TraceScope* trace = nullptr;
 };
 
 class ExecutionPlan {
@@ -65,6 +67,8 @@ class ExecutionPlan {
   std::vector<std::string> slot_names;
   // Constants are not executed: each run starts with their values in their slots.
   std::vector<std::pair<int, Tensor>> constants;
+  // The graph's constants (the first entries of `constants`) and their devices, for traces.
+  std::vector<std::pair<const Node*, Device*>> constant_nodes;
   std::vector<std::string> feed_names;  // for messages
   std::vector<Endpoint> feeds;
   std::vector<int> roots;
@@ -72,15 +76,29 @@ class ExecutionPlan {
 
   // Runs the plan. `feed_values` are moved into the feed slots. The run checks `cancellation`
   // between nodes (kernels check it between units of work) and, once it is cancelled, stops and
-  // returns its Status. Call ops compile and run their functions through `functions`.
+  // returns its Status. Call ops compile and run their functions through `functions`. With a
+  // `trace`, each executed node's statistics go to its collector.
   Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs, ResourceMgr* resources,
              ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options,
-             const CancellationToken& cancellation, FunctionRuntime* functions) const;
+             const CancellationToken& cancellation, FunctionRuntime* functions,
+             const TraceScope* trace = nullptr) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;
   void ReleaseState(std::unique_ptr<RunState> state) const;
-  Status RunNode(int index, RunState& state, ResourceMgr* resources, int64_t step_id) const;
+  // Runs one node: the untraced body, or the same body timed and recorded when the run is
+  // traced. That choice is the only cost of tracing in an untraced run.
+  Status RunNode(int index, RunState& state, ResourceMgr* resources, int64_t step_id) const {
+    return state.trace == nullptr ? ExecuteNode<false>(index, state, resources, step_id)
+                                  : ExecuteNode<true>(index, state, resources, step_id);
+  }
+  template <bool kTraced>
+  Status ExecuteNode(int index, RunState& state, ResourceMgr* resources, int64_t step_id) const;
+  // Records a traced node's times and outputs (in its output slots) into the run's collector.
+  void RecordNode(int index, const RunState& state, int64_t start_nanos, int64_t compute_start,
+                  int64_t compute_end) const;
+  // Records the constants, which are not executed, as taking no time at the run's start.
+  void RecordConstants(const TraceScope& trace) const;
   // The tensors alive in `state` (and the failing node's inputs), largest first, for an OOM.
   std::string AllocationReport(const RunState& state, int failing_node) const;
   Status RunSequential(RunState& state, ResourceMgr* resources, int64_t step_id) const;

@@ -227,8 +227,3 @@ def test_basic_train_loop_runs_until_the_supervisor_stops():
 
     tf.train.basic_train_loop(supervisor, step_fn, args=[1], master="grpc://x")
     assert supervisor.steps == 3
-
-
-def test_profiler_hook_is_unimplemented():
-    with pytest.raises(tf.errors.UnimplementedError, match="timelines"):
-        tf.train.ProfilerHook(save_steps=1)

@@ -215,10 +215,36 @@ def _expand_composite_feeds(feed_dict):
     return expanded
 
 
-def _call_with_options(callable_, options, values):
-    """Runs a compiled callable with a RunOptions' deadline and OOM report setting."""
-    return callable_.call_with_options(max(int(options.timeout_in_ms), 0),
-                                       bool(options.report_tensor_allocations_upon_oom), *values)
+# A function (callable_, options, run_metadata, values) -> outputs that runs every Session.run and
+# make_callable call in the process instead of the plain path, or None (the usual case).
+# `python -m flowstone profile` sets it to trace a script's runs (flowstone/profile_script.py).
+_run_interceptor = None
+
+
+def set_run_interceptor(interceptor):
+    """Routes every run through `interceptor` (None restores the plain path); returns the
+    previous one."""
+    global _run_interceptor
+    previous, _run_interceptor = _run_interceptor, interceptor
+    return previous
+
+
+def run_with_options(callable_, options, run_metadata, values):
+    """Runs a compiled callable with a RunOptions' deadline, OOM report setting and trace level;
+    a traced run's step statistics go to `run_metadata` (cleared first, as in TensorFlow)."""
+    timeout_in_ms, report_oom, trace_level = 0, False, 0
+    if options is not None:
+        timeout_in_ms = max(int(options.timeout_in_ms), 0)
+        report_oom = bool(options.report_tensor_allocations_upon_oom)
+        # Without a RunMetadata to fill, a trace would be collected for nothing.
+        trace_level = int(options.trace_level) if run_metadata is not None else 0
+    outputs, step_stats = callable_.call_with_options(timeout_in_ms, report_oom, trace_level,
+                                                      *values)
+    if run_metadata is not None:
+        run_metadata.Clear()
+        if step_stats:
+            run_metadata.step_stats.ParseFromString(step_stats)
+    return outputs
 
 
 class BaseSession:
@@ -348,8 +374,10 @@ class BaseSession:
         else:
             values = ()
         try:
-            if options is not None:
-                outputs = _call_with_options(compiled.callable, options, values)
+            if _run_interceptor is not None:
+                outputs = _run_interceptor(compiled.callable, options, run_metadata, values)
+            elif options is not None or run_metadata is not None:
+                outputs = run_with_options(compiled.callable, options, run_metadata, values)
             else:
                 outputs = compiled.callable(*values)
         except _C.StatusError as e:
@@ -374,9 +402,12 @@ class BaseSession:
                                 f"{len(args)}.")
             values = [_convert_feed(v, t, d) for v, t, d in zip(args, feed_tensors, dtypes_)]
             options = kwargs.get("options") if accept_options else None
+            run_metadata = kwargs.get("run_metadata") if accept_options else None
             try:
-                if options is not None:
-                    return build(_call_with_options(run_callable, options, values))
+                if _run_interceptor is not None:
+                    return build(_run_interceptor(run_callable, options, run_metadata, values))
+                if options is not None or run_metadata is not None:
+                    return build(run_with_options(run_callable, options, run_metadata, values))
                 return build(run_callable(*values))
             except _C.StatusError as e:
                 raise _errors.from_status_error(e, graph) from None

@@ -29,29 +29,6 @@ def _status_call(fn, *args):
         raise _errors.from_status_error(e) from None
 
 
-def _varint(n):
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _serialize_run_metadata(run_metadata):
-    """RunMetadata's wire bytes. Flowstone's RunMetadata (flowstone/protos.py) is a plain object
-    whose only serializable content is its partition graphs (field 3); step_stats stay empty
-    until the profiler fills them."""
-    if hasattr(run_metadata, "SerializeToString"):
-        return run_metadata.SerializeToString()
-    out = b""
-    for graph_def in getattr(run_metadata, "partition_graphs", []):
-        data = graph_def.SerializeToString()
-        out += b"\x1a" + _varint(len(data)) + data
-    return out
-
-
 def _as_summary(summary):
     """A Summary message from a Summary, its serialized bytes, or a fetched string scalar."""
     if isinstance(summary, np.ndarray) and summary.shape == ():
@@ -179,7 +156,7 @@ class FileWriter:
         self._session_run_tags.add(tag)
         event = _protos.Event()
         event.tagged_run_metadata.tag = tag
-        event.tagged_run_metadata.run_metadata = _serialize_run_metadata(run_metadata)
+        event.tagged_run_metadata.run_metadata = run_metadata.SerializeToString()
         self._add_event(event, global_step)
 
     # --- the file -------------------------------------------------------------------------------

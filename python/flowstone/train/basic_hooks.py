@@ -7,9 +7,11 @@ import time
 import numpy as np
 
 from flowstone import errors
+from flowstone.client.timeline import Timeline
 from flowstone.framework import ops as _ops
 from flowstone.framework.tf_protos import SessionLog, Summary
 from flowstone.platform import tf_logging as logging
+from flowstone.protos import RunOptions
 from flowstone.summary.writer import FileWriterCache
 from flowstone.train.optimizer import get_global_step
 from flowstone.train.session_run_hook import SessionRunArgs, SessionRunHook
@@ -431,11 +433,48 @@ class GlobalStepWaiterHook(SessionRunHook):
 
 @tf_export("train.ProfilerHook")
 class ProfilerHook(SessionRunHook):
-    """Would write Chrome-trace timelines of runs; run metadata with step stats does not exist in
-    Flowstone, so constructing one raises UnimplementedError."""
+    """Traces a run every `save_steps` steps or `save_secs` seconds and writes its Chrome trace
+    timeline to `output_dir/timeline-<global step>.json` (open in chrome://tracing or Perfetto).
+    Needs a global step."""
 
     def __init__(self, save_steps=None, save_secs=None, output_dir="", show_dataflow=True,
                  show_memory=False):
-        raise errors.UnimplementedError(
-            None, None, "tf.train.ProfilerHook: per-op timelines (RunMetadata step stats) are "
-            "not implemented in Flowstone. Remove the hook; `bench/` shows how to time steps.")
+        self._output_file = os.path.join(output_dir, "timeline-{}.json")
+        self._show_dataflow = show_dataflow
+        self._show_memory = show_memory
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._global_step_tensor = None
+        self._next_step = None
+        self._traced = False
+
+    def begin(self):
+        self._next_step = None
+        self._global_step_tensor = _require_global_step("ProfilerHook")
+
+    def before_run(self, run_context):
+        # The first run only learns the global step; later runs are traced when the timer is due.
+        self._traced = (self._next_step is not None
+                        and self._timer.should_trigger_for_step(self._next_step))
+        options = RunOptions(trace_level=RunOptions.FULL_TRACE) if self._traced else None
+        return SessionRunArgs({"global_step": self._global_step_tensor}, options=options)
+
+    def after_run(self, run_context, run_values):
+        global_step = int(run_values.results["global_step"]) + 1
+        if self._next_step is None:
+            # The timer starts at the first run, so the first timeline comes a period later.
+            self._timer.update_last_triggered_step(global_step - 1)
+        if self._traced:
+            # The fetched step may have been read before or after this run's increment; the
+            # file is named after the step the run reached, read again as TensorFlow does.
+            global_step = int(run_context.session.run(self._global_step_tensor))
+            self._timer.update_last_triggered_step(global_step)
+            self._save(global_step, run_values.run_metadata.step_stats)
+        self._next_step = global_step + 1
+
+    def _save(self, step, step_stats):
+        path = self._output_file.format(step)
+        logging.info("Saving timeline for %d into '%s'.", step, path)
+        trace = Timeline(step_stats).generate_chrome_trace_format(
+            show_dataflow=self._show_dataflow, show_memory=self._show_memory)
+        with open(path, "w") as f:
+            f.write(trace)

@@ -4,6 +4,7 @@ hooks around every run() and stops cleanly at the end of the input."""
 from flowstone import errors
 from flowstone.framework import ops as _ops
 from flowstone.ops import basic_ops, variables
+from flowstone.protos import RunMetadata, RunOptions
 from flowstone.summary import summary_ops
 from flowstone.train.basic_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from flowstone.train.coordinator import Coordinator
@@ -12,6 +13,20 @@ from flowstone.train.session_manager import SessionManager
 from flowstone.train.session_run_hook import (SessionRunArgs, SessionRunContext,
                                               SessionRunValues)
 from flowstone.util.tf_export import tf_export
+
+def _merge_run_options(options, hook_options):
+    """The caller's RunOptions with each hook's trace level, deadline and OOM report merged in
+    (highest trace level, longest deadline, any report)."""
+    merged = RunOptions()
+    if options is not None:
+        merged.CopyFrom(options)
+    for extra in hook_options:
+        merged.trace_level = max(merged.trace_level, extra.trace_level)
+        merged.timeout_in_ms = max(merged.timeout_in_ms, extra.timeout_in_ms)
+        merged.report_tensor_allocations_upon_oom = (
+            merged.report_tensor_allocations_upon_oom or extra.report_tensor_allocations_upon_oom)
+    return merged
+
 
 # The "argument not given" marker of MonitoredTrainingSession's save_* arguments.
 USE_DEFAULT = object()
@@ -223,10 +238,13 @@ class _MonitoredSession:
         all_fetches = {"caller": fetches}
         all_feeds = dict(feed_dict or {})
         user_feeds = set(all_feeds)
+        hook_options = []
         for hook in self._hooks:
             request = hook.before_run(context)
             if request is None:
                 continue
+            if request.options is not None:
+                hook_options.append(request.options)
             if request.fetches is not None:
                 all_fetches[hook] = request.fetches
             for key, value in (request.feed_dict or {}).items():
@@ -235,6 +253,11 @@ class _MonitoredSession:
                 if key in all_feeds:
                     raise RuntimeError("Same tensor is fed by two hooks.")
                 all_feeds[key] = value
+        if hook_options:
+            # As in TensorFlow: the strictest of the caller's and the hooks' options, and a
+            # RunMetadata for the hooks to read when the caller passed none.
+            options = _merge_run_options(options, hook_options)
+            run_metadata = run_metadata if run_metadata is not None else RunMetadata()
         outputs = self._sess.run(all_fetches, feed_dict=all_feeds or None, options=options,
                                  run_metadata=run_metadata)
         for hook in self._hooks:
