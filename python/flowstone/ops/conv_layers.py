@@ -140,33 +140,50 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                      kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
                      reuse=None):
     """A transposed 2-D convolution layer with a [kh, kw, filters, in] kernel and a bias."""
+    with _layers._layer_scope(name, "conv2d_transpose", reuse):
+        return build_conv2d_transpose(inputs, filters, kernel_size, strides, padding,
+                                      data_format, activation, use_bias, kernel_initializer,
+                                      bias_initializer, kernel_regularizer, bias_regularizer,
+                                      activity_regularizer, kernel_constraint, bias_constraint,
+                                      trainable)[0]
+
+
+def build_conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                           data_format="channels_last", activation=None, use_bias=True,
+                           kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                           kernel_regularizer=None, bias_regularizer=None,
+                           activity_regularizer=None, kernel_constraint=None,
+                           bias_constraint=None, trainable=True, names=_layers.LAYERS_NAMES,
+                           collections=None):
+    """The conv2d_transpose layer in the current variable scope: (outputs, kernel, bias);
+    tf.layers.Conv2DTranspose and tf.contrib.layers.conv2d_transpose build through here too."""
     from flowstone.ops import math_ops
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 4, cf, "conv2d_transpose")
     kh, kw = _tuple(kernel_size, 2, "kernel_size")
     sh, sw = _tuple(strides, 2, "strides")
     pad = _layers._padding(padding)
-    with _layers._layer_scope(name, "conv2d_transpose", reuse):
-        kernel, bias = _layers._kernel_and_bias(
-            [kh, kw, filters, channels], filters, inputs.dtype, use_bias, trainable,
-            kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
-            bias_regularizer, bias_constraint)
-        shape = array_ops.shape(inputs)
-        h_axis, w_axis = (2, 3) if cf else (1, 2)
-        sizes = []
-        for axis, k, s in ((h_axis, kh, sh), (w_axis, kw, sw)):
-            static = inputs.shape[axis]
-            if static is not None:
-                sizes.append(_transposed_length(static, k, pad, s))
-            else:
-                length = math_ops.multiply(shape[axis], s)
-                sizes.append(length + max(k - s, 0) if pad == "VALID" else length)
-        out_shape = ([shape[0], filters] + sizes) if cf else ([shape[0]] + sizes + [filters])
-        fmt = "NCHW" if cf else "NHWC"
-        out = conv_ops.conv2d_transpose(inputs, kernel, array_ops.stack(out_shape),
-                                        [1, 1, sh, sw] if cf else [1, sh, sw, 1], padding=pad,
-                                        data_format=fmt)
-        return _layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt)
+    kernel, bias = _layers._kernel_and_bias(
+        [kh, kw, filters, channels], filters, inputs.dtype, use_bias, trainable,
+        kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+        bias_regularizer, bias_constraint, names, collections)
+    shape = array_ops.shape(inputs)
+    h_axis, w_axis = (2, 3) if cf else (1, 2)
+    sizes = []
+    for axis, k, s in ((h_axis, kh, sh), (w_axis, kw, sw)):
+        static = inputs.shape[axis]
+        if static is not None:
+            sizes.append(_transposed_length(static, k, pad, s))
+        else:
+            length = math_ops.multiply(shape[axis], s)
+            sizes.append(length + max(k - s, 0) if pad == "VALID" else length)
+    out_shape = ([shape[0], filters] + sizes) if cf else ([shape[0]] + sizes + [filters])
+    fmt = "NCHW" if cf else "NHWC"
+    out = conv_ops.conv2d_transpose(inputs, kernel, array_ops.stack(out_shape),
+                                    [1, 1, sh, sw] if cf else [1, sh, sw, 1], padding=pad,
+                                    data_format=fmt)
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt),
+            kernel, bias)
 
 
 def _pool3d(fn, inputs, pool_size, strides, padding, data_format, name, default_name):
