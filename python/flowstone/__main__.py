@@ -1,6 +1,9 @@
-"""The `flowstone` command: `flowstone version`, `flowstone ops`, `flowstone doctor`."""
+"""The `flowstone` command: `flowstone version`, `flowstone ops`, `flowstone doctor`, and
+`flowstone run script.py [args]` (a TF1 script whose `import tensorflow` gets Flowstone)."""
 
 import argparse
+import os
+import runpy
 import sys
 
 
@@ -13,8 +16,15 @@ def main(argv=None):
     doc.add_argument("--json", action="store_true", help="the same report as JSON")
     doc.add_argument("--require", choices=["cpu", "gpu"],
                      help="exit with status 1 when this device is not usable")
+    run = sub.add_parser("run", help="run a Python script (or -m module) with `import "
+                         "tensorflow` resolving to Flowstone")
+    run.add_argument("-m", dest="module", help="run this module as a script, like python -m")
+    run.add_argument("script", nargs="?", help="the script to run")
+    run.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
     args = parser.parse_args(argv)
     import flowstone as tf
+    if args.command == "run":
+        return _run(run, args)
     if args.command == "version":
         print(tf.__version__)
         return 0
@@ -26,6 +36,27 @@ def main(argv=None):
         from flowstone import doctor
         return doctor.run(as_json=args.json, require=args.require)
     parser.print_help()
+    return 0
+
+
+def _run(parser, args):
+    """Runs the script as __main__ (sys.argv and sys.path[0] as `python script.py` sets them),
+    after flowstone.install_as_tensorflow()."""
+    import flowstone
+    if args.module is None and args.script is None:
+        parser.error("give a script to run, or -m module")
+    flowstone.install_as_tensorflow()
+    if args.module is not None:
+        rest = ([args.script] if args.script is not None else []) + args.args
+        sys.argv = [args.module] + rest
+        sys.path.insert(0, os.getcwd())
+        runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        return 0
+    if not os.path.exists(args.script):
+        parser.error(f"can't open file '{args.script}': no such file")
+    sys.argv = [args.script] + args.args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    runpy.run_path(args.script, run_name="__main__")
     return 0
 
 
