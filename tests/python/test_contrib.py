@@ -2,20 +2,15 @@
 TensorFlow), contrib.framework (arg_scope, model variables, restoring), regularizers,
 initializers, optimize_loss, seq2seq.sequence_loss, contrib.rnn, and the modules it lacks."""
 
-import json
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import flowstone as tf
+from layers_net_oracle import assert_same_run, run_net
 from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
 
 layers = tf.contrib.layers
 framework = tf.contrib.framework
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 
 def _names(collection=tf.GraphKeys.GLOBAL_VARIABLES):
@@ -184,30 +179,16 @@ def test_layer_norm_embed_sequence():
 
 
 @pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
-def test_contrib_layers_match_tf_slim_on_tensorflow():
+def test_contrib_layers_match_tf_slim_on_tensorflow(tmp_path):
     """The same network, with the same starting values, through Flowstone's tf.contrib.layers
-    and through tf_slim on real TensorFlow: names, outputs, losses and moving averages."""
-    script = os.path.join(DATA, "tf1_layers_net.py")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-
-    def run(command):
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-        if "No module named 'tf_slim'" in done.stderr:
-            pytest.skip("the oracle's venv lacks tf-slim (pip install tf-slim)")
-        assert done.returncode == 0, done.stderr[-3000:]
-        line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")][-1]
-        return json.loads(line[len("RESULT "):])
-
-    theirs = run([PEER_PYTHON, script, "slim"])
-    ours = run([sys.executable, "-m", "flowstone", "run", script, "contrib"])
-    _assert_same_run(ours, theirs)
-
-
-def _assert_same_run(ours, theirs):
-    for key in ("variables", "model_variables", "trainable", "regularization_losses"):
-        assert ours[key] == theirs[key], key
-    for key in ("logits", "losses", "moving_mean", "moving_variance"):
-        np.testing.assert_allclose(ours[key], theirs[key], rtol=2e-4, atol=2e-5, err_msg=key)
+    and through tf_slim on real TensorFlow: names, outputs, losses and moving averages; and
+    TensorFlow's checkpoint of it loads into Flowstone's."""
+    checkpoint = str(tmp_path / "slim.ckpt")
+    theirs = run_net(PEER_PYTHON, "slim", "save", checkpoint)
+    ours = run_net(None, "contrib", "restore", checkpoint)
+    assert_same_run(ours, theirs)
+    np.testing.assert_allclose(ours["restored_logits"], theirs["trained_logits"], rtol=2e-4,
+                               atol=2e-5)
 
 
 # --- arg_scope ----------------------------------------------------------------------------------
@@ -449,3 +430,34 @@ def test_tf_layers_classes_share_their_variables():
     np.testing.assert_array_equal(a, b)
     with pytest.raises(TypeError, match="Keyword argument not understood: colour"):
         tf.layers.Dense(2, colour="red")
+
+
+def test_separable_conv2d_class_names():
+    x = tf.placeholder(tf.float32, [None, 5, 5, 3])
+    layer = tf.layers.SeparableConv2D(4, 3, depth_multiplier=2)
+    y = layer(x)
+    layers.separable_conv2d(x, None, [3, 3], depth_multiplier=2)
+    assert _names() == ["separable_conv2d/depthwise_kernel", "separable_conv2d/pointwise_kernel",
+                        "separable_conv2d/bias", "SeparableConv2d/depthwise_weights",
+                        "SeparableConv2d/biases"]
+    assert layer.pointwise_kernel.shape.as_list() == [1, 1, 6, 4]
+    assert y.shape.as_list() == [None, 3, 3, 4]
+
+
+# --- contrib.training ---------------------------------------------------------------------------
+
+def test_evaluate_once_restores_and_stops_after_n_evals(tmp_path):
+    weight = tf.get_variable("w", [], initializer=tf.constant_initializer(3.0))
+    with _session() as sess:
+        prefix = tf.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
+    tf.reset_default_graph()
+    weight = tf.get_variable("w", [], initializer=tf.constant_initializer(0.0))
+    total = tf.get_variable("total", [], initializer=tf.zeros_initializer(),
+                            collections=[tf.GraphKeys.LOCAL_VARIABLES])
+    update = total.assign_add(weight)
+    final = tf.contrib.training.evaluate_once(
+        prefix, eval_ops=update, final_ops={"total": total.read_value()},
+        hooks=[tf.contrib.training.StopAfterNEvalsHook(4)])
+    assert final == {"total": 12.0}
+    assert tf.get_collection(tf.GraphKeys.EVAL_STEP) == [
+        tf.contrib.training.get_or_create_eval_step()]

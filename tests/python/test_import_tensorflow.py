@@ -4,17 +4,14 @@ errors, and tf_slim (an unmodified third-party TF1 library) building and trainin
 Each case runs in a subprocess, so the import hook never reaches the other tests."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
+from layers_net_oracle import assert_same_run, run_net
 from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
-
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 NOTICE = "flowstone: `import tensorflow` resolves to Flowstone"
 
 
@@ -192,20 +189,4 @@ def test_tf_slim_builds_and_trains(tmp_path):
 @needs_tf_slim
 @pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
 def test_tf_slim_on_flowstone_matches_tf_slim_on_tensorflow():
-    script = os.path.join(DATA, "tf1_layers_net.py")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-
-    def run(command):
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
-        if "No module named 'tf_slim'" in done.stderr:
-            pytest.skip("the oracle's venv lacks tf-slim (pip install tf-slim)")
-        assert done.returncode == 0, done.stderr[-3000:]
-        line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")][-1]
-        return json.loads(line[len("RESULT "):])
-
-    theirs = run([PEER_PYTHON, script, "slim"])
-    ours = run([sys.executable, "-m", "flowstone", "run", script, "slim"])
-    for key in ("variables", "model_variables", "trainable", "regularization_losses"):
-        assert ours[key] == theirs[key], key
-    for key in ("logits", "losses", "moving_mean", "moving_variance"):
-        np.testing.assert_allclose(ours[key], theirs[key], rtol=2e-4, atol=2e-5, err_msg=key)
+    assert_same_run(run_net(None, "slim"), run_net(PEER_PYTHON, "slim"))

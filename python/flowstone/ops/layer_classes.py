@@ -239,6 +239,46 @@ class Conv2DTranspose(_Conv):
             self.trainable))
 
 
+@tf_export("layers.SeparableConv2D")
+class SeparableConv2D(_Conv):
+    """A depthwise then pointwise 2-D convolution layer, as tf.layers.separable_conv2d."""
+
+    def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", dilation_rate=(1, 1), depth_multiplier=1,
+                 activation=None, use_bias=True, depthwise_initializer=None,
+                 pointwise_initializer=None, bias_initializer=init_ops.Zeros(),
+                 depthwise_regularizer=None, pointwise_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, depthwise_constraint=None, pointwise_constraint=None,
+                 bias_constraint=None, trainable=True, name=None, **kwargs):
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate,
+                         activation, use_bias, bias_initializer=bias_initializer,
+                         bias_regularizer=bias_regularizer,
+                         activity_regularizer=activity_regularizer,
+                         bias_constraint=bias_constraint, trainable=trainable, name=name,
+                         **kwargs)
+        self.depth_multiplier = depth_multiplier
+        self.depthwise_initializer = depthwise_initializer
+        self.pointwise_initializer = pointwise_initializer
+        self.depthwise_regularizer = depthwise_regularizer
+        self.pointwise_regularizer = pointwise_regularizer
+        self.depthwise_constraint = depthwise_constraint
+        self.pointwise_constraint = pointwise_constraint
+        self.depthwise_kernel = self.pointwise_kernel = None
+
+    def call(self, inputs):
+        (outputs, self.depthwise_kernel, self.pointwise_kernel,
+         self.bias) = conv_layers.build_separable_conv2d(
+            inputs, self.filters, self.kernel_size, self.strides, self.padding,
+            self.data_format, self.dilation_rate, self.depth_multiplier, self.activation,
+            self.use_bias, self.depthwise_initializer, self.pointwise_initializer,
+            self.bias_initializer, self.depthwise_regularizer, self.pointwise_regularizer,
+            self.bias_regularizer, self.activity_regularizer, self.depthwise_constraint,
+            self.pointwise_constraint, self.bias_constraint, self.trainable)
+        for variable in (self.depthwise_kernel, self.pointwise_kernel, self.bias):
+            self._track(variable, True)
+        return outputs
+
+
 class _Pooling2D(Layer):
     _function = None
 

@@ -137,7 +137,8 @@ INTERNAL_MODULES = {
 ALIASES = {
     "python.layers.convolutional": {"Convolution2D": "Conv2D",
                                     "Convolution2DTranspose": "Conv2DTranspose",
-                                    "Deconvolution2D": "Conv2DTranspose"},
+                                    "Deconvolution2D": "Conv2DTranspose",
+                                    "SeparableConvolution2D": "SeparableConv2D"},
     "python.layers.pooling": {"MaxPool2D": "MaxPooling2D", "AvgPool2D": "AveragePooling2D"},
     "python.ops.math_ops": {"div": "divide", "mul": "multiply"},
     "python.training.evaluation": {"_StopAfterNEvalsHook": "StopAfterNEvalsHook",

@@ -2,7 +2,10 @@
 (tf_slim, the oracle) and under Flowstone (tf.contrib.layers, or tf_slim through the import
 hook); it prints its variables, outputs and training losses as JSON for the tests to compare.
 
-    python tf1_layers_net.py slim|contrib
+    python tf1_layers_net.py slim|contrib [save|restore CHECKPOINT]
+
+With `save`, the trained model is saved to CHECKPOINT; with `restore`, a fresh session restores
+it (a checkpoint the other runtime wrote) and reports its logits.
 """
 
 import json
@@ -51,6 +54,8 @@ with arg_scope([layers.conv2d, layers.fully_connected],
     net = layers.conv2d(net, 5, [3, 3], stride=2, normalizer_fn=layers.batch_norm,
                         normalizer_params={"is_training": True, "scale": True, "decay": 0.9})
     net = layers.avg_pool2d(net, [2, 2], stride=1, padding="SAME")
+    net = layers.separable_conv2d(net, 4, [2, 2], depth_multiplier=2)
+    net = layers.separable_conv2d(net, None, [3, 3], rate=2, scope="depthwise")
     net = layers.flatten(net)
     net = layers.fully_connected(net, 7, scope="hidden")
     logits = layers.fully_connected(net, 3, activation_fn=None, scope="logits")
@@ -79,5 +84,12 @@ with tf.Session() as sess:
             [v for v in model if v.op.name.endswith("moving_mean")][0]).tolist(),
         "moving_variance": sess.run(
             [v for v in model if v.op.name.endswith("moving_variance")][0]).tolist(),
+        "trained_logits": sess.run(logits, feed).tolist(),
     }
+    if sys.argv[2:3] == ["save"]:
+        tf.train.Saver(model).save(sess, sys.argv[3])
+if sys.argv[2:3] == ["restore"]:
+    with tf.Session() as sess:
+        tf.train.Saver(model).restore(sess, sys.argv[3])
+        result["restored_logits"] = sess.run(logits, feed).tolist()
 print("RESULT " + json.dumps(result))

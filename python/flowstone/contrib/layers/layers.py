@@ -110,6 +110,63 @@ def convolution2d_transpose(inputs, num_outputs, kernel_size, stride=1, padding=
                        outputs_collections, sc.name)
 
 
+@add_arg_scope
+def separable_convolution2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1,
+                            padding="SAME", data_format="NHWC", rate=1,
+                            activation_fn=math_ops.relu, normalizer_fn=None,
+                            normalizer_params=None, weights_initializer=xavier_initializer(),
+                            pointwise_initializer=None, weights_regularizer=None,
+                            biases_initializer=init_ops.zeros_initializer(),
+                            biases_regularizer=None, reuse=None, variables_collections=None,
+                            outputs_collections=None, trainable=True, scope=None):
+    """A depthwise convolution ([kh, kw, in, depth_multiplier] depthwise_weights) and, when
+    num_outputs is not None, a 1x1 convolution to num_outputs channels (pointwise_weights),
+    then biases, normalizer_fn and activation_fn, in scope "SeparableConv2d"."""
+    use_bias = bool(not normalizer_fn and biases_initializer)
+    names = conv_layers.SEPARABLE_CONTRIB_NAMES
+    collections = _collections(variables_collections, names)
+    with variable_scope.variable_scope(scope, "SeparableConv2d", [inputs], reuse=reuse) as sc:
+        if num_outputs is not None:
+            outputs = conv_layers.build_separable_conv2d(
+                inputs, num_outputs, kernel_size, stride, padding, _channels(data_format), rate,
+                depth_multiplier, use_bias=use_bias, depthwise_initializer=weights_initializer,
+                pointwise_initializer=pointwise_initializer or weights_initializer,
+                bias_initializer=biases_initializer, depthwise_regularizer=weights_regularizer,
+                pointwise_regularizer=weights_regularizer, bias_regularizer=biases_regularizer,
+                trainable=trainable, names=names, collections=collections)[0]
+        else:
+            outputs = _depthwise_only(inputs, kernel_size, depth_multiplier, stride, padding,
+                                      data_format, rate, use_bias, weights_initializer,
+                                      weights_regularizer, biases_initializer,
+                                      biases_regularizer, trainable, names, collections)
+        return _finish(outputs, normalizer_fn, normalizer_params, activation_fn,
+                       outputs_collections, sc.name)
+
+
+def _depthwise_only(inputs, kernel_size, depth_multiplier, stride, padding, data_format, rate,
+                    use_bias, weights_initializer, weights_regularizer, biases_initializer,
+                    biases_regularizer, trainable, names, collections):
+    from flowstone.ops import conv_ops
+    inputs = _ops.convert_to_tensor(inputs)
+    nchw = data_format == "NCHW"
+    channels = inputs.shape[1 if nchw else 3]
+    kh, kw = _layers._pair(kernel_size, "kernel_size")
+    sh, sw = _layers._pair(stride, "stride")
+    depthwise = model_variable(names[0], [kh, kw, channels, depth_multiplier], inputs.dtype,
+                               weights_initializer, weights_regularizer, trainable,
+                               collections=collections[names[0]])
+    outputs = conv_ops.depthwise_conv2d(inputs, depthwise,
+                                        [1, 1, sh, sw] if nchw else [1, sh, sw, 1],
+                                        padding, rate=_layers._pair(rate, "rate"),
+                                        data_format=data_format)
+    if use_bias:
+        biases = model_variable(names[2], [channels * depth_multiplier], inputs.dtype,
+                                biases_initializer, biases_regularizer, trainable,
+                                collections=collections[names[2]])
+        outputs = conv_ops.bias_add(outputs, biases, data_format=data_format)
+    return outputs
+
+
 def _pool(pool, inputs, kernel_size, stride, padding, data_format, outputs_collections, scope,
           default_name):
     with _ops.name_scope(scope, default_name, [inputs]) as sc:
@@ -310,6 +367,7 @@ def stack(inputs, layer, stack_args, **kwargs):
 
 conv2d = convolution2d
 conv2d_transpose = convolution2d_transpose
+separable_conv2d = separable_convolution2d
 
 
 def linear(inputs, num_outputs, **kwargs):
