@@ -2,6 +2,8 @@
 TensorFlow), contrib.framework (arg_scope, model variables, restoring), regularizers,
 initializers, optimize_loss, seq2seq.sequence_loss, contrib.rnn, and the modules it lacks."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -461,3 +463,37 @@ def test_evaluate_once_restores_and_stops_after_n_evals(tmp_path):
     assert final == {"total": 12.0}
     assert tf.get_collection(tf.GraphKeys.EVAL_STEP) == [
         tf.contrib.training.get_or_create_eval_step()]
+
+
+def test_hparams_types_parse_and_json():
+    hparams = tf.contrib.training.HParams(learning_rate=0.1, layers=[64, 32], name="net",
+                                          use_bn=False, steps=10)
+    assert hparams.learning_rate == 0.1 and "layers" in hparams and "other" not in hparams
+    hparams.parse("learning_rate=3,layers=[8, 4, 2],name=wide,use_bn=true")
+    assert hparams.values() == {"learning_rate": 3.0, "layers": [8, 4, 2], "name": "wide",
+                                "use_bn": True, "steps": 10}
+    assert isinstance(hparams.learning_rate, float)
+    hparams.override_from_dict({"steps": 20}).parse_json('{"name": "deep"}')
+    assert (hparams.steps, hparams.name) == (20, "deep")
+    again = tf.contrib.training.HParams(**json.loads(hparams.to_json()))
+    assert again.values() == hparams.values()
+    assert hparams.get("missing", 5) == 5 and hparams.get("steps", 1) == 20
+    assert str(tf.contrib.training.HParams(b=1, a=2)) == "[('a', 2), ('b', 1)]"
+
+
+def test_hparams_errors():
+    hparams = tf.contrib.training.HParams(steps=10, layers=[1], rate=0.5)
+    with pytest.raises(ValueError, match="Could not cast hparam 'steps'"):
+        hparams.set_hparam("steps", 1.5)
+    with pytest.raises(ValueError, match="Must pass a list for multi-valued parameter: layers"):
+        hparams.set_hparam("layers", 3)
+    with pytest.raises(ValueError, match="Must not pass a list for single-valued parameter"):
+        hparams.parse("rate=[1.0]")
+    with pytest.raises(ValueError, match="Unknown hyperparameter type for depth"):
+        hparams.parse("depth=3")
+    with pytest.raises(ValueError, match="Could not parse hparam 'steps' of type 'int'"):
+        hparams.parse("steps=many")
+    with pytest.raises(ValueError, match="Hyperparameter name is reserved: values"):
+        hparams.add_hparam("values", 1)
+    with pytest.raises(ValueError, match="Multi-valued hyperparameters cannot be empty: x"):
+        hparams.add_hparam("x", [])
