@@ -92,6 +92,12 @@ _sys.modules["flowstone.compat"] = compat
 _sys.modules["flowstone.compat.v1"] = compat.v1
 
 
+# `import tensorflow` resolving to Flowstone in this process (python -m flowstone run).
+from flowstone.tensorflow_import import install as install_as_tensorflow  # noqa: E402
+
+# tf.contrib's modules sit on the op modules above; tf.contrib.eager is filled by tf_export.
+from flowstone import contrib  # noqa: E402
+
 _tf_export.populate(_sys.modules[__name__])
 
 

@@ -1,5 +1,7 @@
 """tf.layers: TF1's functional layers, creating variables through tf.get_variable."""
 
+import contextlib
+
 import numpy as np
 
 from flowstone.framework import ops as _ops
@@ -27,6 +29,15 @@ def _layer_scope(name, base_name, reuse):
     return variable_scope.variable_scope(name, default_name=base_name, reuse=reuse)
 
 
+@contextlib.contextmanager
+def reenter_scope(scope, reuse=None):
+    """Re-enters a variable scope made earlier, with its ops under its original name scope (as
+    TensorFlow's layers do when built with `_scope`, e.g. by tf_slim)."""
+    with variable_scope.variable_scope(scope, reuse=reuse, auxiliary_name_scope=False), \
+            _ops.name_scope(scope.original_name_scope):
+        yield
+
+
 def _add_bias_and_activate(outputs, bias, activation, activity_regularizer,
                            data_format="NHWC"):
     from flowstone.ops import conv_ops
@@ -49,19 +60,31 @@ def _add_activity_loss(outputs, regularizer):
                                math_ops.divide(loss, batch))
 
 
+# The variable names of a layer's weights: tf.layers' ("kernel", "bias") or tf.contrib.layers'
+# ("weights", "biases"), which TensorFlow checkpoints of either kind hold.
+LAYERS_NAMES = ("kernel", "bias")
+CONTRIB_NAMES = ("weights", "biases")
+
+
 def _kernel_and_bias(kernel_shape, units, dtype, use_bias, trainable, kernel_initializer,
                      kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
-                     bias_constraint):
-    """The "kernel" and (when use_bias) "bias" variables of a layer, in the current scope."""
-    kernel = variable_scope.get_variable("kernel", kernel_shape, dtype=dtype,
-                                    initializer=kernel_initializer,
-                                    regularizer=kernel_regularizer, trainable=trainable,
-                                    constraint=kernel_constraint)
+                     bias_constraint, names=LAYERS_NAMES, collections=None):
+    """The kernel and (when use_bias) bias variables of a layer, in the current scope, named
+    `names`; `collections` maps a name to the collections that replace tf.get_variable's
+    default (tf.GraphKeys.GLOBAL_VARIABLES)."""
+    collections = collections or {}
+    kernel = variable_scope.get_variable(names[0], kernel_shape, dtype=dtype,
+                                         initializer=kernel_initializer,
+                                         regularizer=kernel_regularizer, trainable=trainable,
+                                         constraint=kernel_constraint,
+                                         collections=collections.get(names[0]))
     bias = None
     if use_bias:
-        bias = variable_scope.get_variable("bias", [units], dtype=dtype, initializer=bias_initializer,
-                                      regularizer=bias_regularizer, trainable=trainable,
-                                      constraint=bias_constraint)
+        bias = variable_scope.get_variable(names[1], [units], dtype=dtype,
+                                           initializer=bias_initializer,
+                                           regularizer=bias_regularizer, trainable=trainable,
+                                           constraint=bias_constraint,
+                                           collections=collections.get(names[1]))
     return kernel, bias
 
 
@@ -70,6 +93,19 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
           activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
           trainable=True, name=None, reuse=None):
     """activation(inputs @ kernel + bias), with kernel [in, units] (glorot uniform) and bias."""
+    with _layer_scope(name, "dense", reuse):
+        return build_dense(inputs, units, activation, use_bias, kernel_initializer,
+                           bias_initializer, kernel_regularizer, bias_regularizer,
+                           activity_regularizer, kernel_constraint, bias_constraint,
+                           trainable)[0]
+
+
+def build_dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
+                bias_initializer=init_ops.Zeros(), kernel_regularizer=None,
+                bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+                bias_constraint=None, trainable=True, names=LAYERS_NAMES, collections=None):
+    """The dense layer in the current variable scope: (outputs, kernel, bias). tf.layers.dense,
+    tf.layers.Dense and tf.contrib.layers.fully_connected all build through here."""
     from flowstone.ops import array_ops, matmul_ops
     inputs = _ops.convert_to_tensor(inputs)
     rank = inputs.shape.rank
@@ -80,25 +116,24 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     if in_dim is None:
         raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found "
                          "`None`.")
-    with _layer_scope(name, "dense", reuse):
-        kernel, bias = _kernel_and_bias(
-            [in_dim, units], units, inputs.dtype, use_bias, trainable, kernel_initializer,
-            kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
-            bias_constraint)
-        if rank > 2:
-            # Applies the kernel to the last axis: [..., in] -> [..., units]. A constant target
-            # shape, when the inner dims are static, lets shape inference keep them.
-            flat = array_ops.reshape(inputs, [-1, in_dim])
-            out = matmul_ops.matmul(flat, kernel)
-            inner = inputs.shape[1:-1]
-            if inner.is_fully_defined():
-                out_shape = [-1] + inner.as_list() + [units]
-            else:
-                out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
-            out = array_ops.reshape(out, out_shape)
+    kernel, bias = _kernel_and_bias(
+        [in_dim, units], units, inputs.dtype, use_bias, trainable, kernel_initializer,
+        kernel_regularizer, kernel_constraint, bias_initializer, bias_regularizer,
+        bias_constraint, names, collections)
+    if rank > 2:
+        # Applies the kernel to the last axis: [..., in] -> [..., units]. A constant target
+        # shape, when the inner dims are static, lets shape inference keep them.
+        flat = array_ops.reshape(inputs, [-1, in_dim])
+        out = matmul_ops.matmul(flat, kernel)
+        inner = inputs.shape[1:-1]
+        if inner.is_fully_defined():
+            out_shape = [-1] + inner.as_list() + [units]
         else:
-            out = matmul_ops.matmul(inputs, kernel)
-        return _add_bias_and_activate(out, bias, activation, activity_regularizer)
+            out_shape = array_ops.concat([array_ops.shape(inputs)[:-1], [units]], 0)
+        out = array_ops.reshape(out, out_shape)
+    else:
+        out = matmul_ops.matmul(inputs, kernel)
+    return _add_bias_and_activate(out, bias, activation, activity_regularizer), kernel, bias
 
 
 def _data_format(data_format):
@@ -124,6 +159,22 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
            bias_constraint=None, trainable=True, name=None, reuse=None):
     """A 2-D convolution layer with a [kh, kw, in, filters] kernel and a bias."""
+    with _layer_scope(name, "conv2d", reuse):
+        return build_conv2d(inputs, filters, kernel_size, strides, padding, data_format,
+                            dilation_rate, activation, use_bias, kernel_initializer,
+                            bias_initializer, kernel_regularizer, bias_regularizer,
+                            activity_regularizer, kernel_constraint, bias_constraint,
+                            trainable)[0]
+
+
+def build_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                 data_format="channels_last", dilation_rate=(1, 1), activation=None,
+                 use_bias=True, kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True,
+                 names=LAYERS_NAMES, collections=None):
+    """The conv2d layer in the current variable scope: (outputs, kernel, bias). tf.layers.conv2d,
+    tf.layers.Conv2D and tf.contrib.layers.conv2d all build through here."""
     from flowstone.ops import conv_ops
     inputs = _ops.convert_to_tensor(inputs)
     fmt = _data_format(data_format)
@@ -137,16 +188,16 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
     kh, kw = _pair(kernel_size, "kernel_size")
     sh, sw = _pair(strides, "strides")
     dh, dw = _pair(dilation_rate, "dilation_rate")
-    with _layer_scope(name, "conv2d", reuse):
-        kernel, bias = _kernel_and_bias(
-            [kh, kw, channels, filters], filters, inputs.dtype, use_bias, trainable,
-            kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
-            bias_regularizer, bias_constraint)
-        strides4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
-        dilations4 = [1, dh, dw, 1] if fmt == "NHWC" else [1, 1, dh, dw]
-        out = conv_ops.conv2d(inputs, kernel, strides4, _padding(padding), data_format=fmt,
-                              dilations=dilations4)
-        return _add_bias_and_activate(out, bias, activation, activity_regularizer, fmt)
+    kernel, bias = _kernel_and_bias(
+        [kh, kw, channels, filters], filters, inputs.dtype, use_bias, trainable,
+        kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+        bias_regularizer, bias_constraint, names, collections)
+    strides4 = [1, sh, sw, 1] if fmt == "NHWC" else [1, 1, sh, sw]
+    dilations4 = [1, dh, dw, 1] if fmt == "NHWC" else [1, 1, dh, dw]
+    out = conv_ops.conv2d(inputs, kernel, strides4, _padding(padding), data_format=fmt,
+                          dilations=dilations4)
+    return (_add_bias_and_activate(out, bias, activation, activity_regularizer, fmt), kernel,
+            bias)
 
 
 def _pool(op_name, inputs, pool_size, strides, padding, data_format, name, default_name):
@@ -229,12 +280,38 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     (moving -= (moving - batch_statistic) * (1 - momentum)) to tf.GraphKeys.UPDATE_OPS: run
     them with the train op. When `training` is a tensor, the updates leave the moving averages
     unchanged in the steps where it is false."""
-    from flowstone import dtypes
-    from flowstone.ops import array_ops, math_ops, nn_impl
     if renorm or virtual_batch_size is not None or adjustment is not None:
         raise NotImplementedError("batch_normalization supports neither renorm, "
                                   "virtual_batch_size nor adjustment")
+    with _layer_scope(name, "batch_normalization", reuse):
+        return build_batch_normalization(
+            inputs, axis, momentum, epsilon, center, scale, beta_initializer,
+            gamma_initializer, moving_mean_initializer, moving_variance_initializer,
+            beta_regularizer, gamma_regularizer, beta_constraint, gamma_constraint, training,
+            trainable, fused)[0]
+
+
+def build_batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True,
+                              scale=True, beta_initializer=init_ops.Zeros(),
+                              gamma_initializer=init_ops.Ones(),
+                              moving_mean_initializer=init_ops.Zeros(),
+                              moving_variance_initializer=init_ops.Ones(), beta_regularizer=None,
+                              gamma_regularizer=None, beta_constraint=None,
+                              gamma_constraint=None, training=False, trainable=True, fused=None,
+                              collections=None, updates_collection=_ops.GraphKeys.UPDATE_OPS,
+                              unbiased_variance=None):
+    """Batch normalization in the current variable scope: (outputs, variables), variables a dict
+    of gamma, beta, moving_mean and moving_variance (None where not made). tf.layers and
+    tf.contrib.layers.batch_norm build through here.
+
+    `collections` maps a variable name to the collections it goes in. The moving-average
+    updates go to `updates_collection`; with None the outputs wait for them instead.
+    `unbiased_variance` says whether the moving variance tracks the Bessel-corrected batch
+    variance (None: where TensorFlow's fused kernel would run)."""
+    from flowstone import dtypes
+    from flowstone.ops import array_ops, math_ops, nn_impl
     inputs = _ops.convert_to_tensor(inputs)
+    collections = collections or {}
     rank = inputs.shape.rank
     if rank is None:
         raise ValueError(f"Input has undefined rank: {inputs.shape}")
@@ -248,71 +325,81 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     reduce_axes = [a for a in range(rank) if a != axis]
     broadcast = [1] * rank
     broadcast[axis] = depth
-    bessel = _uses_fused_statistics(rank, axis, inputs.dtype, fused)
+    fused_statistics = _uses_fused_statistics(rank, axis, inputs.dtype, fused)
+    bessel = fused_statistics if unbiased_variance is None else unbiased_variance
     # Where TensorFlow runs its fused kernel, so does this layer (FusedBatchNormV3, float32);
     # float16 and bfloat16 get the same statistics from the composite ops.
-    use_fused_kernel = bessel and inputs.dtype == dtypes.float32
-    with _layer_scope(name, "batch_normalization", reuse):
-        dtype = inputs.dtype
-        gamma = variable_scope.get_variable("gamma", [depth], dtype, gamma_initializer,
-                                       regularizer=gamma_regularizer, trainable=trainable,
-                                       constraint=gamma_constraint) if scale else None
-        beta = variable_scope.get_variable("beta", [depth], dtype, beta_initializer,
-                                      regularizer=beta_regularizer, trainable=trainable,
-                                      constraint=beta_constraint) if center else None
-        moving_mean = variable_scope.get_variable("moving_mean", [depth], dtype,
-                                             moving_mean_initializer, trainable=False)
-        moving_var = variable_scope.get_variable("moving_variance", [depth], dtype,
-                                            moving_variance_initializer, trainable=False)
+    use_fused_kernel = fused_statistics and inputs.dtype == dtypes.float32
+    dtype = inputs.dtype
 
-        def reshape(v):
-            return None if v is None else (v if axis == rank - 1 else
-                                           array_ops.reshape(v, broadcast))
+    def variable(name, initializer, **kwargs):
+        return variable_scope.get_variable(name, [depth], dtype, initializer,
+                                           collections=collections.get(name), **kwargs)
 
-        def update(variable, value, name):
-            # With a training tensor the update is built once and must do nothing when it is
-            # false: then the "batch statistic" is the moving value itself.
-            with _ops.name_scope(name):
-                current = variable.read_value()
-                if not isinstance(training, (bool, np.bool_)):
-                    value = math_ops.where_v2(_ops.convert_to_tensor(training), value, current)
-                delta = math_ops.multiply(math_ops.subtract(current, value), 1.0 - momentum)
-                op = variable.assign_sub(delta, read_value=False)
-            _ops.add_to_collection(_ops.GraphKeys.UPDATE_OPS, op)
+    gamma = variable("gamma", gamma_initializer, regularizer=gamma_regularizer,
+                     trainable=trainable, constraint=gamma_constraint) if scale else None
+    beta = variable("beta", beta_initializer, regularizer=beta_regularizer,
+                    trainable=trainable, constraint=beta_constraint) if center else None
+    moving_mean = variable("moving_mean", moving_mean_initializer, trainable=False)
+    moving_var = variable("moving_variance", moving_variance_initializer, trainable=False)
+    updates = []
 
-        def fused_norm(mean, variance, is_training):
-            # TensorFlow's fused kernel normalizes over the channel axis of a 4-D tensor.
-            from flowstone.ops import nn_norm_ops
-            ones = array_ops.ones([depth], dtype)
-            zeros = array_ops.zeros([depth], dtype)
-            return nn_norm_ops.fused_batch_norm(
-                inputs, gamma if gamma is not None else ones,
-                beta if beta is not None else zeros, mean, variance, epsilon=epsilon,
-                data_format="NHWC" if axis == 3 else "NCHW", is_training=is_training)
+    def reshape(v):
+        return None if v is None else (v if axis == rank - 1 else
+                                       array_ops.reshape(v, broadcast))
 
-        def train_branch():
-            if use_fused_kernel:
-                outputs, mean, variance = fused_norm(None, None, True)
-                update(moving_mean, mean, "AssignMovingAvg")
-                update(moving_var, variance, "AssignMovingAvg_1")
-                return outputs
-            mean, variance = nn_impl.moments(inputs, reduce_axes)
+    def update(variable, value, name):
+        # With a training tensor the update is built once and must do nothing when it is
+        # false: then the "batch statistic" is the moving value itself.
+        with _ops.name_scope(name):
+            current = variable.read_value()
+            if not isinstance(training, (bool, np.bool_)):
+                value = math_ops.where_v2(_ops.convert_to_tensor(training), value, current)
+            delta = math_ops.multiply(math_ops.subtract(current, value), 1.0 - momentum)
+            op = variable.assign_sub(delta, read_value=False)
+        updates.append(op)
+        if updates_collection is not None:
+            _ops.add_to_collection(updates_collection, op)
+
+    def fused_norm(mean, variance, is_training):
+        # TensorFlow's fused kernel normalizes over the channel axis of a 4-D tensor.
+        from flowstone.ops import nn_norm_ops
+        ones = array_ops.ones([depth], dtype)
+        zeros = array_ops.zeros([depth], dtype)
+        return nn_norm_ops.fused_batch_norm(
+            inputs, gamma if gamma is not None else ones,
+            beta if beta is not None else zeros, mean, variance, epsilon=epsilon,
+            data_format="NHWC" if axis == 3 else "NCHW", is_training=is_training)
+
+    def train_branch():
+        if use_fused_kernel:
+            outputs, mean, variance = fused_norm(None, None, True)
             update(moving_mean, mean, "AssignMovingAvg")
-            if bessel:
-                count = math_ops.divide(math_ops.cast(array_ops.size(inputs), dtype), float(depth))
-                update(moving_var, math_ops.multiply(
-                    variance, math_ops.divide(count, math_ops.maximum(
-                        math_ops.subtract(count, 1.0), 1.0))), "AssignMovingAvg_1")
-            else:
-                update(moving_var, variance, "AssignMovingAvg_1")
-            return nn_impl.batch_normalization(inputs, reshape(mean), reshape(variance),
-                                               reshape(beta), reshape(gamma), epsilon)
+            update(moving_var, variance, "AssignMovingAvg_1")
+            return outputs
+        mean, variance = nn_impl.moments(inputs, reduce_axes)
+        update(moving_mean, mean, "AssignMovingAvg")
+        if bessel:
+            count = math_ops.divide(math_ops.cast(array_ops.size(inputs), dtype), float(depth))
+            update(moving_var, math_ops.multiply(
+                variance, math_ops.divide(count, math_ops.maximum(
+                    math_ops.subtract(count, 1.0), 1.0))), "AssignMovingAvg_1")
+        else:
+            update(moving_var, variance, "AssignMovingAvg_1")
+        return nn_impl.batch_normalization(inputs, reshape(mean), reshape(variance),
+                                           reshape(beta), reshape(gamma), epsilon)
 
-        def infer_branch():
-            if use_fused_kernel:
-                return fused_norm(moving_mean.value(), moving_var.value(), False)[0]
-            return nn_impl.batch_normalization(inputs, reshape(moving_mean.value()),
-                                               reshape(moving_var.value()), reshape(beta),
-                                               reshape(gamma), epsilon)
+    def infer_branch():
+        if use_fused_kernel:
+            return fused_norm(moving_mean.value(), moving_var.value(), False)[0]
+        return nn_impl.batch_normalization(inputs, reshape(moving_mean.value()),
+                                           reshape(moving_var.value()), reshape(beta),
+                                           reshape(gamma), epsilon)
 
-        return _select_training(training, train_branch, infer_branch)
+    outputs = _select_training(training, train_branch, infer_branch)
+    if updates_collection is None and updates:
+        from flowstone.ops import basic_ops
+        with _ops.control_dependencies(updates):
+            outputs = basic_ops.identity(outputs)
+    return outputs, dict(gamma=gamma, beta=beta, moving_mean=moving_mean,
+                         moving_variance=moving_var)

@@ -92,7 +92,9 @@ class GraphKeys:
 class Tensor:
     """One output of an Operation: `op.name:index`."""
 
-    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
+    # `alias` and `aliases` are set by tf.contrib.layers and tf_slim on the outputs they collect
+    # (outputs_collections), as TensorFlow's tensors allow.
+    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__", "alias", "aliases")
     # Makes numpy defer to our operators (`np.float32(1) + t`).
     __array_priority__ = 100
 

@@ -98,31 +98,56 @@ def separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                      reuse=None):
     """A depthwise convolution ([kh, kw, in, depth_multiplier] "depthwise_kernel") followed by
     a 1x1 convolution ([1, 1, in * depth_multiplier, filters] "pointwise_kernel") and a bias."""
+    with _layers._layer_scope(name, "separable_conv2d", reuse):
+        return build_separable_conv2d(
+            inputs, filters, kernel_size, strides, padding, data_format, dilation_rate,
+            depth_multiplier, activation, use_bias, depthwise_initializer,
+            pointwise_initializer, bias_initializer, depthwise_regularizer,
+            pointwise_regularizer, bias_regularizer, activity_regularizer, depthwise_constraint,
+            pointwise_constraint, bias_constraint, trainable)[0]
+
+
+SEPARABLE_NAMES = ("depthwise_kernel", "pointwise_kernel", "bias")
+SEPARABLE_CONTRIB_NAMES = ("depthwise_weights", "pointwise_weights", "biases")
+
+
+def build_separable_conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                           data_format="channels_last", dilation_rate=(1, 1),
+                           depth_multiplier=1, activation=None, use_bias=True,
+                           depthwise_initializer=None, pointwise_initializer=None,
+                           bias_initializer=init_ops.Zeros(), depthwise_regularizer=None,
+                           pointwise_regularizer=None, bias_regularizer=None,
+                           activity_regularizer=None, depthwise_constraint=None,
+                           pointwise_constraint=None, bias_constraint=None, trainable=True,
+                           names=SEPARABLE_NAMES, collections=None):
+    """The separable_conv2d layer in the current variable scope: (outputs, depthwise kernel,
+    pointwise kernel, bias); tf.layers.SeparableConv2D and tf.contrib.layers.separable_conv2d
+    build through here too."""
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 4, cf, "separable_conv2d")
     kh, kw = _tuple(kernel_size, 2, "kernel_size")
-    with _layers._layer_scope(name, "separable_conv2d", reuse):
-        depthwise = variable_scope.get_variable(
-            "depthwise_kernel", [kh, kw, channels, depth_multiplier], dtype=inputs.dtype,
-            initializer=depthwise_initializer, regularizer=depthwise_regularizer,
-            trainable=trainable, constraint=depthwise_constraint)
-        pointwise = variable_scope.get_variable(
-            "pointwise_kernel", [1, 1, channels * depth_multiplier, filters], dtype=inputs.dtype,
-            initializer=pointwise_initializer, regularizer=pointwise_regularizer,
-            trainable=trainable, constraint=pointwise_constraint)
-        bias = None
-        if use_bias:
-            bias = variable_scope.get_variable("bias", [filters], dtype=inputs.dtype,
-                                               initializer=bias_initializer,
-                                               regularizer=bias_regularizer, trainable=trainable,
-                                               constraint=bias_constraint)
-        fmt = "NCHW" if cf else "NHWC"
-        out = conv_variants.separable_conv2d(inputs, depthwise, pointwise,
-                                             _tuple(strides, 2, "strides"),
-                                             _layers._padding(padding),
-                                             rate=_tuple(dilation_rate, 2, "dilation_rate"),
-                                             data_format=fmt)
-        return _layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt)
+    collections = collections or {}
+
+    def variable(name, shape, initializer, regularizer, constraint):
+        return variable_scope.get_variable(name, shape, dtype=inputs.dtype,
+                                           initializer=initializer, regularizer=regularizer,
+                                           trainable=trainable, constraint=constraint,
+                                           collections=collections.get(name))
+
+    depthwise = variable(names[0], [kh, kw, channels, depth_multiplier], depthwise_initializer,
+                         depthwise_regularizer, depthwise_constraint)
+    pointwise = variable(names[1], [1, 1, channels * depth_multiplier, filters],
+                         pointwise_initializer, pointwise_regularizer, pointwise_constraint)
+    bias = variable(names[2], [filters], bias_initializer, bias_regularizer,
+                    bias_constraint) if use_bias else None
+    fmt = "NCHW" if cf else "NHWC"
+    out = conv_variants.separable_conv2d(inputs, depthwise, pointwise,
+                                         _tuple(strides, 2, "strides"),
+                                         _layers._padding(padding),
+                                         rate=_tuple(dilation_rate, 2, "dilation_rate"),
+                                         data_format=fmt)
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt),
+            depthwise, pointwise, bias)
 
 
 def _transposed_length(length, kernel, padding, stride):
@@ -140,33 +165,50 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
                      kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
                      reuse=None):
     """A transposed 2-D convolution layer with a [kh, kw, filters, in] kernel and a bias."""
+    with _layers._layer_scope(name, "conv2d_transpose", reuse):
+        return build_conv2d_transpose(inputs, filters, kernel_size, strides, padding,
+                                      data_format, activation, use_bias, kernel_initializer,
+                                      bias_initializer, kernel_regularizer, bias_regularizer,
+                                      activity_regularizer, kernel_constraint, bias_constraint,
+                                      trainable)[0]
+
+
+def build_conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                           data_format="channels_last", activation=None, use_bias=True,
+                           kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                           kernel_regularizer=None, bias_regularizer=None,
+                           activity_regularizer=None, kernel_constraint=None,
+                           bias_constraint=None, trainable=True, names=_layers.LAYERS_NAMES,
+                           collections=None):
+    """The conv2d_transpose layer in the current variable scope: (outputs, kernel, bias);
+    tf.layers.Conv2DTranspose and tf.contrib.layers.conv2d_transpose build through here too."""
     from flowstone.ops import math_ops
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 4, cf, "conv2d_transpose")
     kh, kw = _tuple(kernel_size, 2, "kernel_size")
     sh, sw = _tuple(strides, 2, "strides")
     pad = _layers._padding(padding)
-    with _layers._layer_scope(name, "conv2d_transpose", reuse):
-        kernel, bias = _layers._kernel_and_bias(
-            [kh, kw, filters, channels], filters, inputs.dtype, use_bias, trainable,
-            kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
-            bias_regularizer, bias_constraint)
-        shape = array_ops.shape(inputs)
-        h_axis, w_axis = (2, 3) if cf else (1, 2)
-        sizes = []
-        for axis, k, s in ((h_axis, kh, sh), (w_axis, kw, sw)):
-            static = inputs.shape[axis]
-            if static is not None:
-                sizes.append(_transposed_length(static, k, pad, s))
-            else:
-                length = math_ops.multiply(shape[axis], s)
-                sizes.append(length + max(k - s, 0) if pad == "VALID" else length)
-        out_shape = ([shape[0], filters] + sizes) if cf else ([shape[0]] + sizes + [filters])
-        fmt = "NCHW" if cf else "NHWC"
-        out = conv_ops.conv2d_transpose(inputs, kernel, array_ops.stack(out_shape),
-                                        [1, 1, sh, sw] if cf else [1, sh, sw, 1], padding=pad,
-                                        data_format=fmt)
-        return _layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt)
+    kernel, bias = _layers._kernel_and_bias(
+        [kh, kw, filters, channels], filters, inputs.dtype, use_bias, trainable,
+        kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+        bias_regularizer, bias_constraint, names, collections)
+    shape = array_ops.shape(inputs)
+    h_axis, w_axis = (2, 3) if cf else (1, 2)
+    sizes = []
+    for axis, k, s in ((h_axis, kh, sh), (w_axis, kw, sw)):
+        static = inputs.shape[axis]
+        if static is not None:
+            sizes.append(_transposed_length(static, k, pad, s))
+        else:
+            length = math_ops.multiply(shape[axis], s)
+            sizes.append(length + max(k - s, 0) if pad == "VALID" else length)
+    out_shape = ([shape[0], filters] + sizes) if cf else ([shape[0]] + sizes + [filters])
+    fmt = "NCHW" if cf else "NHWC"
+    out = conv_ops.conv2d_transpose(inputs, kernel, array_ops.stack(out_shape),
+                                    [1, 1, sh, sw] if cf else [1, sh, sw, 1], padding=pad,
+                                    data_format=fmt)
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt),
+            kernel, bias)
 
 
 def _pool3d(fn, inputs, pool_size, strides, padding, data_format, name, default_name):

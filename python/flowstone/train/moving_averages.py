@@ -99,3 +99,19 @@ class ExponentialMovingAverage:
                 continue
             restore[self.average_name(v) if v in averaged else v.op.name] = v
         return restore
+
+
+def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
+    """variable -= (variable - value) * (1 - decay); returns the updated value. TensorFlow's
+    helper (not in its public API) that TF1 libraries such as tf_slim's batch_norm call."""
+    if zero_debias:
+        raise NotImplementedError(
+            "assign_moving_average(zero_debias=True) is not supported: averages start from "
+            "the variables' initial values (see docs/COMPAT.md)")
+    with _ops.name_scope(name, "AssignMovingAvg", [variable, value, decay]):
+        dtype = variable.dtype.base_dtype
+        decay = math_ops.cast(_ops.convert_to_tensor(decay), dtype)
+        delta = math_ops.multiply(
+            math_ops.subtract(variable.read_value(), _ops.convert_to_tensor(value, dtype=dtype)),
+            math_ops.subtract(_ops.convert_to_tensor(1.0, dtype=dtype), decay))
+        return variable.assign_sub(delta)
