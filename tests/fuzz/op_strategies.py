@@ -327,8 +327,9 @@ def mutated_cases(op, cases):
             elif mutation == "attr" and attrs:
                 name = sorted(attrs)[seed % len(attrs)]
                 attrs[name] = _edge_attr(attrs[name], seed)
-            elif mutation == "dtype":
-                values[i] = values[i].astype(NUMPY_DTYPE[VALUE_DTYPES[seed % len(VALUE_DTYPES)]])
+            elif mutation == "dtype":  # to a real dtype: a complex value keeps its real part
+                values[i] = np.real(values[i]).astype(
+                    NUMPY_DTYPE[VALUE_DTYPES[seed % len(VALUE_DTYPES)]])
         inputs = []
         for value in values:
             kind = draw(st.sampled_from(["const", "feed-exact", "feed-unknown"]))

@@ -78,11 +78,11 @@ CASES = [
          attrs={"Treal": dtypes.float64, "Tcomplex": dtypes.complex128}, grad=[0],
          rtol=1e-10, atol=1e-10),
     Case("RFFT3D", [rand(2, 3, 4), _lengths(2, 3, 4)],
-         lambda x, n: np.fft.rfftn(x, s=(2, 3, 4)),
+         lambda x, n: np.fft.rfftn(x, s=(2, 3, 4), axes=_inner(3)),
          attrs={"Treal": dtypes.float64, "Tcomplex": dtypes.complex128}, grad=[0],
          rtol=1e-10, atol=1e-10),
     Case("IRFFT3D", [crand(2, 2, 3), _lengths(2, 2, 5)],
-         lambda z, n: np.fft.irfftn(z, s=(2, 2, 5)),
+         lambda z, n: np.fft.irfftn(z, s=(2, 2, 5), axes=_inner(3)),
          attrs={"Treal": dtypes.float64, "Tcomplex": dtypes.complex128}, grad=[0],
          rtol=1e-10, atol=1e-10),
     # Math ops on complex128 (their gradients carry the conjugates).

@@ -347,7 +347,8 @@ def test_real_transforms_match_numpy_with_default_and_given_lengths():
     np.testing.assert_allclose(got["rfft_pad"], np.fft.rfft(x, 12), atol=1e-12)
     np.testing.assert_allclose(got["rfft_crop"], np.fft.rfft(x, 5), atol=1e-12)
     np.testing.assert_allclose(got["rfft2d"], np.fft.rfft2(x), atol=1e-12)
-    np.testing.assert_allclose(got["rfft3d"], np.fft.rfftn(x, s=(2, 4, 10)), atol=1e-12)
+    np.testing.assert_allclose(got["rfft3d"], np.fft.rfftn(x, s=(2, 4, 10), axes=(0, 1, 2)),
+                               atol=1e-12)
     assert got["rfft32"].dtype == np.complex64 and got["rfft"].dtype == np.complex128
     spectrum = np.fft.rfft(x)  # 5 frequencies: the default length is 2 * (5 - 1) = 8
     back = run({"irfft": tf.signal.irfft(tf.constant(spectrum)),
