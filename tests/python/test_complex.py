@@ -293,6 +293,15 @@ def test_math_ops_match_numpy_in_complex128_and_complex64():
             np.testing.assert_allclose(got[key], value, rtol=rtol, atol=rtol, err_msg=key)
 
 
+def test_no_nan_divisions_take_complex_numbers():
+    x, y = crand(4), np.array([1 + 1j, 0, 2j, 0])
+    got = run({"div": tf.math.divide_no_nan(x, y), "mul": tf.math.multiply_no_nan(x, y),
+               "reciprocal": tf.math.reciprocal_no_nan(y)})
+    np.testing.assert_allclose(got["div"], np.where(y == 0, 0, x / np.where(y == 0, 1, y)))
+    np.testing.assert_allclose(got["mul"], x * y)
+    np.testing.assert_allclose(got["reciprocal"], [0.5 - 0.5j, 0, -0.5j, 0])
+
+
 def test_matmul_adjoint_and_batch_matmul():
     a, b = crand(3, 4), crand(3, 5)
     x, y = tf.constant(a), tf.constant(b)

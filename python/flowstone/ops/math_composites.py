@@ -20,8 +20,9 @@ def _zero_where_y_is_zero(x, y, combine, name, default_name):
     by 1 before combining, so no inf or NaN is ever selected away."""
     with _ops.name_scope(name, default_name, [x, y]) as scope:
         x, y = _math._binary_operands(x, y)
-        if not x.dtype.is_floating:
-            raise TypeError(f"{default_name} needs floating inputs, got {x.dtype.name}")
+        if not (x.dtype.is_floating or x.dtype.is_complex):
+            raise TypeError(f"{default_name} needs floating or complex inputs, got "
+                            f"{x.dtype.name}")
         is_zero = _math.equal(y, _ops.constant(0, dtype=y.dtype))
         safe_y = _math.where(is_zero, _array.ones_like(y), y)
         value = combine(x, safe_y)
