@@ -48,6 +48,9 @@ class GradientContext {
   Endpoint Const(const Tensor& value);
   Endpoint ScalarLike(Endpoint like, double value);  // a scalar constant of like's dtype
   Endpoint Shape(Endpoint x);                        // int32 shape of x
+  // conj(x) for a complex x, x itself otherwise: TensorFlow's complex gradients are
+  // dL/dRe + i dL/dIm, so the chain rule through a holomorphic f multiplies by conj(f'(z)).
+  Endpoint ConjIfComplex(Endpoint x);
   // Sums `grad` over the dimensions where `x` was broadcast to produce it, then reshapes to x's
   // shape: the gradient of a broadcasting binary op for input x.
   Endpoint ReduceToShapeOf(Endpoint grad, Endpoint x, Endpoint other);

@@ -69,12 +69,28 @@ extern const std::vector<DType> kFloatTypes;    // float32, float64
 extern const std::vector<DType> kRealTypes;     // float32, float64, int32, int64
 extern const std::vector<DType> kNumericTypes;  // real types and uint8
 extern const std::vector<DType> kAllTypes;      // every user-visible dtype
+// The sets with complex numbers are inline, like kAllTypesAndString below, so that they are
+// initialized before the registrations of any file that includes this header.
+inline const std::vector<DType> kComplexTypes = {DType::kComplex64, DType::kComplex128};
+// TensorFlow's "number" types of math ops: float32, float64, int32, int64, uint8, complex64,
+// complex128 (Add, Mul, Sum, AddN...).
+inline const std::vector<DType> kNumericAndComplexTypes = {
+    DType::kFloat32, DType::kFloat64,   DType::kInt32,     DType::kInt64,
+    DType::kUInt8,   DType::kComplex64, DType::kComplex128};
+// float32, float64, int32, int64, complex64, complex128 (Neg, MatMul, AssignAddVariableOp...).
+inline const std::vector<DType> kRealAndComplexTypes = {DType::kFloat32,   DType::kFloat64,
+                                                        DType::kInt32,     DType::kInt64,
+                                                        DType::kComplex64, DType::kComplex128};
+// float32, float64, complex64, complex128 (Exp, Log, Tanh, RealDiv...).
+inline const std::vector<DType> kFloatAndComplexTypes = {DType::kFloat32, DType::kFloat64,
+                                                         DType::kComplex64, DType::kComplex128};
 // kAllTypes and string, for the ops whose kernels also move string elements (Const, Identity,
 // ConcatV2, Pack, GatherV2, ...). Inline, so that it is initialized before the registrations of
 // any file that includes this header.
 inline const std::vector<DType> kAllTypesAndString = {
-    DType::kFloat32, DType::kFloat64, DType::kInt32,    DType::kInt64, DType::kUInt8,
-    DType::kBool,    DType::kFloat16, DType::kBFloat16, DType::kString};
+    DType::kFloat32, DType::kFloat64,   DType::kInt32,     DType::kInt64,
+    DType::kUInt8,   DType::kBool,      DType::kFloat16,   DType::kBFloat16,
+    DType::kString,  DType::kComplex64, DType::kComplex128};
 
 class OpDef {
  public:

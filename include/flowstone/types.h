@@ -1,6 +1,7 @@
 // Element types and the fixed-size scalar types Flowstone stores.
 #pragma once
 
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,8 @@ namespace flowstone {
 // refcounted C++ object per element (a TensorList; see variant.h): host memory only, never
 // converted to numbers, fed or fetched. kString holds a byte string (std::string) per element:
 // host memory only, constructed and destroyed with its buffer (see Buffer in tensor.h).
+// kComplex64 and kComplex128 hold std::complex<float> and std::complex<double> (a real and an
+// imaginary part, as numpy and TensorFlow lay them out).
 enum class DType : uint8_t {
   kInvalid = 0,
   kFloat32,
@@ -27,9 +30,20 @@ enum class DType : uint8_t {
   kResource,
   kVariant,
   kString,
+  kComplex64,
+  kComplex128,
 };
 
-constexpr int kNumDTypes = 12;
+constexpr int kNumDTypes = 14;
+
+using complex64 = std::complex<float>;
+using complex128 = std::complex<double>;
+
+// Whether T is std::complex<float> or std::complex<double>, for kernels templated on the element.
+template <typename T>
+inline constexpr bool kIsComplex = false;
+template <typename T>
+inline constexpr bool kIsComplex<std::complex<T>> = true;
 
 // Bytes per element (0 for kInvalid).
 size_t DTypeSize(DType dtype);
@@ -42,6 +56,9 @@ int DTypeToTfEnum(DType dtype);
 bool DTypeFromName(const std::string& name, DType* out);
 bool IsFloating(DType dtype);
 bool IsInteger(DType dtype);
+bool IsComplex(DType dtype);
+// float32 for complex64, float64 for complex128, else the dtype itself.
+DType RealPartType(DType dtype);
 // Whether elements are C++ objects (strings, variants) that must be constructed, copied by
 // assignment and destroyed, rather than plain bytes a kernel may memcpy.
 inline bool HoldsObjects(DType dtype) {
@@ -98,6 +115,14 @@ struct DTypeOf<Half> {
 template <>
 struct DTypeOf<BFloat16> {
   static constexpr DType value = DType::kBFloat16;
+};
+template <>
+struct DTypeOf<complex64> {
+  static constexpr DType value = DType::kComplex64;
+};
+template <>
+struct DTypeOf<complex128> {
+  static constexpr DType value = DType::kComplex128;
 };
 template <>
 struct DTypeOf<std::string> {

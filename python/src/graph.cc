@@ -327,8 +327,10 @@ void RegisterGraph(nb::module_& m) {
                                         bool* found) -> Status {
           nb::list output_grads;
           for (int o = 0; o < ctx.num_outputs(); ++o) {
-            // Like TensorFlow, a missing gradient is zeros for floating outputs, else None.
-            if (!ctx.has_output_grad(o) && !IsFloating(ctx.node().output_type(o))) {
+            // Like TensorFlow, a missing gradient is zeros for floating (and complex) outputs,
+            // else None.
+            const DType type = ctx.node().output_type(o);
+            if (!ctx.has_output_grad(o) && !IsFloating(type) && !IsComplex(type)) {
               output_grads.append(nb::none());
               continue;
             }

@@ -29,6 +29,10 @@ int NumpyType(DType dtype) {
       return NPY_FLOAT16;
     case DType::kBFloat16:
       return NPY_FLOAT32;
+    case DType::kComplex64:
+      return NPY_COMPLEX64;
+    case DType::kComplex128:
+      return NPY_COMPLEX128;
     case DType::kString:
       return NPY_OBJECT;
     default:
@@ -159,6 +163,10 @@ DType DTypeOfNumpy(PyObject* object) {
       return DType::kBool;
     case NPY_FLOAT16:
       return DType::kFloat16;
+    case NPY_COMPLEX64:
+      return DType::kComplex64;
+    case NPY_COMPLEX128:
+      return DType::kComplex128;
     case NPY_OBJECT:
     case NPY_STRING:
     case NPY_UNICODE:

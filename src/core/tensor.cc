@@ -152,6 +152,10 @@ double Tensor::ElementAsDouble(int64_t i) const {
       return static_cast<float>(data<Half>()[i]);
     case DType::kBFloat16:
       return static_cast<float>(data<BFloat16>()[i]);
+    case DType::kComplex64:  // the real part, as a complex-to-real cast takes it
+      return data<complex64>()[i].real();
+    case DType::kComplex128:
+      return data<complex128>()[i].real();
     default:
       return 0.0;
   }
@@ -226,8 +230,21 @@ std::string EscapeBytes(const std::string& bytes) {
   return out;
 }
 
+// Python's form of a complex number: "(1+2j)".
+template <typename T>
+std::string FormatComplex(std::complex<T> value, int digits, int max_digits) {
+  const std::string imag = FormatFloat(value.imag(), digits, max_digits);
+  const bool signed_imag = imag[0] == '-' || imag[0] == '+';
+  return "(" + FormatFloat(value.real(), digits, max_digits) + (signed_imag ? "" : "+") + imag +
+         "j)";
+}
+
 std::string FormatElement(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
+    case DType::kComplex64:
+      return FormatComplex(t.data<complex64>()[i], 6, 9);
+    case DType::kComplex128:
+      return FormatComplex(t.data<complex128>()[i], 15, 17);
     case DType::kFloat32:
       return FormatFloat(t.data<float>()[i], 6, 9);
     case DType::kFloat64:

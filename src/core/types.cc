@@ -28,6 +28,8 @@ constexpr DTypeInfo kInfo[kNumDTypes] = {
     {DType::kResource, 8, "resource", "resource", 20},
     {DType::kVariant, sizeof(Variant), "variant", "variant", 21},
     {DType::kString, sizeof(std::string), "string", "string", 7},
+    {DType::kComplex64, 8, "complex64", "complex64", 8},
+    {DType::kComplex128, 16, "complex128", "complex128", 18},
 };
 
 const DTypeInfo& Info(DType dtype) {
@@ -71,6 +73,14 @@ bool IsFloating(DType dtype) {
 
 bool IsInteger(DType dtype) {
   return dtype == DType::kInt32 || dtype == DType::kInt64 || dtype == DType::kUInt8;
+}
+
+bool IsComplex(DType dtype) { return dtype == DType::kComplex64 || dtype == DType::kComplex128; }
+
+DType RealPartType(DType dtype) {
+  if (dtype == DType::kComplex64) return DType::kFloat32;
+  if (dtype == DType::kComplex128) return DType::kFloat64;
+  return dtype;
 }
 
 Half::Half(float value) {

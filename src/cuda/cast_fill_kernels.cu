@@ -1,6 +1,6 @@
 // GPU kernels that make or convert whole tensors: Cast between float32, float64, int32, int64,
-// uint8 and bool, and to float16 and bfloat16; Fill, ZerosLike and OnesLike for float32 and
-// float64.
+// uint8 and bool, to float16 and bfloat16, and from those to complex64/complex128; Fill,
+// ZerosLike and OnesLike for float32 and float64.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -71,6 +71,15 @@ __global__ void CastToBFloat16Kernel(const From* in, uint16_t* out, int64_t n, b
   }
 }
 
+// To complex64 or complex128 (R is its part's type): the real part converted, imaginary part 0.
+template <typename R, typename From>
+__global__ void CastToComplexKernel(const From* in, R* out, int64_t n) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) {
+    out[2 * i] = CastValue<R, From>(in[i]);
+    out[2 * i + 1] = R(0);
+  }
+}
+
 #define FS_GPU_CAST_TYPES float, double, int32_t, int64_t, uint8_t, bool
 
 Status Cast(KernelContext& ctx) {
@@ -99,6 +108,15 @@ Status Cast(KernelContext& ctx) {
                                                                                    drop_bits);
       }
       return LaunchCheck("Cast");
+    });
+  }
+  if (IsComplex(dst)) {
+    return DispatchDType<FS_GPU_CAST_TYPES>(in.dtype(), "Cast", [&]<typename From>() {
+      return DispatchDType<float, double>(RealPartType(dst), "Cast", [&]<typename R>() {
+        CastToComplexKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
+            ctx.input(0).data<From>(), static_cast<R*>(out->raw_data()), n);
+        return LaunchCheck("Cast");
+      });
     });
   }
   return DispatchDType<FS_GPU_CAST_TYPES>(in.dtype(), "Cast", [&]<typename From>() {

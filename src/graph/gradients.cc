@@ -7,9 +7,10 @@
 namespace flowstone {
 namespace {
 
-// Variants carry gradients too: the gradient of a TensorList is a TensorList of gradients.
+// Floating and complex tensors carry gradients, as in TensorFlow; variants too: the gradient of
+// a TensorList is a TensorList of gradients.
 bool Backpropagatable(DType t) {
-  return IsFloating(t) || t == DType::kResource || t == DType::kVariant;
+  return IsFloating(t) || IsComplex(t) || t == DType::kResource || t == DType::kVariant;
 }
 
 struct EndpointLess {
@@ -93,6 +94,12 @@ Endpoint GradientContext::ScalarLike(Endpoint like, double value) {
     case DType::kBFloat16:
       *t.data<BFloat16>() = BFloat16(static_cast<float>(value));
       break;
+    case DType::kComplex64:
+      *t.data<complex64>() = complex64(static_cast<float>(value), 0.0f);
+      break;
+    case DType::kComplex128:
+      *t.data<complex128>() = complex128(value, 0.0);
+      break;
     default:
       if (status_.ok()) {
         status_ = errors::Internal("no scalar of dtype ", DTypeName(dtype), " in the gradient of ",
@@ -104,6 +111,11 @@ Endpoint GradientContext::ScalarLike(Endpoint like, double value) {
 }
 
 Endpoint GradientContext::Shape(Endpoint x) { return Op("Shape", {x}); }
+
+Endpoint GradientContext::ConjIfComplex(Endpoint x) {
+  if (x.node == nullptr || !IsComplex(x.node->output_type(x.index))) return x;
+  return Op("Conj", {x});
+}
 
 Endpoint GradientContext::output_grad(int i) {
   if (output_grads_[i].node == nullptr) output_grads_[i] = Op("ZerosLike", {output(i)});

@@ -176,6 +176,33 @@ Status FillFromValues(const google::protobuf::RepeatedField<Stored>& values, int
   return Status::OK();
 }
 
+// scomplex_val and dcomplex_val hold (real, imaginary) pairs; with fewer pairs than elements the
+// last pair repeats, as in TensorFlow.
+template <typename T>
+Status FillComplexFromValues(const google::protobuf::RepeatedField<T>& values, int64_t count,
+                             const std::string& what, std::complex<T>* out) {
+  if (values.size() % 2 != 0) {
+    return errors::InvalidArgument(what,
+                                   ": a complex tensor's values come in (real, imaginary) "
+                                   "pairs, but it holds ",
+                                   values.size(), " numbers");
+  }
+  const int64_t pairs = values.size() / 2;
+  if (pairs > count) {
+    return errors::InvalidArgument(what, ": the tensor holds ", pairs, " values but its shape has ",
+                                   count, " elements");
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    if (pairs == 0) {
+      out[i] = std::complex<T>();
+      continue;
+    }
+    const int k = static_cast<int>(std::min<int64_t>(i, pairs - 1)) * 2;
+    out[i] = std::complex<T>(values.Get(k), values.Get(k + 1));
+  }
+  return Status::OK();
+}
+
 Status ImportTensor(const proto::TensorProto& in, const std::string& what, Tensor* out) {
   DType dtype;
   FS_RETURN_IF_ERROR(ImportDType(in.dtype(), what, &dtype));
@@ -235,6 +262,10 @@ Status ImportTensor(const proto::TensorProto& in, const std::string& what, Tenso
       return FillFromValues(
           in.half_val(), count, what, [](int32_t v) { return static_cast<uint16_t>(v); },
           static_cast<uint16_t*>(out->raw_data()));
+    case DType::kComplex64:
+      return FillComplexFromValues(in.scomplex_val(), count, what, out->data<complex64>());
+    case DType::kComplex128:
+      return FillComplexFromValues(in.dcomplex_val(), count, what, out->data<complex128>());
     default:
       return errors::Unimplemented(what, ": dtype ", DTypeName(dtype));
   }

@@ -14,9 +14,9 @@ const std::vector<DType> kRealTypes = {DType::kFloat32, DType::kFloat64, DType::
                                        DType::kInt64};
 const std::vector<DType> kNumericTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
                                           DType::kInt64, DType::kUInt8};
-const std::vector<DType> kAllTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                                      DType::kInt64,   DType::kUInt8,   DType::kBool,
-                                      DType::kFloat16, DType::kBFloat16};
+const std::vector<DType> kAllTypes = {
+    DType::kFloat32, DType::kFloat64, DType::kInt32,    DType::kInt64,     DType::kUInt8,
+    DType::kBool,    DType::kFloat16, DType::kBFloat16, DType::kComplex64, DType::kComplex128};
 
 const AttrDef* OpDef::FindAttr(const std::string& attr_name) const {
   for (const AttrDef& attr : attrs)

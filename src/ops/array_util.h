@@ -30,11 +30,20 @@ inline std::vector<int64_t> IntValues(const Tensor& t) {
   return out;
 }
 
-// Calls fn.template operator()<U>() with the unsigned integer type U of `bytes` bytes; copying a U
-// copies one element of any dtype of that size exactly.
+// The 16-byte element (complex128). Not unsigned __int128: that type asks for 16-byte alignment,
+// and complex128 elements are only 8-byte aligned.
+struct Element16 {
+  uint64_t lo, hi;
+  bool operator==(const Element16&) const = default;
+};
+
+// Calls fn.template operator()<U>() with the unsigned integer type U of `bytes` bytes (Element16
+// for 16); copying a U copies one element of any dtype of that size exactly.
 template <typename F>
 Status DispatchElementSize(size_t bytes, F&& fn) {
   switch (bytes) {
+    case 16:
+      return fn.template operator()<Element16>();
     case 1:
       return fn.template operator()<uint8_t>();
     case 2:

@@ -53,10 +53,10 @@ Status MissingFeed(KernelContext& ctx) {
 // kAllTypes, strings, resource handles and variants, which function bodies take as arguments
 // (captured variables, TensorArrays, datasets). Spelled out: kAllTypes lives in another file,
 // whose static initialization may come later.
-const std::vector<DType> kPlaceholderTypes = {DType::kFloat32, DType::kFloat64,  DType::kInt32,
-                                              DType::kInt64,   DType::kUInt8,    DType::kBool,
-                                              DType::kFloat16, DType::kBFloat16, DType::kResource,
-                                              DType::kVariant, DType::kString};
+const std::vector<DType> kPlaceholderTypes = {
+    DType::kFloat32,  DType::kFloat64, DType::kInt32,    DType::kInt64,     DType::kUInt8,
+    DType::kBool,     DType::kFloat16, DType::kBFloat16, DType::kComplex64, DType::kComplex128,
+    DType::kResource, DType::kVariant, DType::kString};
 
 FS_REGISTER_OP(OpBuilder("Placeholder")
                    .Output("output", "dtype")

@@ -55,7 +55,8 @@ struct LogicalOrFn {
   bool operator()(bool a, bool b) const { return a || b; }
 };
 
-using EqualityTypeList = TypeList<float, double, int32_t, int64_t, uint8_t, bool>;
+using EqualityTypeList =
+    TypeList<float, double, int32_t, int64_t, uint8_t, bool, complex64, complex128>;
 
 // With incompatible_shape_error=false, Equal and NotEqual of shapes that do not broadcast give a
 // scalar (false for Equal, true for NotEqual) instead of failing; the static shape is then

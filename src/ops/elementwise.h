@@ -185,6 +185,12 @@ struct TypeList {
 using FloatTypeList = TypeList<float, double>;
 using RealTypeList = TypeList<float, double, int32_t, int64_t>;
 using NumericTypeList = TypeList<float, double, int32_t, int64_t, uint8_t>;
+using ComplexTypeList = TypeList<complex64, complex128>;
+// TensorFlow's registrations for the math ops that also take complex numbers.
+using FloatAndComplexTypeList = TypeList<float, double, complex64, complex128>;
+using RealAndComplexTypeList = TypeList<float, double, int32_t, int64_t, complex64, complex128>;
+using NumericAndComplexTypeList =
+    TypeList<float, double, int32_t, int64_t, uint8_t, complex64, complex128>;
 
 // out[j] = fn(x[j * xs], y[j * ys]) for j in [0, n), strides 0 or 1. Each stride pattern gets its
 // own loop so the compiler can vectorize it, with AVX2 where the CPU has it.

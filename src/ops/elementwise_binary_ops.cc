@@ -205,11 +205,16 @@ struct MinimumFn {
   }
 };
 
+// A complex difference d gives d * conj(d) = |d|^2, as in TensorFlow.
 struct SquaredDifferenceFn {
   template <typename T>
   T operator()(T a, T b) const {
     const T d = WrapSub(a, b);
-    return WrapMul(d, d);
+    if constexpr (kIsComplex<T>) {
+      return d * std::conj(d);
+    } else {
+      return WrapMul(d, d);
+    }
   }
 };
 
@@ -346,21 +351,25 @@ Status SubGrad(GradientContext& ctx) {
   return Status::OK();
 }
 
+// Complex inputs get grad * conj(y) and conj(x) * grad (TensorFlow's convention: the gradient
+// of a real loss is dL/dRe + i dL/dIm).
 Status MulGrad(GradientContext& ctx) {
   const Endpoint grad = ctx.output_grad(0);
-  SetReducedInputGrads(ctx, ctx.Op("Mul", {grad, ctx.input(1)}),
-                       ctx.Op("Mul", {ctx.input(0), grad}));
+  SetReducedInputGrads(ctx, ctx.Op("Mul", {grad, ctx.ConjIfComplex(ctx.input(1))}),
+                       ctx.Op("Mul", {ctx.ConjIfComplex(ctx.input(0)), grad}));
   return Status::OK();
 }
 
 // RealDiv and Div (whose gradient only floating inputs receive): d(x/y)/dx = 1/y and
-// d(x/y)/dy = -x/y^2, computed as (-x / y) / y so that y*y cannot overflow.
+// d(x/y)/dy = -x/y^2, computed as (-x / y) / y so that y*y cannot overflow; both conjugated for
+// complex inputs.
 Status DivGrad(GradientContext& ctx) {
   const Endpoint grad = ctx.output_grad(0);
   const Endpoint x = ctx.input(0);
   const Endpoint y = ctx.input(1);
   const Endpoint neg_x_over_y2 = ctx.Op("RealDiv", {ctx.Op("RealDiv", {ctx.Op("Neg", {x}), y}), y});
-  SetReducedInputGrads(ctx, ctx.Op("RealDiv", {grad, y}), ctx.Op("Mul", {grad, neg_x_over_y2}));
+  SetReducedInputGrads(ctx, ctx.Op("RealDiv", {grad, ctx.ConjIfComplex(y)}),
+                       ctx.Op("Mul", {grad, ctx.ConjIfComplex(neg_x_over_y2)}));
   return Status::OK();
 }
 
@@ -375,14 +384,16 @@ Status FloorModGrad(GradientContext& ctx) {
 // z = x^y: dz/dx = y * x^(y-1) and dz/dy = z * log(x). log(x) is only taken where x > 0 and
 // counts as 0 elsewhere, as TensorFlow does: at x = 0 the exponent's gradient is 0 instead of
 // the NaN that 0 * log(0) would give, and negative bases (real only for integral y) get 0 too.
+// Complex inputs use the conjugates of x, y and z, and take log(x) wherever x != 0.
 Status PowGrad(GradientContext& ctx) {
   const Endpoint grad = ctx.output_grad(0);
-  const Endpoint x = ctx.input(0);
-  const Endpoint y = ctx.input(1);
-  const Endpoint z = ctx.output(0);
+  const Endpoint x = ctx.ConjIfComplex(ctx.input(0));
+  const Endpoint y = ctx.ConjIfComplex(ctx.input(1));
+  const Endpoint z = ctx.ConjIfComplex(ctx.output(0));
   const Endpoint y_minus_1 = ctx.Op("Sub", {y, ctx.ScalarLike(y, 1)});
   const Endpoint gx = ctx.Op("Mul", {ctx.Op("Mul", {grad, y}), ctx.Op("Pow", {x, y_minus_1})});
-  const Endpoint positive = ctx.Op("Greater", {x, ctx.ScalarLike(x, 0)});
+  const char* has_log = IsComplex(ctx.input_type(0)) ? "NotEqual" : "Greater";
+  const Endpoint positive = ctx.Op(has_log, {x, ctx.ScalarLike(x, 0)});
   const Endpoint safe_x = ctx.Op("SelectV2", {positive, x, ctx.ScalarLike(x, 1)});
   const Endpoint log_x =
       ctx.Op("SelectV2", {positive, ctx.Op("Log", {safe_x}), ctx.ScalarLike(x, 0)});
@@ -470,19 +481,19 @@ Status Xlog1pyGrad(GradientContext& ctx) {
   return Status::OK();
 }
 
-FS_REGISTER_OP(BinaryOp<AddFn>("AddV2", NumericTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<AddFn>("AddV2", NumericAndComplexTypeList{}, kCheapCost)
                    .Gradient(AddGrad)
                    .Doc("x + y elementwise, with numpy broadcasting. Integers wrap on overflow."));
-FS_REGISTER_OP(BinaryOp<SubFn>("Sub", NumericTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<SubFn>("Sub", NumericAndComplexTypeList{}, kCheapCost)
                    .Gradient(SubGrad)
                    .Doc("x - y elementwise, with numpy broadcasting."));
-FS_REGISTER_OP(BinaryOp<MulFn>("Mul", NumericTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<MulFn>("Mul", NumericAndComplexTypeList{}, kCheapCost)
                    .Gradient(MulGrad)
                    .Doc("x * y elementwise, with numpy broadcasting."));
-FS_REGISTER_OP(BinaryOp<DivFn>("RealDiv", FloatTypeList{}, kDivCost)
+FS_REGISTER_OP(BinaryOp<DivFn>("RealDiv", FloatAndComplexTypeList{}, kDivCost)
                    .Gradient(DivGrad)
                    .Doc("x / y elementwise for floating types, with numpy broadcasting."));
-FS_REGISTER_OP(BinaryOp<DivFn>("Div", NumericTypeList{}, kDivCost)
+FS_REGISTER_OP(BinaryOp<DivFn>("Div", NumericAndComplexTypeList{}, kDivCost)
                    .Gradient(DivGrad)
                    .Doc("x / y elementwise; integer division truncates toward zero and fails on "
                         "a zero divisor."));
@@ -495,7 +506,7 @@ FS_REGISTER_OP(BinaryOp<FloorModFn>("FloorMod", NumericTypeList{}, kFloorDivCost
                    .Gradient(FloorModGrad)
                    .Doc("x - floor(x / y) * y elementwise, like Python's % (the result has the "
                         "sign of y); integer division fails on a zero divisor."));
-FS_REGISTER_OP(BinaryOp<PowFn>("Pow", RealTypeList{}, kPowCost)
+FS_REGISTER_OP(BinaryOp<PowFn>("Pow", RealAndComplexTypeList{}, kPowCost)
                    .Gradient(PowGrad)
                    .Doc("x ** y elementwise; negative integer exponents of integers fail."));
 FS_REGISTER_OP(BinaryOp<MaximumFn>("Maximum", NumericTypeList{}, kCheapCost)
@@ -504,7 +515,8 @@ FS_REGISTER_OP(BinaryOp<MaximumFn>("Maximum", NumericTypeList{}, kCheapCost)
 FS_REGISTER_OP(BinaryOp<MinimumFn>("Minimum", NumericTypeList{}, kCheapCost)
                    .Gradient(MinimumGrad)
                    .Doc("min(x, y) elementwise, propagating NaN."));
-FS_REGISTER_OP(BinaryOp<SquaredDifferenceFn>("SquaredDifference", RealTypeList{}, kCheapCost)
+FS_REGISTER_OP(BinaryOp<SquaredDifferenceFn>("SquaredDifference", RealAndComplexTypeList{},
+                                             kCheapCost)
                    .Gradient(SquaredDifferenceGrad)
                    .Doc("(x - y) * (x - y) elementwise, with numpy broadcasting."));
 

@@ -116,15 +116,24 @@ struct LogFn {
 struct Log1pFn {
   template <typename T>
   T operator()(T x) const {
-    return std::log1p(x);
+    if constexpr (kIsComplex<T>) {
+      return std::log(T(1) + x);  // <complex> has no log1p
+    } else {
+      return std::log1p(x);
+    }
   }
 };
 
-// -1, 0 or 1; zero and NaN map to themselves, as in numpy.
+// -1, 0 or 1; zero and NaN map to themselves, as in numpy. A complex x gives x / |x| (0 at 0),
+// as in TensorFlow.
 struct SignFn {
   template <typename T>
   T operator()(T x) const {
-    return x > 0 ? T(1) : (x < 0 ? T(-1) : x);
+    if constexpr (kIsComplex<T>) {
+      return x == T(0) ? x : x / std::abs(x);
+    } else {
+      return x > 0 ? T(1) : (x < 0 ? T(-1) : x);
+    }
   }
 };
 
@@ -203,10 +212,20 @@ FS_STD_UNARY(AcoshFn, acosh);
 FS_STD_UNARY(AtanhFn, atanh);
 FS_STD_UNARY(ErfFn, erf);
 FS_STD_UNARY(ErfcFn, erfc);
-FS_STD_UNARY(Expm1Fn, expm1);
 // Halves to even, like Round: nearbyint in the default rounding mode.
 FS_STD_UNARY(RintFn, nearbyint);
 #undef FS_STD_UNARY
+
+struct Expm1Fn {
+  template <typename T>
+  T operator()(T x) const {
+    if constexpr (kIsComplex<T>) {
+      return std::exp(x) - T(1);  // <complex> has no expm1
+    } else {
+      return std::expm1(x);
+    }
+  }
+};
 
 // log|Gamma(x)|. lgamma_r, unlike lgamma, does not write the global signgam, so threads may run
 // it at once.
@@ -381,9 +400,17 @@ OpBuilder UnaryPredicateOp(const char* name, List types) {
 // ----------------------------------------------------------------------------------------------
 // Gradients, as graph ops (so that they can be differentiated again).
 
-// The gradient of x: the incoming gradient times dy/dx (`derivative`, of x's shape).
+// The gradient of x: the incoming gradient times dy/dx (`derivative`, of x's shape), conjugated
+// for complex x as TensorFlow's complex gradients are.
 Status SetScaledGrad(GradientContext& ctx, Endpoint derivative) {
-  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.output_grad(0), derivative}));
+  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.output_grad(0), ctx.ConjIfComplex(derivative)}));
+  return Status::OK();
+}
+
+// The gradient of x: the incoming gradient divided by `denominator` (of x's shape), conjugated
+// for complex x.
+Status SetDividedGrad(GradientContext& ctx, Endpoint denominator) {
+  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), ctx.ConjIfComplex(denominator)}));
   return Status::OK();
 }
 
@@ -404,7 +431,7 @@ Status SquareGrad(GradientContext& ctx) {
 Status SqrtGrad(GradientContext& ctx) {
   const Endpoint grad = ctx.output_grad(0);
   const Endpoint half_grad = ctx.Op("Mul", {grad, ctx.ScalarLike(grad, 0.5)});
-  ctx.SetInputGrad(0, ctx.Op("RealDiv", {half_grad, ctx.output(0)}));
+  ctx.SetInputGrad(0, ctx.Op("RealDiv", {half_grad, ctx.ConjIfComplex(ctx.output(0))}));
   return Status::OK();
 }
 
@@ -417,16 +444,11 @@ Status RsqrtGrad(GradientContext& ctx) {
 
 Status ExpGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.output(0)); }
 
-Status LogGrad(GradientContext& ctx) {
-  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), ctx.input(0)}));
-  return Status::OK();
-}
+Status LogGrad(GradientContext& ctx) { return SetDividedGrad(ctx, ctx.input(0)); }
 
 Status Log1pGrad(GradientContext& ctx) {
   const Endpoint x = ctx.input(0);
-  const Endpoint one_plus_x = ctx.Op("AddV2", {ctx.ScalarLike(x, 1), x});
-  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), one_plus_x}));
-  return Status::OK();
+  return SetDividedGrad(ctx, ctx.Op("AddV2", {ctx.ScalarLike(x, 1), x}));
 }
 
 // The gradient of Sign is zero wherever it exists; TensorFlow returns zeros rather than no
@@ -455,12 +477,6 @@ Status ReluGradFn(GradientContext& ctx) {
   return Status::OK();
 }
 
-// The gradient of x: the incoming gradient divided by `denominator` (of x's shape).
-Status SetDividedGrad(GradientContext& ctx, Endpoint denominator) {
-  ctx.SetInputGrad(0, ctx.Op("RealDiv", {ctx.output_grad(0), denominator}));
-  return Status::OK();
-}
-
 // 1 - x^2, for the inverse sine, cosine and hyperbolic tangent.
 Endpoint OneMinusSquare(GradientContext& ctx, Endpoint x) {
   return ctx.Op("Sub", {ctx.ScalarLike(x, 1), ctx.Op("Square", {x})});
@@ -485,7 +501,8 @@ Status AsinGrad(GradientContext& ctx) {
 
 Status AcosGrad(GradientContext& ctx) {
   const Endpoint root = ctx.Op("Sqrt", {OneMinusSquare(ctx, ctx.input(0))});
-  ctx.SetInputGrad(0, ctx.Op("Neg", {ctx.Op("RealDiv", {ctx.output_grad(0), root})}));
+  ctx.SetInputGrad(
+      0, ctx.Op("Neg", {ctx.Op("RealDiv", {ctx.output_grad(0), ctx.ConjIfComplex(root)})}));
   return Status::OK();
 }
 
@@ -593,30 +610,30 @@ Status SoftsignGrad(GradientContext& ctx) {
   return SetDividedGrad(ctx, ctx.Op("Square", {one_plus_abs}));
 }
 
-FS_REGISTER_OP(UnaryOp<NegFn>("Neg", RealTypeList{}, kCheapCost)
+FS_REGISTER_OP(UnaryOp<NegFn>("Neg", RealAndComplexTypeList{}, kCheapCost)
                    .Gradient(NegGrad)
                    .Doc("-x elementwise. Integers wrap on overflow."));
 FS_REGISTER_OP(
     UnaryOp<AbsFn>("Abs", RealTypeList{}, kCheapCost).Gradient(AbsGrad).Doc("|x| elementwise."));
-FS_REGISTER_OP(UnaryOp<SquareFn>("Square", NumericTypeList{}, kCheapCost)
+FS_REGISTER_OP(UnaryOp<SquareFn>("Square", NumericAndComplexTypeList{}, kCheapCost)
                    .Gradient(SquareGrad)
                    .Doc("x * x elementwise."));
-FS_REGISTER_OP(UnaryOp<SqrtFn>("Sqrt", FloatTypeList{}, kSqrtCost)
+FS_REGISTER_OP(UnaryOp<SqrtFn>("Sqrt", FloatAndComplexTypeList{}, kSqrtCost)
                    .Gradient(SqrtGrad)
                    .Doc("sqrt(x) elementwise."));
-FS_REGISTER_OP(UnaryOp<RsqrtFn>("Rsqrt", FloatTypeList{}, kSqrtCost)
+FS_REGISTER_OP(UnaryOp<RsqrtFn>("Rsqrt", FloatAndComplexTypeList{}, kSqrtCost)
                    .Gradient(RsqrtGrad)
                    .Doc("1 / sqrt(x) elementwise."));
-FS_REGISTER_OP(UnaryOp<ExpFn>("Exp", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<ExpFn>("Exp", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(ExpGrad)
                    .Doc("e ** x elementwise."));
-FS_REGISTER_OP(UnaryOp<LogFn>("Log", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<LogFn>("Log", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(LogGrad)
                    .Doc("Natural logarithm elementwise."));
-FS_REGISTER_OP(UnaryOp<Log1pFn>("Log1p", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<Log1pFn>("Log1p", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(Log1pGrad)
                    .Doc("log(1 + x) elementwise, accurate for small x."));
-FS_REGISTER_OP(UnaryOp<SignFn>("Sign", RealTypeList{}, kCheapCost)
+FS_REGISTER_OP(UnaryOp<SignFn>("Sign", RealAndComplexTypeList{}, kCheapCost)
                    .Gradient(SignGrad)
                    .Doc("-1, 0 or 1 by the sign of x (NaN stays NaN)."));
 FS_REGISTER_OP(UnaryOp<FloorFn>("Floor", FloatTypeList{}, kCheapCost)
@@ -628,10 +645,10 @@ FS_REGISTER_OP(UnaryOp<CeilFn>("Ceil", FloatTypeList{}, kCheapCost)
 FS_REGISTER_OP(UnaryOp<RoundFn>("Round", RealTypeList{}, kCheapCost)
                    .NotDifferentiable()
                    .Doc("x rounded to the nearest integer, halves to even, elementwise."));
-FS_REGISTER_OP(UnaryOp<SigmoidFn>("Sigmoid", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<SigmoidFn>("Sigmoid", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(SigmoidGrad)
                    .Doc("1 / (1 + exp(-x)) elementwise."));
-FS_REGISTER_OP(UnaryOp<TanhFn>("Tanh", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<TanhFn>("Tanh", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(TanhGrad)
                    .Doc("Hyperbolic tangent elementwise."));
 FS_REGISTER_OP(UnaryOp<ReluFn>("Relu", NumericTypeList{}, kCheapCost, "features", "activations")
@@ -639,37 +656,37 @@ FS_REGISTER_OP(UnaryOp<ReluFn>("Relu", NumericTypeList{}, kCheapCost, "features"
                    .Doc("max(features, 0) elementwise."));
 
 // Trigonometric and hyperbolic functions and their inverses.
-FS_REGISTER_OP(UnaryOp<SinFn>("Sin", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<SinFn>("Sin", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(SinGrad)
                    .Doc("sin(x) elementwise."));
-FS_REGISTER_OP(UnaryOp<CosFn>("Cos", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<CosFn>("Cos", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(CosGrad)
                    .Doc("cos(x) elementwise."));
-FS_REGISTER_OP(UnaryOp<TanFn>("Tan", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<TanFn>("Tan", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(TanGrad)
                    .Doc("tan(x) elementwise."));
-FS_REGISTER_OP(UnaryOp<AsinFn>("Asin", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<AsinFn>("Asin", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(AsinGrad)
                    .Doc("The inverse sine elementwise, in [-pi/2, pi/2]."));
-FS_REGISTER_OP(UnaryOp<AcosFn>("Acos", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<AcosFn>("Acos", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(AcosGrad)
                    .Doc("The inverse cosine elementwise, in [0, pi]."));
-FS_REGISTER_OP(UnaryOp<AtanFn>("Atan", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<AtanFn>("Atan", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(AtanGrad)
                    .Doc("The inverse tangent elementwise, in (-pi/2, pi/2)."));
-FS_REGISTER_OP(UnaryOp<SinhFn>("Sinh", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<SinhFn>("Sinh", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(SinhGrad)
                    .Doc("Hyperbolic sine elementwise."));
-FS_REGISTER_OP(UnaryOp<CoshFn>("Cosh", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<CoshFn>("Cosh", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(CoshGrad)
                    .Doc("Hyperbolic cosine elementwise."));
-FS_REGISTER_OP(UnaryOp<AsinhFn>("Asinh", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<AsinhFn>("Asinh", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(AsinhGrad)
                    .Doc("Inverse hyperbolic sine elementwise."));
-FS_REGISTER_OP(UnaryOp<AcoshFn>("Acosh", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<AcoshFn>("Acosh", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(AcoshGrad)
                    .Doc("Inverse hyperbolic cosine elementwise (NaN below 1)."));
-FS_REGISTER_OP(UnaryOp<AtanhFn>("Atanh", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<AtanhFn>("Atanh", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(AtanhGrad)
                    .Doc("Inverse hyperbolic tangent elementwise."));
 
@@ -704,13 +721,13 @@ FS_REGISTER_OP(UnaryOp<ErfinvFn>("Erfinv", FloatTypeList{}, kTranscendentalCost)
 FS_REGISTER_OP(UnaryOp<NdtriFn>("Ndtri", FloatTypeList{}, kTranscendentalCost)
                    .Gradient(NdtriGrad)
                    .Doc("The standard normal quantile function elementwise (NaN outside [0, 1])."));
-FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatTypeList{}, kTranscendentalCost)
+FS_REGISTER_OP(UnaryOp<Expm1Fn>("Expm1", FloatAndComplexTypeList{}, kTranscendentalCost)
                    .Gradient(Expm1Grad)
                    .Doc("exp(x) - 1 elementwise, accurate for small x."));
-FS_REGISTER_OP(UnaryOp<ReciprocalFn>("Reciprocal", FloatTypeList{}, kSqrtCost)
+FS_REGISTER_OP(UnaryOp<ReciprocalFn>("Reciprocal", FloatAndComplexTypeList{}, kSqrtCost)
                    .Gradient(ReciprocalGrad)
                    .Doc("1 / x elementwise."));
-FS_REGISTER_OP(UnaryOp<ReciprocalFn>("Inv", FloatTypeList{}, kSqrtCost)
+FS_REGISTER_OP(UnaryOp<ReciprocalFn>("Inv", FloatAndComplexTypeList{}, kSqrtCost)
                    .Gradient(ReciprocalGrad)
                    .Doc("1 / x elementwise (Reciprocal's old name)."));
 FS_REGISTER_OP(UnaryOp<RintFn>("Rint", FloatTypeList{}, kCheapCost)

@@ -139,6 +139,10 @@ Tensor OneOf(DType dtype) {
       return Tensor::Scalar<Half>(Half(1.0f));
     case DType::kBFloat16:
       return Tensor::Scalar<BFloat16>(BFloat16(1.0f));
+    case DType::kComplex64:
+      return Tensor::Scalar<complex64>(complex64(1.0f, 0.0f));
+    case DType::kComplex128:
+      return Tensor::Scalar<complex128>(complex128(1.0, 0.0));
     default:
       return Tensor();
   }

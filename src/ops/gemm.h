@@ -1,6 +1,7 @@
 // General matrix multiply for the MatMul family. Every matrix product in Flowstone's CPU kernels
 // goes through Gemm: float32 runs on oneDNN's sgemm, float64 and the integers on a hand-written
-// blocked kernel (gemm.cc).
+// blocked kernel (gemm.cc), complex numbers on OpenBLAS's cgemm/zgemm (ComplexGemm,
+// complex_gemm.cc).
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,16 @@ namespace flowstone {
 template <typename T>
 Status Gemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
             const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc);
+
+// How a complex operand enters a product: as stored, transposed, or conjugate-transposed (the
+// adjoint, BatchMatMulV2's adj_x/adj_y).
+enum class MatrixOp { kNone, kTranspose, kAdjoint };
+
+// C = op(A) * op(B) for complex64 or complex128 matrices, row-major, with Gemm's dimensions and
+// leading dimensions, on the calling thread. Sizes that do not fit OpenBLAS's 32-bit integers
+// are InvalidArgument.
+template <typename T>
+Status ComplexGemm(MatrixOp op_a, MatrixOp op_b, int64_t m, int64_t n, int64_t k, const T* a,
+                   int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc);
 
 }  // namespace flowstone

@@ -44,7 +44,7 @@ Status AddNKernel(KernelContext& ctx) {
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, first.shape(), &out));
-  return DispatchDType<float, double, int32_t, int64_t>(
+  return DispatchDType<float, double, int32_t, int64_t, complex64, complex128>(
       first.dtype(), "AddN", [&]<typename T>() -> Status {
         const int64_t n = first.num_elements();
         const int num = ctx.num_inputs();
@@ -64,7 +64,7 @@ Status AddNKernel(KernelContext& ctx) {
 
 std::vector<DType> AddNTypes() {
   std::vector<DType> types = kRealTypes;
-  types.push_back(DType::kVariant);
+  types.insert(types.end(), {DType::kComplex64, DType::kComplex128, DType::kVariant});
   return types;
 }
 

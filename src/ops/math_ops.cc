@@ -51,10 +51,24 @@ float ClearDroppedMantissaBits(float v) {
 }
 
 // One element. Half and bfloat16 convert through float32; anything to bool is `!= 0`; integers
-// narrow modulo 2^bits (as in numpy and TensorFlow).
+// narrow modulo 2^bits (as in numpy and TensorFlow). Complex to real keeps the real part and
+// drops the imaginary one; real to complex gets a zero imaginary part (TensorFlow's casts).
 template <typename To, typename From, bool kTruncate>
 To CastValue(From v) {
-  if constexpr (kIsHalfLike<From>) {
+  if constexpr (kIsComplex<From> && !kIsComplex<To>) {
+    if constexpr (std::is_same_v<To, bool>) {
+      return v != From(0);
+    } else {
+      return CastValue<To, typename From::value_type, kTruncate>(v.real());
+    }
+  } else if constexpr (kIsComplex<To>) {
+    using R = typename To::value_type;
+    if constexpr (kIsComplex<From>) {
+      return To(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+    } else {
+      return To(CastValue<R, From, kTruncate>(v), R(0));
+    }
+  } else if constexpr (kIsHalfLike<From>) {
     return CastValue<To, float, kTruncate>(static_cast<float>(v));
   } else if constexpr (kIsHalfLike<To>) {
     const float f = static_cast<float>(v);
@@ -79,7 +93,8 @@ void CastRange(const void* in, void* out, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) dst[i] = CastValue<To, From, kTruncate>(src[i]);
 }
 
-#define FS_ALL_CAST_TYPES float, double, int32_t, int64_t, uint8_t, bool, Half, BFloat16
+#define FS_ALL_CAST_TYPES \
+  float, double, int32_t, int64_t, uint8_t, bool, Half, BFloat16, complex64, complex128
 
 // Picks the conversion loop once per node from SrcT, DstT and Truncate.
 class CastKernel final : public OpKernel {
@@ -126,14 +141,16 @@ class CastKernel final : public OpKernel {
 
 #undef FS_ALL_CAST_TYPES
 
-// Between floating types the gradient is the incoming one cast back to SrcT. Casts from or to
-// other types have none: integers and bools are not differentiable, as in TensorFlow.
+// Between floating and complex types the gradient is the incoming one cast back to SrcT (a
+// complex gradient of a real input keeps its real part, dL/dx). Casts from or to other types
+// have none: integers and bools are not differentiable, as in TensorFlow.
 Status CastGrad(GradientContext& ctx) {
   DType src = DType::kInvalid;
   DType dst = DType::kInvalid;
   FS_RETURN_IF_ERROR(ctx.attrs().Get("SrcT", &src));
   FS_RETURN_IF_ERROR(ctx.attrs().Get("DstT", &dst));
-  if (!IsFloating(src) || !IsFloating(dst)) return Status::OK();
+  auto differentiable = [](DType t) { return IsFloating(t) || IsComplex(t); };
+  if (!differentiable(src) || !differentiable(dst)) return Status::OK();
   AttrMap attrs;
   attrs.Set("SrcT", dst);
   attrs.Set("DstT", src);
@@ -219,6 +236,8 @@ Status SelectV2Kernel(KernelContext& ctx) {
       return ComputeSelect<uint32_t>(ctx, bcast);
     case 8:
       return ComputeSelect<uint64_t>(ctx, bcast);
+    case 16:
+      return ComputeSelect<complex128>(ctx, bcast);
     default:
       return errors::InvalidArgument("SelectV2 has no kernel for dtype ",
                                      DTypeName(then_value.dtype()));
@@ -311,7 +330,7 @@ FS_REGISTER_OP(OpBuilder("Where")
                    .Kernel("CPU",
                            [](KernelContext& ctx) {
                              return DispatchDType<float, double, int32_t, int64_t, uint8_t, bool,
-                                                  Half, BFloat16>(
+                                                  Half, BFloat16, complex64, complex128>(
                                  ctx.input(0).dtype(), "Where",
                                  [&]<typename T>() { return ComputeWhere<T>(ctx); });
                            })

@@ -1,5 +1,6 @@
 // Matrix products: MatMul (two matrices) and BatchMatMulV2 (stacks of matrices whose batch
-// dimensions broadcast like numpy's). Both compute through Gemm (gemm.h).
+// dimensions broadcast like numpy's). Both compute through Gemm (gemm.h), complex numbers through
+// ComplexGemm.
 #include <algorithm>
 #include <vector>
 
@@ -57,10 +58,18 @@ class MatMulKernel final : public OpKernel {
     }
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{op_a.rows, op_b.cols}, &out));
-    return DispatchDType<float, double, int32_t, int64_t>(
+    return DispatchDType<float, double, int32_t, int64_t, complex64, complex128>(
         a.dtype(), "MatMul", [&]<typename T>() -> Status {
-          return Gemm<T>(ctx, transpose_a_, transpose_b_, op_a.rows, op_b.cols, op_a.cols,
-                         a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), out->data<T>(), op_b.cols);
+          if constexpr (kIsComplex<T>) {
+            // MatMul's transpose does not conjugate (tf.matmul's adjoint_a conjugates first).
+            auto op = [](bool t) { return t ? MatrixOp::kTranspose : MatrixOp::kNone; };
+            return ComplexGemm<T>(op(transpose_a_), op(transpose_b_), op_a.rows, op_b.cols,
+                                  op_a.cols, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1),
+                                  out->data<T>(), op_b.cols);
+          } else {
+            return Gemm<T>(ctx, transpose_a_, transpose_b_, op_a.rows, op_b.cols, op_a.cols,
+                           a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), out->data<T>(), op_b.cols);
+          }
         });
   }
 
@@ -70,11 +79,11 @@ class MatMulKernel final : public OpKernel {
 };
 
 // With C = op(A) op(B) and G = dC: dA = G op(B)^T and dB = op(A)^T G, each written as one product
-// of the stored operands so that no transpose is materialized (TensorFlow's four cases).
+// of the stored operands a and b so that no transpose is materialized (TensorFlow's four cases).
 // `product(x, y, adj_x, adj_y)` adds the op computing op(x) op(y).
 template <typename Product>
-void MatrixProductGrads(GradientContext& ctx, bool t_a, bool t_b, const Product& product) {
-  const Endpoint a = ctx.input(0), b = ctx.input(1);
+void MatrixProductGrads(GradientContext& ctx, Endpoint a, Endpoint b, bool t_a, bool t_b,
+                        const Product& product) {
   const Endpoint g = ctx.output_grad(0);
   if (!t_a && !t_b) {
     ctx.SetInputGrad(0, product(g, b, false, true));
@@ -91,8 +100,11 @@ void MatrixProductGrads(GradientContext& ctx, bool t_a, bool t_b, const Product&
   }
 }
 
+// MatMul's transposes do not conjugate, so complex operands enter the gradient conjugated (as in
+// TensorFlow); BatchMatMulV2's adjoints already conjugate.
 Status MatMulGrad(GradientContext& ctx) {
-  MatrixProductGrads(ctx, ctx.attrs().GetOr<bool>("transpose_a", false),
+  MatrixProductGrads(ctx, ctx.ConjIfComplex(ctx.input(0)), ctx.ConjIfComplex(ctx.input(1)),
+                     ctx.attrs().GetOr<bool>("transpose_a", false),
                      ctx.attrs().GetOr<bool>("transpose_b", false),
                      [&](Endpoint x, Endpoint y, bool t_x, bool t_y) {
                        AttrMap attrs;
@@ -107,7 +119,7 @@ FS_REGISTER_OP(OpBuilder("MatMul")
                    .Input("a", "T")
                    .Input("b", "T")
                    .Output("product", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kRealAndComplexTypes)
                    .Attr("transpose_a", false)
                    .Attr("transpose_b", false)
                    .Shape(MatMulShape)
@@ -175,12 +187,20 @@ class BatchMatMulKernel final : public OpKernel {
     if (out->num_elements() == 0) return Status::OK();
     const int64_t x_size = x.dim(rx - 2) * x.dim(rx - 1);
     const int64_t y_size = y.dim(ry - 2) * y.dim(ry - 1);
-    return DispatchDType<float, double, int32_t, int64_t>(
+    return DispatchDType<float, double, int32_t, int64_t, complex64, complex128>(
         x.dtype(), "BatchMatMulV2", [&]<typename T>() -> Status {
           auto one = [&](int64_t b) {
-            return Gemm<T>(ctx, adj_x_, adj_y_, m, n, k, x.data<T>() + plan.x_index[b] * x_size,
-                           x.dim(rx - 1), y.data<T>() + plan.y_index[b] * y_size, y.dim(ry - 1),
-                           out->data<T>() + b * m * n, n);
+            const T* xb = x.data<T>() + plan.x_index[b] * x_size;
+            const T* yb = y.data<T>() + plan.y_index[b] * y_size;
+            T* ob = out->data<T>() + b * m * n;
+            if constexpr (kIsComplex<T>) {
+              auto op = [](bool adj) { return adj ? MatrixOp::kAdjoint : MatrixOp::kNone; };
+              return ComplexGemm<T>(op(adj_x_), op(adj_y_), m, n, k, xb, x.dim(rx - 1), yb,
+                                    y.dim(ry - 1), ob, n);
+            } else {
+              return Gemm<T>(ctx, adj_x_, adj_y_, m, n, k, xb, x.dim(rx - 1), yb, y.dim(ry - 1), ob,
+                             n);
+            }
           };
           if (batches == 1 || m * n * k > kSmallMatrixWork) {
             for (int64_t b = 0; b < batches; ++b) FS_RETURN_IF_ERROR(one(b));
@@ -217,7 +237,7 @@ bool SameStaticBatch(const PartialShape& x, const PartialShape& y) {
 }
 
 Status BatchMatMulGrad(GradientContext& ctx) {
-  MatrixProductGrads(ctx, ctx.attrs().GetOr<bool>("adj_x", false),
+  MatrixProductGrads(ctx, ctx.input(0), ctx.input(1), ctx.attrs().GetOr<bool>("adj_x", false),
                      ctx.attrs().GetOr<bool>("adj_y", false),
                      [&](Endpoint x, Endpoint y, bool adj_x, bool adj_y) {
                        AttrMap attrs;
@@ -251,7 +271,7 @@ FS_REGISTER_OP(OpBuilder("BatchMatMulV2")
                    .Input("x", "T")
                    .Input("y", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kRealAndComplexTypes)
                    .Attr("adj_x", false)
                    .Attr("adj_y", false)
                    .Shape(BatchMatMulShape)

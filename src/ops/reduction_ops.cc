@@ -118,9 +118,11 @@ T WrapMul(T a, T b) {
   }
 }
 
-// float32 sums and products accumulate in double: ample precision at the same memory traffic.
+// float32 sums and products accumulate in double (complex64 in complex128): ample precision at
+// the same memory traffic.
 template <typename T>
-using WideAcc = std::conditional_t<std::is_same_v<T, float>, double, T>;
+using WideAcc = std::conditional_t<std::is_same_v<T, float>, double,
+                                   std::conditional_t<std::is_same_v<T, complex64>, complex128, T>>;
 
 // Means of integers accumulate in int64, so that (say) the mean of uint8 pixels is exact.
 template <typename T>
@@ -412,9 +414,12 @@ class ReductionKernel final : public OpKernel {
     for (int i = 0; i < input.rank(); ++i) {
       if (reduced[i]) count *= input.dim(i);
     }
-    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t, complex64, complex128>(
         input.dtype(), node().type().c_str(), [&]<typename T>() -> Status {
-          if constexpr (kKind == ReduceKind::kSum) {
+          if constexpr ((kKind == ReduceKind::kMax || kKind == ReduceKind::kMin) && kIsComplex<T>) {
+            // Unreachable: the schema of Max and Min has no complex types.
+            return errors::InvalidArgument(node().type(), " has no kernel for complex numbers");
+          } else if constexpr (kKind == ReduceKind::kSum) {
             return RunReduction<SumReducer<T>, T>(ctx, input, reduced, output,
                                                   [](WideAcc<T> a) { return T(a); });
           } else if constexpr (kKind == ReduceKind::kMean) {
@@ -439,6 +444,8 @@ class ReductionKernel final : public OpKernel {
   static T MeanOf(MeanAcc<T> sum, int64_t count) {
     if constexpr (std::is_floating_point_v<T>) {
       return static_cast<T>(sum / static_cast<MeanAcc<T>>(count));
+    } else if constexpr (kIsComplex<T>) {
+      return static_cast<T>(sum / static_cast<typename MeanAcc<T>::value_type>(count));
     } else {
       return count == 0 ? T(0) : static_cast<T>(sum / count);
     }
@@ -615,18 +622,20 @@ Status ProdGrad(GradientContext& ctx) {
   Endpoint non_zero = ctx.Op("SelectV2", {is_zero, ctx.ScalarLike(x, 1), x});
   Endpoint others = ctx.Op("RealDiv", {ctx.Op("Prod", {non_zero, axes}, KeepDims()), non_zero});
   Endpoint live = CastTo(ctx, ctx.Op("Equal", {zeros, zero_flag}), ctx.input_type(0));
-  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.Op("Mul", {live, others}), grad}));
+  // Complex inputs get the conjugate of the derivative, as TensorFlow's complex gradients do.
+  ctx.SetInputGrad(0, ctx.Op("Mul", {ctx.Op("Mul", {live, ctx.ConjIfComplex(others)}), grad}));
   return Status::OK();
 }
 
-// The five reductions share one schema.
+// The five reductions share one schema; Sum, Mean and Prod also take complex numbers.
 template <ReduceKind kKind>
 OpBuilder ReductionOp(const char* name, GradFn grad, const char* doc) {
+  constexpr bool kOrdered = kKind == ReduceKind::kMax || kKind == ReduceKind::kMin;
   OpBuilder builder(name);
   builder.Input("input", "T")
       .Input("reduction_indices", "Tidx")
       .Output("output", "T")
-      .TypeAttr("T", kNumericTypes)
+      .TypeAttr("T", kOrdered ? kNumericTypes : kNumericAndComplexTypes)
       .TypeAttr("Tidx", {DType::kInt32, DType::kInt64}, DType::kInt32)
       .Attr("keep_dims", false)
       .Shape(ReductionShape)

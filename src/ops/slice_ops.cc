@@ -788,7 +788,7 @@ Status UnsortedSegmentSumKernel(KernelContext& ctx) {
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
   const int64_t inner = DimProduct(data.shape(), ids.rank(), data.rank());
-  return DispatchDType<float, double, int32_t, int64_t>(
+  return DispatchDType<float, double, int32_t, int64_t, complex64, complex128>(
       data.dtype(), "UnsortedSegmentSum", [&]<typename T>() -> Status {
         T* dst = out->data<T>();
         std::fill_n(dst, out->num_elements(), T(0));
@@ -831,7 +831,7 @@ FS_REGISTER_OP(OpBuilder("UnsortedSegmentSum")
                    .Input("segment_ids", "Tindices")
                    .Input("num_segments", "Tnumsegments")
                    .Output("output", "T")
-                   .TypeAttr("T", kRealTypes)
+                   .TypeAttr("T", kRealAndComplexTypes)
                    .TypeAttr("Tindices", kIndexTypes)
                    .TypeAttr("Tnumsegments", kIndexTypes, DType::kInt32)
                    .Shape(segment_util::UnsortedSegmentShape)

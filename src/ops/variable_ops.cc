@@ -158,7 +158,7 @@ Status AssignUpdate(KernelContext& ctx) {
   } else {
     result = current;
   }
-  return DispatchDType<float, double, int32_t, int64_t>(
+  return DispatchDType<float, double, int32_t, int64_t, complex64, complex128>(
       current.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
         const T* a = current.data<T>();
         const T* d = delta.data<T>();
@@ -175,7 +175,7 @@ Status AssignUpdate(KernelContext& ctx) {
 FS_REGISTER_OP(OpBuilder("AssignAddVariableOp")
                    .Input("resource", "resource")
                    .Input("value", "dtype")
-                   .TypeAttr("dtype", kRealTypes)
+                   .TypeAttr("dtype", kRealAndComplexTypes)
                    .Stateful()
                    .Shape(NoOutputShape)
                    .Kernel("CPU", AssignUpdate<1>)
@@ -185,7 +185,7 @@ FS_REGISTER_OP(OpBuilder("AssignAddVariableOp")
 FS_REGISTER_OP(OpBuilder("AssignSubVariableOp")
                    .Input("resource", "resource")
                    .Input("value", "dtype")
-                   .TypeAttr("dtype", kRealTypes)
+                   .TypeAttr("dtype", kRealAndComplexTypes)
                    .Stateful()
                    .Shape(NoOutputShape)
                    .Kernel("CPU", AssignUpdate<-1>)

@@ -173,3 +173,7 @@ EXEMPT.update(_SEQUENCE_EXEMPT)
 from op_cases_summary import CASES as _SUMMARY_CASES  # noqa: E402
 
 CASES += _SUMMARY_CASES
+
+from op_cases_complex import CASES as _COMPLEX_CASES  # noqa: E402
+
+CASES += _COMPLEX_CASES

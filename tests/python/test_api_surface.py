@@ -40,8 +40,8 @@ TRAIN_QUEUE_AND_DISTRIBUTED = {
 # Coverage the issue asks for (fractions of the listed names), printed beside the figures.
 TARGETS = {".": 0.80, "nn": 0.70, "math": 0.70, "train": 0.70, "linalg": 0.70}
 
-# Names each namespace had at least when last raised (2026-11-23, api14b): coverage may only grow.
-COVERAGE_FLOORS = {".": 520}
+# Names each namespace had at least when last raised (2026-11-27, complex): coverage may only grow.
+COVERAGE_FLOORS = {".": 529}
 
 # Names Flowstone exports on purpose although tf.compat.v1 lacks them: "namespace name".
 FLOWSTONE_EXTRAS = set()

@@ -1,6 +1,7 @@
 """Registry-driven conformance: every registered op has a CPU kernel, a gradient or an explicit
 "not differentiable" mark, and a test case; each case matches its numpy reference and each
-gradient matches central finite differences in float64."""
+gradient matches central finite differences in float64 (complex128: of the real and imaginary
+parts)."""
 
 import os
 
@@ -78,9 +79,17 @@ def test_gradient_matches_finite_differences(case):
     out = op.outputs[0]
     expected = case.ref(*case.inputs)
     first_output = expected[0] if case.outputs > 1 else expected
-    weights = np.random.default_rng(7).uniform(0.5, 1.5, size=np.shape(first_output))
+    rng = np.random.default_rng(7)
+    weights = rng.uniform(0.5, 1.5, size=np.shape(first_output))
     with graph.as_default():
-        loss = tf.reduce_sum(out * tf.constant(weights, dtype=out.dtype))
+        if out.dtype.is_complex:
+            # A real loss of a complex output weighs its real and imaginary parts.
+            imag_weights = rng.uniform(-1.5, 1.5, size=np.shape(first_output))
+            real_dtype = out.dtype.real_dtype
+            loss = (tf.reduce_sum(tf.math.real(out) * tf.constant(weights, dtype=real_dtype)) +
+                    tf.reduce_sum(tf.math.imag(out) * tf.constant(imag_weights, dtype=real_dtype)))
+        else:
+            loss = tf.reduce_sum(out * tf.constant(weights, dtype=out.dtype))
         grads = tf.gradients(loss, [placeholders[i] for i in case.grad])
     feed = dict(zip(placeholders, [np.array(x) for x in case.inputs]))
     with tf.Session(graph=graph) as sess:
@@ -88,14 +97,17 @@ def test_gradient_matches_finite_differences(case):
         eps = 1e-6
         for k, i in enumerate(case.grad):
             x = feed[placeholders[i]]
-            numeric = np.zeros_like(x, dtype=np.float64)
+            # A complex input's gradient is dL/dRe + i dL/dIm (TensorFlow's convention).
+            steps = (eps, 1j * eps) if np.iscomplexobj(x) else (eps,)
+            numeric = np.zeros_like(x, dtype=np.complex128 if len(steps) == 2 else np.float64)
             for idx in np.ndindex(x.shape):
                 orig = x[idx]
-                x[idx] = orig + eps
-                up = sess.run(loss, feed)
-                x[idx] = orig - eps
-                down = sess.run(loss, feed)
-                x[idx] = orig
-                numeric[idx] = (up - down) / (2 * eps)
+                for step in steps:
+                    x[idx] = orig + step
+                    up = sess.run(loss, feed)
+                    x[idx] = orig - step
+                    down = sess.run(loss, feed)
+                    x[idx] = orig
+                    numeric[idx] += (up - down) / (2 * eps) * (step / eps)
             np.testing.assert_allclose(symbolic[k], numeric, rtol=1e-5, atol=1e-6,
                                        err_msg=f"gradient of {case} w.r.t. input {i}")

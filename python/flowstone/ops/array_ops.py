@@ -159,15 +159,18 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
 
 
 def transpose(a, perm=None, name="transpose", conjugate=False):
-    """Permutes dimensions; by default reverses them. `conjugate` has no effect (no complex
-    dtypes)."""
+    """Permutes dimensions; by default reverses them. With `conjugate`, complex elements are
+    conjugated too."""
     value = _ops.convert_to_tensor(a)
     if perm is None:
         if value.shape.rank is not None:
             perm = list(builtins.range(value.shape.rank - 1, -1, -1))
         else:
             perm = range(rank(value) - 1, -1, -1)
-    return _apply("Transpose", [value, _index_tensor(perm)], name=name)[0]
+    transposed = _apply("Transpose", [value, _index_tensor(perm)], name=name)[0]
+    if conjugate and value.dtype.is_complex:
+        return _apply("Conj", [transposed])[0]
+    return transposed
 
 
 def invert_permutation(x, name=None):

@@ -26,13 +26,13 @@ def to_bfloat16(x, name="ToBFloat16"):
 
 @tf_export("to_complex64")
 def to_complex64(x, name="ToComplex64"):
-    """Fails with a TypeError until the core has complex64."""
+    """x cast to complex64 (a real x gets a zero imaginary part)."""
     return _math_ops.cast(x, _dtypes.complex64, name=name)
 
 
 @tf_export("to_complex128")
 def to_complex128(x, name="ToComplex128"):
-    """Fails with a TypeError until the core has complex128."""
+    """x cast to complex128 (a real x gets a zero imaginary part)."""
     return _math_ops.cast(x, _dtypes.complex128, name=name)
 
 

@@ -74,8 +74,8 @@ class GradientTape:
     def watch(self, tensor):
         """Makes the tape trace ops on `tensor` (a tensor, a variable or a structure of them)."""
         for t in nest.flatten(tensor):
-            if isinstance(t, _ops.Tensor) and not t.dtype.is_floating:
-                continue  # TensorFlow watches only floating-point tensors
+            if isinstance(t, _ops.Tensor) and not (t.dtype.is_floating or t.dtype.is_complex):
+                continue  # TensorFlow watches only floating-point and complex tensors
             self._tape.watch(_handle_of(t, "watched tensor"))
 
     @contextlib.contextmanager

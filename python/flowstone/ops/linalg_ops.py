@@ -110,7 +110,8 @@ def trace(x, name=None):
 
 @tf_export("linalg.matrix_transpose", "linalg.transpose", "matrix_transpose")
 def matrix_transpose(a, name="matrix_transpose", conjugate=False):
-    """Swaps the last two dimensions (the adjoint, for these real dtypes)."""
+    """Swaps the last two dimensions; with `conjugate`, complex elements are conjugated too
+    (the adjoint)."""
     with _ops.name_scope(name, values=[a]):
         a = _ops.convert_to_tensor(a, name="a")
         rank = a.shape.rank
@@ -122,7 +123,7 @@ def matrix_transpose(a, name="matrix_transpose", conjugate=False):
         else:
             a_rank = _array.rank(a)
             perm = _array.concat([_array.range(a_rank - 2), [a_rank - 1, a_rank - 2]], axis=0)
-        return _array.transpose(a, perm=perm)
+        return _array.transpose(a, perm=perm, conjugate=conjugate)
 
 
 @tf_export("linalg.adjoint")

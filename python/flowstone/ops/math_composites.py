@@ -1,7 +1,7 @@
 """tf.math functions that TensorFlow composes from other ops (or, for the no-NaN divisions, that
 compose here from selects around the ordinary op): divide_no_nan, reciprocal_no_nan,
 multiply_no_nan, logical_xor, lbeta, scalar_mul, zero_fraction, is_non_decreasing,
-is_strictly_increasing, accumulate_n, and conj/real/imag/angle for the real dtypes Flowstone has."""
+is_strictly_increasing and accumulate_n (conj, real, imag and angle are in complex_ops.py)."""
 
 import numpy as np
 
@@ -20,8 +20,9 @@ def _zero_where_y_is_zero(x, y, combine, name, default_name):
     by 1 before combining, so no inf or NaN is ever selected away."""
     with _ops.name_scope(name, default_name, [x, y]) as scope:
         x, y = _math._binary_operands(x, y)
-        if not x.dtype.is_floating:
-            raise TypeError(f"{default_name} needs floating inputs, got {x.dtype.name}")
+        if not (x.dtype.is_floating or x.dtype.is_complex):
+            raise TypeError(f"{default_name} needs floating or complex inputs, got "
+                            f"{x.dtype.name}")
         is_zero = _math.equal(y, _ops.constant(0, dtype=y.dtype))
         safe_y = _math.where(is_zero, _array.ones_like(y), y)
         value = combine(x, safe_y)
@@ -123,34 +124,3 @@ def accumulate_n(inputs, shape=None, tensor_dtype=None, name=None):
     if shape is not None and list(shape) != inputs[0].shape.as_list():
         raise ValueError(f"Shape {inputs[0].shape} of inputs does not match {shape}")
     return _math.add_n(inputs, name=name)
-
-
-# The complex-number functions on the real dtypes: the value is its own real part and conjugate,
-# with imaginary part 0 and angle 0 or pi.
-
-@tf_export("math.conj", "conj")
-def conj(x, name=None):
-    """The complex conjugate; a real tensor is its own."""
-    return _ops.convert_to_tensor(x, name=name or "x")
-
-
-@tf_export("math.real", "real")
-def real(input, name=None):  # noqa: A002 - TensorFlow's name
-    """The real part; a real tensor is its own."""
-    return _ops.convert_to_tensor(input, name=name or "input")
-
-
-@tf_export("math.imag", "imag")
-def imag(input, name=None):  # noqa: A002
-    """The imaginary part: zeros for a real tensor."""
-    with _ops.name_scope(name, "Imag", [input]):
-        return _array.zeros_like(_ops.convert_to_tensor(input, name="input"))
-
-
-@tf_export("math.angle", "angle")
-def angle(input, name=None):  # noqa: A002
-    """The argument: pi where a real tensor is negative, else 0."""
-    with _ops.name_scope(name, "Angle", [input]):
-        x = _ops.convert_to_tensor(input, name="input")
-        pi = _ops.constant(np.pi, dtype=x.dtype) * _array.ones_like(x)
-        return _math.where(x < 0, pi, _array.zeros_like(x))

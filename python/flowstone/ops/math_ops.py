@@ -168,7 +168,12 @@ def negative(x, name=None):
 
 
 def abs(x, name=None):  # noqa: A001 - TensorFlow's name
-    return _unary("Abs", x, name)
+    """|x| elementwise; for a complex x its magnitude, of the real dtype (ComplexAbs)."""
+    with _ops.name_scope(name, "Abs", [x]) as scope:
+        x = _ops.convert_to_tensor(x, name="x")
+        if x.dtype.is_complex:
+            return _finish("ComplexAbs", [x], scope, {"Tout": x.dtype.real_dtype})
+        return _finish("Abs", [x], scope)
 
 
 def square(x, name=None):

@@ -1,6 +1,6 @@
 """tf.make_tensor_proto and tf.make_ndarray: numpy values to TensorFlow's TensorProto message and
-back, with TensorFlow's encoding rules (raw `tensor_content` for numeric tensors of more than one
-element, the typed repeated fields otherwise, whose last value repeats to fill the shape)."""
+back, with TensorFlow's encoding rules (raw `tensor_content` for real numeric tensors of more than
+one element, the typed repeated fields otherwise, whose last value repeats to fill the shape)."""
 
 import numpy as np
 
@@ -14,8 +14,11 @@ _VALUE_FIELDS = {
     _dtypes.uint16: "int_val", _dtypes.int64: "int64_val", _dtypes.uint32: "uint32_val",
     _dtypes.uint64: "uint64_val", _dtypes.bool: "bool_val", _dtypes.string: "string_val",
     _dtypes.float16: "half_val", _dtypes.bfloat16: "half_val",
+    _dtypes.complex64: "scomplex_val", _dtypes.complex128: "dcomplex_val",
 }
 _HALF_BITS = (_dtypes.float16, _dtypes.bfloat16)
+# Complex values are stored as (real, imaginary) pairs.
+_COMPLEX = (_dtypes.complex64, _dtypes.complex128)
 
 
 def _tensor_proto_class():
@@ -78,13 +81,16 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False,
     for d in shape:
         proto.tensor_shape.dim.add().size = d
     count = int(np.prod(shape, dtype=np.int64))
-    if dtype != _dtypes.string and array.size == count and count > 1:
+    # TensorFlow keeps complex values in scomplex_val/dcomplex_val, never tensor_content.
+    if dtype != _dtypes.string and dtype not in _COMPLEX and array.size == count and count > 1:
         proto.tensor_content = np.ascontiguousarray(array).astype(
             array.dtype.newbyteorder("<"), copy=False).tobytes()
         return proto
     flat = array.ravel()
     if dtype in _HALF_BITS:
         flat = flat.view(np.uint16)
+    elif dtype in _COMPLEX:
+        flat = np.stack([flat.real, flat.imag], axis=-1).ravel()
     getattr(proto, _VALUE_FIELDS[dtype]).extend(flat.tolist())
     return proto
 
@@ -113,6 +119,9 @@ def make_ndarray(tensor):
     values = list(getattr(tensor, _VALUE_FIELDS[dtype]))
     if dtype in _HALF_BITS:
         values = np.array(values, dtype=np.uint16).view(np_dtype)
+    elif dtype in _COMPLEX:
+        pairs = np.array(values, dtype=np_dtype.type(0).real.dtype).reshape(-1, 2)
+        values = pairs[:, 0] + 1j * pairs[:, 1]
     values = np.array(values, dtype=np_dtype)
     if values.size == count:
         return values.reshape(shape)

@@ -99,8 +99,8 @@ Status ScanKernel(KernelContext& ctx) {
   if constexpr (S == Scan::kLogSumExp) {
     return DispatchDType<float, double>(x.dtype(), ctx.node().type().c_str(), scan);
   } else {
-    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(x.dtype(),
-                                                                   ctx.node().type().c_str(), scan);
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t, complex64, complex128>(
+        x.dtype(), ctx.node().type().c_str(), scan);
   }
 }
 
@@ -120,11 +120,11 @@ Status CumsumGrad(GradientContext& ctx) {
 }
 
 // As TensorFlow: cumsum(prod * grad, reversed) / x, with 0 where x is 0 (where this formula
-// does not hold).
+// does not hold); complex products and inputs enter conjugated.
 Status CumprodGrad(GradientContext& ctx) {
-  const Endpoint x = ctx.input(0);
-  const Endpoint summed =
-      ReversedScan(ctx, "Cumsum", ctx.Op("Mul", {ctx.output(0), ctx.output_grad(0)}));
+  const Endpoint x = ctx.ConjIfComplex(ctx.input(0));
+  const Endpoint summed = ReversedScan(
+      ctx, "Cumsum", ctx.Op("Mul", {ctx.ConjIfComplex(ctx.output(0)), ctx.output_grad(0)}));
   const Endpoint is_zero = ctx.Op("Equal", {x, ctx.ScalarLike(x, 0)});
   const Endpoint safe_x = ctx.Op("SelectV2", {is_zero, ctx.Op("OnesLike", {x}), x});
   const Endpoint quotient = ctx.Op("RealDiv", {summed, safe_x});
@@ -165,9 +165,9 @@ struct ScanRow {
 };
 
 const ScanRow kScanRows[] = {
-    {"Cumsum", ScanKernel<Scan::kSum>, &kNumericTypes, CumsumGrad,
+    {"Cumsum", ScanKernel<Scan::kSum>, &kNumericAndComplexTypes, CumsumGrad,
      "Cumulative sum along axis (tf.math.cumsum)."},
-    {"Cumprod", ScanKernel<Scan::kProd>, &kNumericTypes, CumprodGrad,
+    {"Cumprod", ScanKernel<Scan::kProd>, &kNumericAndComplexTypes, CumprodGrad,
      "Cumulative product along axis (tf.math.cumprod)."},
     {"CumulativeLogsumexp", ScanKernel<Scan::kLogSumExp>, &kFloatTypes, CumulativeLogsumexpGrad,
      "log(cumsum(exp(x))) along axis, computed without overflow "

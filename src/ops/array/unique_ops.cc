@@ -15,6 +15,12 @@
 namespace flowstone {
 namespace {
 
+// The element types the kernels compare (TensorFlow's Unique and ListDiff take no complex
+// numbers either).
+const std::vector<DType> kUniqueTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
+                                         DType::kInt64,   DType::kUInt8,   DType::kBool,
+                                         DType::kFloat16, DType::kBFloat16};
+
 using array_util::kIndexTypes;
 
 Status CheckVector(const Tensor& t, const char* name) {
@@ -86,7 +92,7 @@ FS_REGISTER_OP(OpBuilder("Unique")
                    .Input("x", "T")
                    .Output("y", "T")
                    .Output("idx", "out_idx")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kUniqueTypes)
                    .TypeAttr("out_idx", kIndexTypes, DType::kInt32)
                    .Shape(UniqueShape)
                    .Kernel("CPU", UniqueKernel)
@@ -99,7 +105,7 @@ FS_REGISTER_OP(OpBuilder("UniqueWithCounts")
                    .Output("y", "T")
                    .Output("idx", "out_idx")
                    .Output("count", "out_idx")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kUniqueTypes)
                    .TypeAttr("out_idx", kIndexTypes, DType::kInt32)
                    .Shape(UniqueShape)
                    .Kernel("CPU", UniqueKernel)
@@ -148,7 +154,7 @@ FS_REGISTER_OP(OpBuilder("ListDiff")
                    .Input("y", "T")
                    .Output("out", "T")
                    .Output("idx", "out_idx")
-                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("T", kUniqueTypes)
                    .TypeAttr("out_idx", kIndexTypes, DType::kInt32)
                    .Shape(ListDiffShape)
                    .Kernel("CPU", ListDiffKernel)

@@ -35,10 +35,10 @@ Status BuildGradientBody(const FunctionDef& function, GradientBody* out) {
   std::vector<Endpoint> ys;
   for (int o = 0; o < static_cast<int>(function.rets.size()); ++o) {
     const Endpoint& ret = function.rets[o];
-    // Gradients flow into floating outputs and variants (TensorLists, whose gradients are
-    // lists).
+    // Gradients flow into floating and complex outputs and variants (TensorLists, whose
+    // gradients are lists).
     const DType type = ret.node->output_type(ret.index);
-    if (!IsFloating(type) && type != DType::kVariant) continue;
+    if (!IsFloating(type) && !IsComplex(type) && type != DType::kVariant) continue;
     AttrMap attrs;
     attrs.Set("dtype", ret.node->output_type(ret.index));
     attrs.Set("shape", ret.node->output_shape(ret.index));

@@ -125,9 +125,11 @@ AttrMap ElementDTypeAttr(DType dtype) {
   return attrs;
 }
 
-// Whether gradients flow through a loop variable of this dtype: floats, and variants (the
-// TensorLists behind TensorArrays, whose gradients are lists).
-bool CarriesGradient(DType dtype) { return IsFloating(dtype) || dtype == DType::kVariant; }
+// Whether gradients flow through a loop variable of this dtype: floats, complex numbers, and
+// variants (the TensorLists behind TensorArrays, whose gradients are lists).
+bool CarriesGradient(DType dtype) {
+  return IsFloating(dtype) || IsComplex(dtype) || dtype == DType::kVariant;
+}
 
 Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const FunctionDef& body,
                      const LoopVars& vars, std::vector<Endpoint>* histories, Endpoint* count) {

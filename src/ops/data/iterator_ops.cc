@@ -50,7 +50,11 @@ Var* IteratorSlot(KernelContext& ctx, const std::string& name) {
 Status IteratorInSlot(Var* slot, std::shared_ptr<IteratorResource>* out) {
   std::lock_guard<std::mutex> lock(slot->mu());
   const IteratorHolder* holder = nullptr;
-  if (slot->initialized()) holder = slot->value().data<Variant>()[0].get<IteratorHolder>();
+  // Any resource handle can be fed here; only a slot holding one variant holds an iterator.
+  const Tensor& value = slot->value();
+  if (slot->initialized() && value.dtype() == DType::kVariant && value.num_elements() == 1) {
+    holder = value.data<Variant>()[0].get<IteratorHolder>();
+  }
   if (holder == nullptr) {
     return errors::FailedPrecondition(
         "GetNext() failed because the iterator has not been initialized. Ensure that you have "

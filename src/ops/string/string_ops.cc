@@ -308,7 +308,7 @@ Status AsStringKernel(KernelContext& ctx) {
     return errors::InvalidArgument("Fill string must be one or fewer characters");
   }
   const Tensor& in = ctx.input(0);
-  const bool floating = IsFloating(in.dtype());
+  const bool floating = IsFloating(in.dtype()) || IsComplex(in.dtype());
   if (!floating && (precision >= 0 || scientific || shortest)) {
     return errors::InvalidArgument(
         "precision, scientific and shortest apply to floats only; "
@@ -334,7 +334,13 @@ Status AsStringKernel(KernelContext& ctx) {
       out->data<std::string>()[i] = in.data<bool>()[i] ? "true" : "false";
       continue;
     }
-    if (floating) {
+    if (IsComplex(in.dtype())) {
+      // "(real,imag)", each part in the float format, as TensorFlow writes complex numbers.
+      const complex128 z = in.dtype() == DType::kComplex64 ? complex128(in.data<complex64>()[i])
+                                                           : in.data<complex128>()[i];
+      std::snprintf(buffer, sizeof(buffer), ("(" + format + "," + format + ")").c_str(), z.real(),
+                    z.imag());
+    } else if (floating) {
       std::snprintf(buffer, sizeof(buffer), format.c_str(), in.ElementAsDouble(i));
     } else {
       std::snprintf(buffer, sizeof(buffer), format.c_str(),
