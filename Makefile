@@ -15,17 +15,20 @@ all: install
 # System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, protobuf 3.21 (the
 # library and protoc) for TensorFlow's formats (CMake checks protobuf's version again), zlib for
 # the compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's), and
-# libjpeg-turbo and libpng for the image codecs.
+# libjpeg-turbo and libpng for the image codecs, and Open MPI (pinned: Debian bookworm's) for
+# flowstone.horovod's MPI plugin and the multi-process tests' mpirun.
 PROTOBUF_VERSION := 3.21
 RE2_VERSION := 20220601+dfsg-1+b1
+OPENMPI_VERSION := 4.1.4-3+b1
 $(BUILD)/.system-deps:
 	@mkdir -p $(BUILD)
 	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev \
-	    libjpeg62-turbo-dev libpng-dev >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg and libpng (Debian)"; \
+	    libjpeg62-turbo-dev libpng-dev libopenmpi-dev openmpi-bin >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng and Open MPI (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
 	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
-	    libjpeg62-turbo-dev libpng-dev) >/dev/null; \
+	    libjpeg62-turbo-dev libpng-dev libopenmpi-dev=$(OPENMPI_VERSION) \
+	    openmpi-bin=$(OPENMPI_VERSION)) >/dev/null; \
 	fi
 	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
 	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }
@@ -65,6 +68,7 @@ bench: install
 	$(VPY) bench/bench_session.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_training.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_control_flow.py --peer-python $(PEERS)/bin/python
+	$(VPY) bench/bench_distributed.py
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
 tsan-build: $(BUILD)/.system-deps $(VENV)/.deps

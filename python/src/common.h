@@ -42,6 +42,7 @@ void RegisterInterrupts(nb::module_& m);
 void RegisterEager(nb::module_& m);
 // tf.io.TFRecordWriter and tf_record_iterator (record_io.cc).
 void RegisterRecordIO(nb::module_& m);
+void RegisterCollectives(nb::module_& m);
 
 // Whether a run called now should stop on Ctrl-C: on Python's main thread, with the SIGINT hook
 // placed (interrupts.cc).

@@ -20,6 +20,7 @@ NB_MODULE(_C, m) {
   RegisterInterrupts(m);
   RegisterEager(m);
   RegisterRecordIO(m);
+  RegisterCollectives(m);
 }
 
 }  // namespace flowstone::python

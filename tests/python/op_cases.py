@@ -169,3 +169,7 @@ from op_cases_sequence import CASES as _SEQUENCE_CASES, EXEMPT as _SEQUENCE_EXEM
 
 CASES += _SEQUENCE_CASES
 EXEMPT.update(_SEQUENCE_EXEMPT)
+
+from op_cases_horovod import CASES as _HOROVOD_CASES  # noqa: E402
+
+CASES += _HOROVOD_CASES
