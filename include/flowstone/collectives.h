@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "flowstone/device.h"
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
 #include "flowstone/types.h"
@@ -57,6 +58,28 @@ class CollectiveTransport {
   virtual Status Alltoallv(const void* send, const std::vector<int64_t>& send_bytes, void* recv,
                            const std::vector<int64_t>& recv_bytes) = 0;
 };
+
+// Collectives on tensors in a device's own memory (NCCL for GPUs), registered by the device's
+// plugin. The background thread calls them instead of the transport's data plane, in the same
+// order on every rank; `transport` carries the library's own setup (NCCL's unique id).
+class DeviceCollectives {
+ public:
+  virtual ~DeviceCollectives() = default;
+  // Each input reduced over the ranks into a new tensor in `device`'s memory: summed, or
+  // averaged when `average`.
+  virtual Status Allreduce(CollectiveTransport& transport, Device* device,
+                           const std::vector<Tensor>& inputs, bool average,
+                           std::vector<Tensor>* outputs) = 0;
+  // The ranks' inputs concatenated along the first dimension; rank r gives rows[r] rows.
+  virtual Status Allgather(CollectiveTransport& transport, Device* device, const Tensor& input,
+                           const std::vector<int64_t>& rows, Tensor* output) = 0;
+  // Rank `root`'s input on every rank.
+  virtual Status Broadcast(CollectiveTransport& transport, Device* device, const Tensor& input,
+                           int root, Tensor* output) = 0;
+};
+// Makes `collectives` run the collectives of tensors in memory of devices of `device_type`.
+void RegisterDeviceCollectives(const std::string& device_type,
+                               std::shared_ptr<DeviceCollectives> collectives);
 
 // Op types whose kernels block until every process runs the same op (Horovod's collectives).
 // A plan holding one runs its nodes one at a time in plan order, which every process shares: run
@@ -127,6 +150,9 @@ struct CollectiveRequest {
   int root = 0;                 // broadcast
   std::vector<int64_t> splits;  // alltoall: rows of the first dimension sent to each rank
   Tensor input;
+  // The device whose own memory holds `input` and receives the output (a GPU); nullptr for
+  // host memory. Such tensors go to the device type's DeviceCollectives.
+  Device* device = nullptr;
 };
 struct CollectiveResult {
   Tensor output;

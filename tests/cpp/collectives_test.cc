@@ -6,6 +6,7 @@
 
 #include <future>
 
+#include "flowstone/allocator.h"
 #include "runtime/collectives/negotiation.h"
 
 namespace flowstone::collectives {
@@ -187,6 +188,102 @@ TEST(CollectivesLocal, SingleProcessCollectivesCopyAndScale) {
   Status s = after.get_future().get();
   EXPECT_EQ(s.code(), Code::kFailedPrecondition);
   EXPECT_NE(s.message().find("hvd.init()"), std::string::npos);
+}
+
+// Stands in for NCCL: records the calls and doubles the inputs (host memory posing as a device's).
+class RecordingDeviceCollectives final : public DeviceCollectives {
+ public:
+  Status Allreduce(CollectiveTransport& transport, Device* device,
+                   const std::vector<Tensor>& inputs, bool average,
+                   std::vector<Tensor>* outputs) override {
+    calls.push_back(StrCat("allreduce ", inputs.size(), average ? " average" : " sum"));
+    for (const Tensor& in : inputs) {
+      Tensor out = Tensor::Host(in.dtype(), in.shape());
+      for (int64_t i = 0; i < in.num_elements(); ++i)
+        out.data<float>()[i] = 2 * in.data<float>()[i];
+      outputs->push_back(out);
+    }
+    return Status::OK();
+  }
+  Status Allgather(CollectiveTransport&, Device*, const Tensor& input,
+                   const std::vector<int64_t>& rows, Tensor* output) override {
+    calls.push_back(StrCat("allgather ", rows[0]));
+    *output = input;
+    return Status::OK();
+  }
+  Status Broadcast(CollectiveTransport&, Device*, const Tensor& input, int root,
+                   Tensor* output) override {
+    calls.push_back(StrCat("broadcast ", root));
+    *output = input;
+    return Status::OK();
+  }
+  std::vector<std::string> calls;
+};
+
+class FakeAccelerator final : public Device {
+ public:
+  FakeAccelerator() : Device("FAKE_ACCELERATOR", 0, CpuAllocator(), nullptr) {}
+  bool host_memory() const override { return false; }
+};
+
+std::pair<Status, CollectiveResult> Collect(CollectiveRequest q) {
+  std::promise<std::pair<Status, CollectiveResult>> promise;
+  EnqueueCollective(std::move(q), [&](const Status& s, CollectiveResult r) {
+    promise.set_value({s, std::move(r)});
+  });
+  return promise.get_future().get();
+}
+
+TEST(CollectivesDevice, TensorsInDeviceMemoryGoToTheDevicesCollectives) {
+  CollectiveOptions options;
+  options.force_local = true;
+  ASSERT_TRUE(InitCollectives(options).ok());
+  FakeAccelerator device;
+  CollectiveRequest q;
+  q.name = "on_device";
+  q.device = &device;
+  q.input = Tensor::FromVector<float>({1.0f, 2.0f}, {2});
+  auto [missing, unused] = Collect(q);
+  EXPECT_EQ(missing.code(), Code::kUnimplemented);
+  EXPECT_NE(missing.message().find("FAKE_ACCELERATOR plugin's collectives"), std::string::npos)
+      << missing.message();
+
+  auto recording = std::make_shared<RecordingDeviceCollectives>();
+  RegisterDeviceCollectives("FAKE_ACCELERATOR", recording);
+  q.reduce_op = ReduceOp::kAverage;
+  auto [s, result] = Collect(q);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FLOAT_EQ(result.output.data<float>()[1], 4.0f);
+  q.kind = CollectiveKind::kBroadcast;
+  q.root = 0;
+  EXPECT_TRUE(Collect(q).first.ok());
+  q.kind = CollectiveKind::kAllgather;
+  EXPECT_TRUE(Collect(q).first.ok());
+  q.kind = CollectiveKind::kAllreduce;
+  q.prescale = 2.0;
+  auto [scaled, ignored] = Collect(q);
+  EXPECT_EQ(scaled.code(), Code::kUnimplemented);
+  EXPECT_EQ(recording->calls,
+            (std::vector<std::string>{"allreduce 1 average", "broadcast 0", "allgather 2"}));
+  ASSERT_TRUE(ShutdownCollectives().ok());
+}
+
+TEST(CollectivesNegotiation, HostAndDeviceTensorsNeitherFuseNorMix) {
+  Coordinator c(2, 1 << 20, 60);
+  RequestInfo host = Req("h", {4});
+  RequestInfo device = Req("d", {4});
+  device.on_device = true;
+  RequestInfo mixed = Req("m", {4});
+  RequestInfo mixed_device = mixed;
+  mixed_device.on_device = true;
+  c.Add(0, Msg({host, device, mixed}), 0);
+  c.Add(1, Msg({host, device, mixed_device}), 0);
+  ResponseList l = c.Compute(0);
+  ASSERT_EQ(l.responses.size(), 3u);
+  EXPECT_EQ(l.responses[0].names, std::vector<std::string>{"h"});
+  EXPECT_EQ(l.responses[1].names, std::vector<std::string>{"d"});
+  EXPECT_EQ(l.responses[2].error_code, Code::kFailedPrecondition);
+  EXPECT_NE(l.responses[2].error.find("Mismatched memory"), std::string::npos);
 }
 
 }  // namespace

@@ -223,6 +223,10 @@ def single():
 def test_init_without_a_launcher_runs_alone(single, capfd):
     assert hvd.is_initialized() and hvd.size() == 1 and hvd.rank() == 0
     assert hvd.local_size() == 1 and hvd.cross_size() == 1 and not hvd.mpi_enabled()
+    assert hvd.mpi_built()
+    libraries = tf._C.gpu_discovery()["libraries"]
+    if not any(lib["name"] == "NCCL" and lib["loaded"] for lib in libraries):
+        assert not hvd.nccl_built()
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     with tf.Graph().as_default(), tf.Session() as sess:
         got = sess.run([hvd.allreduce(x), hvd.allreduce(x, op=hvd.Sum), hvd.allgather(x),

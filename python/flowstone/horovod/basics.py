@@ -103,6 +103,8 @@ def gloo_built():
 
 
 def nccl_built():
-    """NCCL collectives on GPU tensors are not built yet (docs/COMPAT.md): 0, as Horovod
-    reports a build without NCCL."""
-    return 0
+    """Whether GPU tensors' collectives can run on NCCL: the CUDA plugin loaded and found
+    libnccl.so.2 (it is loaded at run time, never linked)."""
+    discovery = _C.gpu_discovery()
+    return bool(discovery["backend"]["loaded"] and any(
+        lib["name"] == "NCCL" and lib["loaded"] for lib in discovery["libraries"]))

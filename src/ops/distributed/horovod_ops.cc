@@ -15,6 +15,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/distributed/horovod_kernels.h"
 
 namespace flowstone {
 namespace {
@@ -33,6 +34,9 @@ Status RunCollectives(KernelContext& ctx, std::vector<CollectiveRequest> request
     Status status;
     std::vector<CollectiveResult> results;
   };
+  // A tensor in a device's own memory (a GPU) is reduced there, by the device's collectives.
+  Device* device = ctx.device()->host_memory() ? nullptr : ctx.device();
+  for (CollectiveRequest& q : requests) q.device = device;
   auto waiter = std::make_shared<Waiter>();
   waiter->remaining = requests.size();
   waiter->results.resize(requests.size());
@@ -74,7 +78,9 @@ Status AllreduceRequest(KernelContext& ctx, const Tensor& input, std::string nam
   return Status::OK();
 }
 
-Status AllreduceKernel(KernelContext& ctx) {
+}  // namespace
+
+Status HorovodAllreduceKernel(KernelContext& ctx) {
   std::vector<CollectiveRequest> q(1);
   FS_RETURN_IF_ERROR(AllreduceRequest(ctx, ctx.input(0), ctx.node().name(), &q[0]));
   std::vector<CollectiveResult> results;
@@ -84,7 +90,7 @@ Status AllreduceKernel(KernelContext& ctx) {
 }
 
 // All tensors of the group are submitted at once, so they are negotiated in one cycle and fused.
-Status GroupedAllreduceKernel(KernelContext& ctx) {
+Status HorovodGroupedAllreduceKernel(KernelContext& ctx) {
   std::vector<CollectiveRequest> q(ctx.num_inputs());
   for (int i = 0; i < ctx.num_inputs(); ++i) {
     FS_RETURN_IF_ERROR(
@@ -96,7 +102,7 @@ Status GroupedAllreduceKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status AllgatherKernel(KernelContext& ctx) {
+Status HorovodAllgatherKernel(KernelContext& ctx) {
   if (ctx.input(0).rank() == 0) {
     return errors::InvalidArgument("HorovodAllgather needs a tensor of rank 1 or more (it ",
                                    "concatenates along the first dimension); got a scalar. ",
@@ -112,7 +118,7 @@ Status AllgatherKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status BroadcastKernel(KernelContext& ctx) {
+Status HorovodBroadcastKernel(KernelContext& ctx) {
   std::vector<CollectiveRequest> q(1);
   q[0].name = ctx.node().name();
   q[0].kind = CollectiveKind::kBroadcast;
@@ -123,6 +129,8 @@ Status BroadcastKernel(KernelContext& ctx) {
   ctx.SetOutput(0, std::move(results[0].output));
   return Status::OK();
 }
+
+namespace {
 
 Status AlltoallKernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -270,7 +278,7 @@ FS_REGISTER_OP(OpBuilder("HorovodAllreduce")
                    .Attr("postscale_factor", 1.0f)
                    .Shape(shape_fns::Unchanged)
                    .Stateful()
-                   .Kernel("CPU", AllreduceKernel)
+                   .Kernel("CPU", HorovodAllreduceKernel)
                    .Gradient(AllreduceGrad)
                    .Doc("Reduces the tensor across ranks: reduce_op 0 = Average, 1 = Sum "
                         "(2 = Adasum, unimplemented)."));
@@ -285,7 +293,7 @@ FS_REGISTER_OP(
         .Attr("postscale_factor", 1.0f)
         .Shape(GroupedUnchanged)
         .Stateful()
-        .Kernel("CPU", GroupedAllreduceKernel)
+        .Kernel("CPU", HorovodGroupedAllreduceKernel)
         .Gradient(GroupedAllreduceGrad)
         .Doc("Allreduces a list of tensors negotiated together (hvd.grouped_allreduce)."));
 
@@ -295,7 +303,7 @@ FS_REGISTER_OP(OpBuilder("HorovodAllgather")
                    .TypeAttr("T", kCollectiveTypes)
                    .Shape(FirstDimUnknown)
                    .Stateful()
-                   .Kernel("CPU", AllgatherKernel)
+                   .Kernel("CPU", HorovodAllgatherKernel)
                    .Gradient(AllgatherGrad)
                    .Doc("Concatenates the ranks' tensors along the first dimension."));
 
@@ -306,7 +314,7 @@ FS_REGISTER_OP(OpBuilder("HorovodBroadcast")
                    .RequiredAttr("root_rank", AttrType::kInt)
                    .Shape(shape_fns::Unchanged)
                    .Stateful()
-                   .Kernel("CPU", BroadcastKernel)
+                   .Kernel("CPU", HorovodBroadcastKernel)
                    .Gradient(BroadcastGrad)
                    .Doc("The root rank's tensor, on every rank."));
 

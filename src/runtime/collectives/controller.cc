@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -45,6 +46,17 @@ std::mutex& CollectiveTypesMutex() {
   static std::mutex mu;
   return mu;
 }
+std::map<std::string, std::shared_ptr<DeviceCollectives>>& DeviceCollectivesTable() {
+  static std::map<std::string, std::shared_ptr<DeviceCollectives>> table;
+  return table;
+}
+
+std::shared_ptr<DeviceCollectives> DeviceCollectivesFor(const std::string& device_type) {
+  std::lock_guard<std::mutex> lock(CollectiveTypesMutex());
+  auto it = DeviceCollectivesTable().find(device_type);
+  return it == DeviceCollectivesTable().end() ? nullptr : it->second;
+}
+
 std::set<std::string>& CollectiveTypes() {
   static std::set<std::string> types;
   return types;
@@ -208,6 +220,7 @@ class Controller {
     info.shape = e.request.input.shape().ToVector();
     info.root = e.request.root;
     info.splits = e.request.splits;
+    info.on_device = e.request.device != nullptr;
     message->requests.push_back(std::move(info));
     timeline_.Begin(name, "NEGOTIATE_" + UpperKind(e.request.kind));
     table_.emplace(name, std::move(e));
@@ -265,6 +278,7 @@ class Controller {
     if (entries.size() != resp.names.size()) {
       return errors::Internal("Horovod: rank 0 scheduled tensors this rank never submitted");
     }
+    if (entries[0].request.device != nullptr) return RunOnDevice(resp, entries, results);
     switch (resp.kind) {
       case CollectiveKind::kAllreduce:
         return Allreduce(entries, results);
@@ -282,6 +296,53 @@ class Controller {
         return Alltoall(entries[0].request, resp.sizes, &(*results)[0]);
     }
     return errors::Internal("Horovod: unknown collective kind");
+  }
+
+  // Tensors in a device's own memory: the device type's DeviceCollectives (NCCL for GPUs).
+  Status RunOnDevice(const Response& resp, std::vector<Entry>& entries,
+                     std::vector<CollectiveResult>* results) {
+    Device* device = entries[0].request.device;
+    std::shared_ptr<DeviceCollectives> impl = DeviceCollectivesFor(device->type());
+    if (impl == nullptr) {
+      return errors::Unimplemented("Horovod ", CollectiveKindName(resp.kind), " of tensors in ",
+                                   device->type(), " memory needs the ", device->type(),
+                                   " plugin's collectives (NCCL for GPUs), which are not loaded");
+    }
+    const CollectiveRequest& q = entries[0].request;
+    switch (resp.kind) {
+      case CollectiveKind::kAllreduce: {
+        // One call for the averaged tensors of the fused group and one for the summed ones.
+        for (const bool average : {true, false}) {
+          std::vector<size_t> members;
+          std::vector<Tensor> inputs, outputs;
+          for (size_t i = 0; i < entries.size(); ++i) {
+            const CollectiveRequest& e = entries[i].request;
+            if (e.prescale != 1.0 || e.postscale != 1.0) {
+              return errors::Unimplemented(
+                  "Horovod allreduce of a GPU tensor with "
+                  "prescale_factor or postscale_factor other than 1; "
+                  "scale the tensor instead");
+            }
+            if ((e.reduce_op == ReduceOp::kAverage) != average) continue;
+            members.push_back(i);
+            inputs.push_back(e.input);
+          }
+          if (members.empty()) continue;
+          FS_RETURN_IF_ERROR(impl->Allreduce(*transport_, device, inputs, average, &outputs));
+          for (size_t k = 0; k < members.size(); ++k)
+            (*results)[members[k]].output = std::move(outputs[k]);
+        }
+        return Status::OK();
+      }
+      case CollectiveKind::kAllgather:
+        return impl->Allgather(*transport_, device, q.input, resp.sizes, &(*results)[0].output);
+      case CollectiveKind::kBroadcast:
+        return impl->Broadcast(*transport_, device, q.input, q.root, &(*results)[0].output);
+      case CollectiveKind::kAlltoall:
+        break;
+    }
+    return errors::Unimplemented("Horovod ", CollectiveKindName(resp.kind), " of tensors in ",
+                                 device->type(), " memory");
   }
 
   // One allreduce over a buffer holding every tensor of the response back to back (the fusion
@@ -400,6 +461,12 @@ double EnvDouble(const char* name, double fallback) {
 
 }  // namespace
 }  // namespace collectives
+
+void RegisterDeviceCollectives(const std::string& device_type,
+                               std::shared_ptr<DeviceCollectives> collectives) {
+  std::lock_guard<std::mutex> lock(collectives::CollectiveTypesMutex());
+  collectives::DeviceCollectivesTable()[device_type] = std::move(collectives);
+}
 
 void RegisterCollectiveOpType(const std::string& type) {
   std::lock_guard<std::mutex> lock(collectives::CollectiveTypesMutex());

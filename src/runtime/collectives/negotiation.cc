@@ -85,6 +85,7 @@ std::string Serialize(const RankMessage& m) {
     w.Ints(r.shape);
     w.Int(r.root);
     w.Ints(r.splits);
+    w.Int(r.on_device);
   }
   return w.Take();
 }
@@ -97,11 +98,12 @@ Status Parse(const std::string& bytes, RankMessage* m) {
   m->requests.clear();
   for (int64_t i = 0; i < n; ++i) {
     RequestInfo q;
-    int64_t kind, dtype, root;
+    int64_t kind, dtype, root, on_device;
     if (!r.Str(&q.name) || !r.Int(&kind) || !r.Int(&dtype) || !r.Ints(&q.shape) || !r.Int(&root) ||
-        !r.Ints(&q.splits)) {
+        !r.Ints(&q.splits) || !r.Int(&on_device)) {
       return Corrupt("request");
     }
+    q.on_device = on_device != 0;
     q.kind = static_cast<CollectiveKind>(kind);
     q.dtype = static_cast<DType>(dtype);
     q.root = static_cast<int>(root);
@@ -193,6 +195,12 @@ Response Coordinator::Validate(const std::string& name, const Pending& p) const 
       return fail(StrCat("Mismatched data types: rank 0 had type ", DTypeName(first.dtype),
                          ", but rank ", r, " had type ", DTypeName(q.dtype)));
     }
+    if (q.on_device != first.on_device) {
+      auto where = [](bool device) { return device ? "a device's (GPU) memory" : "host memory"; };
+      return fail(StrCat("Mismatched memory: rank 0's tensor is in ", where(first.on_device),
+                         ", but rank ", r, "'s is in ", where(q.on_device),
+                         "; place the collective on the same device type on every rank"));
+    }
     const bool whole_shape =
         first.kind == CollectiveKind::kAllreduce || first.kind == CollectiveKind::kBroadcast;
     bool same = q.shape.size() == first.shape.size();
@@ -248,6 +256,7 @@ ResponseList Coordinator::Compute(double now_s) {
       Response& last = list.responses.back();
       if (last.kind == CollectiveKind::kAllreduce && last.error_code == Code::kOk &&
           pending_[last.names[0]].by_rank[0].dtype == pending_[name].by_rank[0].dtype &&
+          pending_[last.names[0]].by_rank[0].on_device == pending_[name].by_rank[0].on_device &&
           fused_bytes + bytes <= fusion_threshold_) {
         last.names.push_back(name);
         fused_bytes += bytes;

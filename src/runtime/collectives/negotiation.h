@@ -21,6 +21,7 @@ struct RequestInfo {
   std::vector<int64_t> shape;
   int root = 0;
   std::vector<int64_t> splits;  // alltoall
+  bool on_device = false;       // in a device's own memory (a GPU), not host memory
 };
 
 // A rank's message for one cycle: its new submissions, and whether it is shutting down.
