@@ -189,6 +189,24 @@ def killed(out_dir):
     os._exit(0)
 
 
+def raises(out_dir):
+    """Rank 1 raises in the middle of training; rank 0's next collective must fail at once."""
+    r = hvd.rank()
+    t = hvd.allreduce(tf.constant([1.0]), op=hvd.Sum)
+    with tf.Session() as sess:
+        sess.run(t)
+        if r == 1:
+            raise RuntimeError("rank 1 fails on purpose")
+        start = time.time()
+        err = {"class": None, "message": ""}
+        try:
+            for _ in range(1000):
+                sess.run(t)
+        except tf.errors.OpError as e:
+            err = {"class": type(e).__name__, "message": str(e)}
+    _save_json(out_dir, error=err, seconds=time.time() - start)
+
+
 def timeline(out_dir):
     r = hvd.rank()
     ts = [hvd.allreduce(tf.constant(np.full([3], r, np.float32)), name=f"tl_{i}")

@@ -146,6 +146,17 @@ def test_a_killed_rank_makes_the_others_fail_in_bounded_time(tmp_path):
 
 
 @needs_mpirun
+def test_a_rank_that_raises_shuts_the_others_down(tmp_path):
+    proc = run_job(2, "raises", tmp_path, timeout=120, expect_ok=False,
+                   mpirun_args=("--mca", "orte_enable_recovery", "1"))
+    assert "rank 1 fails on purpose" in proc.stderr
+    got = json.loads((tmp_path / "rank0.json").read_text())
+    assert got["error"]["class"] == "AbortedError", got
+    assert "rank 1 called hvd.shutdown() or exited" in got["error"]["message"]
+    assert got["seconds"] < 30
+
+
+@needs_mpirun
 def test_timeline_is_a_chrome_trace(tmp_path):
     path = tmp_path / "timeline.json"
     run_job(2, "timeline", tmp_path, env=mpi_env(HOROVOD_TIMELINE=path))
