@@ -12,6 +12,7 @@ import sys
 import time
 
 import numpy as np
+from sklearn.datasets import load_digits
 
 import flowstone as tf
 import flowstone.horovod as hvd
@@ -70,29 +71,36 @@ def collectives(out_dir):
     np.savez(os.path.join(out_dir, f"rank{r}.npz"), **got)
 
 
-def _model(x):
-    """A small dense network whose weights start from fixed values on every rank."""
+def _digits_cnn(x):
+    """The digits CNN (8x8x1 images, two 3x3 convolutions, max pooling, a dense layer), its
+    weights starting from fixed values on every rank."""
     init = np.random.RandomState(7)
-    w1 = tf.Variable(init.randn(4, 8).astype(np.float32) * 0.5, name="w1")
-    b1 = tf.Variable(np.zeros(8, np.float32), name="b1")
-    w2 = tf.Variable(init.randn(8, 3).astype(np.float32) * 0.5, name="w2")
-    hidden = tf.nn.tanh(tf.matmul(x, w1) + b1)
-    return tf.matmul(hidden, w2), [w1, b1, w2]
+
+    def var(shape, scale, name):
+        return tf.Variable((init.randn(*shape) * scale).astype(np.float32), name=name)
+
+    k1, b1 = var([3, 3, 1, 8], 0.3, "k1"), var([8], 0.0, "b1")
+    k2, b2 = var([3, 3, 8, 16], 0.1, "k2"), var([16], 0.0, "b2")
+    w, b = var([4 * 4 * 16, 10], 0.05, "w"), var([10], 0.0, "b")
+    net = tf.nn.relu(tf.nn.conv2d(x, k1, [1, 1, 1, 1], "SAME") + b1)
+    net = tf.nn.max_pool(net, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+    net = tf.nn.relu(tf.nn.conv2d(net, k2, [1, 1, 1, 1], "SAME") + b2)
+    logits = tf.matmul(tf.reshape(net, [-1, 4 * 4 * 16]), w) + b
+    return logits, [k1, b1, k2, b2, w, b]
 
 
 def _data(global_batch):
-    rng = np.random.RandomState(0)
-    xs = rng.randn(global_batch, 4).astype(np.float32)
-    ys = rng.randint(0, 3, size=global_batch)
-    return xs, ys
+    digits = load_digits()
+    xs = (digits.images[:global_batch] / 16.0).astype(np.float32)[..., None]
+    return xs, digits.target[:global_batch].astype(np.int64)
 
 
 def _train(opt_fn, xs, ys, steps, distributed):
     graph = tf.Graph()
     with graph.as_default():
-        x = tf.placeholder(tf.float32, [None, 4])
+        x = tf.placeholder(tf.float32, [None, 8, 8, 1])
         y = tf.placeholder(tf.int64, [None])
-        logits, params = _model(x)
+        logits, params = _digits_cnn(x)
         loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y,
                                                                              logits=logits))
         opt = opt_fn()
@@ -110,9 +118,18 @@ def _train(opt_fn, xs, ys, steps, distributed):
         return sess.run(params)
 
 
+def _digits_cnn_initial():
+    with tf.Graph().as_default():
+        _, params = _digits_cnn(tf.placeholder(tf.float32, [None, 8, 8, 1]))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            return sess.run(params[0])
+
+
 def training(out_dir):
-    """DistributedOptimizer on each rank's slice of a global batch against one process training
-    on the whole batch (computed here too, without collectives)."""
+    """DistributedOptimizer training the digits CNN on each rank's slice of a global batch,
+    against one process training on the whole batch (computed here too, without
+    collectives)."""
     r, n = hvd.rank(), hvd.size()
     per_rank = 8
     xs, ys = _data(per_rank * n)
@@ -125,6 +142,7 @@ def training(out_dir):
         for i, (d, s) in enumerate(zip(dist, single)):
             out[f"{name}_dist{i}"] = d
             out[f"{name}_single{i}"] = s
+        out[f"{name}_initial0"] = _digits_cnn_initial()
     np.savez(os.path.join(out_dir, f"rank{r}.npz"), **out)
 
 

@@ -95,15 +95,17 @@ def test_distributed_optimizer_matches_single_process_training(tmp_path, n):
     run_job(n, "training", tmp_path)
     ranks = load_npz(tmp_path, n)
     for name in ("sgd", "adam"):
-        for i in range(3):
+        # Training moved the weights (so the comparison below means something).
+        assert np.abs(ranks[0][f"{name}_dist0"] - ranks[0][f"{name}_initial0"]).max() > 1e-3
+        for i in range(6):
             single = ranks[0][f"{name}_single{i}"]
             for r in range(n):
                 # Every rank ends with the same weights...
                 np.testing.assert_array_equal(ranks[r][f"{name}_dist{i}"],
                                               ranks[0][f"{name}_dist{i}"])
             # ...those of one process training on the whole global batch.
-            np.testing.assert_allclose(ranks[0][f"{name}_dist{i}"], single, rtol=2e-5,
-                                       atol=2e-6)
+            np.testing.assert_allclose(ranks[0][f"{name}_dist{i}"], single, rtol=1e-4,
+                                       atol=1e-5)
 
 
 @needs_mpirun
