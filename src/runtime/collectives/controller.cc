@@ -3,64 +3,27 @@
 // (fused allreduces, allgathers, broadcasts, alltoalls, errors) and runs them in that order, so
 // every rank makes the same transport calls in the same order. Only this thread calls the
 // transport.
-#include <dlfcn.h>
-
-#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <unordered_map>
 
 #include "flowstone/collectives.h"
 #include "flowstone/logging.h"
+#include "runtime/collectives/data_plane.h"
 #include "runtime/collectives/negotiation.h"
 #include "runtime/collectives/timeline.h"
 #include "runtime/collectives/transports.h"
 
 namespace flowstone {
 
-const char* CollectiveKindName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllreduce:
-      return "allreduce";
-    case CollectiveKind::kAllgather:
-      return "allgather";
-    case CollectiveKind::kBroadcast:
-      return "broadcast";
-    case CollectiveKind::kAlltoall:
-      return "alltoall";
-  }
-  return "unknown collective";
-}
-
 namespace collectives {
 namespace {
-
-std::mutex& CollectiveTypesMutex() {
-  static std::mutex mu;
-  return mu;
-}
-std::map<std::string, std::shared_ptr<DeviceCollectives>>& DeviceCollectivesTable() {
-  static std::map<std::string, std::shared_ptr<DeviceCollectives>> table;
-  return table;
-}
-
-std::shared_ptr<DeviceCollectives> DeviceCollectivesFor(const std::string& device_type) {
-  std::lock_guard<std::mutex> lock(CollectiveTypesMutex());
-  auto it = DeviceCollectivesTable().find(device_type);
-  return it == DeviceCollectivesTable().end() ? nullptr : it->second;
-}
-
-std::set<std::string>& CollectiveTypes() {
-  static std::set<std::string> types;
-  return types;
-}
 
 constexpr const char* kLog = "flowstone/horovod";
 
@@ -74,32 +37,6 @@ std::string UpperKind(CollectiveKind kind) {
   return s;
 }
 
-// data[i] *= factor for `count` elements of `dtype` (integers are truncated, as Horovod's
-// average of integers is).
-void Scale(void* data, int64_t count, DType dtype, double factor) {
-  if (factor == 1.0) return;
-  auto scale = [&]<typename T>(T* p) {
-    for (int64_t i = 0; i < count; ++i) p[i] = static_cast<T>(p[i] * factor);
-  };
-  switch (dtype) {
-    case DType::kFloat32:
-      return scale(static_cast<float*>(data));
-    case DType::kFloat64:
-      return scale(static_cast<double*>(data));
-    case DType::kInt32:
-      return scale(static_cast<int32_t*>(data));
-    case DType::kInt64:
-      return scale(static_cast<int64_t*>(data));
-    case DType::kFloat16: {
-      Half* p = static_cast<Half*>(data);
-      for (int64_t i = 0; i < count; ++i) p[i] = Half(static_cast<float>(p[i]) * factor);
-      return;
-    }
-    default:
-      return;
-  }
-}
-
 struct Entry {
   CollectiveRequest request;
   CollectiveDone done;
@@ -108,7 +45,7 @@ struct Entry {
 class Controller {
  public:
   Controller(const CollectiveOptions& options, std::unique_ptr<CollectiveTransport> transport)
-      : options_(options), transport_(std::move(transport)) {
+      : options_(options), transport_(std::move(transport)), data_plane_(transport_.get()) {
     if (transport_->rank() == 0) {
       coordinator_ = std::make_unique<Coordinator>(transport_->size(), options.fusion_threshold,
                                                    options.timeout_s);
@@ -264,8 +201,10 @@ class Controller {
       entries.push_back(std::move(it->second));
       table_.erase(it);
     }
+    std::vector<const CollectiveRequest*> requests;
+    for (const Entry& e : entries) requests.push_back(&e.request);
     std::vector<CollectiveResult> results(entries.size());
-    Status s = resp.error_code == Code::kOk ? Run(resp, entries, &results)
+    Status s = resp.error_code == Code::kOk ? data_plane_.Run(resp, requests, &results)
                                             : Status(resp.error_code, resp.error);
     for (size_t i = 0; i < entries.size(); ++i) {
       timeline_.End(entries[i].request.name, UpperKind(resp.kind));
@@ -273,167 +212,9 @@ class Controller {
     }
   }
 
-  Status Run(const Response& resp, std::vector<Entry>& entries,
-             std::vector<CollectiveResult>* results) {
-    if (entries.size() != resp.names.size()) {
-      return errors::Internal("Horovod: rank 0 scheduled tensors this rank never submitted");
-    }
-    if (entries[0].request.device != nullptr) return RunOnDevice(resp, entries, results);
-    switch (resp.kind) {
-      case CollectiveKind::kAllreduce:
-        return Allreduce(entries, results);
-      case CollectiveKind::kAllgather:
-        return Allgather(entries[0].request, resp.sizes, &(*results)[0]);
-      case CollectiveKind::kBroadcast: {
-        const CollectiveRequest& q = entries[0].request;
-        Tensor out = Tensor::Host(q.input.dtype(), q.input.shape());
-        std::memcpy(out.raw_data(), q.input.raw_data(), q.input.bytes());
-        FS_RETURN_IF_ERROR(transport_->Broadcast(out.raw_data(), out.bytes(), q.root));
-        (*results)[0].output = std::move(out);
-        return Status::OK();
-      }
-      case CollectiveKind::kAlltoall:
-        return Alltoall(entries[0].request, resp.sizes, &(*results)[0]);
-    }
-    return errors::Internal("Horovod: unknown collective kind");
-  }
-
-  // Tensors in a device's own memory: the device type's DeviceCollectives (NCCL for GPUs).
-  Status RunOnDevice(const Response& resp, std::vector<Entry>& entries,
-                     std::vector<CollectiveResult>* results) {
-    Device* device = entries[0].request.device;
-    std::shared_ptr<DeviceCollectives> impl = DeviceCollectivesFor(device->type());
-    if (impl == nullptr) {
-      return errors::Unimplemented("Horovod ", CollectiveKindName(resp.kind), " of tensors in ",
-                                   device->type(), " memory needs the ", device->type(),
-                                   " plugin's collectives (NCCL for GPUs), which are not loaded");
-    }
-    const CollectiveRequest& q = entries[0].request;
-    switch (resp.kind) {
-      case CollectiveKind::kAllreduce: {
-        // One call for the averaged tensors of the fused group and one for the summed ones.
-        for (const bool average : {true, false}) {
-          std::vector<size_t> members;
-          std::vector<Tensor> inputs, outputs;
-          for (size_t i = 0; i < entries.size(); ++i) {
-            const CollectiveRequest& e = entries[i].request;
-            if (e.prescale != 1.0 || e.postscale != 1.0) {
-              return errors::Unimplemented(
-                  "Horovod allreduce of a GPU tensor with "
-                  "prescale_factor or postscale_factor other than 1; "
-                  "scale the tensor instead");
-            }
-            if ((e.reduce_op == ReduceOp::kAverage) != average) continue;
-            members.push_back(i);
-            inputs.push_back(e.input);
-          }
-          if (members.empty()) continue;
-          FS_RETURN_IF_ERROR(impl->Allreduce(*transport_, device, inputs, average, &outputs));
-          for (size_t k = 0; k < members.size(); ++k)
-            (*results)[members[k]].output = std::move(outputs[k]);
-        }
-        return Status::OK();
-      }
-      case CollectiveKind::kAllgather:
-        return impl->Allgather(*transport_, device, q.input, resp.sizes, &(*results)[0].output);
-      case CollectiveKind::kBroadcast:
-        return impl->Broadcast(*transport_, device, q.input, q.root, &(*results)[0].output);
-      case CollectiveKind::kAlltoall:
-        break;
-    }
-    return errors::Unimplemented("Horovod ", CollectiveKindName(resp.kind), " of tensors in ",
-                                 device->type(), " memory");
-  }
-
-  // One allreduce over a buffer holding every tensor of the response back to back (the fusion
-  // buffer), or over the tensor's own output when it is alone.
-  Status Allreduce(std::vector<Entry>& entries, std::vector<CollectiveResult>* results) {
-    const DType dtype = entries[0].request.input.dtype();
-    const int size = transport_->size();
-    auto postscale = [&](const CollectiveRequest& q) {
-      return q.postscale / (q.reduce_op == ReduceOp::kAverage ? size : 1);
-    };
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const Tensor& in = entries[i].request.input;
-      (*results)[i].output = Tensor::Host(dtype, in.shape());
-    }
-    if (entries.size() == 1) {
-      const CollectiveRequest& q = entries[0].request;
-      Tensor& out = (*results)[0].output;
-      std::memcpy(out.raw_data(), q.input.raw_data(), q.input.bytes());
-      Scale(out.raw_data(), out.num_elements(), dtype, q.prescale);
-      FS_RETURN_IF_ERROR(transport_->Allreduce(out.raw_data(), out.num_elements(), dtype));
-      Scale(out.raw_data(), out.num_elements(), dtype, postscale(q));
-      return Status::OK();
-    }
-    int64_t total = 0;
-    for (const Entry& e : entries) total += e.request.input.num_elements();
-    fusion_buffer_.resize(total * DTypeSize(dtype));
-    char* p = fusion_buffer_.data();
-    for (const Entry& e : entries) {
-      const Tensor& in = e.request.input;
-      std::memcpy(p, in.raw_data(), in.bytes());
-      Scale(p, in.num_elements(), dtype, e.request.prescale);
-      p += in.bytes();
-    }
-    FS_RETURN_IF_ERROR(transport_->Allreduce(fusion_buffer_.data(), total, dtype));
-    p = fusion_buffer_.data();
-    for (size_t i = 0; i < entries.size(); ++i) {
-      Tensor& out = (*results)[i].output;
-      std::memcpy(out.raw_data(), p, out.bytes());
-      Scale(out.raw_data(), out.num_elements(), dtype, postscale(entries[i].request));
-      p += out.bytes();
-    }
-    return Status::OK();
-  }
-
-  static int64_t RowBytes(const Tensor& t) {
-    int64_t row = static_cast<int64_t>(DTypeSize(t.dtype()));
-    for (int d = 1; d < t.rank(); ++d) row *= t.dim(d);
-    return row;
-  }
-
-  static TensorShape WithFirstDim(const TensorShape& shape, int64_t first) {
-    std::vector<int64_t> dims = shape.ToVector();
-    dims[0] = first;
-    return TensorShape(dims);
-  }
-
-  Status Allgather(const CollectiveRequest& q, const std::vector<int64_t>& sizes,
-                   CollectiveResult* result) {
-    const int64_t row = RowBytes(q.input);
-    std::vector<int64_t> recv_bytes;
-    int64_t rows = 0;
-    for (int64_t n : sizes) {
-      recv_bytes.push_back(n * row);
-      rows += n;
-    }
-    result->output = Tensor::Host(q.input.dtype(), WithFirstDim(q.input.shape(), rows));
-    return transport_->Allgatherv(q.input.raw_data(), q.input.bytes(), result->output.raw_data(),
-                                  recv_bytes);
-  }
-
-  Status Alltoall(const CollectiveRequest& q, const std::vector<int64_t>& matrix,
-                  CollectiveResult* result) {
-    const int size = transport_->size();
-    const int rank = transport_->rank();
-    const int64_t row = RowBytes(q.input);
-    std::vector<int64_t> send_bytes, recv_bytes;
-    int64_t rows = 0;
-    for (int peer = 0; peer < size; ++peer) {
-      send_bytes.push_back(matrix[rank * size + peer] * row);
-      const int64_t received = matrix[peer * size + rank];
-      recv_bytes.push_back(received * row);
-      result->received_splits.push_back(received);
-      rows += received;
-    }
-    result->output = Tensor::Host(q.input.dtype(), WithFirstDim(q.input.shape(), rows));
-    return transport_->Alltoallv(q.input.raw_data(), send_bytes, result->output.raw_data(),
-                                 recv_bytes);
-  }
-
   const CollectiveOptions options_;
   std::unique_ptr<CollectiveTransport> transport_;
+  DataPlane data_plane_;
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only
   Timeline timeline_;                         // rank 0 only, when asked for
 
@@ -446,7 +227,6 @@ class Controller {
 
   // Loop thread only.
   std::unordered_map<std::string, Entry> table_;
-  std::vector<char> fusion_buffer_;
   std::thread thread_;
 };
 
@@ -461,22 +241,6 @@ double EnvDouble(const char* name, double fallback) {
 
 }  // namespace
 }  // namespace collectives
-
-void RegisterDeviceCollectives(const std::string& device_type,
-                               std::shared_ptr<DeviceCollectives> collectives) {
-  std::lock_guard<std::mutex> lock(collectives::CollectiveTypesMutex());
-  collectives::DeviceCollectivesTable()[device_type] = std::move(collectives);
-}
-
-void RegisterCollectiveOpType(const std::string& type) {
-  std::lock_guard<std::mutex> lock(collectives::CollectiveTypesMutex());
-  collectives::CollectiveTypes().insert(type);
-}
-
-bool IsCollectiveOpType(const std::string& type) {
-  std::lock_guard<std::mutex> lock(collectives::CollectiveTypesMutex());
-  return collectives::CollectiveTypes().count(type) > 0;
-}
 
 CollectiveOptions CollectiveOptionsFromEnvironment() {
   using collectives::EnvDouble;
