@@ -346,7 +346,11 @@ def test_flowstone_run_builds_an_mpirun_command():
     assert "--oversubscribe" not in cmd
     assert ["-x", "HOROVOD_TIMELINE"] == cmd[cmd.index("HOROVOD_TIMELINE") - 1:][:2]
     assert "HOME" not in cmd
-    # Survivors of a dead rank report it instead of being killed by mpirun.
+    assert cmd[-4:] == ["python", "train.py", "--lr", "0.1"]
+    # By default mpirun ends the job when a rank dies, and its exit status says so.
+    assert "orte_enable_recovery" not in cmd
+    args = runner._parser().parse_args(["-np", "2", "--keep-survivors", "python", "t.py"])
+    cmd = runner.mpirun_command(args, "mpirun", environ={})
     assert cmd[cmd.index("orte_enable_recovery") - 1:][:3] == ["--mca", "orte_enable_recovery",
                                                                "1"]
-    assert cmd[-4:] == ["python", "train.py", "--lr", "0.1"]
+    assert "--oversubscribe" in cmd and cmd[-2:] == ["python", "t.py"]

@@ -21,9 +21,11 @@ def mpirun_command(args, mpirun="mpirun", environ=None):
     """The mpirun command line for parsed flowstone-run arguments."""
     environ = os.environ if environ is None else environ
     cmd = [mpirun, "-np", str(args.num_proc), "--bind-to", "none", "--map-by", "slot"]
-    # When a rank dies, mpirun would kill the others at once; with recovery they go on and fail
-    # with an error naming the missing rank (FLOWSTONE_HOROVOD_TIMEOUT_SECONDS, default 60 s).
-    cmd += ["--mca", "orte_enable_recovery", "1"]
+    if args.keep_survivors:
+        # Without this, mpirun kills the job as soon as a rank dies (naming it); with it the
+        # others go on and fail with an error naming the missing rank, within
+        # FLOWSTONE_HOROVOD_TIMEOUT_SECONDS, but mpirun's exit status no longer says so.
+        cmd += ["--mca", "orte_enable_recovery", "1"]
     if args.hosts:
         cmd += ["-H", args.hosts]
     if args.hostfile:
@@ -48,6 +50,9 @@ def _parser():
     p.add_argument("-np", "--num-proc", type=int, required=True, help="number of processes")
     p.add_argument("-H", "--hosts", help="host1:slots,host2:slots (default: this machine)")
     p.add_argument("--hostfile", help="an Open MPI host file")
+    p.add_argument("--keep-survivors", action="store_true",
+                   help="when a rank dies, let the others fail with an error naming it instead "
+                        "of mpirun killing them (the exit status is then 0 even on failure)")
     p.add_argument("--verbose", action="store_true", help="print the mpirun command and map")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
     return p
