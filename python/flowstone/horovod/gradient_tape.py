@@ -1,10 +1,9 @@
 """hvd.DistributedGradientTape: a tf.GradientTape whose gradient() allreduces the gradients over
 the ranks (eager execution and tf.function)."""
 
-from flowstone.framework.indexed_slices import IndexedSlices
 from flowstone.horovod.compression import Compression
-from flowstone.horovod.mpi_ops import Average, allreduce, grouped_allreduce
-from flowstone.horovod.optimizer import densify
+from flowstone.horovod.gradient_reduction import allreduce_gradients
+from flowstone.horovod.mpi_ops import Average
 from flowstone.util import nest
 
 
@@ -27,18 +26,8 @@ class _DistributedGradientTape:
 
     def gradient(self, target, sources, output_gradients=None, **kwargs):
         grads = self._tape.gradient(target, sources, output_gradients, **kwargs)
-        flat = nest.flatten(grads)
-        if self._sparse_as_dense:
-            flat = [densify(g) for g in flat]
-        dense = [i for i, g in enumerate(flat) if g is not None and
-                 not isinstance(g, IndexedSlices)]
-        reduced = grouped_allreduce([flat[i] for i in dense], op=self._op,
-                                    compression=self._compression)
-        for i, r in zip(dense, reduced):
-            flat[i] = r
-        for i, g in enumerate(flat):
-            if isinstance(g, IndexedSlices):
-                flat[i] = allreduce(g, op=self._op)
+        flat = allreduce_gradients(nest.flatten(grads), self._op, self._compression,
+                                   self._sparse_as_dense)
         return nest.pack_sequence_as(grads, flat)
 
 

@@ -66,7 +66,8 @@ def allreduce(tensor, average=None, device_dense="", device_sparse="",
         values = allgather(tensor.values)
         indices = allgather(tensor.indices)
         if op == Average:
-            values = _math_ops.divide(values, _ops.convert_to_tensor(_basics.size(), dtype=values.dtype))
+            size = _ops.convert_to_tensor(_basics.size(), dtype=values.dtype)
+            values = _math_ops.divide(values, size)
         return IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
     tensor = _ops.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)

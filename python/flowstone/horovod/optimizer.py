@@ -4,22 +4,10 @@ background thread fuses them."""
 
 from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
-from flowstone.framework.indexed_slices import IndexedSlices
 from flowstone.horovod.compression import Compression
-from flowstone.horovod.mpi_ops import Average, allreduce, grouped_allreduce
-from flowstone.ops import array_ops as _array_ops
+from flowstone.horovod.gradient_reduction import allreduce_gradients
+from flowstone.horovod.mpi_ops import Average
 from flowstone.train.optimizer import Optimizer
-
-
-def densify(grad):
-    """An IndexedSlices gradient as the dense tensor it stands for (rows of repeated indices
-    add up); other gradients as they are."""
-    if not isinstance(grad, IndexedSlices):
-        return grad
-    if grad.dense_shape is None:
-        raise ValueError("sparse_as_dense needs IndexedSlices gradients with a dense_shape")
-    rows = _array_ops.gather(grad.dense_shape, 0)
-    return _array_ops.unsorted_segment_sum(grad.values, grad.indices, rows)
 
 
 class _DistributedOptimizer(Optimizer):
@@ -40,20 +28,8 @@ class _DistributedOptimizer(Optimizer):
         return list(zip(reduced, [v for _, v in grads_and_vars]))
 
     def _allreduce_grads(self, grads):
-        if self._sparse_as_dense:
-            grads = [densify(g) for g in grads]
-        dense = [i for i, g in enumerate(grads) if g is not None and
-                 not isinstance(g, IndexedSlices)]
-        out = list(grads)
         with _ops.name_scope(f"{self.get_name()}_Allreduce"):
-            reduced = grouped_allreduce([grads[i] for i in dense], op=self._op,
-                                        compression=self._compression)
-            for i, r in zip(dense, reduced):
-                out[i] = r
-            for i, g in enumerate(grads):
-                if isinstance(g, IndexedSlices):
-                    out[i] = allreduce(g, op=self._op)
-        return out
+            return allreduce_gradients(grads, self._op, self._compression, self._sparse_as_dense)
 
     def apply_gradients(self, *args, **kwargs):
         return self._optimizer.apply_gradients(*args, **kwargs)

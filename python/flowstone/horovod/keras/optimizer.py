@@ -3,15 +3,16 @@ ranks (after its own clipping, as Horovod's get_gradients does) before they are 
 
 from flowstone import errors
 from flowstone.horovod.compression import Compression
-from flowstone.horovod.mpi_ops import Average, grouped_allreduce
+from flowstone.horovod.gradient_reduction import allreduce_gradients
+from flowstone.horovod.mpi_ops import Average
 from flowstone.keras import optimizers as _optimizers
 
 
-def _distributed_class(base, compression, op):
+def _distributed_class(base, compression, op, sparse_as_dense):
     def apply_gradients(self, grads_and_vars, name=None):
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        reduced = grouped_allreduce([g for g, _ in pairs], op=op, compression=compression,
-                                    name=f"{self.name}_DistributedAllreduce")
+        reduced = allreduce_gradients([g for g, _ in pairs], op, compression, sparse_as_dense,
+                                      name=f"{self.name}_DistributedAllreduce")
         return base.apply_gradients(self, list(zip(reduced, [v for _, v in pairs])), name)
 
     return type(base.__name__, (base,), {"apply_gradients": apply_gradients})
@@ -32,4 +33,4 @@ def DistributedOptimizer(optimizer, name=None, device_dense="", device_sparse=""
     config = optimizer.get_config()
     if name is not None:
         config["name"] = name
-    return _distributed_class(type(optimizer), compression, op).from_config(config)
+    return _distributed_class(type(optimizer), compression, op, sparse_as_dense).from_config(config)
