@@ -15,22 +15,26 @@ all: install
 # System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, protobuf 3.21 (the
 # library and protoc) for TensorFlow's formats (CMake checks protobuf's version again), zlib for
 # the compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's),
-# libjpeg-turbo and libpng for the image codecs, and KISS FFT for tf.signal's transforms (pinned:
-# Debian bookworm's). KISS FFT rather than FFTW: its C++ header is a template over float and double
-# (complex64 and complex128 alike), BSD-licensed (FFTW is GPL, this project Apache-2.0), and the
-# algorithm TensorFlow's own CPU kernels use through Eigen; bookworm has no pocketfft package.
+# libjpeg-turbo and libpng for the image codecs, KISS FFT for tf.signal's transforms (pinned:
+# Debian bookworm's), and Open MPI (pinned: Debian bookworm's) for flowstone.horovod's MPI plugin
+# and the multi-process tests' mpirun. KISS FFT rather than FFTW: its C++ header is a template over
+# float and double (complex64 and complex128 alike), BSD-licensed (FFTW is GPL, this project
+# Apache-2.0), and the algorithm TensorFlow's own CPU kernels use through Eigen; bookworm has no
+# pocketfft package.
 PROTOBUF_VERSION := 3.21
 RE2_VERSION := 20220601+dfsg-1+b1
 KISSFFT_VERSION := 131.1.0-4.1~deb12u1
+OPENMPI_VERSION := 4.1.4-3+b1
 # Re-checked when this Makefile changes, so a newly listed package gets installed.
 $(BUILD)/.system-deps: Makefile
 	@mkdir -p $(BUILD)
 	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev \
-	    libjpeg62-turbo-dev libpng-dev libkissfft-dev >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng and kissfft (Debian)"; \
+	    libjpeg62-turbo-dev libpng-dev libkissfft-dev libopenmpi-dev openmpi-bin >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng, kissfft and Open MPI (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
 	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
-	    libjpeg62-turbo-dev libpng-dev libkissfft-dev=$(KISSFFT_VERSION)) >/dev/null; \
+	    libjpeg62-turbo-dev libpng-dev libkissfft-dev=$(KISSFFT_VERSION) \
+	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION)) >/dev/null; \
 	fi
 	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
 	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }
@@ -70,6 +74,7 @@ bench: install
 	$(VPY) bench/bench_session.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_training.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_control_flow.py --peer-python $(PEERS)/bin/python
+	$(VPY) bench/bench_distributed.py
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
 tsan-build: $(BUILD)/.system-deps $(VENV)/.deps

@@ -44,6 +44,7 @@ void RegisterEager(nb::module_& m);
 void RegisterRecordIO(nb::module_& m);
 // TensorBoard event files (summary.cc).
 void RegisterSummary(nb::module_& m);
+void RegisterCollectives(nb::module_& m);
 
 // Whether a run called now should stop on Ctrl-C: on Python's main thread, with the SIGINT hook
 // placed (interrupts.cc).

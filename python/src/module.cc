@@ -21,6 +21,7 @@ NB_MODULE(_C, m) {
   RegisterEager(m);
   RegisterRecordIO(m);
   RegisterSummary(m);
+  RegisterCollectives(m);
 }
 
 }  // namespace flowstone::python

@@ -15,6 +15,7 @@
 #include "flowstone/gpu_platform.h"
 #include "flowstone/logging.h"
 #include "gpu_memory_rule.h"
+#include "nccl_api.h"
 
 namespace flowstone::cuda {
 
@@ -90,9 +91,20 @@ class CudaPlatform final : public GpuPlatform {
         LogWarning("flowstone/gpu", "cuDNN is not usable: ", cudnn.message());
       }
     }
+    if (void* nccl_library = LoadedLibrary(params, "NCCL")) {
+      Status nccl = LoadNcclApi(nccl_library, &nccl_);
+      if (!nccl.ok()) {
+        nccl_ = nullptr;
+        LogWarning("flowstone/gpu", "NCCL is not usable: ", nccl.message());
+      }
+    }
     std::vector<std::string> usable;
     if (cublas_ != nullptr) usable.push_back("cuBLAS");
     if (cudnn_ != nullptr) usable.push_back("cuDNN");
+    if (nccl_ != nullptr) {
+      usable.push_back("NCCL");
+      RegisterNcclCollectives(nccl_.get());
+    }
     RegisterKernelsNeedingLibraries(usable);
   }
 
@@ -257,6 +269,9 @@ class CudaPlatform final : public GpuPlatform {
   std::string count_error_;
   std::unique_ptr<CublasApi> cublas_;
   const CudnnApi* cudnn_ = nullptr;
+  // Horovod's collectives on GPU tensors; kept for the process (the collectives outlive
+  // sessions).
+  std::unique_ptr<NcclApi> nccl_;
 
   mutable std::mutex mu_;
   std::map<int, PhysicalGpu> gpus_;

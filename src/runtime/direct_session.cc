@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "executor.h"
+#include "flowstone/collectives.h"
 #include "flowstone/function.h"
 #include "flowstone/session.h"
 #include "gpu_discovery.h"
@@ -651,7 +652,10 @@ class DirectSession final : public Session, public FunctionRuntime {
     }
     // A GPU runs its kernels in stream order anyway, and its library handles (cuBLAS, cuDNN)
     // must not be used from several threads at once: plans using one run on a single thread.
-    plan->parallel = plan->devices_to_sync.empty() && HasIndependentExpensiveNodes(*plan);
+    // Collectives (Horovod's ops) block until every process reaches them: one thread, in plan
+    // order, which is the same in every process (see IsCollectiveOpType).
+    plan->parallel = plan->devices_to_sync.empty() && !HasCollective(*plan) &&
+                     HasIndependentExpensiveNodes(*plan);
     return Status::OK();
   }
 
@@ -705,6 +709,12 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   // True when two expensive nodes sit at the same depth, so running them at once can pay.
+  static bool HasCollective(const ExecutionPlan& plan) {
+    for (const PlanNode& pn : plan.nodes)
+      if (IsCollectiveOpType(pn.node->type())) return true;
+    return false;
+  }
+
   static bool HasIndependentExpensiveNodes(const ExecutionPlan& plan) {
     std::vector<int> depth(plan.nodes.size(), 0);
     std::unordered_map<int, int> expensive_at_depth;

@@ -177,3 +177,7 @@ CASES += _SUMMARY_CASES
 from op_cases_complex import CASES as _COMPLEX_CASES  # noqa: E402
 
 CASES += _COMPLEX_CASES
+
+from op_cases_horovod import CASES as _HOROVOD_CASES  # noqa: E402
+
+CASES += _HOROVOD_CASES

@@ -1,0 +1,35 @@
+"""What DistributedOptimizer, DistributedGradientTape and hvd.keras's DistributedOptimizer share:
+a list of gradients reduced over the ranks, dense ones in one grouped allreduce per dtype (so the
+background thread fuses them), IndexedSlices allgathered or first made dense."""
+
+from flowstone.framework.indexed_slices import IndexedSlices
+from flowstone.horovod.mpi_ops import allreduce, grouped_allreduce
+from flowstone.ops import array_ops as _array_ops
+
+
+def densify(grad):
+    """An IndexedSlices gradient as the dense tensor it stands for (rows of repeated indices
+    add up); other gradients as they are."""
+    if not isinstance(grad, IndexedSlices):
+        return grad
+    if grad.dense_shape is None:
+        raise ValueError("sparse_as_dense needs IndexedSlices gradients with a dense_shape")
+    rows = _array_ops.gather(grad.dense_shape, 0)
+    return _array_ops.unsorted_segment_sum(grad.values, grad.indices, rows)
+
+
+def allreduce_gradients(grads, op, compression, sparse_as_dense=False, name=None):
+    """`grads` (tensors, IndexedSlices or None) reduced over the ranks with `op`, in order;
+    None stays None."""
+    if sparse_as_dense:
+        grads = [densify(g) for g in grads]
+    dense = [i for i, g in enumerate(grads) if g is not None and not isinstance(g, IndexedSlices)]
+    out = list(grads)
+    reduced = grouped_allreduce([grads[i] for i in dense], op=op, compression=compression,
+                                name=name)
+    for i, r in zip(dense, reduced):
+        out[i] = r
+    for i, g in enumerate(grads):
+        if isinstance(g, IndexedSlices):
+            out[i] = allreduce(g, op=op)
+    return out
