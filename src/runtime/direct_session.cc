@@ -43,6 +43,15 @@ bool IsExpensive(const Node& node) {
          node.type().rfind("Conv", 0) == 0;
 }
 
+// Queue and reader ops wait for other runs (an enqueue, a close). A plan holding one runs on the
+// caller's thread only: a kernel waiting on an inter-op pool thread could hold the last thread that
+// the run it waits for needs.
+bool MayBlock(const Node& node) {
+  const std::string& type = node.type();
+  return type.rfind("QueueEnqueue", 0) == 0 || type.rfind("QueueDequeue", 0) == 0 ||
+         type.rfind("ReaderRead", 0) == 0;
+}
+
 // A library function compiled for one session: a sequential plan (see Instantiate).
 struct SessionFunction final : CompiledFunction {
   const FunctionDef* def = nullptr;
@@ -631,7 +640,10 @@ class DirectSession final : public Session, public FunctionRuntime {
     }
     // A GPU runs its kernels in stream order anyway, and its library handles (cuBLAS, cuDNN)
     // must not be used from several threads at once: plans using one run on a single thread.
-    plan->parallel = plan->devices_to_sync.empty() && HasIndependentExpensiveNodes(*plan);
+    const bool blocks = std::any_of(plan->nodes.begin(), plan->nodes.end(),
+                                    [](const auto& pn) { return MayBlock(*pn.node); });
+    plan->parallel =
+        plan->devices_to_sync.empty() && !blocks && HasIndependentExpensiveNodes(*plan);
     return Status::OK();
   }
 
