@@ -173,3 +173,8 @@ EXEMPT.update(_SEQUENCE_EXEMPT)
 from op_cases_summary import CASES as _SUMMARY_CASES  # noqa: E402
 
 CASES += _SUMMARY_CASES
+
+from op_cases_queues import CASES as _QUEUE_CASES, EXEMPT as _QUEUE_EXEMPT  # noqa: E402
+
+CASES += _QUEUE_CASES
+EXEMPT.update(_QUEUE_EXEMPT)
