@@ -192,6 +192,42 @@ FS_REGISTER_OP(OpBuilder("AssignSubVariableOp")
                    .NotDifferentiable()
                    .Doc("Subtracts from a variable's value."));
 
+// The variable's old value, incremented by one, unless it reached `limit`: then OutOfRange (as TF's
+// ResourceCountUpTo; tf.train.limit_epochs counts epochs with it).
+Status CountUpTo(KernelContext& ctx) {
+  Var* var = VarFromHandle(ctx.input(0));
+  const int64_t limit = ctx.attrs().GetOr<int64_t>("limit", 0);
+  std::lock_guard<std::mutex> lock(var->mu());
+  if (!var->initialized()) return UninitializedError(*var);
+  FS_RETURN_IF_ERROR(MoveVarToMemoryOf(var, ctx.device()));
+  const Tensor& current = var->value();
+  if (current.rank() != 0 || current.dtype() != ctx.output_type(0)) {
+    return errors::InvalidArgument(
+        "ResourceCountUpTo needs a scalar ", DTypeName(ctx.output_type(0)), " variable, but '",
+        var->name(), "' holds ", DTypeName(current.dtype()), current.shape().ToString());
+  }
+  const int64_t before = current.ElementAsInt64(0);
+  if (before >= limit) return errors::OutOfRange("Reached limit of ", limit);
+  return DispatchDType<int32_t, int64_t>(
+      current.dtype(), "ResourceCountUpTo", [&]<typename T>() -> Status {
+        ctx.SetOutput(0, Tensor::Scalar<T>(static_cast<T>(before)));
+        var->value() = Tensor::Scalar<T>(static_cast<T>(before + 1));
+        return Status::OK();
+      });
+}
+
+FS_REGISTER_OP(OpBuilder("ResourceCountUpTo")
+                   .Input("resource", "resource")
+                   .Output("output", "T")
+                   .RequiredAttr("limit", AttrType::kInt)
+                   .TypeAttr("T", {DType::kInt32, DType::kInt64})
+                   .Stateful()
+                   .Shape(shape_fns::Scalar)
+                   .Kernel("CPU", CountUpTo)
+                   .NotDifferentiable()
+                   .Doc("Increments a scalar integer variable until it reaches `limit`; returns "
+                        "the value before the increment (OutOfRange at the limit)."));
+
 FS_REGISTER_OP(OpBuilder("VarIsInitializedOp")
                    .Input("resource", "resource")
                    .Output("is_initialized", "bool")

@@ -45,6 +45,15 @@ bool IsExpensive(const Node& node) {
          node.type().rfind("Conv", 0) == 0;
 }
 
+// Queue and reader ops wait for other runs (an enqueue, a close). A plan holding one runs on the
+// caller's thread only: a kernel waiting on an inter-op pool thread could hold the last thread that
+// the run it waits for needs.
+bool MayBlock(const Node& node) {
+  const std::string& type = node.type();
+  return type.rfind("QueueEnqueue", 0) == 0 || type.rfind("QueueDequeue", 0) == 0 ||
+         type.rfind("ReaderRead", 0) == 0;
+}
+
 // A library function compiled for one session: a sequential plan (see Instantiate).
 struct SessionFunction final : CompiledFunction {
   const FunctionDef* def = nullptr;
@@ -654,7 +663,9 @@ class DirectSession final : public Session, public FunctionRuntime {
     // must not be used from several threads at once: plans using one run on a single thread.
     // Collectives (Horovod's ops) block until every process reaches them: one thread, in plan
     // order, which is the same in every process (see IsCollectiveOpType).
-    plan->parallel = plan->devices_to_sync.empty() && !HasCollective(*plan) &&
+    const bool blocks = std::any_of(plan->nodes.begin(), plan->nodes.end(),
+                                    [](const auto& pn) { return MayBlock(*pn.node); });
+    plan->parallel = plan->devices_to_sync.empty() && !blocks && !HasCollective(*plan) &&
                      HasIndependentExpensiveNodes(*plan);
     return Status::OK();
   }

@@ -181,3 +181,8 @@ CASES += _COMPLEX_CASES
 from op_cases_horovod import CASES as _HOROVOD_CASES  # noqa: E402
 
 CASES += _HOROVOD_CASES
+
+from op_cases_queues import CASES as _QUEUE_CASES, EXEMPT as _QUEUE_EXEMPT  # noqa: E402
+
+CASES += _QUEUE_CASES
+EXEMPT.update(_QUEUE_EXEMPT)

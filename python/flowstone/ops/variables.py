@@ -254,6 +254,13 @@ class Variable(metaclass=_VariableMetaclass):
     def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
         return self._update("AssignSubVariableOp", delta, use_locking, name, read_value)
 
+    def count_up_to(self, limit):
+        """The value before incrementing this scalar integer variable by one; running it once
+        the value reached `limit` raises OutOfRangeError (tf.train.limit_epochs counts with it)."""
+        return _ops.apply_op("ResourceCountUpTo", [self._handle],
+                             {"limit": int(limit), "T": self._dtype},
+                             name="ResourceCountUpTo").outputs[0]
+
     def load(self, value, session=None):
         from flowstone.client.session import get_default_session
         session = session or get_default_session()

@@ -28,9 +28,10 @@ class Coordinator:
 
     def request_stop(self, ex=None):
         """Asks every thread to stop; `ex` (an exception or an exc_info triple) is re-raised by
-        join() unless it is a clean-stop type or an earlier one was recorded."""
+        join() unless it is a clean-stop type or comes after the first stop request: errors of
+        threads being stopped (a queue runner's enqueue cancelled by the stop) are not news."""
         with self._lock:
-            if self._joined:
+            if self._joined or self._stop_event.is_set():
                 return
             if ex is not None and self._exc_info_to_raise is None:
                 exc_info = ex if isinstance(ex, tuple) else (type(ex), ex, ex.__traceback__)

@@ -8,6 +8,7 @@ from flowstone.protos import RunMetadata, RunOptions
 from flowstone.summary import summary_ops
 from flowstone.train.basic_hooks import CheckpointSaverHook, StepCounterHook, SummarySaverHook
 from flowstone.train.coordinator import Coordinator
+from flowstone.train.queue_runner import start_queue_runners
 from flowstone.train.saver import Saver
 from flowstone.train.session_manager import SessionManager
 from flowstone.train.session_run_hook import (SessionRunArgs, SessionRunContext,
@@ -213,6 +214,10 @@ class _MonitoredSession:
         self._graph = _ops.get_default_graph()
         self._sess = (session_creator or ChiefSessionCreator()).create_session()
         self._coord = Coordinator()
+        # As TF's session creator: the graph's queue runners fill their queues from the start;
+        # close() stops them through the coordinator before closing the session.
+        if self._graph.get_collection(_ops.GraphKeys.QUEUE_RUNNERS):
+            start_queue_runners(sess=self._sess, coord=self._coord)
         self._stop_grace_period_secs = stop_grace_period_secs
         self._should_stop = False
         self._closed = False
