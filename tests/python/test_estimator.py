@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 fc = tf.feature_column
@@ -94,6 +95,7 @@ def test_evaluate_metrics_equal_tf_metrics_by_hand(tmp_path):
     np.testing.assert_allclose(results["mae"], np.mean(np.abs(predictions - Y)), rtol=1e-5)
     assert results["global_step"] == 15
     assert os.path.isdir(tmp_path / "eval_holdout")
+    assert est.eval_dir("holdout") == str(tmp_path / "eval_holdout")
     # steps limits the number of batches evaluated.
     two = est.evaluate(train_input(16, 1, False), steps=2)
     np.testing.assert_allclose(two["mae"], np.mean(np.abs(predictions - Y)[:32]), rtol=1e-5)
@@ -178,6 +180,8 @@ def test_model_fn_and_spec_errors(tmp_path):
         est.train(train_input(), steps=1, max_steps=2)
     with pytest.raises(ValueError, match="Must specify steps > 0, given: 0"):
         est.train(train_input(), steps=0)
+    with pytest.raises(TypeError, match="All hooks must be SessionRunHook instances"):
+        est.train(train_input(), hooks=["not a hook"], steps=1)
     with pytest.raises(ValueError, match="Couldn't find trained model at"):
         est.export_saved_model(str(tmp_path / "e"), lambda: None)
     with pytest.raises(ValueError, match="Can not provide both save_checkpoints_steps and "
@@ -438,3 +442,64 @@ def test_estimator_digits_example_trains_and_resumes(tmp_path):
     assert "resuming from global step 150" in second and "global step 300" in second
     accuracy = float(re.search(r"test accuracy ([0-9.]+),", second).group(1))
     assert accuracy > 0.85
+
+
+def test_baseline_estimators_learn_the_label_distribution_and_mean(tmp_path):
+    labels = (np.arange(200) % 4 == 0).astype(np.int64)  # a quarter positive
+    classifier = tf.estimator.BaselineClassifier(model_dir=str(tmp_path / "c"),
+                                                 optimizer=tf.train.AdamOptimizer(0.05))
+    classifier.train(canned_input(labels), steps=200)
+    assert classifier.get_variable_value("baseline/bias").shape == (1,)
+    probabilities = [p["probabilities"] for p in classifier.predict(canned_input(None, 1, False))]
+    np.testing.assert_allclose(probabilities[0], [0.75, 0.25], atol=0.03)
+    np.testing.assert_allclose(probabilities[0], probabilities[-1])
+    targets = np.full(200, 4.0, np.float32)
+    regressor = tf.estimator.BaselineRegressor(model_dir=str(tmp_path / "r"),
+                                               optimizer=tf.train.AdamOptimizer(0.1))
+    regressor.train(canned_input(targets), steps=200)
+    np.testing.assert_allclose(regressor.get_variable_value("baseline/bias"), [4.0], atol=0.1)
+
+
+@pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
+def test_exported_wide_and_deep_model_serves_in_tensorflow(tmp_path):
+    """The exported graph (hash buckets, crosses, vocabulary lookups, a DNN) runs in real
+    TensorFlow's loader and predicts what Flowstone predicts."""
+    words = np.array(["apple", "kiwi", "fig", "plum"])[np.arange(200) % 4]
+    extra = {"word": words}
+    word = fc.categorical_column_with_hash_bucket("word", 10)
+    est = tf.estimator.DNNLinearCombinedClassifier(
+        model_dir=str(tmp_path / "m"),
+        linear_feature_columns=[word, fc.crossed_column(["word", fc.bucketized_column(
+            fc.numeric_column("f", shape=(2,)), [0.0])], 20)],
+        dnn_feature_columns=[fc.numeric_column("f", shape=(2,)), fc.embedding_column(word, 3),
+                             fc.indicator_column(fc.categorical_column_with_vocabulary_list(
+                                 "word", ["fig", "kiwi"]))],
+        dnn_hidden_units=[5])
+    est.train(canned_input(BINARY, extra=extra), steps=5)
+    receiver_fn = tf.estimator.export.build_raw_serving_input_receiver_fn({
+        "f": tf.placeholder(tf.float32, [None, 2]), "word": tf.placeholder(tf.string, [None])})
+    export_dir = est.export_saved_model(str(tmp_path / "export"), receiver_fn).decode()
+    expected = np.array([p["probabilities"] for p in est.predict(canned_input(None, 1, False,
+                                                                              extra=extra))])
+    np.save(tmp_path / "expected.npy", expected)
+    np.save(tmp_path / "f.npy", FEATURES)
+    np.save(tmp_path / "word.npy", words.astype(object), allow_pickle=True)
+    script = f"""
+import numpy as np
+import tensorflow as tf
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+with tf1.Session() as sess:
+    meta = tf1.saved_model.loader.load(sess, ["serve"], {export_dir!r})
+    sig = meta.signature_def["predict"]
+    feed = {{sig.inputs["f"].name: np.load("f.npy"),
+            sig.inputs["word"].name: np.load("word.npy", allow_pickle=True)}}
+    got = sess.run(sig.outputs["probabilities"].name, feed)
+np.testing.assert_allclose(got, np.load("expected.npy"), rtol=1e-5, atol=1e-6)
+print("ok")
+"""
+    proc = subprocess.run([PEER_PYTHON, "-c", script], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300,
+                          env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("ok")

@@ -53,6 +53,14 @@ class _DatasetInitializerHook(tf.train.SessionRunHook):
         session.run(self._initializer)
 
 
+def _check_hooks_type(hooks):
+    hooks = list(hooks or [])
+    for hook in hooks:
+        if not isinstance(hook, tf.train.SessionRunHook):
+            raise TypeError(f"All hooks must be SessionRunHook instances, given: {hook}")
+    return hooks
+
+
 def _parse_input_fn_result(result):
     """(features, labels, hooks) from what an input_fn returned: a Dataset of (features, labels)
     or features, a (features, labels) tuple, or features alone."""
@@ -134,6 +142,10 @@ class Estimator:
         self._require_checkpoint()
         return tf.train.load_variable(self._model_dir, name)
 
+    def eval_dir(self, name=None):
+        """Where evaluate(name=name) writes its results: model_dir/eval or eval_<name>."""
+        return os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
+
     def _require_checkpoint(self):
         if self.latest_checkpoint() is None:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
@@ -196,7 +208,7 @@ class Estimator:
             if latest is not None and self._checkpoint_step(latest) >= max_steps:
                 tf.logging.info("Skipping training since max_steps has already saved.")
                 return self
-        hooks = list(hooks or [])
+        hooks = _check_hooks_type(hooks)
         if steps is not None or max_steps is not None:
             hooks.append(tf.train.StopAtStepHook(num_steps=steps, last_step=max_steps))
         loss = self._train_model(input_fn, hooks, list(saving_listeners or []))
@@ -268,7 +280,7 @@ class Estimator:
             update_op = tf.group(*[update for _, update in metrics.values()])
             final_ops = {key: value for key, (value, _) in metrics.items()}
             final_ops[tf.GraphKeys.GLOBAL_STEP] = global_step
-            all_hooks = list(hooks or []) + input_hooks + list(spec.evaluation_hooks)
+            all_hooks = _check_hooks_type(hooks) + input_hooks + list(spec.evaluation_hooks)
             if steps is not None:
                 all_hooks.append(_StopAfterNEvalsHook(steps))
             final_hook = tf.train.FinalOpsHook(final_ops)
@@ -280,8 +292,8 @@ class Estimator:
                 while not session.should_stop():
                     session.run(update_op)
         results = {key: _scalar(value) for key, value in final_hook.final_ops_values.items()}
-        eval_dir = os.path.join(self._model_dir, "eval" if not name else f"eval_{name}")
-        _export.write_eval_results(eval_dir, results, results[tf.GraphKeys.GLOBAL_STEP])
+        _export.write_eval_results(self.eval_dir(name), results,
+                                   results[tf.GraphKeys.GLOBAL_STEP])
         tf.logging.info("Saving dict for global step %d: %s", results[tf.GraphKeys.GLOBAL_STEP],
                         ", ".join(f"{k} = {v}" for k, v in sorted(results.items())))
         return results
@@ -304,7 +316,7 @@ class Estimator:
             creator = tf.train.ChiefSessionCreator(
                 scaffold=spec.scaffold, checkpoint_filename_with_path=checkpoint_path,
                 config=self._config.session_config)
-            all_hooks = list(hooks or []) + input_hooks + list(spec.prediction_hooks)
+            all_hooks = _check_hooks_type(hooks) + input_hooks + list(spec.prediction_hooks)
             with tf.train.MonitoredSession(session_creator=creator, hooks=all_hooks) as session:
                 while not session.should_stop():
                     values = session.run(predictions)
