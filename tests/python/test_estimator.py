@@ -503,3 +503,21 @@ print("ok")
                           env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ok")
+
+
+def test_warm_start_copies_trainable_variables_from_another_model(tmp_path):
+    source = make_linear(tmp_path / "source")
+    source.train(train_input(), steps=10)
+    target = tf.estimator.Estimator(linear_model_fn, model_dir=str(tmp_path / "target"),
+                                    params={"learning_rate": 0.0},
+                                    warm_start_from=str(tmp_path / "source"))
+    target.train(train_input(), steps=2)
+    for name in ("w", "b"):
+        assert target.get_variable_value(name) == source.get_variable_value(name)
+    assert target.get_variable_value("global_step") == 2
+    only_w = tf.estimator.Estimator(
+        linear_model_fn, model_dir=str(tmp_path / "only_w"), params={"learning_rate": 0.0},
+        warm_start_from=tf.estimator.WarmStartSettings(str(tmp_path / "source"), "w"))
+    only_w.train(train_input(), steps=1)
+    assert only_w.get_variable_value("w") == source.get_variable_value("w")
+    assert only_w.get_variable_value("b") == 0.0
