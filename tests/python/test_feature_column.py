@@ -37,6 +37,7 @@ _ORACLE_PROGRAM = textwrap.dedent('''
         "code": tf.constant([[17, 4], [-1, 250], [88, 3]], dtype=tf.int64),
         "id_weight": tf.constant([[0.5], [2.0], [1.5]]),
         "city": tf.constant([["paris"], ["tokyo"], ["lima"]]),
+        "id2": tf.constant([[1, 2], [5, 5], [7, 0]], dtype=tf.int64),
         "color2": tf.constant([["red", "blue"], ["green", ""], ["purple", "red"]]),
     }
     age = fc.numeric_column("age", normalizer_fn=lambda x: x / 10.0)
@@ -63,7 +64,8 @@ _ORACLE_PROGRAM = textwrap.dedent('''
         fc.embedding_column(word, 2, combiner="mean"),
         fc.embedding_column(city, 4, combiner="sqrtn"),
         fc.embedding_column(weighted, 2, combiner="sqrtn"),
-    ]
+    ] + fc.shared_embedding_columns([fc.categorical_column_with_identity("id2", 10), ident], 2,
+                                    combiner="sum")
     out = {}
     layer = {}
     for column in dense_columns:
@@ -237,5 +239,9 @@ def test_errors_match_tensorflow():
         fc.crossed_column([fc.categorical_column_with_hash_bucket("x", 3), "y"], 10)
     with pytest.raises(ValueError, match="SparseTensor is not supported"):
         fc.input_layer({"x": tf.SparseTensor([[0, 0]], [1.0], [1, 1])}, [fc.numeric_column("x")])
+    with pytest.raises(ValueError, match="all categorical_columns must have the same number of "
+                                         "buckets"):
+        fc.shared_embedding_columns([fc.categorical_column_with_identity("a", 3),
+                                     fc.categorical_column_with_identity("b", 4)], 2)
     with pytest.raises(ValueError, match="'missing' is not in the features dictionary"):
         fc.input_layer({"x": [[1.0]]}, [fc.numeric_column("missing")])

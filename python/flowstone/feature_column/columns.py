@@ -17,7 +17,9 @@ IdsAndWeights = collections.namedtuple("IdsAndWeights", ["id_tensor", "weight_te
 
 class FeatureColumn:
     """A column; subclasses are dense, categorical or both. `name` orders columns in layers and
-    names their variable scopes."""
+    names their variable scopes (`var_scope_name`, where a column differs)."""
+
+    var_scope_name = property(lambda self: self.name)
 
     @property
     def name(self):
@@ -444,12 +446,16 @@ class EmbeddingColumn(DenseColumn):
 
     name = property(lambda self: f"{self.categorical_column.name}_embedding")
 
+    def table(self):
+        """The [num_buckets, dimension] embedding variable, in the current variable scope."""
+        return tf.get_variable("embedding_weights",
+                               [self.categorical_column.num_buckets, self.dimension],
+                               dtype=tf.float32, initializer=self.initializer,
+                               trainable=self.trainable)
+
     def dense(self, cache):
         ids, weights = self.categorical_column.sparse_ids(cache)
-        table = tf.get_variable("embedding_weights",
-                                [self.categorical_column.num_buckets, self.dimension],
-                                dtype=tf.float32, initializer=self.initializer,
-                                trainable=self.trainable)
+        table = self.table()
         if self.max_norm is not None:
             table = tf.clip_by_norm(table, self.max_norm, axes=[1])
         return sparse_util.safe_embedding_lookup_sparse(table, ids, weights, self.combiner)
@@ -478,3 +484,59 @@ def embedding_column(categorical_column, dimension, combiner="mean", initializer
         raise ValueError(f"combiner must be one of 'mean', 'sqrtn' or 'sum', got {combiner!r}")
     return EmbeddingColumn(categorical_column, int(dimension), combiner, initializer, max_norm,
                            trainable)
+
+
+class SharedEmbeddingColumn(EmbeddingColumn):
+    """An embedding column whose table it shares with the other columns of its
+    shared_embedding_columns call, through the graph collection named `collection_name`."""
+
+    def __init__(self, categorical_column, dimension, combiner, initializer, max_norm, trainable,
+                 collection_name):
+        super().__init__(categorical_column, dimension, combiner, initializer, max_norm,
+                         trainable)
+        self.collection_name = collection_name
+
+    name = property(lambda self: f"{self.categorical_column.name}_shared_embedding")
+    # The table is made under the collection's name, as TensorFlow names it.
+    var_scope_name = property(lambda self: self.collection_name)
+
+    def table(self):
+        shape = [self.categorical_column.num_buckets, self.dimension]
+        existing = tf.get_collection(self.collection_name)
+        if existing:
+            table = existing[0]
+            if table.shape.as_list() != shape:
+                raise ValueError(f"Shape of shared embedding weights {table.shape} does not "
+                                 f"match the columns' {shape} (collection "
+                                 f"{self.collection_name}).")
+            return table
+        table = super().table()
+        tf.add_to_collection(self.collection_name, table)
+        return table
+
+
+@tf_export("feature_column.shared_embedding_columns")
+def shared_embedding_columns(categorical_columns, dimension, combiner="mean", initializer=None,
+                             shared_embedding_collection_name=None, ckpt_to_load_from=None,
+                             tensor_name_in_ckpt=None, max_norm=None, trainable=True):
+    """Embedding columns of categorical columns with the same number of buckets, all looking
+    their ids up in one table."""
+    columns = list(categorical_columns)
+    if not columns:
+        raise ValueError("categorical_columns must not be empty.")
+    first = embedding_column(columns[0], dimension, combiner, initializer, ckpt_to_load_from,
+                             tensor_name_in_ckpt, max_norm, trainable)
+    for column in columns:
+        if not isinstance(column, CategoricalColumn):
+            raise ValueError(f"All categorical_columns must be subclasses of "
+                             f"_CategoricalColumn. Given: {column}")
+        if column.num_buckets != columns[0].num_buckets:
+            raise ValueError(f"To use shared_embedding_column, all categorical_columns must have "
+                             f"the same number of buckets. Given column: {columns[0]} with "
+                             f"buckets: {columns[0].num_buckets} does not match column: {column} "
+                             f"with buckets: {column.num_buckets}")
+    name = shared_embedding_collection_name or (
+        "_".join(sorted(c.name for c in columns)) + "_shared_embedding")
+    return [SharedEmbeddingColumn(c, first.dimension, first.combiner, first.initializer,
+                                  first.max_norm, first.trainable, name) for c in columns]
+

@@ -39,7 +39,7 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
     outputs = []
     with tf.variable_scope(None, default_name="input_layer"):
         for column in columns:
-            with tf.variable_scope(None, default_name=column.name) as scope:
+            with tf.variable_scope(None, default_name=column.var_scope_name) as scope:
                 before = set(tf.global_variables())
                 value = tf.reshape(column.dense(cache), [-1, column.variable_size])
                 if not trainable:
