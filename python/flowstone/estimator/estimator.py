@@ -150,9 +150,6 @@ class Estimator:
         if self.latest_checkpoint() is None:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
 
-    def _checkpoint_step(self, checkpoint_path):
-        return int(tf.train.load_variable(checkpoint_path, tf.GraphKeys.GLOBAL_STEP))
-
     # --- building ----------------------------------------------------------------------------
 
     def _call_input_fn(self, input_fn, mode):
@@ -205,7 +202,7 @@ class Estimator:
             raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
         if max_steps is not None:
             latest = self.latest_checkpoint()
-            if latest is not None and self._checkpoint_step(latest) >= max_steps:
+            if latest is not None and checkpoint_global_step(latest) >= max_steps:
                 tf.logging.info("Skipping training since max_steps has already saved.")
                 return self
         hooks = _check_hooks_type(hooks)
@@ -365,6 +362,11 @@ class Estimator:
         return export_dir.encode()
 
     export_savedmodel = export_saved_model
+
+
+def checkpoint_global_step(checkpoint_path):
+    """The global step saved in a checkpoint."""
+    return int(tf.train.load_variable(checkpoint_path, tf.GraphKeys.GLOBAL_STEP))
 
 
 def _scalar(value):

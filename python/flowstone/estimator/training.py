@@ -7,6 +7,7 @@ import os
 import time
 
 import flowstone as tf
+from flowstone.estimator.estimator import checkpoint_global_step
 from flowstone.util.tf_export import tf_export
 
 
@@ -128,7 +129,7 @@ class _Evaluator:
         if checkpoint is None:
             tf.logging.info("Skip the current checkpoint eval due to no checkpoint.")
             return
-        step = estimator._checkpoint_step(checkpoint)
+        step = checkpoint_global_step(checkpoint)
         if step == self._last_step and not is_the_final_export:
             return
         result = estimator.evaluate(spec.input_fn, steps=spec.steps, hooks=list(spec.hooks),
