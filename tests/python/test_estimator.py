@@ -521,3 +521,21 @@ def test_warm_start_copies_trainable_variables_from_another_model(tmp_path):
     only_w.train(train_input(), steps=1)
     assert only_w.get_variable_value("w") == source.get_variable_value("w")
     assert only_w.get_variable_value("b") == 0.0
+
+
+def test_estimator_char_lstm_example_trains_and_resumes(tmp_path):
+    script = os.path.join(ROOT, "examples", "estimator_char_lstm.py")
+
+    def run():
+        proc = subprocess.run([sys.executable, script, "--model_dir", str(tmp_path),
+                               "--steps", "40"], capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        return proc.stdout
+
+    first = run()
+    assert "global step 40:" in first
+    loss = float(re.search(r"loss ([0-9.]+),", first).group(1))
+    second = run()
+    assert "resuming from global step 40" in second and "global step 80:" in second
+    assert float(re.search(r"loss ([0-9.]+),", second).group(1)) < loss
+    assert "'Beautiful is better th' -> " in second
