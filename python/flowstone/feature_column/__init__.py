@@ -6,7 +6,8 @@ Loaded on first use of `tf.feature_column` (see flowstone/__init__.py), as tf.ke
 
 import sys as _sys
 
-from flowstone.feature_column import columns, layers  # noqa: F401 - they export the names
+# The column modules place their names with tf_export.
+from flowstone.feature_column import categorical, embedding, layers, numeric  # noqa: F401
 from flowstone.util import tf_export as _tf_export
 
 _tf_export.populate(_sys.modules[__name__], prefix="feature_column.")
