@@ -172,6 +172,9 @@ def test_model_fn_and_spec_errors(tmp_path):
             tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.PREDICT)
         with pytest.raises(ValueError, match="Loss must be scalar"):
             tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.EVAL, loss=tf.constant([1.0, 2.0]))
+        with pytest.raises(TypeError, match="Values in export_outputs must be ExportOutput"):
+            tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.PREDICT, predictions=loss,
+                                       export_outputs={"out": loss})
         with pytest.raises(TypeError, match="Values of eval_metric_ops must be"):
             tf.estimator.EstimatorSpec(tf.estimator.ModeKeys.EVAL, loss=loss,
                                        eval_metric_ops={"m": loss})

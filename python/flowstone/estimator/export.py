@@ -74,6 +74,7 @@ def build_raw_serving_input_receiver_fn(features, default_batch_size=None):
     return serving_input_receiver_fn
 
 
+@tf_export("estimator.export.ExportOutput")
 class ExportOutput:
     """One signature's outputs."""
 

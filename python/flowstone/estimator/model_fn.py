@@ -3,6 +3,7 @@
 import collections
 
 import flowstone as tf
+from flowstone.estimator import export as _export
 from flowstone.util.tf_export import tf_export
 
 # The key under which Estimator.evaluate reports the mean of the loss.
@@ -70,6 +71,13 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", [
         else:
             predictions = _as_tensor_or_op(predictions, "predictions")
         eval_metric_ops = _check_eval_metric_ops(eval_metric_ops)
+        if export_outputs is not None:
+            if not isinstance(export_outputs, dict):
+                raise TypeError(f"export_outputs must be dict, given: {export_outputs}")
+            for key, output in export_outputs.items():
+                if not isinstance(output, _export.ExportOutput):
+                    raise TypeError(f"Values in export_outputs must be ExportOutput objects. "
+                                    f"Given: {{{key!r}: {output!r}}}")
         if scaffold is not None and not isinstance(scaffold, tf.train.Scaffold):
             raise TypeError(f"scaffold must be tf.train.Scaffold. Given: {scaffold}")
         hooks = {}
