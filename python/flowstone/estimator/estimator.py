@@ -370,8 +370,9 @@ def checkpoint_global_step(checkpoint_path):
 
 
 def _scalar(value):
+    """A numpy scalar for a 0-d result (as TensorFlow's evaluate returns), else the array."""
     value = np.asarray(value)
-    return value.item() if value.shape == () and value.dtype.kind in "iub" else value
+    return value[()] if value.ndim == 0 else value
 
 
 def _selected_predictions(predictions, predict_keys):
