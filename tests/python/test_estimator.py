@@ -542,3 +542,23 @@ def test_estimator_char_lstm_example_trains_and_resumes(tmp_path):
     assert "resuming from global step 40" in second and "global step 80:" in second
     assert float(re.search(r"loss ([0-9.]+),", second).group(1)) < loss
     assert "'Beautiful is better th' -> " in second
+
+
+def test_add_metrics_extends_a_canned_estimator(tmp_path):
+    est = tf.estimator.LinearClassifier([fc.numeric_column("f", shape=(2,))],
+                                        model_dir=str(tmp_path))
+    est.train(canned_input(BINARY), steps=10)
+
+    def metric_fn(labels, predictions):
+        return {"mean_logistic": tf.metrics.mean(predictions["logistic"]),
+                "positives": tf.metrics.true_positives(labels, predictions["class_ids"])}
+
+    extended = tf.estimator.add_metrics(est, metric_fn)
+    metrics = extended.evaluate(canned_input(BINARY, 1, False, 200))
+    assert set(metrics) == BINARY_METRICS | {"mean_logistic", "positives"}
+    np.testing.assert_allclose(metrics["mean_logistic"], metrics["prediction/mean"], rtol=1e-6)
+    predictions = list(est.predict(canned_input(None, 1, False)))
+    class_ids = np.array([p["class_ids"][0] for p in predictions])
+    assert metrics["positives"] == np.sum((class_ids == 1) & (BINARY == 1))
+    with pytest.raises(ValueError, match="has following not expected args: \\['weights'\\]"):
+        tf.estimator.add_metrics(est, lambda labels, weights: {})
