@@ -562,3 +562,32 @@ def test_add_metrics_extends_a_canned_estimator(tmp_path):
     assert metrics["positives"] == np.sum((class_ids == 1) & (BINARY == 1))
     with pytest.raises(ValueError, match="has following not expected args: \\['weights'\\]"):
         tf.estimator.add_metrics(est, lambda labels, weights: {})
+
+
+def test_features_as_one_tensor_train_and_export_with_a_tensor_receiver(tmp_path):
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(2.0))
+        predictions = w * features
+        if mode == tf.estimator.ModeKeys.PREDICT:
+            return tf.estimator.EstimatorSpec(mode, predictions=predictions)
+        loss = tf.reduce_mean(tf.square(predictions - labels))
+        train_op = tf.train.GradientDescentOptimizer(0.5).minimize(
+            loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path / "m"))
+    est.train(tf.estimator.inputs.numpy_input_fn(X, 3 * X, batch_size=16, num_epochs=None,
+                                                 shuffle=True), steps=30)
+    assert abs(est.get_variable_value("w") - 3.0) < 0.1
+
+    def receiver_fn():
+        serialized = tf.placeholder(tf.float32, [None], name="x")
+        return tf.estimator.export.TensorServingInputReceiver(serialized, {"x": serialized})
+
+    export_dir = est.export_saved_model(str(tmp_path / "export"), receiver_fn).decode()
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], export_dir)
+        signature = meta.signature_def["serving_default"]
+        got = sess.run(signature.outputs["output"].name, {signature.inputs["x"].name: [1.0, 2.0]})
+    np.testing.assert_allclose(got, est.get_variable_value("w") * np.array([1.0, 2.0]),
+                               rtol=1e-6)
