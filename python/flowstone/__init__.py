@@ -101,8 +101,13 @@ from flowstone import contrib  # noqa: E402
 _tf_export.populate(_sys.modules[__name__])
 
 
+# Packages built on the whole namespace, loaded on first use so that `import flowstone` stays
+# as fast without them.
+_LAZY_PACKAGES = ("keras", "estimator", "feature_column")
+
+
 def __getattr__(name):
-    """tf.keras loads on first use, so `import flowstone` stays as fast without it."""
-    if name == "keras":
-        return _importlib.import_module("flowstone.keras")
+    """tf.keras, tf.estimator and tf.feature_column load on first use."""
+    if name in _LAZY_PACKAGES:
+        return _importlib.import_module(f"flowstone.{name}")
     raise AttributeError(f"module 'flowstone' has no attribute '{name}'")

@@ -1,6 +1,8 @@
-// Comparisons and binary logic with numpy broadcasting, all producing bool: Equal, NotEqual,
-// Less, LessEqual, Greater, GreaterEqual, LogicalAnd, LogicalOr.
+// Comparisons and binary logic with numpy broadcasting, all producing bool: Equal, NotEqual
+// (also of strings, as feature-column vocabularies compare them), Less, LessEqual, Greater,
+// GreaterEqual, LogicalAnd, LogicalOr.
 #include <cstdint>
+#include <string>
 
 #include "elementwise.h"
 #include "flowstone/kernel.h"
@@ -14,13 +16,13 @@ constexpr int64_t kCompareCost = 1;
 
 struct EqualFn {
   template <typename T>
-  bool operator()(T a, T b) const {
+  bool operator()(const T& a, const T& b) const {
     return a == b;
   }
 };
 struct NotEqualFn {
   template <typename T>
-  bool operator()(T a, T b) const {
+  bool operator()(const T& a, const T& b) const {
     return a != b;
   }
 };
@@ -55,8 +57,8 @@ struct LogicalOrFn {
   bool operator()(bool a, bool b) const { return a || b; }
 };
 
-using EqualityTypeList =
-    TypeList<float, double, int32_t, int64_t, uint8_t, bool, complex64, complex128>;
+using EqualityTypeList = TypeList<float, double, int32_t, int64_t, uint8_t, bool, complex64,
+                                  complex128, std::string>;
 
 // With incompatible_shape_error=false, Equal and NotEqual of shapes that do not broadcast give a
 // scalar (false for Equal, true for NotEqual) instead of failing; the static shape is then

@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 
+import flowstone as tf
 from flowstone import dtypes
 from op_cases import Case
 
@@ -134,6 +135,43 @@ CASES += [
     Case("DecodeCSV", [CSV, _i32([0]), _strings(b"default"), np.array([9.0], np.float32)],
          lambda r, a, b, c: (_i32([1, 3, -4]), _strings(b"a", b'b,"c"', b"default"),
                              np.array([2.5, 9.0, 1000.0], np.float32)), outputs=3),
+]
+
+# The hashing ops of feature columns. References are real TensorFlow's values (FarmHash
+# Fingerprint64, FingerprintCat64 from the default key); tests/python/test_feature_column.py
+# compares many more with the TensorFlow oracle.
+CROSS_WORDS = _strings([b"alpha", b""], [b"a much longer string than sixteen bytes", b"z"])
+CROSS_IDS = np.array([[7], [-2]], np.int64)
+
+
+def _sparse_cross_op(hashed):
+    def build(words, ids):
+        crossed = (tf.sparse.cross_hashed([words, ids], num_buckets=100) if hashed
+                   else tf.sparse.cross([words, ids]))
+        return crossed.values.op
+    return build
+
+
+def _crossed(values):
+    return (np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.int64), values,
+            np.array([2, 2], np.int64))
+
+
+CASES += [
+    Case("Equal", [GRID, _strings(b"alpha", b"x", b"nul\x00byte")],
+         lambda a, b: np.array(a == b, bool)),
+    Case("NotEqual", [GRID, _scalar(b"")], lambda a, b: np.array(a != b, bool)),
+    Case("StringToHashBucketFast", [WORDS], lambda s: np.array([466, 263, 689, 643, 534, 137],
+                                                               np.int64),
+         attrs={"num_buckets": 1000}),
+    Case("SparseCross", [CROSS_WORDS, CROSS_IDS],
+         lambda w, i: _crossed(np.array([35, 51, 80, 67], np.int64)), outputs=3,
+         build=_sparse_cross_op(hashed=True)),
+    Case("SparseCross", [CROSS_WORDS, CROSS_IDS],
+         lambda w, i: _crossed(_strings(b"alpha_X_7", b"_X_7",
+                                        b"a much longer string than sixteen bytes_X_-2",
+                                        b"z_X_-2")), outputs=3,
+         build=_sparse_cross_op(hashed=False)),
 ]
 
 EXEMPT = {

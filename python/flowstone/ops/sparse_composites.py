@@ -209,3 +209,16 @@ def sparse_merge(sp_ids, sp_values, vocab_size, name=None, already_sorted=False)
         if already_sorted:
             return merged
         return sparse_reorder(merged)
+
+
+@tf_export("sparse.from_dense")
+def from_dense(tensor, name=None):
+    """The non-zero (non-empty, for strings) elements of a dense tensor as a SparseTensor, in
+    row-major order."""
+    with _ops.name_scope(name, "dense_to_sparse", [tensor]):
+        tensor = _ops.convert_to_tensor(tensor)
+        zero = "" if tensor.dtype == _dtypes.string else array_ops.zeros([], tensor.dtype)
+        keep = math_ops.not_equal(tensor, zero)
+        # The values in row-major order, as Where lists their indices.
+        return SparseTensor(math_ops.where(keep), partition_ops.boolean_mask(tensor, keep),
+                            array_ops.shape(tensor, out_type=_dtypes.int64))

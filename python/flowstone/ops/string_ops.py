@@ -141,3 +141,9 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
         "field_delim": field_delim, "use_quote_delim": use_quote_delim, "na_value": na_value,
         "select_cols": list(select_cols or []),
     }, name=name or "DecodeCSV").outputs
+
+
+@tf_export("strings.to_hash_bucket_fast", "string_to_hash_bucket_fast")
+def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
+    """Each string's FarmHash Fingerprint64 modulo `num_buckets`: TensorFlow's buckets exactly."""
+    return _unary("StringToHashBucketFast", input, name, {"num_buckets": int(num_buckets)})
