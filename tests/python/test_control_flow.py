@@ -392,3 +392,22 @@ def test_loop_gradient_run_records_during_the_forward_loop():
     assert forward_only == 5
     assert both == gradient_only  # no separate forward loop
     assert y_both == y_value and g_both == g_value
+
+
+def test_optimizer_updates_built_in_a_cond_branch_run_only_when_it_is_taken():
+    v = tf.Variable(1.0)
+    opt = tf.train.AdamOptimizer(0.5)
+    grads = opt.compute_gradients(v * 2.0, var_list=[v])
+    pred = tf.placeholder(tf.bool, [])
+
+    def apply():
+        with tf.control_dependencies([opt.apply_gradients(grads)]):
+            return tf.constant(1)
+
+    step = tf.cond(pred, apply, lambda: tf.constant(0))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(step, {pred: False}) == 0
+        assert sess.run(v) == 1.0
+        assert sess.run(step, {pred: True}) == 1
+        np.testing.assert_allclose(sess.run(v), 0.5, rtol=1e-5)  # Adam's first step: lr * sign

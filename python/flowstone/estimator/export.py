@@ -177,15 +177,12 @@ def timestamped_export_dir(export_dir_base):
 
 def write_eval_results(eval_dir, results, global_step):
     """Makes `eval_dir` and writes the scalar results there as a summary at `global_step`, for
-    TensorBoard, once tf.summary's FileWriterCache exists (see docs/COMPAT.md)."""
+    TensorBoard."""
     os.makedirs(eval_dir, exist_ok=True)
-    summary = getattr(tf, "summary", None)
-    if summary is None or not hasattr(summary, "FileWriterCache"):
-        return
     proto = tf.Summary()
     for key, value in sorted(results.items()):
         if key != tf.GraphKeys.GLOBAL_STEP and getattr(value, "ndim", 0) == 0:
             proto.value.add(tag=key, simple_value=float(value))
-    writer = summary.FileWriterCache.get(eval_dir)
+    writer = tf.summary.FileWriterCache.get(eval_dir)
     writer.add_summary(proto, global_step)
     writer.flush()

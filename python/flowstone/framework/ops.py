@@ -546,6 +546,13 @@ class Graph:
         if op is not None:
             op = _op_to_colocate_with(op)
             if op.graph is not self:
+                is_ancestor = getattr(self, "_is_ancestor", None)
+                if is_ancestor is not None and is_ancestor(op.graph):
+                    # A function body (a cond branch) colocating with an op of an outer graph,
+                    # as an optimizer's update does with its variable: the body reads that op's
+                    # value through a capture, so there is nothing to colocate with here.
+                    yield
+                    return
                 raise ValueError(f"colocate_with: {op!r} is not an element of this graph.")
             entry = (op.colocation_groups(), op.device)
         with self._colocation_scope(entry, ignore_existing):

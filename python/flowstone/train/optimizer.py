@@ -136,11 +136,14 @@ class Optimizer:
                 f"{[v.name for _, v in grads_and_vars]} and loss.")
         if _ops.executing_eagerly():
             return self._apply_gradients_eagerly(with_grads, global_step)
-        # Eager variables updated in a tf.function's trace: the updates go to the body.
+        # The updates go to the graph being built (a tf.cond branch or a tf.function body runs
+        # them only when it runs); slots are variables, made beside the variables they serve
+        # (eager ones in a tf.function's trace: there, variables are made eagerly).
         first_var = with_grads[0][1]
-        graph = _ops.get_default_graph() if first_var._eager else first_var.graph
-        with graph.as_default():
+        graph = _ops.get_default_graph()
+        with (graph if first_var._eager else first_var.graph).as_default():
             self._create_slots([v for _, v in with_grads])
+        with graph.as_default():
             with graph.name_scope(name or self._name) as scope:
                 self._prepare()
                 updates = []

@@ -2,7 +2,6 @@
 class or instance, learning-rate variable and decay, gradient noise, multipliers and
 clipping)."""
 
-import importlib
 import numbers
 
 from flowstone import dtypes as _dtypes
@@ -10,6 +9,7 @@ from flowstone.framework import ops as _ops
 from flowstone.ops import (array_ops, basic_ops, clip_ops, init_ops, random_ops,
                            variable_scope)
 from flowstone.framework.indexed_slices import IndexedSlices
+from flowstone.summary import summary_ops
 from flowstone.train import optimizer as _optimizer
 from flowstone.train import proximal_optimizers as _proximal
 
@@ -24,15 +24,6 @@ OPTIMIZER_CLS_NAMES = {
 
 OPTIMIZER_SUMMARIES = ["learning_rate", "loss", "gradients", "gradient_norm",
                        "global_gradient_norm"]
-
-
-def _summary_scalar():
-    """tf.summary.scalar where tf.summary exists; None before it does (summaries are then
-    skipped)."""
-    try:
-        return getattr(importlib.import_module("flowstone.summary"), "scalar", None)
-    except ImportError:
-        return None
 
 
 def _make_optimizer(optimizer, lr):
@@ -127,13 +118,11 @@ def optimize_loss(loss, global_step, learning_rate, optimizer, gradient_noise_sc
             if global_step is None:
                 raise ValueError("global_step is required for learning_rate_decay_fn.")
             lr = learning_rate_decay_fn(lr, global_step)
-        scalar = _summary_scalar()
         summaries = OPTIMIZER_SUMMARIES if summaries is None else summaries
-        if scalar is not None:
-            if lr is not None and "learning_rate" in summaries:
-                scalar("learning_rate", lr)
-            if "loss" in summaries:
-                scalar("loss", loss)
+        if lr is not None and "learning_rate" in summaries:
+            summary_ops.scalar("learning_rate", lr)
+        if "loss" in summaries:
+            summary_ops.scalar("loss", loss)
         opt = _make_optimizer(optimizer, lr)
         if variables is None:
             variables = _ops.get_collection(_ops.GraphKeys.TRAINABLE_VARIABLES)
@@ -147,17 +136,29 @@ def optimize_loss(loss, global_step, learning_rate, optimizer, gradient_noise_sc
                 raise ValueError("Empty list of (gradient, var) pairs encountered. This is "
                                  "most likely to be caused by an improper value of "
                                  "gradient_multipliers.")
+        if "global_gradient_norm" in summaries or "gradient_norm" in summaries:
+            summary_ops.scalar("global_norm/gradient_norm",
+                               clip_ops.global_norm([g for g, _ in gradients if g is not None]))
         if clip_gradients is not None:
             if isinstance(clip_gradients, numbers.Real):
                 grads, variables_ = zip(*gradients)
                 clipped, norm = clip_ops.clip_by_global_norm(list(grads), clip_gradients)
                 gradients = list(zip(clipped, variables_))
-                if scalar is not None and "global_gradient_norm" in summaries:
-                    scalar("global_norm/clipped_gradient_norm", norm)
+                if "global_gradient_norm" in summaries or "gradient_norm" in summaries:
+                    summary_ops.scalar("global_norm/clipped_gradient_norm", norm)
             elif callable(clip_gradients):
                 gradients = clip_gradients(gradients)
             else:
                 raise ValueError(f"Unknown type {type(clip_gradients)} for clip_gradients")
+        for gradient, variable in gradients:
+            if gradient is None:
+                continue
+            values = gradient.values if isinstance(gradient, IndexedSlices) else gradient
+            var_name = variable.name.replace(":", "_")
+            if "gradients" in summaries:
+                summary_ops.histogram("gradients/" + var_name, values)
+            if "gradient_norm" in summaries:
+                summary_ops.scalar("gradient_norm/" + var_name, clip_ops.global_norm([values]))
         train = opt.apply_gradients(
             gradients, global_step=global_step if increment_global_step else None,
             name="train")
