@@ -143,3 +143,10 @@ CASES += [
     Case("Cumprod", [crand(2, 4), np.array(-1, np.int32)], lambda z, a: np.cumprod(z, axis=-1),
          attrs={"reverse": False}, grad=[0]),
 ]
+
+CASES += [
+    Case("ConjugateTranspose", [crand(2, 3, 4), np.array([2, 0, 1], np.int32)],
+         lambda z, p: np.conj(np.transpose(z, p)), grad=[0]),
+    Case("ConjugateTranspose", [rand(2, 3), np.array([1, 0], np.int32)],
+         lambda x, p: x.T, grad=[0]),
+]
