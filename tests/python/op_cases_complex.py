@@ -150,3 +150,8 @@ CASES += [
     Case("ConjugateTranspose", [rand(2, 3), np.array([1, 0], np.int32)],
          lambda x, p: x.T, grad=[0]),
 ]
+
+CASES += [
+    Case("BiasAdd", [crand(2, 3), crand(3)], lambda z, b: z + b, grad=[0, 1]),
+    Case("BiasAddGrad", [crand(2, 3, 4)], lambda g: g.sum(axis=(0, 1))),
+]
