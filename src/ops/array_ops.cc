@@ -1,9 +1,11 @@
-// Array ops that rearrange elements: Transpose, ConcatV2, Pack, Unpack, Split, SplitV, Tile and
+// Array ops that rearrange elements: Transpose (and ConjugateTranspose, which also conjugates
+// complex elements), ConcatV2, Pack, Unpack, Split, SplitV, Tile and
 // the padding ops Pad, PadV2 and MirrorPad, with their gradients and the ops only gradients use
 // (InvertPermutation, ConcatOffset, MirrorPadGrad). Kernels move bytes (or elements of the
 // dtype's size) and so serve every dtype; ConcatV2, Pack, Unpack, Split, SplitV and Tile also
 // serve strings, whose rows they copy with CopyElementBytes.
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <numeric>
 
@@ -174,9 +176,35 @@ Status TransposeKernel(KernelContext& ctx) {
   });
 }
 
-// The inverse permutation moves the gradient's dims back; a constant perm gets a constant
-// inverse, so the gradient keeps a static shape.
-Status TransposeGrad(GradientContext& ctx) {
+// ConjugateTranspose (tf.linalg.adjoint): Transpose, then complex elements conjugated; other
+// dtypes are only moved, as in TensorFlow. The transposed tensor may share the input's buffer,
+// so the conjugates go to a new output.
+Status ConjugateTransposeKernel(KernelContext& ctx) {
+  FS_RETURN_IF_ERROR(TransposeKernel(ctx));
+  const DType dtype = ctx.input(0).dtype();
+  if (!IsComplex(dtype)) return Status::OK();
+  const Tensor transposed = ctx.output(0);
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, transposed.shape(), &out));
+  auto conjugate = [&]<typename C>() {
+    const C* src = transposed.data<C>();
+    C* dst = out->data<C>();
+    ctx.ParallelFor(out->num_elements(), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) dst[i] = std::conj(src[i]);
+    });
+  };
+  if (dtype == DType::kComplex64) {
+    conjugate.template operator()<complex64>();
+  } else {
+    conjugate.template operator()<complex128>();
+  }
+  return Status::OK();
+}
+
+// The inverse permutation moves the gradient's dims back (with `op`, Transpose or
+// ConjugateTranspose, whose conjugate undoes itself); a constant perm gets a constant inverse,
+// so the gradient keeps a static shape.
+Status InversePermutationGrad(GradientContext& ctx, const char* op) {
   const Endpoint perm = ctx.input(1);
   Endpoint inverse;
   const AttrValue* value =
@@ -190,8 +218,13 @@ Status TransposeGrad(GradientContext& ctx) {
   } else {
     inverse = ctx.Op("InvertPermutation", {perm});
   }
-  ctx.SetInputGrad(0, ctx.Op("Transpose", {ctx.output_grad(0), inverse}));
+  ctx.SetInputGrad(0, ctx.Op(op, {ctx.output_grad(0), inverse}));
   return Status::OK();
+}
+
+Status TransposeGrad(GradientContext& ctx) { return InversePermutationGrad(ctx, "Transpose"); }
+Status ConjugateTransposeGrad(GradientContext& ctx) {
+  return InversePermutationGrad(ctx, "ConjugateTranspose");
 }
 
 FS_REGISTER_OP(OpBuilder("Transpose")
@@ -205,6 +238,17 @@ FS_REGISTER_OP(OpBuilder("Transpose")
                    .Gradient(TransposeGrad)
                    .Doc("Permutes dimensions: y.shape[i] = x.shape[perm[i]]. A permutation that "
                         "keeps the memory order (e.g. moving size-1 dims) shares the buffer."));
+
+FS_REGISTER_OP(OpBuilder("ConjugateTranspose")
+                   .Input("x", "T")
+                   .Input("perm", "Tperm")
+                   .Output("y", "T")
+                   .TypeAttr("T", kAllTypes)
+                   .TypeAttr("Tperm", kIndexTypes, DType::kInt32)
+                   .Shape(TransposeShape)
+                   .Kernel("CPU", ConjugateTransposeKernel)
+                   .Gradient(ConjugateTransposeGrad)
+                   .Doc("Transpose with complex elements conjugated (the adjoint)."));
 
 // --- InvertPermutation ----------------------------------------------------------------------
 

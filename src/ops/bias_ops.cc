@@ -64,7 +64,7 @@ class BiasAddKernel final : public OpKernel {
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, value.shape(), &out));
     const ChannelView view(value.shape(), channel_dim);
-    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t, complex64, complex128>(
         value.dtype(), "BiasAdd", [&]<typename T>() -> Status {
           using A = WrappingType<T>;
           const A* x = reinterpret_cast<const A*>(value.data<T>());
@@ -117,7 +117,7 @@ class BiasAddGradKernel final : public OpKernel {
     const ChannelView view(grad.shape(), ChannelDim(nchw_, grad.rank()));
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{view.channels}, &out));
-    return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+    return DispatchDType<float, double, int32_t, int64_t, uint8_t, complex64, complex128>(
         grad.dtype(), "BiasAddGrad", [&]<typename T>() -> Status {
           using A = WrappingType<T>;
           Sum<A>(ctx, view, reinterpret_cast<const A*>(grad.data<T>()),
@@ -189,7 +189,7 @@ FS_REGISTER_OP(OpBuilder("BiasAdd")
                    .Input("value", "T")
                    .Input("bias", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kNumericTypes)
+                   .TypeAttr("T", kNumericAndComplexTypes)
                    .Attr("data_format", "NHWC")
                    .Shape(BiasAddShape)
                    .KernelClass<BiasAddKernel>("CPU")
@@ -199,7 +199,7 @@ FS_REGISTER_OP(OpBuilder("BiasAdd")
 FS_REGISTER_OP(OpBuilder("BiasAddGrad")
                    .Input("out_backprop", "T")
                    .Output("output", "T")
-                   .TypeAttr("T", kNumericTypes)
+                   .TypeAttr("T", kNumericAndComplexTypes)
                    .Attr("data_format", "NHWC")
                    .Shape(BiasAddGradShape)
                    .KernelClass<BiasAddGradKernel>("CPU")

@@ -143,3 +143,24 @@ CASES += [
     Case("Cumprod", [crand(2, 4), np.array(-1, np.int32)], lambda z, a: np.cumprod(z, axis=-1),
          attrs={"reverse": False}, grad=[0]),
 ]
+
+CASES += [
+    Case("ConjugateTranspose", [crand(2, 3, 4), np.array([2, 0, 1], np.int32)],
+         lambda z, p: np.conj(np.transpose(z, p)), grad=[0]),
+    Case("ConjugateTranspose", [rand(2, 3), np.array([1, 0], np.int32)],
+         lambda x, p: x.T, grad=[0]),
+]
+
+CASES += [
+    Case("BiasAdd", [crand(2, 3), crand(3)], lambda z, b: z + b, grad=[0, 1]),
+    Case("BiasAddGrad", [crand(2, 3, 4)], lambda g: g.sum(axis=(0, 1))),
+]
+
+_SEGMENTS = np.array([0, 0, 2], np.int32)  # segment 1 is empty
+
+CASES += [
+    Case("SegmentSum", [crand(3, 2), _SEGMENTS],
+         lambda z, s: np.stack([z[0] + z[1], 0 * z[0], z[2]]), grad=[0]),
+    Case("SegmentMean", [crand(3, 2), _SEGMENTS],
+         lambda z, s: np.stack([(z[0] + z[1]) / 2, 0 * z[0], z[2]]), grad=[0]),
+]

@@ -313,6 +313,7 @@ def test_matmul_adjoint_and_batch_matmul():
                "mm64": tf.matmul(tf.cast(x, tf.complex64), tf.cast(y, tf.complex64),
                                  transpose_a=True)})
     np.testing.assert_array_equal(got["adjoint"], a.conj().T)
+    assert tf.linalg.adjoint(x).op.type == "ConjugateTranspose"
     np.testing.assert_allclose(got["mm"], a.conj().T @ b, rtol=1e-13)
     np.testing.assert_allclose(got["mm_t"], a.T @ b, rtol=1e-13)
     np.testing.assert_allclose(got["bmm"], np.conj(np.swapaxes(batch_a, 1, 2)) @ batch_b,
@@ -428,6 +429,7 @@ FUNCTIONS = {
     "matmul": lambda z: tf.matmul(tf.reshape(z, [2, 3]), tf.reshape(tf.math.conj(z), [3, 2])),
     "reductions": lambda z: tf.reduce_prod(z) + tf.reduce_mean(z * z),
     "real_imag": lambda z: tf.complex(tf.math.real(z) ** 2, tf.math.imag(z) * tf.math.real(z)),
+    "cumprod": lambda z: tf.math.cumprod(z, reverse=True),
 }
 
 
@@ -459,7 +461,11 @@ ORACLE = {
     "irfft": "tf.cast(tf.signal.irfft(z[:4]), tf.complex128)",
     "matmul": "tf.matmul(tf.reshape(z, [2, 3]), tf.reshape(w, [3, 2]))",
     "reduce_prod": "tf.reduce_prod(z)",
+    "adjoint": "tf.linalg.adjoint(tf.reshape(z, [2, 3])) * tf.reshape(w, [3, 2])",
 }
+# TensorFlow's Cumprod gradient leaves out the conjugates its other complex gradients take (see
+# docs/COMPAT.md); Flowstone's matches finite differences (the "cumprod" case above and
+# op_cases_complex.py).
 
 
 @requires_tensorflow

@@ -167,10 +167,8 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
             perm = list(builtins.range(value.shape.rank - 1, -1, -1))
         else:
             perm = range(rank(value) - 1, -1, -1)
-    transposed = _apply("Transpose", [value, _index_tensor(perm)], name=name)[0]
-    if conjugate and value.dtype.is_complex:
-        return _apply("Conj", [transposed])[0]
-    return transposed
+    op_type = "ConjugateTranspose" if conjugate and value.dtype.is_complex else "Transpose"
+    return _apply(op_type, [value, _index_tensor(perm)], name=name)[0]
 
 
 def invert_permutation(x, name=None):

@@ -185,37 +185,43 @@ Status SegmentKernel(KernelContext& ctx) {
   for (int64_t s : map.segment) {
     if (s >= 0) ++counts[s];
   }
-  return DispatchDType<float, double, int32_t, int64_t, uint8_t>(
+  // Max, Min and SqrtN take no complex numbers (their schemas say so).
+  constexpr bool kRealOnly = R == Reduce::kMax || R == Reduce::kMin || R == Reduce::kSqrtN;
+  return DispatchDType<float, double, int32_t, int64_t, uint8_t, complex64, complex128>(
       data.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
-        T* dst = out->data<T>();
-        const T* src = data.data<T>();
-        const int64_t rows = static_cast<int64_t>(map.segment.size());
-        // Threads take disjoint columns, so each element is reduced in row order by one thread.
-        ctx.ParallelFor(inner, rows + map.num_segments, [&](int64_t begin, int64_t end) {
-          for (int64_t s = 0; s < map.num_segments; ++s) {
-            std::fill(dst + s * inner + begin, dst + s * inner + end, Identity<R, T>());
-          }
-          for (int64_t k = 0; k < rows; ++k) {
-            if (map.segment[k] < 0) continue;
-            T* o = dst + map.segment[k] * inner;
-            const T* row = src + map.source[k] * inner;
-            for (int64_t c = begin; c < end; ++c) o[c] = Combine<R, T>(o[c], row[c]);
-          }
-          for (int64_t s = 0; s < map.num_segments; ++s) {
-            T* o = dst + s * inner;
-            const int64_t n = counts[s];
-            for (int64_t c = begin; c < end; ++c) {
-              if (n == 0 && K == Kind::kSorted && (R == Reduce::kMax || R == Reduce::kMin)) {
-                o[c] = T(0);
-              } else if (R == Reduce::kMean && n > 0) {
-                o[c] = static_cast<T>(o[c] / static_cast<T>(n));
-              } else if (R == Reduce::kSqrtN && n > 0) {
-                o[c] = static_cast<T>(o[c] / std::sqrt(static_cast<double>(n)));
+        if constexpr (kIsComplex<T> && kRealOnly) {
+          return errors::InvalidArgument(ctx.node().type(), " has no kernel for complex numbers");
+        } else {
+          T* dst = out->data<T>();
+          const T* src = data.data<T>();
+          const int64_t rows = static_cast<int64_t>(map.segment.size());
+          // Threads take disjoint columns, so each element is reduced in row order by one thread.
+          ctx.ParallelFor(inner, rows + map.num_segments, [&](int64_t begin, int64_t end) {
+            for (int64_t s = 0; s < map.num_segments; ++s) {
+              std::fill(dst + s * inner + begin, dst + s * inner + end, Identity<R, T>());
+            }
+            for (int64_t k = 0; k < rows; ++k) {
+              if (map.segment[k] < 0) continue;
+              T* o = dst + map.segment[k] * inner;
+              const T* row = src + map.source[k] * inner;
+              for (int64_t c = begin; c < end; ++c) o[c] = Combine<R, T>(o[c], row[c]);
+            }
+            for (int64_t s = 0; s < map.num_segments; ++s) {
+              T* o = dst + s * inner;
+              const int64_t n = counts[s];
+              for (int64_t c = begin; c < end; ++c) {
+                if constexpr (K == Kind::kSorted && (R == Reduce::kMax || R == Reduce::kMin)) {
+                  if (n == 0) o[c] = T(0);
+                } else if constexpr (R == Reduce::kMean) {
+                  if (n > 0) o[c] = static_cast<T>(o[c] / static_cast<T>(n));
+                } else if constexpr (R == Reduce::kSqrtN) {
+                  if (n > 0) o[c] = static_cast<T>(o[c] / std::sqrt(static_cast<double>(n)));
+                }
               }
             }
-          }
-        });
-        return Status::OK();
+          });
+          return Status::OK();
+        }
       });
 }
 
@@ -378,10 +384,12 @@ struct SegmentRow {
 };
 
 const SegmentRow kSegmentRows[] = {
-    {"SegmentSum", Kind::kSorted, SegmentKernel<Reduce::kSum, Kind::kSorted>, &kNumericTypes,
-     SegmentSumGrad, "Sums of the rows of data in each segment (sorted segment ids)."},
-    {"SegmentMean", Kind::kSorted, SegmentKernel<Reduce::kMean, Kind::kSorted>, &kNumericTypes,
-     SegmentMeanGrad, "Means of the rows of data in each segment (sorted segment ids)."},
+    {"SegmentSum", Kind::kSorted, SegmentKernel<Reduce::kSum, Kind::kSorted>,
+     &kNumericAndComplexTypes, SegmentSumGrad,
+     "Sums of the rows of data in each segment (sorted segment ids)."},
+    {"SegmentMean", Kind::kSorted, SegmentKernel<Reduce::kMean, Kind::kSorted>,
+     &kNumericAndComplexTypes, SegmentMeanGrad,
+     "Means of the rows of data in each segment (sorted segment ids)."},
     {"SegmentMax", Kind::kSorted, SegmentKernel<Reduce::kMax, Kind::kSorted>, &kNumericTypes,
      SegmentMinOrMaxGrad,
      "Maxima of the rows of data in each segment (sorted ids); empty segments give 0."},
