@@ -564,3 +564,16 @@ def test_reader_pipeline_matches_tensorflow(tmp_path):
         coord.join(threads, stop_grace_period_secs=20)
     got = [[v.tolist() if hasattr(v, "tolist") else v for v in o] for o in out]
     assert got == expected
+
+
+def test_string_input_producer_refuses_an_empty_input():
+    with pytest.raises(ValueError, match="non-null input tensor"):
+        tf.train.string_input_producer([])
+    names = tf.placeholder(tf.string, [None])
+    queue = tf.train.string_input_producer(names)
+    runner = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="non-null input tensor"):
+            sess.run(runner.enqueue_ops[0], {names: []})
+        sess.run(runner.enqueue_ops[0], {names: [b"f"]})
+        assert sess.run(queue.size()) == 1
