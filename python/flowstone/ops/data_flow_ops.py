@@ -7,7 +7,7 @@ dequeue on an empty queue, an enqueue on a full one) happens in C++ without the 
 session or a RunOptions timeout cancels it.
 """
 
-import collections
+import collections.abc
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
