@@ -577,3 +577,24 @@ def test_string_input_producer_refuses_an_empty_input():
             sess.run(runner.enqueue_ops[0], {names: []})
         sess.run(runner.enqueue_ops[0], {names: [b"f"]})
         assert sess.run(queue.size()) == 1
+
+
+def test_queues_run_eagerly_and_readers_refuse_as_tensorflow():
+    tf.reset_default_graph()
+    tf.enable_eager_execution()
+    try:
+        a = tf.FIFOQueue(3, tf.float32, shapes=[[]])
+        b = tf.FIFOQueue(3, tf.float32, shapes=[[]])
+        a.enqueue(1.5)
+        a.enqueue_many([[2.5, 3.5]])
+        assert int(a.size()) == 3 and int(b.size()) == 0  # two queues, not one
+        assert float(a.dequeue()) == 1.5
+        np.testing.assert_array_equal(a.dequeue_many(2).numpy(), [2.5, 3.5])
+        a.close()
+        with pytest.raises(tf.errors.OutOfRangeError, match="is closed"):
+            a.dequeue()
+        with pytest.raises(RuntimeError, match="Readers are not supported"):
+            tf.TextLineReader()
+    finally:
+        tf.disable_eager_execution()
+        tf.reset_default_graph()
