@@ -564,3 +564,37 @@ def test_reader_pipeline_matches_tensorflow(tmp_path):
         coord.join(threads, stop_grace_period_secs=20)
     got = [[v.tolist() if hasattr(v, "tolist") else v for v in o] for o in out]
     assert got == expected
+
+
+def test_string_input_producer_refuses_an_empty_input():
+    with pytest.raises(ValueError, match="non-null input tensor"):
+        tf.train.string_input_producer([])
+    names = tf.placeholder(tf.string, [None])
+    queue = tf.train.string_input_producer(names)
+    runner = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="non-null input tensor"):
+            sess.run(runner.enqueue_ops[0], {names: []})
+        sess.run(runner.enqueue_ops[0], {names: [b"f"]})
+        assert sess.run(queue.size()) == 1
+
+
+def test_queues_run_eagerly_and_readers_refuse_as_tensorflow():
+    tf.reset_default_graph()
+    tf.enable_eager_execution()
+    try:
+        a = tf.FIFOQueue(3, tf.float32, shapes=[[]])
+        b = tf.FIFOQueue(3, tf.float32, shapes=[[]])
+        a.enqueue(1.5)
+        a.enqueue_many([[2.5, 3.5]])
+        assert int(a.size()) == 3 and int(b.size()) == 0  # two queues, not one
+        assert float(a.dequeue()) == 1.5
+        np.testing.assert_array_equal(a.dequeue_many(2).numpy(), [2.5, 3.5])
+        a.close()
+        with pytest.raises(tf.errors.OutOfRangeError, match="is closed"):
+            a.dequeue()
+        with pytest.raises(RuntimeError, match="Readers are not supported"):
+            tf.TextLineReader()
+    finally:
+        tf.disable_eager_execution()
+        tf.reset_default_graph()

@@ -7,7 +7,8 @@ dequeue on an empty queue, an enqueue on a full one) happens in C++ without the 
 session or a RunOptions timeout cancels it.
 """
 
-import collections
+import collections.abc
+import itertools
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -41,7 +42,7 @@ class QueueBase:
                 raise ValueError("Queue names must have the same length as dtypes")
         self._names = names
         self._queue_ref = queue_ref
-        self._name = queue_ref.op.name
+        self._name = "queue" if _ops.executing_eagerly() else queue_ref.op.name
 
     @property
     def queue_ref(self):
@@ -152,10 +153,16 @@ class QueueBase:
                              name=self._op_name(name, "Size")).outputs[0]
 
 
+_eager_queues = itertools.count()
+
+
 def _queue_op(op_type, dtypes, shapes, capacity, shared_name, name, extra=None):
     attrs = {"component_types": list(dtypes), "capacity": int(capacity)}
     if shapes is not None:
         attrs["shapes"] = [s.as_proto_dims() for s in shapes]
+    if not shared_name and _ops.executing_eagerly():
+        # Eager ops have no unique node names to key the queue by: each queue gets its own.
+        shared_name = f"{name}_eager_{next(_eager_queues)}"
     if shared_name:
         attrs["shared_name"] = shared_name
     attrs.update(extra or {})

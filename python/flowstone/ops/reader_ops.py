@@ -20,6 +20,9 @@ class ReaderBase:
     """The methods every reader has; `reader_ref` is the reader op's handle."""
 
     def __init__(self, reader_ref, supports_serialize=False):
+        if _ops.executing_eagerly():
+            raise RuntimeError("Readers are not supported when eager execution is enabled. "
+                               "Instead, please use tf.data to get data into your model.")
         self._reader_ref = reader_ref
         self._supports_serialize = supports_serialize
 
@@ -70,6 +73,8 @@ class ReaderBase:
 
 
 def _reader(op_type, attrs, name):
+    if _ops.executing_eagerly():
+        return None  # ReaderBase raises TensorFlow's RuntimeError
     return _ops.apply_op(op_type, [], attrs, name=name).outputs[0]
 
 

@@ -8,7 +8,8 @@ training/input.py does; start_queue_runners (or a MonitoredSession) starts them.
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import TensorShape
-from flowstone.ops import array_ops, basic_ops, data_flow_ops, random_composites, variables
+from flowstone.ops import (array_ops, basic_ops, check_ops, data_flow_ops, math_ops,
+                           random_composites, variables)
 from flowstone.ops.partition_ops import boolean_mask
 from flowstone.train import queue_runner
 from flowstone.util.tf_export import tf_export
@@ -62,10 +63,16 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
 def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32,
                           shared_name=None, name=None, cancel_op=None):
     """A queue of the strings (usually file names) of `string_tensor`, for a reader."""
+    message = "string_input_producer requires a non-null input tensor"
     if isinstance(string_tensor, (list, tuple)) and not string_tensor:
-        raise ValueError("string_input_producer requires a non-null input tensor")
+        raise ValueError(message)
     with _ops.name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = _ops.convert_to_tensor(string_tensor, dtype=_dtypes.string)
+        # An empty tensor fed at run time would make the runner enqueue nothing forever.
+        nonempty = check_ops.Assert(math_ops.greater(array_ops.size(string_tensor), 0),
+                                    [message])
+        with _ops.control_dependencies([nonempty]):
+            string_tensor = basic_ops.identity(string_tensor)
         return input_producer(string_tensor, num_epochs=num_epochs, shuffle=shuffle, seed=seed,
                               capacity=capacity, shared_name=shared_name, name=scope,
                               cancel_op=cancel_op)

@@ -205,7 +205,12 @@ Status ReaderFromHandle(const Tensor& handle, std::shared_ptr<ReaderResource>* o
   Var* slot = VarFromHandle(handle);
   std::lock_guard<std::mutex> lock(slot->mu());
   const ReaderHolder* holder = nullptr;
-  if (slot->initialized()) holder = slot->value().data<Variant>()[0].get<ReaderHolder>();
+  // A handle may point to a plain variable (a fuzzer's, or a user's mistake): look inside only a
+  // scalar variant.
+  const Tensor& value = slot->value();
+  if (slot->initialized() && value.dtype() == DType::kVariant && value.num_elements() == 1) {
+    holder = value.data<Variant>()[0].get<ReaderHolder>();
+  }
   if (holder == nullptr) {
     return errors::FailedPrecondition("The resource '", slot->name(), "' is not a reader");
   }
