@@ -24,6 +24,7 @@ def run(code, gpus=1, memory_mb=256, env=None):
                      "FLOWSTONE_FAKE_GPU_MEMORY_MB": str(memory_mb)})
     full_env.pop("CUDA_VISIBLE_DEVICES", None)
     full_env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    full_env.pop("TF_FORCE_GPU_ALLOW_GROWTH", None)  # the scenarios set their own memory options
     full_env.update(env or {})
     program = "import numpy as np\nimport flowstone as tf\n" + textwrap.dedent(code)
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,

@@ -18,8 +18,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 WORKER = os.path.join(HERE, "horovod_worker.py")
 MPIRUN = shutil.which("mpirun")
-needs_mpirun = pytest.mark.skipif(
-    MPIRUN is None, reason="mpirun not found: install Open MPI (apt-get install openmpi-bin)")
+
+
+def _mpirun_problem():
+    """Why mpirun cannot start a local job here (None when it can): found but unusable, as in a
+    container without the rsh agent its launcher insists on."""
+    if MPIRUN is None:
+        return "mpirun not found: install Open MPI (apt-get install openmpi-bin)"
+    cmd = [MPIRUN, "-np", "1"] + (["--allow-run-as-root"] if os.getuid() == 0 else []) + ["true"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "mpirun -np 1 true did not finish in 60 s"
+    if proc.returncode != 0:
+        lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip("- ")]
+        return f"mpirun cannot start a local job: {lines[0] if lines else proc.returncode}"
+    return None
+
+
+MPIRUN_PROBLEM = _mpirun_problem()
+needs_mpirun = pytest.mark.skipif(MPIRUN_PROBLEM is not None, reason=str(MPIRUN_PROBLEM))
 
 
 def mpi_env(**extra):

@@ -54,7 +54,7 @@ def check_timings(ns):
 
 def mlp_graph(batch=64):
     graph = tf.Graph()
-    with graph.as_default():
+    with graph.as_default(), tf.device("/cpu:0"):  # one device, whatever the machine has
         x = tf.placeholder(tf.float32, [None, 256], name="x")
         w = tf.constant(np.random.RandomState(0).rand(256, 512).astype(np.float32), name="w")
         y = tf.nn.relu(tf.matmul(x, w, name="mm"), name="act")

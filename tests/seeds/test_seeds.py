@@ -15,6 +15,7 @@ def run_snippet(name, env=None, unset=()):
     # The articles' expected outputs are those of a machine without a usable GPU: a GPU here is
     # hidden, so that the snippets check the same on any machine.
     full_env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    full_env.pop("TF_FORCE_GPU_ALLOW_GROWTH", None)  # the articles use TF's default GPU options
     full_env.update(env or {})
     for variable in unset:
         full_env.pop(variable, None)
