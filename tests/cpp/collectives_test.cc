@@ -260,11 +260,14 @@ TEST(CollectivesDevice, TensorsInDeviceMemoryGoToTheDevicesCollectives) {
   q.kind = CollectiveKind::kAllgather;
   EXPECT_TRUE(Collect(q).first.ok());
   q.kind = CollectiveKind::kAllreduce;
-  q.prescale = 2.0;
-  auto [scaled, ignored] = Collect(q);
-  EXPECT_EQ(scaled.code(), Code::kUnimplemented);
-  EXPECT_EQ(recording->calls,
-            (std::vector<std::string>{"allreduce 1 average", "broadcast 0", "allgather 2"}));
+  // Scale factors are applied in host memory around the device's allreduce.
+  q.prescale = 3.0;
+  q.postscale = 0.5;
+  auto [scaled, scaled_result] = Collect(q);
+  ASSERT_TRUE(scaled.ok()) << scaled.message();
+  EXPECT_FLOAT_EQ(scaled_result.output.data<float>()[1], 2.0f * 3.0f * 2.0f * 0.5f);
+  EXPECT_EQ(recording->calls, (std::vector<std::string>{"allreduce 1 average", "broadcast 0",
+                                                        "allgather 2", "allreduce 1 average"}));
   ASSERT_TRUE(ShutdownCollectives().ok());
 }
 

@@ -25,11 +25,12 @@ def _mpirun_problem():
     container without the rsh agent its launcher insists on."""
     if MPIRUN is None:
         return "mpirun not found: install Open MPI (apt-get install openmpi-bin)"
-    cmd = [MPIRUN, "-np", "1"] + (["--allow-run-as-root"] if os.getuid() == 0 else []) + ["true"]
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe", "--bind-to", "none"]
+    cmd += (["--allow-run-as-root"] if os.getuid() == 0 else []) + ["true"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        return "mpirun -np 1 true did not finish in 60 s"
+        return "mpirun -np 2 true did not finish in 60 s"
     if proc.returncode != 0:
         lines = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip("- ")]
         return f"mpirun cannot start a local job: {lines[0] if lines else proc.returncode}"

@@ -148,6 +148,21 @@ Status DataPlane::Alltoall(const CollectiveRequest& q, const std::vector<int64_t
                                recv_bytes);
 }
 
+// Multiplies a tensor in `device`'s memory by `factor` through host memory. Scale factors are
+// rare (most reductions are plain sums or averages, which NCCL does itself), and the round trip
+// spares the device plugins a scaling kernel per dtype.
+namespace {
+
+Status ScaleInDeviceMemory(Device* device, Tensor* t, double factor) {
+  if (factor == 1.0) return Status::OK();
+  Tensor host;
+  FS_RETURN_IF_ERROR(device->CopyToHost(*t, &host));
+  Scale(host.raw_data(), host.num_elements(), host.dtype(), factor);
+  return device->CopyFromHost(host, t);
+}
+
+}  // namespace
+
 // Tensors in a device's own memory: the device type's DeviceCollectives (NCCL for GPUs).
 Status DataPlane::RunOnDevice(const Response& resp,
                               const std::vector<const CollectiveRequest*>& requests,
@@ -167,19 +182,18 @@ Status DataPlane::RunOnDevice(const Response& resp,
         std::vector<size_t> members;
         std::vector<Tensor> inputs, outputs;
         for (size_t i = 0; i < requests.size(); ++i) {
-          if (requests[i]->prescale != 1.0 || requests[i]->postscale != 1.0) {
-            return errors::Unimplemented(
-                "Horovod allreduce of a GPU tensor with prescale_factor or postscale_factor "
-                "other than 1; scale the tensor instead");
-          }
           if ((requests[i]->reduce_op == ReduceOp::kAverage) != average) continue;
           members.push_back(i);
           inputs.push_back(requests[i]->input);
+          FS_RETURN_IF_ERROR(ScaleInDeviceMemory(device, &inputs.back(), requests[i]->prescale));
         }
         if (members.empty()) continue;
         FS_RETURN_IF_ERROR(impl->Allreduce(*transport_, device, inputs, average, &outputs));
-        for (size_t k = 0; k < members.size(); ++k)
+        for (size_t k = 0; k < members.size(); ++k) {
+          FS_RETURN_IF_ERROR(
+              ScaleInDeviceMemory(device, &outputs[k], requests[members[k]]->postscale));
           (*results)[members[k]].output = std::move(outputs[k]);
+        }
       }
       return Status::OK();
     case CollectiveKind::kAllgather:
