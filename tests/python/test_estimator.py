@@ -591,3 +591,24 @@ def test_features_as_one_tensor_train_and_export_with_a_tensor_receiver(tmp_path
         got = sess.run(signature.outputs["output"].name, {signature.inputs["x"].name: [1.0, 2.0]})
     np.testing.assert_allclose(got, est.get_variable_value("w") * np.array([1.0, 2.0]),
                                rtol=1e-6)
+
+
+def test_training_writes_the_loss_summary_for_tensorboard(tmp_path):
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [1, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features["x"], w) - labels))
+        train_op = tf.train.GradientDescentOptimizer(0.1).minimize(
+            loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode, loss=loss, train_op=train_op)
+
+    x = np.arange(8, dtype=np.float32).reshape(8, 1) / 8
+    estimator = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path),
+                                       config=tf.estimator.RunConfig(save_summary_steps=1))
+    estimator.train(tf.estimator.inputs.numpy_input_fn({"x": x}, 2 * x, batch_size=4,
+                                                       num_epochs=1, shuffle=False))
+    events = [e for f in tmp_path.glob("events.out.tfevents.*")
+              for e in tf.train.summary_iterator(str(f))]
+    losses = {e.step: v.simple_value for e in events for v in e.summary.value if v.tag == "loss"}
+    # Step 1's batch is x = 0 .. 3/8 with w = 0: the loss is mean((2x)^2).
+    assert sorted(losses) == [1, 2]
+    assert losses[1] == pytest.approx(float(np.mean((2 * x[:4]) ** 2)))

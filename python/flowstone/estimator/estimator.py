@@ -235,6 +235,9 @@ class Estimator:
                     self._model_dir, save_secs=config.save_checkpoints_secs,
                     save_steps=config.save_checkpoints_steps, scaffold=scaffold,
                     listeners=saving_listeners))
+            # As TensorFlow's Estimator: the loss is always summarized for TensorBoard.
+            if not any(s.op.name == "loss" for s in tf.get_collection(tf.GraphKeys.SUMMARIES)):
+                tf.summary.scalar("loss", spec.loss)
             loss = None
             any_step_done = False
             # Summaries go where MonitoredTrainingSession writes them (save_summaries_steps),
