@@ -411,3 +411,28 @@ def test_optimizer_updates_built_in_a_cond_branch_run_only_when_it_is_taken():
         assert sess.run(v) == 1.0
         assert sess.run(step, {pred: True}) == 1
         np.testing.assert_allclose(sess.run(v), 0.5, rtol=1e-5)  # Adam's first step: lr * sign
+
+
+def test_minimize_inside_a_cond_branch_differentiates_the_outer_variables():
+    v = tf.Variable(1.0)
+    unused = tf.Variable(5.0)
+    pred = tf.placeholder(tf.bool, [])
+
+    def train():
+        loss = tf.square(v) * 2.0
+        step = tf.train.GradientDescentOptimizer(0.25).minimize(loss, var_list=[v])
+        with tf.control_dependencies([step]):
+            return tf.identity(loss)
+
+    step = tf.cond(pred, train, lambda: tf.constant(-1.0))
+    grads = tf.cond(pred, lambda: tf.gradients(tf.square(v) * 3.0, [v])[0],
+                    lambda: tf.constant(0.0))
+    with pytest.raises(ValueError, match="No gradients provided"):
+        tf.cond(pred, lambda: tf.train.GradientDescentOptimizer(0.1).minimize(
+            tf.square(v), var_list=[unused]), lambda: tf.no_op())
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(step, {pred: False}) == -1.0 and sess.run(v) == 1.0
+        assert sess.run(grads, {pred: True}) == 6.0
+        assert sess.run(step, {pred: True}) == 2.0
+        assert sess.run(v) == 0.0  # 1 - 0.25 * d(2 v^2)/dv

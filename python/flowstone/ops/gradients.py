@@ -18,6 +18,24 @@ def _as_endpoint(value, what):
         raise TypeError(f"tf.gradients: {what} {value!r} is not a Tensor or Variable ({e})") from None
 
 
+def _as_seen_in(x, graph):
+    """`x` as `graph` sees it: a tensor of an outer graph that a function body (a tf.cond branch)
+    reads is the body's capture Placeholder; None when the body never reads it (no gradient)."""
+    bodies = []
+    g = graph
+    while g is not None and g is not x.graph:
+        bodies.append(g)
+        g = getattr(g, "outer_graph", None)
+    if g is None:
+        return x  # not an enclosing graph's: the C++ builder names the problem
+    for body in reversed(bodies):
+        found = body._captures.get(id(x))
+        if found is None:
+            return None
+        x = found[1]
+    return x
+
+
 def _as_list(value):
     if value is None:
         return []
@@ -38,14 +56,23 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     seeds = [None if g is None else _ops.convert_to_tensor(g, dtype=y.dtype)._as_node_output()
              for g, y in zip(grad_ys, ys)] if grad_ys else [None] * len(ys)
     stops = [_ops.convert_to_tensor(s)._as_node_output() for s in _as_list(stop_gradients)]
+    seen = [_as_seen_in(x, graph) for x in xs_t]
+    for i, original in enumerate(xs_list):
+        # A body that reads a graph variable through its cached value (`v + 1`) captured that
+        # value, not the handle: the gradient is with respect to it.
+        cached = getattr(original, "_value", None)
+        if seen[i] is None and isinstance(cached, _ops.Tensor) and cached.graph is not graph:
+            seen[i] = _as_seen_in(cached, graph)
     with graph.as_default(), graph.name_scope(name) as scope:
         try:
-            results = _C.add_gradients(graph._c, [y._as_node_output() for y in ys],
-                                       [x._as_node_output() for x in xs_t], seeds, stops,
-                                       scope.rstrip("/"), _ops._creation_site(),
-                                       _python_gradient_caller(graph, scope))
+            connected = _C.add_gradients(graph._c, [y._as_node_output() for y in ys],
+                                         [x._as_node_output() for x in seen if x is not None],
+                                         seeds, stops, scope.rstrip("/"), _ops._creation_site(),
+                                         _python_gradient_caller(graph, scope))
         except _C.StatusError as e:
             raise _errors.from_status_error(e, as_op_error=False) from None
+    connected = iter(connected)
+    results = [None if x is None else next(connected) for x in seen]
     graph._sync_ops()
     out = []
     for x, original, r in zip(xs_t, xs_list, results):
