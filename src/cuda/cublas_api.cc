@@ -1,22 +1,12 @@
 #include "cublas_api.h"
 
-#include <dlfcn.h>
-
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "dl_symbols.h"
+
 namespace flowstone::cuda {
-namespace {
-
-// Looks up `name` and stores it in `fn`; remembers the first symbol that is missing.
-template <typename Fn>
-void Resolve(void* handle, const char* name, Fn* fn, std::string* missing) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (*fn == nullptr && missing->empty()) missing->assign(name);
-}
-
-}  // namespace
 
 Status LoadCublasApi(void* library_handle, std::unique_ptr<CublasApi>* api) {
   if (library_handle == nullptr) {
@@ -24,15 +14,15 @@ Status LoadCublasApi(void* library_handle, std::unique_ptr<CublasApi>* api) {
   }
   auto table = std::make_unique<CublasApi>();
   std::string missing;
-  Resolve(library_handle, "cublasCreate_v2", &table->Create, &missing);
-  Resolve(library_handle, "cublasDestroy_v2", &table->Destroy, &missing);
-  Resolve(library_handle, "cublasSetStream_v2", &table->SetStream, &missing);
-  Resolve(library_handle, "cublasGetVersion_v2", &table->GetVersion, &missing);
-  Resolve(library_handle, "cublasGetStatusString", &table->GetStatusString, &missing);
-  Resolve(library_handle, "cublasSgemm_v2", &table->Sgemm, &missing);
-  Resolve(library_handle, "cublasDgemm_v2", &table->Dgemm, &missing);
-  Resolve(library_handle, "cublasSgemmStridedBatched", &table->SgemmStridedBatched, &missing);
-  Resolve(library_handle, "cublasDgemmStridedBatched", &table->DgemmStridedBatched, &missing);
+  ResolveSymbol(library_handle, "cublasCreate_v2", &table->Create, &missing);
+  ResolveSymbol(library_handle, "cublasDestroy_v2", &table->Destroy, &missing);
+  ResolveSymbol(library_handle, "cublasSetStream_v2", &table->SetStream, &missing);
+  ResolveSymbol(library_handle, "cublasGetVersion_v2", &table->GetVersion, &missing);
+  ResolveSymbol(library_handle, "cublasGetStatusString", &table->GetStatusString, &missing);
+  ResolveSymbol(library_handle, "cublasSgemm_v2", &table->Sgemm, &missing);
+  ResolveSymbol(library_handle, "cublasDgemm_v2", &table->Dgemm, &missing);
+  ResolveSymbol(library_handle, "cublasSgemmStridedBatched", &table->SgemmStridedBatched, &missing);
+  ResolveSymbol(library_handle, "cublasDgemmStridedBatched", &table->DgemmStridedBatched, &missing);
   if (!missing.empty()) {
     return errors::NotFound("cuBLAS has no symbol ", missing,
                             ": the libcublas.so.13 found is "

@@ -1,19 +1,10 @@
 #include "nccl_api.h"
 
-#include <dlfcn.h>
-
 #include <string>
 
+#include "dl_symbols.h"
+
 namespace flowstone::cuda {
-namespace {
-
-template <typename Fn>
-void Resolve(void* handle, const char* name, Fn* fn, std::string* missing) {
-  *fn = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (*fn == nullptr && missing->empty()) missing->assign(name);
-}
-
-}  // namespace
 
 Status LoadNcclApi(void* library_handle, std::unique_ptr<NcclApi>* api) {
   if (library_handle == nullptr) {
@@ -21,15 +12,15 @@ Status LoadNcclApi(void* library_handle, std::unique_ptr<NcclApi>* api) {
   }
   auto table = std::make_unique<NcclApi>();
   std::string missing;
-  Resolve(library_handle, "ncclGetVersion", &table->GetVersion, &missing);
-  Resolve(library_handle, "ncclGetUniqueId", &table->GetUniqueId, &missing);
-  Resolve(library_handle, "ncclCommInitRank", &table->CommInitRank, &missing);
-  Resolve(library_handle, "ncclCommDestroy", &table->CommDestroy, &missing);
-  Resolve(library_handle, "ncclGetErrorString", &table->GetErrorString, &missing);
-  Resolve(library_handle, "ncclGroupStart", &table->GroupStart, &missing);
-  Resolve(library_handle, "ncclGroupEnd", &table->GroupEnd, &missing);
-  Resolve(library_handle, "ncclAllReduce", &table->AllReduce, &missing);
-  Resolve(library_handle, "ncclBroadcast", &table->Broadcast, &missing);
+  ResolveSymbol(library_handle, "ncclGetVersion", &table->GetVersion, &missing);
+  ResolveSymbol(library_handle, "ncclGetUniqueId", &table->GetUniqueId, &missing);
+  ResolveSymbol(library_handle, "ncclCommInitRank", &table->CommInitRank, &missing);
+  ResolveSymbol(library_handle, "ncclCommDestroy", &table->CommDestroy, &missing);
+  ResolveSymbol(library_handle, "ncclGetErrorString", &table->GetErrorString, &missing);
+  ResolveSymbol(library_handle, "ncclGroupStart", &table->GroupStart, &missing);
+  ResolveSymbol(library_handle, "ncclGroupEnd", &table->GroupEnd, &missing);
+  ResolveSymbol(library_handle, "ncclAllReduce", &table->AllReduce, &missing);
+  ResolveSymbol(library_handle, "ncclBroadcast", &table->Broadcast, &missing);
   if (!missing.empty()) {
     return errors::NotFound("NCCL has no symbol ", missing,
                             ": the libnccl.so.2 found is not NCCL 2. Install NCCL 2 (e.g. pip "

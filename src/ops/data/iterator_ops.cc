@@ -8,6 +8,7 @@
 #include "flowstone/shape_inference.h"
 #include "iterator_resource.h"
 #include "ops/control_flow/function_call.h"
+#include "ops/resource_slot.h"
 
 namespace flowstone::data {
 
@@ -49,12 +50,7 @@ Var* IteratorSlot(KernelContext& ctx, const std::string& name) {
 
 Status IteratorInSlot(Var* slot, std::shared_ptr<IteratorResource>* out) {
   std::lock_guard<std::mutex> lock(slot->mu());
-  const IteratorHolder* holder = nullptr;
-  // Any resource handle can be fed here; only a slot holding one variant holds an iterator.
-  const Tensor& value = slot->value();
-  if (slot->initialized() && value.dtype() == DType::kVariant && value.num_elements() == 1) {
-    holder = value.data<Variant>()[0].get<IteratorHolder>();
-  }
+  const IteratorHolder* holder = HeldInSlot<IteratorHolder>(slot);
   if (holder == nullptr) {
     return errors::FailedPrecondition(
         "GetNext() failed because the iterator has not been initialized. Ensure that you have "

@@ -9,6 +9,7 @@
 #include "flowstone/shape_inference.h"
 #include "flowstone/variant.h"
 #include "ops/io/queue.h"
+#include "ops/resource_slot.h"
 
 namespace flowstone::io {
 
@@ -259,13 +260,7 @@ class QueueHolder final : public VariantValue {
 Status QueueFromHandle(const Tensor& handle, std::shared_ptr<QueueResource>* out) {
   Var* slot = VarFromHandle(handle);
   std::lock_guard<std::mutex> lock(slot->mu());
-  const QueueHolder* holder = nullptr;
-  // A handle may point to a plain variable (a fuzzer's, or a user's mistake): look inside only a
-  // scalar variant.
-  const Tensor& value = slot->value();
-  if (slot->initialized() && value.dtype() == DType::kVariant && value.num_elements() == 1) {
-    holder = value.data<Variant>()[0].get<QueueHolder>();
-  }
+  const QueueHolder* holder = HeldInSlot<QueueHolder>(slot);
   if (holder == nullptr) {
     return errors::FailedPrecondition("The resource '", slot->name(), "' is not a queue");
   }

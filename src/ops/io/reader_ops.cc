@@ -11,6 +11,7 @@
 #include "flowstone/variant.h"
 #include "io/record_io.h"
 #include "ops/io/queue.h"
+#include "ops/resource_slot.h"
 
 namespace flowstone::io {
 namespace {
@@ -204,13 +205,7 @@ class ReaderHolder final : public VariantValue {
 Status ReaderFromHandle(const Tensor& handle, std::shared_ptr<ReaderResource>* out) {
   Var* slot = VarFromHandle(handle);
   std::lock_guard<std::mutex> lock(slot->mu());
-  const ReaderHolder* holder = nullptr;
-  // A handle may point to a plain variable (a fuzzer's, or a user's mistake): look inside only a
-  // scalar variant.
-  const Tensor& value = slot->value();
-  if (slot->initialized() && value.dtype() == DType::kVariant && value.num_elements() == 1) {
-    holder = value.data<Variant>()[0].get<ReaderHolder>();
-  }
+  const ReaderHolder* holder = HeldInSlot<ReaderHolder>(slot);
   if (holder == nullptr) {
     return errors::FailedPrecondition("The resource '", slot->name(), "' is not a reader");
   }
