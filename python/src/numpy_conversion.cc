@@ -176,6 +176,12 @@ DType DTypeOfNumpy(PyObject* object) {
   }
 }
 
+PyObject* FetchedValue(const Tensor& tensor) {
+  PyObject* value = TensorToNumpy(tensor);
+  if (value == nullptr || tensor.rank() != 0 || !PyArray_Check(value)) return value;
+  return PyArray_Return(reinterpret_cast<PyArrayObject*>(value));  // consumes the 0-d array
+}
+
 Status CheckNumpyCanHold(const Tensor& tensor) {
   int64_t bytes = static_cast<int64_t>(std::max<size_t>(DTypeSize(tensor.dtype()), 1));
   for (int i = 0; i < tensor.rank(); ++i) {

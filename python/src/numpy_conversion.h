@@ -19,6 +19,10 @@ bool InitNumpy();
 // (eager tensors, whose values never change, as TensorFlow's .numpy() does).
 PyObject* TensorToNumpy(const Tensor& tensor, bool share = false);
 
+// A fetched tensor as sess.run returns it, as TensorFlow's session does: TensorToNumpy's array,
+// but a numpy scalar (np.float32, np.bool_, ...) for a rank-0 tensor (bytes for a string).
+PyObject* FetchedValue(const Tensor& tensor);
+
 // Whether numpy can represent the tensor's shape: numpy multiplies the non-zero dimensions and
 // the item size even for an empty array, so an empty tensor of shape [0, 2^40, 2^40] has no
 // numpy equivalent. The error names the shape.

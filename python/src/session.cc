@@ -82,9 +82,9 @@ struct Callable {
         continue;
       }
       ThrowIfError(CheckNumpyCanHold(t));
-      PyObject* array = TensorToNumpy(t);
-      if (array == nullptr) throw nb::python_error();
-      result.append(nb::steal(array));
+      PyObject* value = FetchedValue(t);
+      if (value == nullptr) throw nb::python_error();
+      result.append(nb::steal(value));
     }
     return result;
   }

@@ -29,6 +29,17 @@ def test_fetch_structures_are_preserved():
         np.testing.assert_array_equal(first, again)
 
 
+def test_scalars_are_fetched_as_numpy_scalars_as_in_tensorflow():
+    # Numpy scalars (not 0-d arrays) are hashable and print like TF's: {sess.run(step): ...}.
+    with tf.Session() as sess:
+        values = sess.run([tf.constant(1.5), tf.constant(True), tf.constant(3, tf.int64),
+                           tf.constant(2.0, tf.bfloat16), tf.constant(b"x"),
+                           tf.constant([1.0])])
+    assert [type(v) for v in values[:5]] == [np.float32, np.bool_, np.int64, np.float32, bytes]
+    assert values[:5] == [1.5, True, 3, 2.0, b"x"] and hash(values[2]) == hash(3)
+    assert isinstance(values[5], np.ndarray) and values[5].shape == (1,)
+
+
 def test_feeds_by_tensor_and_name_and_value_kinds():
     x = tf.placeholder(tf.float32, [None, 3], name="x")
     y = tf.identity(x)
