@@ -95,7 +95,9 @@ def _data(global_batch):
     return xs, digits.target[:global_batch].astype(np.int64)
 
 
-def _train(opt_fn, xs, ys, steps, distributed):
+def _train(opt_fn, xs, ys, steps, distributed, passes=1, **options):
+    """The digits CNN's weights after `steps` optimizer steps on (xs, ys); with passes=N each
+    step is N backward passes over equal slices of the batch (backward_passes_per_step=N)."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.placeholder(tf.float32, [None, 8, 8, 1])
@@ -105,16 +107,19 @@ def _train(opt_fn, xs, ys, steps, distributed):
                                                                              logits=logits))
         opt = opt_fn()
         if distributed:
-            opt = hvd.DistributedOptimizer(opt)
+            opt = hvd.DistributedOptimizer(opt, backward_passes_per_step=passes, **options)
         train = opt.minimize(loss)
-        init = tf.global_variables_initializer()
+        init = [tf.global_variables_initializer(), tf.local_variables_initializer()]
         bcast = hvd.broadcast_global_variables(0) if distributed else None
     with tf.Session(graph=graph) as sess:
         sess.run(init)
         if bcast is not None:
             sess.run(bcast)
+        micro = len(xs) // passes
         for _ in range(steps):
-            sess.run(train, {x: xs, y: ys})
+            for p in range(passes):
+                part = slice(p * micro, (p + 1) * micro)
+                sess.run(train, {x: xs[part], y: ys[part]})
         return sess.run(params)
 
 
@@ -143,6 +148,13 @@ def training(out_dir):
             out[f"{name}_dist{i}"] = d
             out[f"{name}_single{i}"] = s
         out[f"{name}_initial0"] = _digits_cnn_initial()
+    # Two backward passes per step over halves of each rank's slice, their gradients averaged
+    # (and predivided, which must not change the result): the same steps as above.
+    sgd = lambda: tf.train.GradientDescentOptimizer(0.5)  # noqa: E731
+    accumulated = _train(sgd, xs[mine], ys[mine], 5, distributed=True, passes=2,
+                         average_aggregated_gradients=True, gradient_predivide_factor=2.0)
+    for i, a in enumerate(accumulated):
+        out[f"accumulated{i}"] = a
     np.savez(os.path.join(out_dir, f"rank{r}.npz"), **out)
 
 

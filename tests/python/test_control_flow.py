@@ -436,3 +436,23 @@ def test_minimize_inside_a_cond_branch_differentiates_the_outer_variables():
         assert sess.run(grads, {pred: True}) == 6.0
         assert sess.run(step, {pred: True}) == 2.0
         assert sess.run(v) == 0.0  # 1 - 0.25 * d(2 v^2)/dv
+
+
+def test_branches_returning_operations_give_the_predicate_after_running_them():
+    # TF1 code writes tf.cond(pred, lambda: train_op_fn(), tf.no_op): the cond's value is the
+    # predicate, read after the taken branch's Operation ran.
+    v = tf.Variable(0.0)
+    pred = tf.placeholder(tf.bool, [])
+    step = tf.cond(pred, lambda: v.assign_add(1.0).op, tf.no_op)
+    mixed = tf.cond(pred, lambda: (tf.no_op(), tf.constant(1)),
+                    lambda: (v.assign_add(10.0).op, tf.constant(2)))
+    outer = v.assign_add(100.0).op
+    before = tf.cond(pred, lambda: outer, tf.no_op)
+    assert step.dtype == tf.bool
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        assert sess.run(step, {pred: True}) is np.True_ and sess.run(v) == 1.0
+        assert sess.run(step, {pred: False}) is np.False_ and sess.run(v) == 1.0
+        assert sess.run(mixed, {pred: False}) == (False, 2) and sess.run(v) == 11.0
+        # An Operation made outside the branch runs before the cond, whichever branch is taken.
+        assert not sess.run(before, {pred: False}) and sess.run(v) == 111.0

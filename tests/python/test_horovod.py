@@ -127,6 +127,12 @@ def test_distributed_optimizer_matches_single_process_training(tmp_path, n):
             # ...those of one process training on the whole global batch.
             np.testing.assert_allclose(ranks[0][f"{name}_dist{i}"], single, rtol=1e-4,
                                        atol=1e-5)
+    for i in range(6):
+        # backward_passes_per_step=2 over halves of each rank's slice, averaged: the same steps.
+        for r in range(n):
+            np.testing.assert_array_equal(ranks[r][f"accumulated{i}"], ranks[0][f"accumulated{i}"])
+        np.testing.assert_allclose(ranks[0][f"accumulated{i}"], ranks[0][f"sgd_single{i}"],
+                                   rtol=1e-4, atol=1e-5)
 
 
 @needs_mpirun
@@ -283,9 +289,12 @@ def test_adasum_and_unsupported_options_raise_unimplemented(single):
     with tf.Graph().as_default():
         with pytest.raises(tf.errors.UnimplementedError, match="Adasum"):
             hvd.allreduce(tf.constant([1.0]), op=hvd.Adasum)
-        with pytest.raises(tf.errors.UnimplementedError, match="backward_passes_per_step"):
+        with pytest.raises(ValueError, match="gradient_predivide_factor not supported"):
+            hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1), op=hvd.Sum,
+                                     gradient_predivide_factor=2.0)
+        with pytest.raises(ValueError, match="positive integer, got 0"):
             hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1),
-                                     backward_passes_per_step=2)
+                                     backward_passes_per_step=0)
     with pytest.raises(ValueError, match="supersedes"):
         hvd.allreduce(tf.constant([1.0]), op=hvd.Sum, average=True)
 
@@ -320,6 +329,80 @@ def test_distributed_optimizer_alone_is_the_wrapped_optimizer(single):
         v = 0.9 * v + 2 * w_ref
         w_ref = w_ref - 0.1 * v
     np.testing.assert_allclose(got, w_ref, rtol=1e-6)
+
+
+def _accumulating_run(opt, batches, average, global_step=True):
+    """Weights after each run of a DistributedOptimizer(backward_passes_per_step=2) minimizing
+    sum((x @ w)**2) on each batch in turn, and the final global step."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 10)
+        loss = tf.reduce_sum(tf.square(tf.matmul(x, w)))
+        step = tf.train.get_or_create_global_step() if global_step else None
+        dist = hvd.DistributedOptimizer(opt, backward_passes_per_step=2,
+                                        average_aggregated_gradients=average)
+        train = dist.minimize(loss, global_step=step)
+        with tf.Session() as sess:
+            sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+            weights = []
+            for batch in batches:
+                sess.run(train, {x: batch})
+                weights.append(sess.run(w))
+            return weights, (sess.run(step) if global_step else None)
+
+
+@pytest.mark.parametrize("average", [False, True])
+def test_backward_passes_per_step_applies_every_second_run(single, average):
+    rng = np.random.RandomState(0)
+    batches = [rng.randn(4, 3).astype(np.float32) for _ in range(4)]
+    weights, step = _accumulating_run(tf.train.GradientDescentOptimizer(0.1), batches, average)
+
+    def grad(w, batch):
+        batch = batch.astype(np.float64)
+        return 2 * batch.T @ (batch @ w)
+
+    w0 = np.arange(6, dtype=np.float64).reshape(3, 2) / 10
+    scale = 0.5 if average else 1.0
+    w1 = w0 - 0.1 * scale * (grad(w0, batches[0]) + grad(w0, batches[1]))
+    w2 = w1 - 0.1 * scale * (grad(w1, batches[2]) + grad(w1, batches[3]))
+    # The first run of each pair only accumulates; the second applies both gradients.
+    np.testing.assert_array_equal(weights[0], w0.astype(np.float32))
+    np.testing.assert_allclose(weights[1], w1, rtol=1e-5)
+    np.testing.assert_array_equal(weights[2], weights[1])
+    np.testing.assert_allclose(weights[3], w2, rtol=1e-5)
+    assert step == 4  # the global step counts backward passes, as in Horovod
+
+
+def test_backward_passes_per_step_with_adam_and_no_global_step(single):
+    batches = [np.full([2, 3], v, np.float32) for v in (1.0, -0.5, 2.0, 0.25)]
+    weights, _ = _accumulating_run(tf.train.AdamOptimizer(0.01), batches, True,
+                                   global_step=False)
+    # Adam (slots made once, outside the conditional update) applied twice, to the mean of
+    # each pair's gradients.
+    w = np.arange(6, dtype=np.float64).reshape(3, 2) / 10
+    m, v = np.zeros_like(w), np.zeros_like(w)
+    expected = []
+    for t, (a, b) in enumerate([(0, 1), (2, 3)], start=1):
+        g = sum(2 * batches[i].T.astype(np.float64) @ (batches[i] @ w) for i in (a, b)) / 2
+        m, v = 0.9 * m + 0.1 * g, 0.999 * v + 0.001 * g * g
+        w = w - 0.01 * np.sqrt(1 - 0.999 ** t) / (1 - 0.9 ** t) * m / (np.sqrt(v) + 1e-8)
+        expected.append(w)
+    np.testing.assert_array_equal(weights[0], np.arange(6, dtype=np.float32).reshape(3, 2) / 10)
+    np.testing.assert_allclose(weights[1], expected[0], rtol=1e-5)
+    np.testing.assert_array_equal(weights[2], weights[1])
+    np.testing.assert_allclose(weights[3], expected[1], rtol=1e-5)
+
+
+def test_backward_passes_per_step_needs_the_local_variables_initialized(single):
+    with tf.Graph().as_default():
+        w = tf.Variable([1.0, 2.0])
+        train = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1),
+                                         backward_passes_per_step=3).minimize(tf.reduce_sum(w * w))
+        assert len(tf.local_variables()) == 2  # the counter and one accumulator
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            with pytest.raises(tf.errors.FailedPreconditionError, match="aggregation"):
+                sess.run(train)
 
 
 class _SparseGradientOptimizer(tf.train.GradientDescentOptimizer):

@@ -18,18 +18,24 @@ def densify(grad):
     return _array_ops.unsorted_segment_sum(grad.values, grad.indices, rows)
 
 
-def allreduce_gradients(grads, op, compression, sparse_as_dense=False, name=None):
+def allreduce_gradients(grads, op, compression, sparse_as_dense=False, name=None,
+                        prescale_factor=1.0, postscale_factor=1.0):
     """`grads` (tensors, IndexedSlices or None) reduced over the ranks with `op`, in order;
-    None stays None."""
+    None stays None. The scale factors multiply each rank's gradient before the reduction and
+    the result after it (IndexedSlices values: both at once, as their allgather adds nothing)."""
     if sparse_as_dense:
         grads = [densify(g) for g in grads]
     dense = [i for i, g in enumerate(grads) if g is not None and not isinstance(g, IndexedSlices)]
     out = list(grads)
     reduced = grouped_allreduce([grads[i] for i in dense], op=op, compression=compression,
-                                name=name)
+                                name=name, prescale_factor=prescale_factor,
+                                postscale_factor=postscale_factor)
     for i, r in zip(dense, reduced):
         out[i] = r
+    scale = prescale_factor * postscale_factor
     for i, g in enumerate(grads):
         if isinstance(g, IndexedSlices):
+            if scale != 1.0:
+                g = IndexedSlices(g.values * scale, g.indices, g.dense_shape)
             out[i] = allreduce(g, op=op)
     return out

@@ -37,19 +37,30 @@ def _trace(graph, kind, fn, arg_tensors, arg_structure=None, shapes=None):
     return body, args, result
 
 
-def _body_tensors(body, flat_values):
+def _body_tensors(body, flat_values, op_return_value=None):
     """Each returned value as a tensor of `body` (a Python value becomes a constant there; an
-    outer tensor is captured)."""
+    outer tensor is captured). With `op_return_value` (a tensor of the caller), a returned
+    Operation becomes that value, read after the Operation ran, as TensorFlow's cond does."""
     out = []
     with body.as_default():
         for value in flat_values:
-            if isinstance(value, _ops.Operation):
+            if isinstance(value, _ops.Operation) and op_return_value is not None:
+                value = _run_then_return(body, value, op_return_value)
+            elif isinstance(value, _ops.Operation):
                 raise TypeError(f"A function traced for control flow returned the Operation "
                                 f"'{value.name}'; return tensors (wrap side effects in "
                                 "tf.control_dependencies and return a tensor).")
             t = _ops.convert_to_tensor(value)
             out.append(t if t.graph is body else body._capture(t, "return"))
     return out
+
+
+def _run_then_return(body, operation, outer_value):
+    """An identity of `outer_value` (captured into `body`) that runs after `operation` (an
+    Operation of the caller's graph runs before the whole cond, as in TensorFlow 1)."""
+    inner = body._capture(outer_value, "return") if outer_value.graph is not body else outer_value
+    with body.control_dependencies([operation]):
+        return _ops.apply_op("Identity", [inner], name="Identity").outputs[0]
 
 
 def _share_captures(bodies):
@@ -112,8 +123,10 @@ def cond(pred, true_fn=None, false_fn=None, strict=False, name=None, fn1=None, f
             nest.assert_same_structure(true_out, false_out, check_types=False)
         except (ValueError, TypeError) as e:
             raise _branch_mismatch(ValueError, true_out, false_out, e) from None
-        then_flat = _body_tensors(then_body, nest.flatten(true_out))
-        else_flat = _body_tensors(else_body, nest.flatten(false_out))
+        # A branch may return an Operation (a train op, tf.no_op()): the cond then gives the
+        # predicate, as TensorFlow's does.
+        then_flat = _body_tensors(then_body, nest.flatten(true_out), op_return_value=pred)
+        else_flat = _body_tensors(else_body, nest.flatten(false_out), op_return_value=pred)
         for t, f in zip(then_flat, else_flat):
             if t.dtype != f.dtype:
                 raise _branch_mismatch(TypeError, true_out, false_out,
