@@ -26,6 +26,24 @@ def test_indexed_slices_fetch_and_conversion():
         tf.IndexedSlices(tf.constant([1.0]), tf.constant([0.5]))
 
 
+def test_indexed_slices_convert_to_their_dense_tensor_as_in_tensorflow():
+    slices = tf.IndexedSlices(tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
+                              tf.constant([0, 3, 0]), tf.constant([5, 2]))
+    dense = tf.convert_to_tensor(slices)
+    doubled = tf.multiply(slices, 2.0)  # any op's input converts it
+    with tf.Session() as sess:
+        got, got_doubled = sess.run([dense, doubled])
+    expected = np.zeros([5, 2], np.float32)
+    np.add.at(expected, [0, 3, 0], [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])  # repeated rows add
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got_doubled, 2 * expected)
+    with pytest.raises(ValueError, match="requested to `dtype` int32 for IndexedSlices"):
+        tf.convert_to_tensor(slices, dtype=tf.int32)
+    with pytest.raises(ValueError, match="IndexedSlices for argument `value` without "
+                                         "dense_shape"):
+        tf.convert_to_tensor(tf.IndexedSlices(tf.ones([2, 2]), tf.constant([0, 1])))
+
+
 def test_required_space_to_batch_paddings():
     paddings, crops = tf.required_space_to_batch_paddings([5, 7], [2, 3], [[1, 0], [0, 2]])
     plain = tf.required_space_to_batch_paddings([5, 7], [2, 3])

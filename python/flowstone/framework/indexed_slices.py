@@ -1,6 +1,7 @@
 """tf.IndexedSlices: rows `indices` of a tensor of shape `dense_shape`, with their `values`
 (the form TensorFlow gives sparse gradients). Flowstone's gradients are dense tensors, so this
-only comes from user code; a session fetches it as an IndexedSlicesValue."""
+only comes from user code; a session fetches it as an IndexedSlicesValue, and an op taking it as
+a tensor gets its dense value, as in TensorFlow."""
 
 import collections
 
@@ -66,3 +67,21 @@ def convert_to_tensor_or_indexed_slices(value, dtype=None, name=None):
                              f"{value.dtype.name}")
         return value
     return _ops.convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def _indexed_slices_to_tensor(value, dtype=None, name=None, as_ref=False):
+    """The dense tensor an IndexedSlices stands for (rows of repeated indices add up), as
+    TensorFlow converts it; it needs a dense_shape."""
+    del as_ref
+    if dtype is not None and not dtype.is_compatible_with(value.dtype):
+        raise ValueError(f"Incompatible tensor conversion requested to `dtype` {dtype.name} for "
+                         f"IndexedSlices ({value!r}) with dtype {value.dtype.name}")
+    if value.dense_shape is None:
+        raise ValueError("Tensor conversion requested for IndexedSlices for argument `value` "
+                         f"without dense_shape: {value!r}")
+    from flowstone.ops import array_ops
+    return array_ops.unsorted_segment_sum(value.values, value.indices, value.dense_shape[0],
+                                          name=name)
+
+
+_ops.register_tensor_conversion_function(IndexedSlices, _indexed_slices_to_tensor)

@@ -4,7 +4,7 @@ background thread fuses them), IndexedSlices allgathered or first made dense."""
 
 from flowstone.framework.indexed_slices import IndexedSlices
 from flowstone.horovod.mpi_ops import allreduce, grouped_allreduce
-from flowstone.ops import array_ops as _array_ops
+from flowstone.framework import ops as _ops
 
 
 def densify(grad):
@@ -14,8 +14,7 @@ def densify(grad):
         return grad
     if grad.dense_shape is None:
         raise ValueError("sparse_as_dense needs IndexedSlices gradients with a dense_shape")
-    rows = _array_ops.gather(grad.dense_shape, 0)
-    return _array_ops.unsorted_segment_sum(grad.values, grad.indices, rows)
+    return _ops.convert_to_tensor(grad)
 
 
 def allreduce_gradients(grads, op, compression, sparse_as_dense=False, name=None,
