@@ -14,11 +14,13 @@ from flowstone.util.tf_export import tf_export
 
 _logger = logging.getLogger(__name__)
 
-# Collections of Variables, stored as VariableDefs (bytes_list) as TensorFlow stores them.
+# Collections of Variables, stored as VariableDefs (bytes_list): those TensorFlow registers a
+# VariableDef proto function for.
 VARIABLE_COLLECTIONS = {
     _ops.GraphKeys.GLOBAL_VARIABLES, _ops.GraphKeys.TRAINABLE_VARIABLES,
     _ops.GraphKeys.LOCAL_VARIABLES, _ops.GraphKeys.MODEL_VARIABLES,
-    _ops.GraphKeys.MOVING_AVERAGE_VARIABLES,
+    _ops.GraphKeys.MOVING_AVERAGE_VARIABLES, _ops.GraphKeys.GLOBAL_STEP,
+    _ops.GraphKeys.METRIC_VARIABLES,
 }
 
 

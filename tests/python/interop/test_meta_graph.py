@@ -155,3 +155,18 @@ def test_meta_graph_and_checkpoint_written_by_flowstone_load_in_tensorflow(tmp_p
         print("ok")
     """, tmp_path)
     assert out.splitlines() == ["['dense/bias:0', 'dense/kernel:0']", "ok"]
+
+
+def test_global_step_and_metric_variables_round_trip_without_a_warning(tmp_path, caplog):
+    # TensorFlow stores these collections as VariableDefs too; a training program's .meta file
+    # has a global step.
+    step = tf.train.get_or_create_global_step()
+    tf.metrics.mean(tf.constant([1.0, 3.0]))
+    with caplog.at_level("WARNING"):
+        tf.train.export_meta_graph(str(tmp_path / "m.meta"))
+    assert "Issue encountered" not in caplog.text
+    with tf.Graph().as_default():
+        tf.train.import_meta_graph(str(tmp_path / "m.meta"))
+        assert tf.train.get_global_step().name == step.name
+        assert len(tf.get_collection(tf.GraphKeys.METRIC_VARIABLES)) == 2
+        assert tf.get_collection(tf.GraphKeys.GLOBAL_STEP)[0] in tf.global_variables()
