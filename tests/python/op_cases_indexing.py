@@ -201,6 +201,8 @@ CASES = [
     Case("GatherNd", [_i64([[1, 2, 3], [4, 5, 6]]), _i32([[[0, 2]], [[1, 0]]])], _gather_nd),
     Case("GatherNd", [rand(2, 3), np.zeros((2, 0), np.int32)],
          lambda p, i: np.stack([p, p])),
+    Case("GatherNd", [np.array([[b"a", b"bb"], [b"ccc", b""]], dtype=object),
+                      _i32([[1, 0], [0, 1], [1, 0]])], _gather_nd),
     Case("ScatterNd", [_i32([[1], [3], [1]]), rand(3, 2), _i32([5, 2])], _scatter_nd, grad=[1]),
     Case("ScatterNd", [_i64([[0, 1], [2, 0]]), _i32([7, 8]), _i64([3, 2])], _scatter_nd),
     Case("TensorScatterUpdate", [rand(4, 2), _i32([[2], [0]]), rand(2, 2)],

@@ -93,8 +93,8 @@ Status GatherNdKernel(KernelContext& ctx) {
   ctx.ParallelFor(static_cast<int64_t>(slices.offsets.size()), slice_bytes / 4 + 1,
                   [&](int64_t begin, int64_t end) {
                     for (int64_t n = begin; n < end; ++n) {
-                      std::memcpy(dst + n * slice_bytes, src + slices.offsets[n] * element,
-                                  slice_bytes);
+                      CopyElementBytes(params.dtype(), src + slices.offsets[n] * element,
+                                       dst + n * slice_bytes, slice_bytes);
                     }
                   });
   return Status::OK();
@@ -112,7 +112,7 @@ FS_REGISTER_OP(OpBuilder("GatherNd")
                    .Input("params", "Tparams")
                    .Input("indices", "Tindices")
                    .Output("output", "Tparams")
-                   .TypeAttr("Tparams", kAllTypes)
+                   .TypeAttr("Tparams", kAllTypesAndString)
                    .TypeAttr("Tindices", kIndexTypes)
                    .Attr("bad_indices_policy", "")
                    .Shape(GatherNdShape)
