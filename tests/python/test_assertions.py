@@ -122,6 +122,18 @@ def test_check_numerics_and_its_gradient():
            "had Inf values")
 
 
+def test_debugging_names_of_the_finite_checks():
+    p = tf.placeholder(tf.float32, [3])
+    checked = tf.debugging.assert_all_finite(p, "bad p")  # TF1's verify_tensor_all_finite
+    _fails(checked, {p: [1, np.inf, 3]}, "bad p : Tensor had Inf values")
+    flags = [tf.debugging.is_finite(p), tf.debugging.is_nan(p), tf.debugging.is_inf(p)]
+    with tf.Session() as sess:
+        got = sess.run(flags, {p: [1, np.nan, -np.inf]})
+    assert [g.tolist() for g in got] == [[True, False, False], [False, True, False],
+                                         [False, False, True]]
+    assert tf.debugging.is_numeric_tensor(p) and not tf.debugging.is_numeric_tensor(3.0)
+
+
 def test_add_check_numerics_ops_finds_the_first_bad_tensor():
     x = tf.placeholder(tf.float32, [2], name="x")
     y = tf.log(x, name="y")

@@ -93,7 +93,9 @@ def test_placement_log_names_each_eager_op_and_its_device():
     program = textwrap.dedent("""
         import flowstone as tf
         tf.enable_eager_execution()
+        assert not tf.debugging.get_log_device_placement()
         tf.debugging.set_log_device_placement(True)
+        assert tf.debugging.get_log_device_placement()
         a = tf.constant([1.0, 2.0])
         b = a * a
         with tf.device("/cpu:0"):

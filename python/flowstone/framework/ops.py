@@ -869,7 +869,7 @@ def register_tensor_conversion_function(base_type, conversion_func, priority=100
     register_tensor_conversion(base_type, convert, priority)
 
 
-@tf_export("is_numeric_tensor")
+@tf_export("debugging.is_numeric_tensor", "is_numeric_tensor")
 def is_numeric_tensor(tensor):
     """Whether `tensor` is a Tensor of a numeric (floating, integer, complex or quantized)
     dtype."""

@@ -264,7 +264,7 @@ def check_numerics(tensor, message, name=None):
                          name=name or "CheckNumerics").outputs[0]
 
 
-@tf_export("verify_tensor_all_finite")
+@tf_export("debugging.assert_all_finite", "verify_tensor_all_finite")
 def verify_tensor_all_finite(t, msg, name=None, x=None, message=None):
     """check_numerics under TensorFlow 1's older name."""
     t = x if t is None else t

@@ -231,13 +231,30 @@ class Function:
         return self._concrete(args, kwargs)
 
     def __call__(self, *args, **kwargs):
-        if not _ops.executing_eagerly() or _C.eager_tape_recording():
+        if not _ops.executing_eagerly() or _C.eager_tape_recording() or _run_eagerly:
             # In a graph (or another function's trace), the body's ops go there directly. Under
             # a recording GradientTape the body runs eagerly, op by op, so that the tape sees
             # its ops (a traced call is not recorded).
             return self._python_function(*args, **kwargs)
         concrete = self._concrete(args, kwargs)
         return concrete._call_flat(self._flat_inputs(args, kwargs))
+
+
+_run_eagerly = False
+
+
+@tf_export("config.run_functions_eagerly", "config.experimental_run_functions_eagerly")
+def run_functions_eagerly(run_eagerly):
+    """With True, every tf.function runs its Python function eagerly, op by op, instead of its
+    trace (for debugging: prints and breakpoints in the body then work)."""
+    global _run_eagerly
+    _run_eagerly = bool(run_eagerly)
+
+
+@tf_export("config.functions_run_eagerly", "config.experimental_functions_run_eagerly")
+def functions_run_eagerly():
+    """Whether run_functions_eagerly(True) is in effect."""
+    return _run_eagerly
 
 
 @tf_export("function", "contrib.eager.defun")

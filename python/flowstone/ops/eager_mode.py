@@ -61,8 +61,19 @@ def in_graph_mode():
     return not _ops.executing_eagerly()
 
 
+_log_device_placement = False
+
+
 @tf_export("debugging.set_log_device_placement")
 def set_log_device_placement(enabled):
     """Logs the device of each op run eagerly ("AddV2: (AddV2): /job:localhost/.../CPU:0" on
     stderr). Sessions log their placements with ConfigProto(log_device_placement=True)."""
-    _C.eager_set_log_device_placement(bool(enabled))
+    global _log_device_placement
+    _log_device_placement = bool(enabled)
+    _C.eager_set_log_device_placement(_log_device_placement)
+
+
+@tf_export("debugging.get_log_device_placement")
+def get_log_device_placement():
+    """Whether set_log_device_placement turned the eager placement log on."""
+    return _log_device_placement

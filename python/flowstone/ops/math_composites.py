@@ -95,13 +95,14 @@ def _monotonic(x, compare, name, default_name):
         return _reductions.reduce_all(compare(_ops.constant(0, dtype=diff.dtype), diff))
 
 
-@tf_export("math.is_non_decreasing", "is_non_decreasing")
+@tf_export("math.is_non_decreasing", "debugging.is_non_decreasing", "is_non_decreasing")
 def is_non_decreasing(x, name=None):
     """Whether x (flattened) never decreases; True for fewer than two elements."""
     return _monotonic(x, _math.less_equal, name, "is_non_decreasing")
 
 
-@tf_export("math.is_strictly_increasing", "is_strictly_increasing")
+@tf_export("math.is_strictly_increasing", "debugging.is_strictly_increasing",
+           "is_strictly_increasing")
 def is_strictly_increasing(x, name=None):
     """Whether x (flattened) always increases; True for fewer than two elements."""
     return _monotonic(x, _math.less, name, "is_strictly_increasing")

@@ -39,9 +39,11 @@ reciprocal = _unary_export("Reciprocal", "math.reciprocal", "reciprocal", doc="1
 expm1 = _unary_export("Expm1", "math.expm1", "expm1", doc="exp(x) - 1, accurate for small x.")
 rint = _unary_export("Rint", "math.rint", "rint",
                      doc="The nearest integer elementwise, halves to even.")
-is_nan = _unary_export("IsNan", "math.is_nan", "is_nan", doc="Whether each element is NaN.")
-is_inf = _unary_export("IsInf", "math.is_inf", "is_inf", doc="Whether each element is infinite.")
-is_finite = _unary_export("IsFinite", "math.is_finite", "is_finite",
+is_nan = _unary_export("IsNan", "math.is_nan", "debugging.is_nan", "is_nan",
+                       doc="Whether each element is NaN.")
+is_inf = _unary_export("IsInf", "math.is_inf", "debugging.is_inf", "is_inf",
+                       doc="Whether each element is infinite.")
+is_finite = _unary_export("IsFinite", "math.is_finite", "debugging.is_finite", "is_finite",
                           doc="Whether each element is neither NaN nor infinite.")
 invert = _unary_export("Invert", "bitwise.invert", doc="Bitwise NOT elementwise.")
 erfinv = _unary_export("Erfinv", "math.erfinv", doc="The inverse of erf (NaN outside [-1, 1]).")

@@ -169,3 +169,25 @@ def test_a_function_called_under_a_tape_is_differentiated():
     gx, gw = tape.gradient(y, [x, w])
     np.testing.assert_allclose(gx.numpy(), [6.0, 16.0])  # 2 w x
     np.testing.assert_allclose(gw.numpy(), [9.0, 16.0])  # x^2
+
+
+def test_run_functions_eagerly_runs_the_python_body_each_call():
+    calls = []
+
+    @tf.function
+    def f(x):
+        calls.append(x.numpy() if hasattr(x, "numpy") else None)
+        return x * 2.0
+
+    assert not tf.config.functions_run_eagerly()
+    f(tf.constant(1.0))
+    f(tf.constant(2.0))
+    assert len(calls) == 1 and calls[0] is None  # traced once: x was a symbolic tensor
+    tf.config.run_functions_eagerly(True)
+    try:
+        assert tf.config.functions_run_eagerly()
+        assert float(f(tf.constant(3.0))) == 6.0
+        assert calls[1:] == [3.0]  # the body ran with an eager tensor
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert float(f(tf.constant(4.0))) == 8.0 and len(calls) == 2
