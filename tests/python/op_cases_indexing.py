@@ -171,6 +171,50 @@ def _stitch(*args):
     return out
 
 
+def _groups(dense=None, sparse=None):
+    """{group index tuple: set of values} of a dense set tensor or a (indices, values, shape)
+    sparse one."""
+    if dense is not None:
+        return {key: set(dense[key].tolist()) for key in np.ndindex(dense.shape[:-1])}
+    indices, values, _ = sparse
+    groups = {}
+    for index, value in zip(indices.tolist(), values.tolist()):
+        groups.setdefault(tuple(index[:-1]), set()).add(value)
+    return groups
+
+
+def _set_result(a, b, operation, group_dims, dtype):
+    """The SparseTensor (indices, values, shape) tf.sets gives for two {group: set} maps."""
+    combine = {"a-b": lambda x, y: x - y, "b-a": lambda x, y: y - x,
+               "intersection": set.intersection, "union": set.union}[operation]
+    indices, values, widest = [], [], 0
+    for key in sorted(set(a) | set(b)):
+        result = sorted(combine(a.get(key, set()), b.get(key, set())))
+        widest = max(widest, len(result))
+        for j, value in enumerate(result):
+            indices.append(list(key) + [j])
+            values.append(value)
+    rank = len(group_dims) + 1
+    return (np.array(indices, np.int64).reshape(-1, rank), np.array(values, dtype),
+            np.array(list(group_dims) + [widest], np.int64))
+
+
+def _dense_sets(operation):
+    return lambda x, y: _set_result(_groups(x), _groups(y), operation, x.shape[:-1],
+                                    x.dtype)
+
+
+def _dense_sparse_sets(operation):
+    return lambda x, i, v, s: _set_result(_groups(x), _groups(sparse=(i, v, s)), operation,
+                                          x.shape[:-1], x.dtype)
+
+
+def _sparse_sets(operation):
+    return lambda i1, v1, s1, i2, v2, s2: _set_result(
+        _groups(sparse=(i1, v1, s1)), _groups(sparse=(i2, v2, s2)), operation, s1[:-1],
+        v1.dtype)
+
+
 def _unique(x, counts=False):
     y, first, inverse, count = np.unique(x, return_index=True, return_inverse=True,
                                          return_counts=True)
@@ -322,6 +366,26 @@ CASES = [
          outputs=3),
     Case("ListDiff", [_i32([1, 2, 3, 4, 5, 6]), _i32([1, 3, 5, 9])],
          lambda x, y: (_i32([2, 4, 6]), _i32([1, 3, 5])), outputs=2),
+    # Sets in the last dimension (tf.sets).
+    Case("DenseToDenseSetOperation", [_i32([[1, 2, 3], [4, 5, 4]]), _i32([[2, 3, 7], [4, 9, 9]])],
+         _dense_sets("intersection"), attrs={"set_operation": "intersection"}, outputs=3),
+    Case("DenseToDenseSetOperation", [_i64([[[5, 1], [2, 2]]]), _i64([[[1, 6], [2, 3]]])],
+         _dense_sets("union"), attrs={"set_operation": "union"}, outputs=3),
+    Case("DenseToDenseSetOperation",
+         [np.array([[b"a", b"b"], [b"c", b"c"]], dtype=object),
+          np.array([[b"b", b"x"], [b"c", b"d"]], dtype=object)],
+         _dense_sets("a-b"), attrs={"set_operation": "a-b"}, outputs=3),
+    Case("DenseToSparseSetOperation",
+         [np.array([[1, 2], [3, 3]], np.uint8), _i64([[0, 0], [0, 3], [1, 1]]),
+          np.array([7, 1, 3], np.uint8), _i64([2, 4])],
+         _dense_sparse_sets("b-a"), attrs={"set_operation": "b-a"}, outputs=3),
+    Case("SparseToSparseSetOperation",
+         [_i64([[0, 0], [0, 1], [2, 0]]), _i32([4, 2, 9]), _i64([3, 2]),
+          _i64([[0, 0], [1, 0]]), _i32([2, 8]), _i64([3, 5])],
+         _sparse_sets("union"), attrs={"set_operation": "union"}, outputs=3),
+    Case("SetSize", [_i64([[0, 0, 0], [0, 0, 1], [1, 1, 0], [1, 1, 2]]), _i64([3, 3, 5, 6]),
+                     _i64([2, 2, 4])],
+         lambda i, v, s: np.array([[1, 0], [0, 2]], np.int32)),  # repeats count once
     # Searching and counting.
     Case("LowerBound", [np.array([[1.0, 3.0, 3.0, 5.0], [0.0, 0.0, 1.0, 2.0]]),
                         np.array([[3.0, 6.0, 0.0], [0.0, 1.5, -3.0]])], _bound("left")),
