@@ -1,4 +1,5 @@
-// Random number ops: RandomStandardNormal, RandomUniform, RandomUniformInt, TruncatedNormal.
+// Random number ops: RandomStandardNormal, RandomUniform, RandomUniformInt, TruncatedNormal, and
+// their stateless forms (StatelessRandomUniform, ...), whose seed is an input.
 //
 // Numbers come from Philox4x32-10, a counter-based generator (Salmon, Moraes, Dror and Shaw,
 // "Parallel Random Numbers: As Easy as 1, 2, 3", SC'11): block i of the stream is a pure
@@ -137,6 +138,20 @@ Status ReadShape(const Tensor& shape, TensorShape* out) {
   return Status::OK();
 }
 
+// Fills `n` outputs in groups of `group` elements; group g calls fill(g, out, count) with its
+// part of the output. Groups are independent, so they run in parallel.
+template <typename T, typename Fill>
+void FillGroups(KernelContext& ctx, T* out, int64_t n, int64_t group, int64_t cost_per_group,
+                Fill fill) {
+  int64_t groups = (n + group - 1) / group;
+  ctx.ParallelFor(groups, cost_per_group, [&](int64_t begin, int64_t end) {
+    for (int64_t g = begin; g < end; ++g) {
+      int64_t first = g * group;
+      fill(g, out + first, std::min(group, n - first));
+    }
+  });
+}
+
 // The seeds, the stream and the block counter shared by all random kernels.
 class RandomKernel : public OpKernel {
  public:
@@ -160,20 +175,6 @@ class RandomKernel : public OpKernel {
   }
   const PhiloxStream& stream() const { return stream_; }
 
-  // Fills `n` outputs in groups of `group` elements; group g calls fill(g, out, count) with its
-  // part of the output. Groups are independent, so they run in parallel.
-  template <typename T, typename Fill>
-  static void FillGroups(KernelContext& ctx, T* out, int64_t n, int64_t group,
-                         int64_t cost_per_group, Fill fill) {
-    int64_t groups = (n + group - 1) / group;
-    ctx.ParallelFor(groups, cost_per_group, [&](int64_t begin, int64_t end) {
-      for (int64_t g = begin; g < end; ++g) {
-        int64_t first = g * group;
-        fill(g, out + first, std::min(group, n - first));
-      }
-    });
-  }
-
  private:
   static uint64_t FreshSeed() {
     try {
@@ -193,6 +194,78 @@ class RandomKernel : public OpKernel {
 // RandomUniform (kind kUniform), RandomStandardNormal (kNormal), TruncatedNormal (kTruncated).
 enum class Dist { kUniform, kNormal, kTruncated };
 
+// How many blocks of the stream `n` values of distribution kDist and type T use.
+template <Dist kDist, typename T>
+uint64_t FloatBlocks(int64_t n) {
+  const uint64_t groups = static_cast<uint64_t>((n + kPerBlock<T> - 1) / kPerBlock<T>);
+  return groups * (kDist == Dist::kTruncated ? kTruncatedBlocksPerGroup : 1);
+}
+
+// Fills out[0, n) from the stream's blocks starting at `base`, in parallel groups.
+template <Dist kDist, typename T>
+void GenerateFloats(KernelContext& ctx, const PhiloxStream& s, uint64_t base, T* out, int64_t n) {
+  constexpr int64_t per = kPerBlock<T>;
+  const uint64_t blocks_per_group = kDist == Dist::kTruncated ? kTruncatedBlocksPerGroup : 1;
+  FillGroups(ctx, out, n, per, kDist == Dist::kUniform ? 30 : 150,
+             [&](int64_t g, T* dst, int64_t count) {
+               uint64_t block = base + static_cast<uint64_t>(g) * blocks_per_group;
+               T values[per];
+               if constexpr (kDist == Dist::kUniform) {
+                 UniformBlock(s.Block(block), values);
+                 std::copy(values, values + count, dst);
+               } else if constexpr (kDist == Dist::kNormal) {
+                 NormalBlock(s.Block(block), values);
+                 std::copy(values, values + count, dst);
+               } else {
+                 int64_t filled = 0;
+                 while (filled < count) {
+                   NormalBlock(s.Block(block++), values);
+                   for (int64_t i = 0; i < per && filled < count; ++i) {
+                     if (std::abs(values[i]) < T(2)) dst[filled++] = values[i];
+                   }
+                 }
+               }
+             });
+}
+
+// Maps random words onto [lo, hi) by scaling (Lemire's multiply-shift) rather than by modulo:
+// the bias is at most range / 2^32 (int32) or range / 2^64 (int64). Uses one block per
+// kPerBlock<T> values from `base` on.
+template <typename T>
+void GenerateInts(KernelContext& ctx, const PhiloxStream& s, uint64_t base, T lo, T hi, T* out,
+                  int64_t n) {
+  using U = std::make_unsigned_t<T>;
+  const U range = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
+  FillGroups(ctx, out, n, kPerBlock<T>, 30, [&](int64_t g, T* dst, int64_t count) {
+    PhiloxBlock w = s.Block(base + static_cast<uint64_t>(g));
+    for (int64_t i = 0; i < count; ++i) {
+      U offset;
+      if constexpr (sizeof(T) == 4) {
+        offset = static_cast<U>((uint64_t{w[i]} * range) >> 32);
+      } else {
+        uint64_t bits = (uint64_t{w[2 * i]} << 32) | w[2 * i + 1];
+        offset = static_cast<U>((static_cast<unsigned __int128>(bits) * range) >> 64);
+      }
+      dst[i] = static_cast<T>(static_cast<U>(lo) + offset);
+    }
+  });
+}
+
+// The bounds of a uniform integer draw: scalars with minval < maxval.
+Status ReadIntBounds(const Tensor& minval, const Tensor& maxval, int64_t* lo, int64_t* hi) {
+  if (minval.rank() != 0 || maxval.rank() != 0) {
+    return errors::InvalidArgument("minval and maxval must be scalars, but have shapes ",
+                                   minval.shape().ToString(), " and ", maxval.shape().ToString());
+  }
+  *lo = minval.ElementAsInt64(0);
+  *hi = maxval.ElementAsInt64(0);
+  if (*lo >= *hi) {
+    return errors::InvalidArgument("Need minval < maxval: ", *lo, " >= ", *hi,
+                                   " (values are drawn from [minval, maxval))");
+  }
+  return Status::OK();
+}
+
 template <Dist kDist>
 class RandomFloatKernel final : public RandomKernel {
  public:
@@ -203,41 +276,13 @@ class RandomFloatKernel final : public RandomKernel {
     FS_RETURN_IF_ERROR(ReadShape(ctx.input(0), &shape));
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
-    return DispatchDType<float, double>(out->dtype(), node().type().c_str(),
-                                        [&]<typename T>() -> Status {
-                                          Generate<T>(ctx, out->data<T>(), out->num_elements());
-                                          return Status::OK();
-                                        });
-  }
-
- private:
-  template <typename T>
-  void Generate(KernelContext& ctx, T* out, int64_t n) {
-    constexpr int64_t per = kPerBlock<T>;
-    const int64_t groups = (n + per - 1) / per;
-    const uint64_t blocks_per_group = kDist == Dist::kTruncated ? kTruncatedBlocksPerGroup : 1;
-    const uint64_t base = Reserve(static_cast<uint64_t>(groups) * blocks_per_group);
-    const PhiloxStream& s = stream();
-    FillGroups(ctx, out, n, per, kDist == Dist::kUniform ? 30 : 150,
-               [&](int64_t g, T* dst, int64_t count) {
-                 uint64_t block = base + static_cast<uint64_t>(g) * blocks_per_group;
-                 T values[per];
-                 if constexpr (kDist == Dist::kUniform) {
-                   UniformBlock(s.Block(block), values);
-                   std::copy(values, values + count, dst);
-                 } else if constexpr (kDist == Dist::kNormal) {
-                   NormalBlock(s.Block(block), values);
-                   std::copy(values, values + count, dst);
-                 } else {
-                   int64_t filled = 0;
-                   while (filled < count) {
-                     NormalBlock(s.Block(block++), values);
-                     for (int64_t i = 0; i < per && filled < count; ++i) {
-                       if (std::abs(values[i]) < T(2)) dst[filled++] = values[i];
-                     }
-                   }
-                 }
-               });
+    return DispatchDType<float, double>(
+        out->dtype(), node().type().c_str(), [&]<typename T>() -> Status {
+          const int64_t n = out->num_elements();
+          GenerateFloats<kDist, T>(ctx, stream(), Reserve(FloatBlocks<kDist, T>(n)), out->data<T>(),
+                                   n);
+          return Status::OK();
+        });
   }
 };
 
@@ -248,53 +293,71 @@ class RandomUniformIntKernel final : public RandomKernel {
   Status Compute(KernelContext& ctx) override {
     TensorShape shape;
     FS_RETURN_IF_ERROR(ReadShape(ctx.input(0), &shape));
-    const Tensor& minval = ctx.input(1);
-    const Tensor& maxval = ctx.input(2);
-    if (minval.rank() != 0 || maxval.rank() != 0) {
-      return errors::InvalidArgument("minval and maxval must be scalars, but have shapes ",
-                                     minval.shape().ToString(), " and ", maxval.shape().ToString());
+    int64_t lo = 0, hi = 0;
+    if (ctx.input(1).rank() != 0 || ctx.input(2).rank() != 0) {
+      return ReadIntBounds(ctx.input(1), ctx.input(2), &lo, &hi);  // the shapes' error
     }
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
-    if (out->num_elements() == 0) return Status::OK();
-    int64_t lo = minval.ElementAsInt64(0), hi = maxval.ElementAsInt64(0);
-    if (lo >= hi) {
-      return errors::InvalidArgument("Need minval < maxval: ", lo, " >= ", hi,
-                                     " (values are drawn from [minval, maxval))");
-    }
+    if (out->num_elements() == 0) return Status::OK();  // empty: any bounds will do
+    FS_RETURN_IF_ERROR(ReadIntBounds(ctx.input(1), ctx.input(2), &lo, &hi));
     return DispatchDType<int32_t, int64_t>(
         out->dtype(), "RandomUniformInt", [&]<typename T>() -> Status {
-          Generate<T>(ctx, static_cast<T>(lo), static_cast<T>(hi), out->data<T>(),
-                      out->num_elements());
+          const int64_t n = out->num_elements();
+          const uint64_t base =
+              Reserve(static_cast<uint64_t>((n + kPerBlock<T> - 1) / kPerBlock<T>));
+          GenerateInts<T>(ctx, stream(), base, static_cast<T>(lo), static_cast<T>(hi),
+                          out->data<T>(), n);
           return Status::OK();
         });
   }
-
- private:
-  // Maps random words onto [lo, hi) by scaling (Lemire's multiply-shift) rather than by modulo:
-  // the bias is at most range / 2^32 (int32) or range / 2^64 (int64).
-  template <typename T>
-  void Generate(KernelContext& ctx, T lo, T hi, T* out, int64_t n) {
-    using U = std::make_unsigned_t<T>;
-    const U range = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
-    constexpr int64_t per = kPerBlock<T>;
-    const uint64_t base = Reserve(static_cast<uint64_t>((n + per - 1) / per));
-    const PhiloxStream& s = stream();
-    FillGroups(ctx, out, n, per, 30, [&](int64_t g, T* dst, int64_t count) {
-      PhiloxBlock w = s.Block(base + static_cast<uint64_t>(g));
-      for (int64_t i = 0; i < count; ++i) {
-        U offset;
-        if constexpr (sizeof(T) == 4) {
-          offset = static_cast<U>((uint64_t{w[i]} * range) >> 32);
-        } else {
-          uint64_t bits = (uint64_t{w[2 * i]} << 32) | w[2 * i + 1];
-          offset = static_cast<U>((static_cast<unsigned __int128>(bits) * range) >> 64);
-        }
-        dst[i] = static_cast<T>(static_cast<U>(lo) + offset);
-      }
-    });
-  }
 };
+
+// ---------------------------------------------------------------------------------------------
+// Stateless ops: the stream is a pure function of the `seed` input ([2] integers: key and
+// counter), read from its first block on, so the same seed and shape always give the same
+// values (tf.random.stateless_*).
+
+Status ReadStatelessSeed(const Tensor& seed, PhiloxStream* out) {
+  if (seed.rank() != 1 || seed.num_elements() != 2) {
+    return errors::InvalidArgument("seed must have shape [2], not ", seed.shape().ToString());
+  }
+  *out = PhiloxStream(static_cast<uint64_t>(seed.ElementAsInt64(0)),
+                      static_cast<uint64_t>(seed.ElementAsInt64(1)));
+  return Status::OK();
+}
+
+template <Dist kDist>
+Status StatelessFloatKernel(KernelContext& ctx) {
+  TensorShape shape;
+  FS_RETURN_IF_ERROR(ReadShape(ctx.input(0), &shape));
+  PhiloxStream stream(0, 0);
+  FS_RETURN_IF_ERROR(ReadStatelessSeed(ctx.input(1), &stream));
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
+  return DispatchDType<float, double>(
+      out->dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
+        GenerateFloats<kDist, T>(ctx, stream, 0, out->data<T>(), out->num_elements());
+        return Status::OK();
+      });
+}
+
+Status StatelessUniformIntKernel(KernelContext& ctx) {
+  TensorShape shape;
+  FS_RETURN_IF_ERROR(ReadShape(ctx.input(0), &shape));
+  PhiloxStream stream(0, 0);
+  FS_RETURN_IF_ERROR(ReadStatelessSeed(ctx.input(1), &stream));
+  int64_t lo = 0, hi = 0;
+  FS_RETURN_IF_ERROR(ReadIntBounds(ctx.input(2), ctx.input(3), &lo, &hi));
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &out));
+  return DispatchDType<int32_t, int64_t>(
+      out->dtype(), "StatelessRandomUniformInt", [&]<typename T>() -> Status {
+        GenerateInts<T>(ctx, stream, 0, static_cast<T>(lo), static_cast<T>(hi), out->data<T>(),
+                        out->num_elements());
+        return Status::OK();
+      });
+}
 
 // ---------------------------------------------------------------------------------------------
 // Schemas
@@ -338,6 +401,61 @@ FS_REGISTER_OP(RandomFloatOp<Dist::kNormal>("RandomStandardNormal",
 FS_REGISTER_OP(RandomFloatOp<Dist::kTruncated>(
     "TruncatedNormal",
     "Normal random values (mean 0, stddev 1) redrawn until within 2 of the mean."));
+
+Status StatelessShape(InferenceContext& ctx) {
+  PartialShape seed;
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 1, &seed));
+  if (seed.dim(0) >= 0 && seed.dim(0) != 2) {
+    return errors::InvalidArgument("seed must have shape [2], not ", seed.ToString());
+  }
+  return RandomShape(ctx);
+}
+
+Status StatelessUniformIntShape(InferenceContext& ctx) {
+  PartialShape scalar;
+  FS_RETURN_IF_ERROR(ctx.WithRank(2, 0, &scalar));
+  FS_RETURN_IF_ERROR(ctx.WithRank(3, 0, &scalar));
+  return StatelessShape(ctx);
+}
+
+template <Dist kDist>
+OpBuilder StatelessFloatOp(const char* name, const char* doc) {
+  OpBuilder builder(name);
+  builder.Input("shape", "T")
+      .Input("seed", "Tseed")
+      .Output("output", "dtype")
+      .TypeAttr("dtype", kFloatTypes)
+      .TypeAttr("T", {DType::kInt32, DType::kInt64})
+      .TypeAttr("Tseed", {DType::kInt32, DType::kInt64}, DType::kInt64)
+      .Shape(StatelessShape)
+      .Kernel("CPU", StatelessFloatKernel<kDist>)
+      .NotDifferentiable()
+      .Doc(doc);
+  return builder;
+}
+
+FS_REGISTER_OP(StatelessFloatOp<Dist::kUniform>(
+    "StatelessRandomUniform", "Uniform values in [0, 1), a pure function of shape and seed."));
+FS_REGISTER_OP(StatelessFloatOp<Dist::kNormal>(
+    "StatelessRandomNormal", "Standard normal values, a pure function of shape and seed."));
+FS_REGISTER_OP(StatelessFloatOp<Dist::kTruncated>(
+    "StatelessTruncatedNormal",
+    "Standard normal values within 2 of the mean, a pure function of shape and seed."));
+
+FS_REGISTER_OP(OpBuilder("StatelessRandomUniformInt")
+                   .Input("shape", "T")
+                   .Input("seed", "Tseed")
+                   .Input("minval", "dtype")
+                   .Input("maxval", "dtype")
+                   .Output("output", "dtype")
+                   .TypeAttr("dtype", {DType::kInt32, DType::kInt64})
+                   .TypeAttr("T", {DType::kInt32, DType::kInt64})
+                   .TypeAttr("Tseed", {DType::kInt32, DType::kInt64}, DType::kInt64)
+                   .Shape(StatelessUniformIntShape)
+                   .Kernel("CPU", StatelessUniformIntKernel)
+                   .NotDifferentiable()
+                   .Doc("Uniform integers in [minval, maxval), a pure function of shape and "
+                        "seed."));
 
 FS_REGISTER_OP(OpBuilder("RandomUniformInt")
                    .Input("shape", "T")

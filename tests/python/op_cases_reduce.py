@@ -70,7 +70,9 @@ CASES = [
 
 EXEMPT = {
     op: "tests/python/test_random_ops.py (shapes, statistics, seeds, concurrency)"
-    for op in ["RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal"]
+    for op in ["RandomStandardNormal", "RandomUniform", "RandomUniformInt", "TruncatedNormal",
+               "StatelessRandomUniform", "StatelessRandomNormal", "StatelessTruncatedNormal",
+               "StatelessRandomUniformInt"]
 }
 
 # Every differentiable op of this family has its gradient.
