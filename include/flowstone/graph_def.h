@@ -48,6 +48,11 @@ Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out);
 // variant tensors.
 Status TensorToProto(const Tensor& tensor, proto::TensorProto* out);
 
+// The tensor a TensorProto holds (tensor_content, or the typed repeated fields, expanded up to a
+// size limit), checked as a Const attr is: InvalidArgument naming `what` for a malformed one,
+// Unimplemented for resource and variant tensors.
+Status TensorFromProto(const proto::TensorProto& in, const std::string& what, Tensor* out);
+
 struct ImportGraphDefOptions {
   // Prepended with a "/" to every imported node's name (and to `_class` colocation names); empty
   // for none.

@@ -1203,4 +1203,8 @@ Status TensorToProto(const Tensor& tensor, proto::TensorProto* out) {
   return ExportTensor(tensor, out);
 }
 
+Status TensorFromProto(const proto::TensorProto& in, const std::string& what, Tensor* out) {
+  return ImportTensor(in, what, out);
+}
+
 }  // namespace flowstone

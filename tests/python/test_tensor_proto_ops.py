@@ -1,0 +1,76 @@
+"""tf.io.serialize_tensor / parse_tensor: round trips of every dtype and shape, bytes that
+TensorFlow parses and writes, and errors for bad input."""
+
+import subprocess
+import textwrap
+
+import numpy as np
+import pytest
+
+import flowstone as tf
+from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
+
+VALUES = [
+    np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1.5, -np.inf, np.nan]),
+    np.array([[1, -2]], np.int32), np.array(7, np.int64), np.array([True, False]),
+    np.array([3, 255], np.uint8), np.zeros([0, 4], np.float32),
+    np.array([[b"ab", b""], [b"\xff\x00", b"xyz"]], dtype=object),
+    np.array([1 + 2j, -3j], np.complex64), np.array([0.5, -1.0], np.float16),
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=lambda v: f"{v.dtype}{list(v.shape)}")
+def test_round_trip(value):
+    dtype = tf.as_dtype(value.dtype) if value.dtype != object else tf.string
+    serialized = tf.io.serialize_tensor(tf.constant(value, dtype=dtype))
+    assert serialized.dtype == tf.string and serialized.shape.as_list() == []
+    parsed = tf.io.parse_tensor(serialized, dtype)
+    with tf.Session() as sess:
+        got = sess.run(parsed)
+    got = np.asarray(got)
+    assert got.shape == value.shape
+    if value.dtype.kind == "f":
+        np.testing.assert_array_equal(got, value)  # NaN == NaN for array_equal on floats
+    else:
+        assert got.tolist() == value.tolist()
+
+
+def test_errors_and_the_session_survives():
+    serialized = tf.placeholder(tf.string)
+    as_int = tf.io.parse_tensor(serialized, tf.int32)
+    with tf.Session() as sess:
+        float_bytes = sess.run(tf.io.serialize_tensor(tf.constant([1.0])))
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"Type mismatch between parsed tensor \(float32\) and dtype "
+                                 r"\(int32\)"):
+            sess.run(as_int, {serialized: float_bytes})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Could not parse `serialized`"):
+            sess.run(as_int, {serialized: b"\xff\xff\xff garbage"})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="to be a scalar"):
+            sess.run(as_int, {serialized: [b"a", b"b"]})
+        int_bytes = sess.run(tf.io.serialize_tensor(tf.constant([4, 5])))
+        assert sess.run(as_int, {serialized: int_bytes}).tolist() == [4, 5]
+    with pytest.raises(ValueError, match="must be rank 0|rank 0"):
+        tf.io.parse_tensor(tf.constant([b"a", b"b"]), tf.int32)
+
+
+@pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
+def test_bytes_cross_with_tensorflow(tmp_path):
+    with tf.Session() as sess:
+        ours = sess.run(tf.io.serialize_tensor(tf.constant([[1.5, 2.5]], tf.float64)))
+    (tmp_path / "ours.bin").write_bytes(ours)
+    script = textwrap.dedent(f"""
+        import tensorflow as tf
+        ours = open({str(tmp_path / 'ours.bin')!r}, 'rb').read()
+        print(tf.io.parse_tensor(ours, tf.float64).numpy().tolist())
+        theirs = tf.io.serialize_tensor(tf.constant([[b"x", b"yz"]])).numpy()
+        open({str(tmp_path / 'theirs.bin')!r}, 'wb').write(theirs)
+    """)
+    proc = subprocess.run([PEER_PYTHON, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3",
+                                            "CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[[1.5, 2.5]]"
+    with tf.Session() as sess:
+        got = sess.run(tf.io.parse_tensor((tmp_path / "theirs.bin").read_bytes(), tf.string))
+    assert got.tolist() == [[b"x", b"yz"]]
