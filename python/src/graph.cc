@@ -86,7 +86,9 @@ AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string
     case AttrType::kInt:
       return Scalar<int64_t>(value, name, "an int");
     case AttrType::kFloat:
-      return Scalar<double>(value, name, "a float");
+      // TensorFlow stores float attrs in 32 bits (AttrValue.f): rounding here gives the values
+      // TensorFlow computes with, in a graph and after a GraphDef round trip alike.
+      return static_cast<double>(static_cast<float>(Scalar<double>(value, name, "a float")));
     case AttrType::kBool:
       return Scalar<bool>(value, name, "a bool");
     case AttrType::kString:
@@ -104,8 +106,9 @@ AttrValue AttrFromPython(nb::handle value, const AttrDef* def, const std::string
       return List<int64_t>(value, name, "a list of ints",
                            [&](nb::handle h) { return Scalar<int64_t>(h, name, "ints"); });
     case AttrType::kFloatList:
-      return List<double>(value, name, "a list of floats",
-                          [&](nb::handle h) { return Scalar<double>(h, name, "floats"); });
+      return List<double>(value, name, "a list of floats", [&](nb::handle h) {
+        return static_cast<double>(static_cast<float>(Scalar<double>(h, name, "floats")));
+      });
     case AttrType::kTypeList:
       return List<DType>(value, name, "a list of dtypes", [&](nb::handle h) {
         int64_t v = Scalar<int64_t>(h, name, "dtypes");

@@ -18,7 +18,7 @@ CASES = [
     Case("ComputeAccidentalHits",
          [np.array([[3, 7], [1, 2], [7, 5]], np.int64), np.array([7, 0, 5, 2], np.int64)],
          _accidental_hits_ref, {"num_true": 2}, outputs=3),
-    Case("AllCandidateSampler", [np.array([[3, 7], [1, 2]], np.int64)],
+    Case("AllCandidateSampler", [np.array([[3, 4], [1, 2]], np.int64)],
          lambda t: (np.arange(5, dtype=np.int64), np.ones((2, 2), np.float32),
                     np.ones(5, np.float32)),
          {"num_true": 2, "num_sampled": 5, "unique": True}, outputs=3),

@@ -134,7 +134,8 @@ def test_learned_unigram_sampler_learns_the_true_classes():
         # Before any update every class weighs 1.
         np.testing.assert_allclose(te, np.full((50, 1), 0.25 * 5000), rtol=1e-6)
         second, te = sess.run([sampled, true_expected], {classes: [[3]]})
-        with pytest.raises(tf.errors.InvalidArgumentError, match="not in \\[0, range_max = 4\\)"):
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"`true_candidate` out of range \[0, 4\), received 4"):
             sess.run(sampled, {classes: [[4]]})
     np.testing.assert_allclose(np.bincount(first, minlength=4) / 5000, [0.25] * 4, atol=0.03)
     # After 50 true 3s, class 3 weighs 51 of 54.
@@ -302,3 +303,17 @@ def test_sampled_loss_names():
     assert out.op.type == "Reshape"
     sampler = tf.nn.log_uniform_candidate_sampler([[1]], 1, 2, True, 5)
     assert sampler[0].op.type == "LogUniformCandidateSampler"
+
+
+def test_every_sampler_rejects_true_classes_outside_its_range_as_tensorflow_does():
+    classes = tf.placeholder(tf.int64, [1, 1])
+    samplers = [tf.nn.uniform_candidate_sampler(classes, 1, 2, True, 5),
+                tf.nn.log_uniform_candidate_sampler(classes, 1, 2, True, 5),
+                tf.nn.all_candidate_sampler(classes, 1, 5, True)]
+    with tf.Session() as sess:
+        for sampler in samplers:
+            for bad in (-1, 5):
+                with pytest.raises(tf.errors.InvalidArgumentError,
+                                   match=rf"out of range \[0, 5\), received {bad}"):
+                    sess.run(sampler, {classes: [[bad]]})
+            assert sess.run(sampler, {classes: [[4]]})[0].shape == (sampler[0].shape[0],)

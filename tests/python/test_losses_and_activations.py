@@ -535,3 +535,13 @@ def _check_gradient(build, x_value, eps=1e-6):
         "sigmoid_xent", "sparse_xent_rank3", "xent_axis0"])
 def test_composite_gradients(build):
     _check_gradient(build, _rng(10).standard_normal((4, 3)))
+
+
+def test_float_attrs_are_32_bit_as_in_tensorflow():
+    # TensorFlow's AttrValue holds a float: alpha=0.3 is 0.30000001192092896 even for float64
+    # inputs, in the graph and after a GraphDef round trip.
+    x = tf.constant([-1.0, 2.0], tf.float64)
+    y = tf.nn.leaky_relu(x, alpha=0.3)
+    assert y.op.get_attr("alpha") == float(np.float32(0.3))
+    with tf.Session() as sess:
+        np.testing.assert_array_equal(sess.run(y), [-float(np.float32(0.3)), 2.0])

@@ -189,10 +189,20 @@ double ExpectedCount(double p, int64_t num_sampled, int64_t tries) {
   return -std::expm1(double(tries) * std::log1p(-p));
 }
 
-Status CheckTrueClasses(const std::string& op, const Tensor& t, int64_t num_true) {
+// true_classes is [batch_size, num_true] and, for a sampler (range >= 0), holds classes of
+// [0, range), as TensorFlow checks before it looks up their probabilities.
+Status CheckTrueClasses(const std::string& op, const Tensor& t, int64_t num_true,
+                        int64_t range = -1) {
   if (t.shape().rank() != 2 || t.shape().dim(1) != num_true) {
     return errors::InvalidArgument(op, ": true_classes must be a matrix [batch_size, num_true = ",
                                    num_true, "], but has shape ", t.shape().ToString());
+  }
+  const int64_t* classes = t.data<int64_t>();
+  for (int64_t i = 0; range >= 0 && i < t.num_elements(); ++i) {
+    if (classes[i] < 0 || classes[i] >= range) {
+      return errors::InvalidArgument(op, ": `true_candidate` out of range [0, ", range,
+                                     "), received ", classes[i]);
+    }
   }
   return Status::OK();
 }
@@ -213,13 +223,13 @@ class CandidateSamplerKernel final : public OpKernel {
                                      num_sampled_, ") and range_max (", range,
                                      ") must all be at least 1");
     }
+    range_ = range;
     if (op == "LogUniformCandidateSampler") {
       dist_ = std::make_unique<LogUniformDistribution>(range);
     } else if (op == "UniformCandidateSampler") {
       dist_ = std::make_unique<UniformDistribution>(range);
     } else if (op == "LearnedUnigramCandidateSampler") {
       dist_ = std::make_unique<WeightedDistribution>(std::vector<double>(range, 1.0));
-      range_ = range;
     } else {
       std::vector<double> weights;
       FS_RETURN_IF_ERROR(FixedUnigramWeights(op, attrs, range, &weights));
@@ -249,21 +259,12 @@ class CandidateSamplerKernel final : public OpKernel {
 
   Status Compute(KernelContext& ctx) override {
     const Tensor& true_classes = ctx.input(0);
-    FS_RETURN_IF_ERROR(CheckTrueClasses(node().type(), true_classes, num_true_));
+    FS_RETURN_IF_ERROR(CheckTrueClasses(node().type(), true_classes, num_true_, range_));
     Tensor *sampled, *true_expected, *sampled_expected;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{num_sampled_}, &sampled));
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, true_classes.shape(), &true_expected));
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(2, TensorShape{num_sampled_}, &sampled_expected));
     const int64_t* classes = true_classes.data<int64_t>();
-    if (range_ > 0) {
-      // The learned distribution counts the true classes, which must be classes.
-      for (int64_t i = 0; i < true_classes.num_elements(); ++i) {
-        if (classes[i] < 0 || classes[i] >= range_) {
-          return errors::InvalidArgument(node().type(), ": true_classes has ", classes[i],
-                                         ", which is not in [0, range_max = ", range_, ")");
-        }
-      }
-    }
     int64_t* ids = sampled->data<int64_t>();
     int64_t tries = 0;
     // Sampling, the expected counts and the learned distribution's update see one state.
@@ -293,7 +294,7 @@ class CandidateSamplerKernel final : public OpKernel {
 
  private:
   int64_t num_true_ = 1, num_sampled_ = 1;
-  int64_t range_ = 0;  // set for the learned distribution, whose updates index by class
+  int64_t range_ = 1;  // range_max: true classes must be in [0, range_)
   bool unique_ = false;
   std::unique_ptr<Distribution> dist_;
   std::mutex mu_;
@@ -373,7 +374,7 @@ Status AllCandidateSamplerKernel(KernelContext& ctx) {
                                    ") must be at least 1");
   }
   const Tensor& true_classes = ctx.input(0);
-  FS_RETURN_IF_ERROR(CheckTrueClasses(op, true_classes, num_true));
+  FS_RETURN_IF_ERROR(CheckTrueClasses(op, true_classes, num_true, num_sampled));
   Tensor *sampled, *true_expected, *sampled_expected;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{num_sampled}, &sampled));
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, true_classes.shape(), &true_expected));
