@@ -144,3 +144,43 @@ def test_override_map_on_a_builtin_op_and_registry_errors():
         w = tf.square(x)
     with pytest.raises(ZeroDivisionError, match="from the gradient"):
         tf.gradients(w, x)
+
+
+def test_string_scalars_go_in_as_bytes_and_come_back_from_bytes_or_str():
+    scalar = tf.py_func(lambda s: s + b"!", [tf.constant(b"ab")], tf.string)
+    strings = tf.py_func(lambda s: np.array(["x", "yz"]), [tf.constant(b"ab")], tf.string)
+    with tf.Session() as sess:
+        assert sess.run(scalar) == b"ab!"
+        assert sess.run(strings).tolist() == [b"x", b"yz"]
+
+
+def test_py_function_runs_its_body_eagerly_in_a_graph_program():
+    seen = []
+
+    def body(a, b):
+        seen.append((type(a).__name__, a.numpy().tolist(), b.numpy()))
+        return tf.reduce_sum(a * 2.0) + b, 7  # TensorFlow ops run eagerly here
+
+    x = tf.placeholder(tf.float32, [3])
+    total, seven = tf.py_function(body, [x, 1.5], [tf.float32, tf.int32])
+    upper = tf.py_function(lambda s: tf.strings.upper(s), [tf.constant(b"ab")], tf.string)
+    assert not tf.executing_eagerly()
+    with tf.Session() as sess:
+        got = sess.run([total, seven, upper], {x: [1, 2, 3]})
+    assert got == [13.5, 7, b"AB"] and got[1].dtype == np.int32
+    assert seen == [("EagerTensor", [1.0, 2.0, 3.0], np.float32(1.5))]
+    assert not tf.executing_eagerly()  # the body's eager mode stayed in its thread
+
+
+def test_py_function_in_a_dataset_map_and_its_errors():
+    dataset = tf.data.Dataset.range(3).map(
+        lambda i: tf.py_function(lambda v: v * 10, [i], tf.int64))
+    element = dataset.make_one_shot_iterator().get_next()
+    bad = tf.py_function(lambda: np.float64(1.0), [], tf.float32)
+    raising = tf.py_function(lambda v: 1 // 0, [tf.constant(1)], tf.int32)
+    with tf.Session() as sess:
+        assert [sess.run(element) for _ in range(3)] == [0, 10, 20]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="is double, but expects float"):
+            sess.run(bad)
+        with pytest.raises(tf.errors.UnknownError, match="ZeroDivisionError"):
+            sess.run(raising)

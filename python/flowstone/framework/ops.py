@@ -759,7 +759,7 @@ class name_scope:  # noqa: N801 - TensorFlow's name
         self._cm = None
 
     def __enter__(self):
-        if _context.state.enabled and executing_eagerly():
+        if _context.state.on() and executing_eagerly():
             # Eager ops have no names to make unique: the scope is only a string, as in TF.
             self._cm = None
             name, default_name, _ = self._args
@@ -780,7 +780,7 @@ def executing_eagerly():
     """Whether ops created now run at once: eager execution is on and no graph is being built
     (a `with g.as_default():` block of another graph, or a tf.function being traced). Name scopes
     enter the global default graph, which in eager mode only holds scopes and device stacks."""
-    if not _context.state.enabled:
+    if not _context.state.on():
         return False
     stack = _default_graph_stack.stack
     return not stack or stack[-1] is _global_default_graph
@@ -1028,7 +1028,7 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     `inputs` items are Tensors (anything convert_to_tensor accepts) or lists of them for list
     arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
     """
-    if _context.state.enabled and executing_eagerly():
+    if _context.state.on() and executing_eagerly():
         return _context.state.execute(op_type, inputs, attrs, name)
     flat = []
     for item in inputs:

@@ -191,3 +191,17 @@ def test_run_functions_eagerly_runs_the_python_body_each_call():
     finally:
         tf.config.run_functions_eagerly(False)
     assert float(f(tf.constant(4.0))) == 8.0 and len(calls) == 2
+
+
+def test_py_function_in_eager_mode_and_in_a_tf_function():
+    def double(a):
+        assert type(a).__name__ == "EagerTensor"
+        return a * 2.0
+
+    assert float(tf.py_function(double, [tf.constant(3.0)], tf.float32)) == 6.0
+
+    @tf.function
+    def traced(x):
+        return tf.py_function(double, [x], tf.float32) + 1.0
+
+    assert float(traced(tf.constant(4.0))) == 9.0
