@@ -194,8 +194,9 @@ std::string FormatFloat(T value, int digits, int max_digits) {
   return buffer;
 }
 
-// C-style escapes for the non-printable bytes, as TensorFlow prints string elements.
-std::string EscapeBytes(const std::string& bytes) {
+// C-style escapes for the non-printable bytes, as TensorFlow prints string elements; with
+// `keep_utf8`, bytes from 0x80 up stay as they are (tf.print's UTF-8-safe form).
+std::string EscapeBytes(const std::string& bytes, bool keep_utf8 = false) {
   std::string out;
   for (unsigned char c : bytes) {
     switch (c) {
@@ -218,7 +219,7 @@ std::string EscapeBytes(const std::string& bytes) {
         out += "\\\\";
         break;
       default:
-        if (c < 0x20 || c >= 0x7f) {
+        if (c < 0x20 || (c >= 0x7f && !(keep_utf8 && c >= 0x80))) {
           char octal[5];
           std::snprintf(octal, sizeof(octal), "\\%03o", c);
           out += octal;
@@ -299,10 +300,15 @@ void AppendSpacing(int dim, int rank, std::string* out) {
   out->append(static_cast<size_t>(dim + 1), ' ');
 }
 
-// tf.print's layout: the first and last `ends` entries of each dimension around "...".
+// tf.print's layout: the first and last `ends` entries of each dimension around "...";
+// strings are quoted.
 void SummarizeDimV2(const Tensor& t, int dim, int64_t ends, int64_t offset, std::string* out) {
   if (dim == t.rank()) {
-    *out += FormatElement(t, offset);
+    if (t.dtype() == DType::kString) {
+      *out += "\"" + EscapeBytes(t.data<std::string>()[offset], /*keep_utf8=*/true) + "\"";
+    } else {
+      *out += FormatElement(t, offset);
+    }
     return;
   }
   *out += "[";

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone.framework import ops as ops_lib
 
 
 @pytest.fixture(autouse=True)
@@ -183,3 +184,28 @@ def test_tf_print_formats_like_tensorflow(capfd, tmp_path):
     assert path.read_text() == "value: [[1 2]\n [3 4]]\n" * 2
     with pytest.raises(ValueError, match="Unsupported output stream"):
         tf.print(x, output_stream="nowhere")
+
+
+def test_strings_format_and_print_v2_as_tensorflow_builds_tf_print(capfd):
+    formatted = tf.strings.format("x={} and y={}", [tf.constant([1, 2, 3, 4, 5, 6, 7]),
+                                                  tf.constant("hi")])
+    matrix = tf.strings.format("m: {}", tf.reshape(tf.range(12.0), [3, 4]), summarize=1)
+    printed = ops_lib.apply_op("PrintV2", [formatted], {"end": "!\n"})
+    escaped = tf.strings.format("{}", tf.constant([b'a"b', b"c\nd", b"\xff\x01", "é".encode()]))
+    with tf.Session() as sess:
+        # Strings are quoted and C-escaped, bytes from 0x80 up kept (UTF-8), as in TensorFlow.
+        assert sess.run(escaped) == b'["a\\"b" "c\\nd" "\xff\\001" "\xc3\xa9"]'
+        sess.run(tf.print(tf.constant("hi")))
+        assert capfd.readouterr().err == '"hi"\n'
+    with tf.Session() as sess:
+        # The strings TensorFlow 2.21 gives for the same calls.
+        assert sess.run(formatted) == b'x=[1 2 3 ... 5 6 7] and y="hi"'
+        assert sess.run(matrix) == b"m: [[0 ... 3]\n ...\n [8 ... 11]]"
+        sess.run(printed)
+    assert capfd.readouterr().err.endswith('x=[1 2 3 ... 5 6 7] and y="hi"!\n')
+    with pytest.raises(ValueError, match="num placeholders in template and num inputs must "
+                                         "match: 2 vs. 1"):
+        tf.strings.format("{} {}", tf.constant(1))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="expected to be scalar"):
+            sess.run(ops_lib.apply_op("PrintV2", [tf.constant(["a", "b"])], {}))

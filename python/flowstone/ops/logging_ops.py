@@ -80,3 +80,22 @@ def print_v2(*inputs, output_stream=None, summarize=3, sep=" ", end=os.linesep, 
         "output_stream": stream,
         "end": end,
     }, name=name or "PrintV2")
+
+
+@tf_export("strings.format")
+def string_format(template, inputs, placeholder="{}", summarize=3, name=None):
+    """A string scalar: `template` with each `placeholder` replaced by the next of `inputs` (a
+    tensor or a list of them), shown as tf.print shows tensors (the first and last `summarize`
+    entries of each dimension; all with -1)."""
+    if isinstance(inputs, (list, tuple)):
+        tensors = [_ops.convert_to_tensor(t) for t in inputs]
+    else:
+        tensors = [_ops.convert_to_tensor(inputs)]
+    count = template.count(placeholder) if placeholder else 0
+    if count != len(tensors):
+        raise ValueError(f"num placeholders in template and num inputs must match: {count} vs. "
+                         f"{len(tensors)}")
+    return _ops.apply_op("StringFormat", [tensors], {
+        "template": template, "placeholder": placeholder,
+        "summarize": -1 if summarize is None else summarize,
+    }, name=name or "StringFormat").outputs[0]

@@ -222,7 +222,9 @@ Status WriteToStream(const std::string& stream, const std::string& text) {
   return Status::OK();
 }
 
-Status PrintFormattedKernel(KernelContext& ctx) {
+// The template with each placeholder replaced by the next input, summarized as tf.print
+// shows tensors; shared by PrintFormatted and StringFormat.
+std::string FormatTemplate(KernelContext& ctx) {
   const std::string format = ctx.attrs().GetOr<std::string>("template", "");
   const std::string placeholder = ctx.attrs().GetOr<std::string>("placeholder", "{}");
   const int64_t summarize = ctx.attrs().GetOr<int64_t>("summarize", 3);
@@ -236,9 +238,12 @@ Status PrintFormattedKernel(KernelContext& ctx) {
     text += ctx.input(next++).SummarizeValue(summarize, /*print_v2=*/true);
     start = at + placeholder.size();
   }
-  text += format.substr(start);
-  text += ctx.attrs().GetOr<std::string>("end", "\n");
-  return WriteToStream(ctx.attrs().GetOr<std::string>("output_stream", "stderr"), text);
+  return text + format.substr(start);
+}
+
+Status PrintFormattedKernel(KernelContext& ctx) {
+  return WriteToStream(ctx.attrs().GetOr<std::string>("output_stream", "stderr"),
+                       FormatTemplate(ctx) + ctx.attrs().GetOr<std::string>("end", "\n"));
 }
 
 Status PrintFormattedShape(InferenceContext& ctx) {
@@ -250,7 +255,7 @@ Status PrintFormattedShape(InferenceContext& ctx) {
     ++placeholders;
   }
   if (placeholders != ctx.num_inputs()) {
-    return errors::InvalidArgument("PrintFormatted: the template has ", placeholders,
+    return errors::InvalidArgument(ctx.op_type(), ": the template has ", placeholders,
                                    " placeholders '", placeholder, "' but there are ",
                                    ctx.num_inputs(), " tensors");
   }
@@ -272,6 +277,55 @@ FS_REGISTER_OP(OpBuilder("PrintFormatted")
                         "tensor (first and last `summarize` entries per dimension), then `end`, "
                         "written to output_stream. TensorFlow builds this from StringFormat and "
                         "PrintV2, which need a string dtype."));
+
+// --- StringFormat and PrintV2: the ops TensorFlow's tf.print and tf.strings.format emit ------
+
+Status StringFormatKernel(KernelContext& ctx) {
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
+  *out->data<std::string>() = FormatTemplate(ctx);
+  return Status::OK();
+}
+
+Status StringFormatShape(InferenceContext& ctx) {
+  FS_RETURN_IF_ERROR(PrintFormattedShape(ctx));
+  ctx.set_output(0, PartialShape(std::vector<int64_t>{}));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("StringFormat")
+                   .InputTypeList("inputs", "T")
+                   .Output("output", "string")
+                   .Attr("template", "%s")
+                   .Attr("placeholder", "%s")
+                   .Attr("summarize", 3)
+                   .Shape(StringFormatShape)
+                   .Kernel("CPU", StringFormatKernel)
+                   .NotDifferentiable()
+                   .Doc("The template with each placeholder replaced by the next tensor "
+                        "(first and last `summarize` entries per dimension), as a string "
+                        "(tf.strings.format)."));
+
+Status PrintV2Kernel(KernelContext& ctx) {
+  const Tensor& input = ctx.input(0);
+  if (input.rank() != 0) {
+    return errors::InvalidArgument("Input is expected to be scalar, but got ",
+                                   input.shape().ToString());
+  }
+  return WriteToStream(ctx.attrs().GetOr<std::string>("output_stream", "stderr"),
+                       *input.data<std::string>() + ctx.attrs().GetOr<std::string>("end", "\n"));
+}
+
+FS_REGISTER_OP(OpBuilder("PrintV2")
+                   .Input("input", "string")
+                   .Attr("output_stream", "stderr")
+                   .Attr("end", "\n")
+                   .Stateful()
+                   .Shape(shape_fns::NoOutputs)
+                   .Kernel("CPU", PrintV2Kernel)
+                   .NotDifferentiable()
+                   .Doc("Writes a string scalar and `end` to output_stream (stderr, stdout, "
+                        "log(info|warning|error) or file://path)."));
 
 }  // namespace
 }  // namespace flowstone
