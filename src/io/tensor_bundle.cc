@@ -43,9 +43,8 @@ std::string DataPath(const std::string& prefix, int shard, int num_shards) {
 bool DTypeFromTfEnum(int value, DType* out) {
   for (int i = 1; i < kNumDTypes; ++i) {
     DType dtype = static_cast<DType>(i);
-    // Only types whose elements are plain bytes: a bundle stores strings with per-element
-    // lengths, which this reader does not decode (their entries are reported as unsupported).
-    if (!HoldsObjects(dtype) && dtype != DType::kResource && DTypeToTfEnum(dtype) == value) {
+    // Plain-bytes types and strings (stored with their lengths first, see ReadStrings).
+    if (dtype != DType::kVariant && dtype != DType::kResource && DTypeToTfEnum(dtype) == value) {
       *out = dtype;
       return true;
     }
@@ -172,6 +171,13 @@ class BundleReader {
                               offset, ", ", offset + size, ") but the data file ", path, " has ",
                               file_size, " bytes");
     }
+    if (entry.dtype == DType::kString) {
+      std::string bytes(size, '\0');
+      Status s = io::ReadAt(fd, path, offset, bytes.data(), size);
+      close(fd);
+      FS_RETURN_IF_ERROR(s);
+      return ReadStrings(key, entry, bytes, out);
+    }
     Tensor tensor = Tensor::Host(entry.dtype, entry.shape);
     Status s = io::ReadAt(fd, path, offset, tensor.raw_data(), size);
     close(fd);
@@ -192,6 +198,67 @@ class BundleReader {
   }
 
  private:
+  // TensorFlow's layout of a string tensor: each element's length as a varint64, a masked
+  // CRC32C of the lengths (each taken as a little-endian uint32, or uint64 past 2^32 - 1), then
+  // the elements' bytes. The entry's CRC32C covers the lengths the same way, the lengths'
+  // checksum and the bytes.
+  Status ReadStrings(const std::string& key, const Entry& entry, const std::string& bytes,
+                     Tensor* out) const {
+    const int64_t count = entry.shape.num_elements();
+    std::vector<uint64_t> lengths(static_cast<size_t>(count));
+    size_t pos = 0;
+    uint32_t crc = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      uint64_t length = 0;
+      int shift = 0;
+      while (true) {
+        if (pos >= bytes.size() || shift > 63) {
+          return errors::DataLoss("Checkpoint ", prefix_, ": the lengths of string tensor '", key,
+                                  "' are damaged");
+        }
+        const unsigned char byte = static_cast<unsigned char>(bytes[pos++]);
+        length |= static_cast<uint64_t>(byte & 0x7f) << shift;
+        if ((byte & 0x80) == 0) break;
+        shift += 7;
+      }
+      lengths[i] = length;
+      if (length <= std::numeric_limits<uint32_t>::max()) {
+        const uint32_t small = static_cast<uint32_t>(length);
+        crc = io::Crc32cExtend(crc, &small, sizeof(small));
+      } else {
+        crc = io::Crc32cExtend(crc, &length, sizeof(length));
+      }
+    }
+    uint32_t stored = 0;
+    if (bytes.size() - pos < sizeof(stored)) {
+      return errors::DataLoss("Checkpoint ", prefix_, ": string tensor '", key, "' is truncated");
+    }
+    std::memcpy(&stored, bytes.data() + pos, sizeof(stored));
+    pos += sizeof(stored);
+    if (stored != io::MaskCrc32c(crc)) {
+      return errors::DataLoss("Checkpoint ", prefix_, ": the lengths of string tensor '", key,
+                              "' fail their checksum");
+    }
+    crc = io::Crc32cExtend(crc, &stored, sizeof(stored));
+    Tensor tensor = Tensor::Host(DType::kString, entry.shape);
+    std::string* strings = tensor.data<std::string>();
+    for (int64_t i = 0; i < count; ++i) {
+      if (lengths[i] > bytes.size() - pos) {
+        return errors::DataLoss("Checkpoint ", prefix_, ": string tensor '", key,
+                                "' is shorter than its lengths say");
+      }
+      strings[i].assign(bytes.data() + pos, lengths[i]);
+      crc = io::Crc32cExtend(crc, strings[i].data(), strings[i].size());
+      pos += lengths[i];
+    }
+    if (io::MaskCrc32c(crc) != entry.proto.crc32c()) {
+      return errors::DataLoss("Checksum does not match for string tensor '", key,
+                              "' in checkpoint ", prefix_);
+    }
+    *out = std::move(tensor);
+    return Status::OK();
+  }
+
   Status Damaged(const std::string& what) const {
     return errors::DataLoss("Checkpoint index ", index_path_, " is damaged: ", what);
   }
@@ -224,6 +291,14 @@ class BundleReader {
       }
       count *= dim.size();
       entry->shape.AddDim(dim.size());
+    }
+    if (entry->dtype == DType::kString) {
+      // At least one length byte per element, and the lengths' 4-byte checksum.
+      if (p.size() < 4 || count > p.size() - 4) {
+        return Damaged(
+            StrCat("'", key, "' is ", p.size(), " bytes, too few for ", count, " strings"));
+      }
+      return Status::OK();
     }
     const int64_t element_size = static_cast<int64_t>(DTypeSize(entry->dtype));
     if (count > std::numeric_limits<int64_t>::max() / element_size ||
@@ -304,7 +379,11 @@ Status ListTensorBundle(const std::string& prefix, std::vector<CheckpointEntry>*
   FS_RETURN_IF_ERROR(reader.Open(prefix));
   entries->clear();
   for (const auto& [key, entry] : reader.entries()) {
-    if (entry.dtype == DType::kInvalid || entry.proto.slices_size() > 0) continue;
+    // TensorFlow 2's object graph (a string) is bookkeeping, not a variable.
+    if (entry.dtype == DType::kInvalid || entry.dtype == DType::kString ||
+        entry.proto.slices_size() > 0) {
+      continue;
+    }
     entries->push_back(CheckpointEntry{key, entry.dtype, entry.shape});
   }
   return Status::OK();

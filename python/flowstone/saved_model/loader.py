@@ -1,4 +1,7 @@
-"""tf.saved_model.loader.load: a TensorFlow 1 SavedModel's graph and variables into a session."""
+"""tf.saved_model.loader.load: a SavedModel's graph and variables into a session (TensorFlow 1's
+API; TensorFlow 2's SavedModels load too, their variables restored by their own restore
+function); and tf.saved_model.load(export_dir), TensorFlow 2's form, whose signatures are
+callables over a private session."""
 
 import os
 
@@ -61,11 +64,23 @@ def _init_op_name(meta):
     return None
 
 
-@tf_export("saved_model.loader.load")
-def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
+def _run_restore_op(sess, saver_def, import_scope, variables_prefix):
+    def scoped(name):
+        return f"{import_scope}/{name}" if import_scope else name
+    graph = _ops.get_default_graph()
+    restore = graph.as_graph_element(scoped(saver_def.restore_op_name))
+    filename = graph.as_graph_element(scoped(saver_def.filename_tensor_name))
+    sess.run(restore, {filename: variables_prefix})
+
+
+@tf_export("saved_model.loader.load", "saved_model.load")
+def load(sess, tags=None, export_dir=None, import_scope=None, **saver_kwargs):
     """Imports the MetaGraphDef tagged exactly `tags` into `sess`'s graph, restores its
-    variables and runs its init op; returns the MetaGraphDef."""
+    variables and runs its init op; returns the MetaGraphDef. Called as TensorFlow 2's
+    `tf.saved_model.load(export_dir)` (a path first), it is load_v2."""
     del saver_kwargs
+    if isinstance(sess, (str, bytes)) or hasattr(sess, "__fspath__"):
+        return load_v2(sess, tags)
     export_dir = os.fspath(export_dir)
     saved_model = _read_saved_model(export_dir)
     wanted = set(tags)
@@ -83,9 +98,76 @@ def load(sess, tags, export_dir, import_scope=None, **saver_kwargs):
                                         constants.VARIABLES_FILENAME)
         if saver is not None:
             saver.restore(sess, variables_prefix)
+        elif meta.saver_def.restore_op_name:
+            # TensorFlow 2's SavedModels keep no variable collections: their own restore
+            # function (RestoreV2 into each variable) runs, fed the checkpoint's prefix.
+            _run_restore_op(sess, meta.saver_def, import_scope, variables_prefix)
         init_name = _init_op_name(meta)
         if init_name:
             if import_scope:
                 init_name = f"{import_scope}/{init_name}"
             sess.run(_ops.get_default_graph().as_graph_element(init_name))
     return meta
+
+
+class _SignatureFunction:
+    """A SavedModel signature, called with its inputs by keyword: returns {output key: value},
+    EagerTensors when executing eagerly and numpy arrays otherwise."""
+
+    def __init__(self, session, key, signature_def):
+        self._session = session
+        self._key = key
+        self._inputs = {k: v.name for k, v in signature_def.inputs.items()}
+        self._outputs = {k: v.name for k, v in signature_def.outputs.items()}
+        self.structured_input_signature = ((), dict(self._inputs))
+        self.structured_outputs = dict(self._outputs)
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            raise TypeError(f"Signature '{self._key}' takes its inputs by keyword "
+                            f"({sorted(self._inputs)}), got {len(args)} positional arguments")
+        missing = sorted(set(self._inputs) - set(kwargs))
+        unexpected = sorted(set(kwargs) - set(self._inputs))
+        if missing or unexpected:
+            raise TypeError(f"Signature '{self._key}' takes the inputs {sorted(self._inputs)}; "
+                            f"missing {missing}, unexpected {unexpected}")
+        feed = {self._inputs[k]: (v.numpy() if hasattr(v, "numpy") else v)
+                for k, v in kwargs.items()}
+        values = self._session.run(self._outputs, feed)
+        if _ops.executing_eagerly():
+            from flowstone.framework import eager as _eager
+            return {k: _eager.to_eager(v) for k, v in values.items()}
+        return values
+
+
+class _LoadedSavedModel:
+    """What tf.saved_model.load(export_dir) returns: `.signatures[key](**inputs)`."""
+
+    def __init__(self, session, meta):
+        self._session = session
+        self.graph = session.graph
+        self.tensorflow_version = meta.meta_info_def.tensorflow_version
+        self.signatures = {key: _SignatureFunction(session, key, signature)
+                           for key, signature in meta.signature_def.items()
+                           if not key.startswith("__")}
+
+
+@tf_export("saved_model.load_v2")
+def load_v2(export_dir, tags=None, options=None):
+    """TensorFlow 2's tf.saved_model.load: the SavedModel at `export_dir` (its "serve"
+    MetaGraphDef, or the one tagged `tags`), restored into a session of its own, with its
+    signatures as callables. Restored tf.Module objects (attributes, methods) are not
+    rebuilt: call the signatures."""
+    del options
+    from flowstone.client import session as _session
+    export_dir = os.fspath(export_dir)
+    if tags is None:
+        saved_model = _read_saved_model(export_dir)
+        tag_sets = [list(m.meta_info_def.tags) for m in saved_model.meta_graphs]
+        tags = ["serve"] if ["serve"] in tag_sets or not tag_sets else tag_sets[0]
+    elif isinstance(tags, str):
+        tags = [tags]
+    graph = _ops.Graph()
+    sess = _session.Session(graph=graph)
+    meta = load(sess, tags, export_dir)
+    return _LoadedSavedModel(sess, meta)

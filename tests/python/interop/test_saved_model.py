@@ -1,5 +1,6 @@
-"""TensorFlow 1 SavedModels: simple_save, SavedModelBuilder and loader.load, with real
-TensorFlow on the other side in both directions."""
+"""SavedModels: simple_save, SavedModelBuilder and loader.load, with real TensorFlow on the
+other side in both directions; and TensorFlow 2's SavedModels (tf.saved_model.save of a
+tf.Module or a Keras model) loaded by loader.load and by tf.saved_model.load."""
 
 import os
 
@@ -125,3 +126,76 @@ def test_saved_model_written_by_flowstone_loads_in_tensorflow(tmp_path):
         print("ok")
     """, tmp_path)
     assert out.strip() == "ok"
+
+
+TF2_MODULE = """
+    import numpy as np
+    import tensorflow as tf
+
+    class Scorer(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(np.arange(6, dtype=np.float32).reshape(3, 2) / 5, name="w")
+            self.b = tf.Variable([0.5, -0.5], name="b")
+            self.calls = tf.Variable(0, dtype=tf.int64, name="calls")
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+        def __call__(self, x):
+            logits = tf.matmul(x, self.w) + self.b
+            return {"y": tf.nn.softmax(logits), "top": tf.argmax(logits, axis=1)}
+
+    scorer = Scorer()
+    feed = np.load("feed.npy")
+    tf.saved_model.save(scorer, "model", signatures=scorer.__call__)
+    out = scorer(feed)
+    np.save("y.npy", out["y"].numpy())
+    np.save("top.npy", out["top"].numpy())
+"""
+
+
+@requires_tensorflow
+def test_tensorflow2_module_saved_model_loads_with_both_apis(tmp_path):
+    np.save(tmp_path / "feed.npy", FEED)
+    run_tensorflow(TF2_MODULE, tmp_path)
+    expected_y, expected_top = np.load(tmp_path / "y.npy"), np.load(tmp_path / "top.npy")
+    # TensorFlow 1's loader: the signature's tensor names, in a session.
+    with tf.Graph().as_default() as graph, tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "model"))
+        signature = meta.signature_def["serving_default"]
+        got = sess.run({k: v.name for k, v in signature.outputs.items()},
+                       {signature.inputs["x"].name: FEED})
+        assert graph.get_operations()  # the model's graph is in the session's graph
+    np.testing.assert_allclose(got["y"], expected_y, rtol=1e-6)
+    np.testing.assert_array_equal(got["top"], expected_top)
+    # TensorFlow 2's loader: signatures as callables.
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    assert list(loaded.signatures) == ["serving_default"]
+    out = loaded.signatures["serving_default"](x=FEED)
+    np.testing.assert_allclose(out["y"], expected_y, rtol=1e-6)
+    np.testing.assert_array_equal(out["top"], expected_top)
+    with pytest.raises(TypeError, match=r"missing \['x'\]"):
+        loaded.signatures["serving_default"](z=FEED)
+    with pytest.raises(TypeError, match="by keyword"):
+        loaded.signatures["serving_default"](FEED)
+
+
+@requires_tensorflow
+def test_tensorflow2_keras_model_saved_model_serves(tmp_path):
+    np.save(tmp_path / "feed.npy", FEED)
+    run_tensorflow("""
+        import numpy as np
+        import tensorflow as tf
+        tf.keras.utils.set_random_seed(3)
+        inputs = tf.keras.Input([3], name="features")
+        hidden = tf.keras.layers.Dense(8, activation="relu")(inputs)
+        outputs = tf.keras.layers.Dense(2, activation="softmax", name="probs")(hidden)
+        model = tf.keras.Model(inputs, outputs)
+        feed = np.load("feed.npy")
+        np.save("expected.npy", model(feed).numpy())
+        model.export("model")
+    """, tmp_path)
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    signature = loaded.signatures["serving_default"]
+    (name,) = signature.structured_input_signature[1]
+    out = signature(**{name: FEED})
+    (probs,) = out.values()
+    np.testing.assert_allclose(probs, np.load(tmp_path / "expected.npy"), rtol=1e-5)
