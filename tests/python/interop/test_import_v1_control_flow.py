@@ -216,6 +216,69 @@ def test_checked_in_fixture_runs_without_tensorflow():
         np.testing.assert_array_equal(got, exit_value)
 
 
+def test_imported_loop_takes_flowstone_gradients_and_imports_twice():
+    graph_def = _fixture()
+    x = tf.placeholder(tf.float32, [2])
+    n = tf.placeholder(tf.int32, [])
+    y, = tf.import_graph_def(graph_def, input_map={"x:0": x, "n:0": n}, return_elements=["y:0"])
+    grad, = tf.gradients(tf.reduce_sum(y), [x])
+    with tf.Session() as sess:
+        # n = 4: x+x, then *2 twice... y = 12 x, so dy/dx = 12.
+        value, dx = sess.run([y, grad], {x: [1.0, 2.0], n: 4})
+    np.testing.assert_allclose(value, [12.0, 24.0])
+    np.testing.assert_allclose(dx, [12.0, 12.0])
+    # A second import gets functions of its own names; both run.
+    with tf.Graph().as_default() as graph:
+        tf.import_graph_def(graph_def, name="a")
+        tf.import_graph_def(graph_def, name="b")
+        names = [f.signature.name for f in graph.as_graph_def().library.function]
+        assert len(names) == len(set(names)) == 8
+        with tf.Session() as sess:
+            a, b = sess.run(["a/y:0", "b/y:0"], {"a/x:0": [1.0, 1.0], "a/n:0": 3,
+                                                 "b/x:0": [2.0, 2.0], "b/n:0": 3})
+    np.testing.assert_allclose(a, [6.0, 6.0])
+    np.testing.assert_allclose(b, [12.0, 12.0])
+
+
+@requires_tensorflow
+def test_gradients_of_the_imported_rnn_match_tensorflow(tmp_path):
+    # TF's tf.gradients through its own v1 loop vs Flowstone's through the While it became.
+    run_tensorflow("""
+        import os
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+        import json
+        import numpy as np
+        import tensorflow as tf
+        tf1 = tf.compat.v1
+        tf1.disable_eager_execution()
+        tf1.disable_control_flow_v2()
+        tf1.set_random_seed(3)
+        x = tf1.placeholder(tf.float32, [2, 4, 3], name="x")
+        cell = tf1.nn.rnn_cell.BasicLSTMCell(5)
+        out, _ = tf1.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        loss = tf1.reduce_sum(tf1.square(out), name="loss")
+        with tf1.Session() as sess:
+            sess.run(tf1.global_variables_initializer())
+            frozen = tf1.graph_util.convert_variables_to_constants(
+                sess, tf1.get_default_graph().as_graph_def(), ["loss"])
+            grad, = tf1.gradients(loss, [x])
+            value = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 4, 3)
+            want = sess.run([loss, grad], {x: value})
+        open("rnn.pb", "wb").write(frozen.SerializeToString())
+        json.dump([np.asarray(v).tolist() for v in want], open("want.json", "w"))
+    """, tmp_path)
+    want_loss, want_grad = json.loads((tmp_path / "want.json").read_text())
+    graph_def = tf.GraphDef.FromString((tmp_path / "rnn.pb").read_bytes())
+    x = tf.placeholder(tf.float32, [2, 4, 3])
+    loss, = tf.import_graph_def(graph_def, input_map={"x:0": x}, return_elements=["loss:0"])
+    grad, = tf.gradients(loss, [x])
+    with tf.Session() as sess:
+        value = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 4, 3)
+        got_loss, got_grad = sess.run([loss, grad], {x: value})
+    np.testing.assert_allclose(got_loss, want_loss, rtol=1e-5)
+    np.testing.assert_allclose(got_grad, want_grad, rtol=1e-5, atol=1e-6)
+
+
 def test_checked_in_nested_loop_fixture():
     # y = sum over i < 3 of (i copies of x): 3 * x.
     with open(os.path.join(DATA, "v1_nested_loops.pbtxt")) as f:
