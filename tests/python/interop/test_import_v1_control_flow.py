@@ -194,6 +194,33 @@ def test_frozen_dynamic_rnn_of_a_basic_lstm_cell(tmp_path):
     assert {"Enter", "TensorArrayV3", "MatMul"} <= ops and "VarHandleOp" not in ops
 
 
+@requires_tensorflow
+def test_map_fn_scan_case_and_a_gru_with_sequence_lengths(tmp_path):
+    # Library code over v1 control flow: map_fn and scan (TensorArrays in loops), tf.case
+    # (chained conds), and dynamic_rnn with sequence_length (a cond in the loop's body whose
+    # Merges join tuples), frozen.
+    build = """
+        tf1.set_random_seed(2)
+        x = tf1.placeholder(tf.float32, [3, 4, 2], name="x")
+        k = tf1.placeholder(tf.int32, [], name="k")
+        lengths = tf1.placeholder(tf.int32, [3], name="lengths")
+        tf1.identity(tf1.map_fn(lambda row: tf1.reduce_sum(row * row, axis=1), x), name="mapped")
+        tf1.identity(tf1.scan(lambda acc, row: acc * 0.5 + row, x[0]), name="scanned")
+        tf1.identity(tf1.case([(tf1.equal(k, 0), lambda: x[0]), (tf1.equal(k, 1), lambda: x[1])],
+                              default=lambda: x[2] * 2.0), name="picked")
+        cell = tf1.nn.rnn_cell.GRUCell(3)
+        out, state = tf1.nn.dynamic_rnn(cell, x, sequence_length=lengths, dtype=tf.float32)
+        tf1.identity(out, name="out")
+        tf1.identity(state, name="state")
+    """
+    x = (np.arange(24).reshape(3, 4, 2) / 12.0 - 1.0).tolist()
+    cases = [{"x:0": x, "k:0": k, "lengths:0": lengths}
+             for k, lengths in [(0, [4, 2, 1]), (1, [0, 3, 4]), (2, [1, 1, 1])]]
+    assert_matches_tf(tmp_path, build, ["mapped:0", "scanned:0", "picked:0", "out:0", "state:0"],
+                      cases, session="sess.run(tf1.global_variables_initializer())",
+                      freeze=True)
+
+
 def test_checked_in_fixture_runs_without_tensorflow():
     # TF 2.21 wrote this with control flow v1: a counted loop (trip count fed) whose body holds a
     # tf.cond: i, acc = while i < n: (i + 1, cond(i > 1, acc * 2, acc + x)).
