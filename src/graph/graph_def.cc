@@ -1170,6 +1170,30 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
   return ReturnElements(options, imported, results);
 }
 
+// The nodes of a TF1 loop or cond move into functions; mapping or returning one of them is an
+// error that says so (rather than that the GraphDef lacks the node).
+Status CheckRequestedNodesKept(const proto::GraphDef& before, const proto::GraphDef& after,
+                               const ImportGraphDefOptions& options) {
+  std::set<std::string> kept, moved;
+  for (const proto::NodeDef& node : after.node()) kept.insert(node.name());
+  for (const proto::NodeDef& node : before.node()) {
+    if (!kept.count(node.name())) moved.insert(node.name());
+  }
+  std::vector<std::string> requested = options.return_elements;
+  for (const auto& [key, endpoint] : options.input_map) requested.push_back(key);
+  for (const std::string& element : requested) {
+    InputRef ref;
+    if (!ParseInput(element, "import_graph_def", &ref).ok() || !moved.count(ref.node)) continue;
+    return WithPyType(
+        errors::InvalidArgument("Cannot map or return '", element, "': node '", ref.node,
+                                "' is inside a TF1 while loop or cond, which Flowstone imports "
+                                "as a While or If over library functions; use the loop's Exit or "
+                                "the cond's Merge (or a tensor outside them) instead"),
+        "ValueError");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out) {
@@ -1226,6 +1250,7 @@ Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& o
       };
       if (s.ok()) s = CheckOpsRegistered(rewritten, /*allow_v1_control_flow=*/true);
       if (s.ok()) s = FunctionalizeControlFlow(&rewritten, taken, &generated);
+      if (s.ok()) s = CheckRequestedNodesKept(def, rewritten, options);
     }
     if (s.ok()) s = ImportGraphDefUnchecked(rewritten, options, graph, results, generated);
   } else {

@@ -408,6 +408,19 @@ def test_unconvertible_patterns_are_unimplemented():
         _import(graph_def)
 
 
+def test_nodes_inside_loops_cannot_be_mapped_or_returned():
+    for kwargs in [lambda: {"return_elements": ["w/add:0"]},
+                   lambda: {"input_map": {"w/cond/mul:0": tf.constant([1.0, 2.0])}}]:
+        with tf.Graph().as_default():
+            kwargs = kwargs()
+            with pytest.raises(ValueError, match="node 'w/(add|cond/mul)' is inside a TF1 while "
+                                                 "loop or cond.*use the loop's Exit"):
+                tf.import_graph_def(_fixture(), **kwargs)
+    with tf.Graph().as_default():
+        exit_value, = tf.import_graph_def(_fixture(), return_elements=["w/Exit_1:0"])
+        assert exit_value.op.type == "Identity"
+
+
 def test_other_unsupported_ops_are_still_listed():
     graph_def = _fixture()
     _node(graph_def, "w/add").op = "NoSuchOp"
