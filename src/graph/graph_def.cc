@@ -1238,6 +1238,7 @@ Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& o
     proto::GraphDef rewritten = def;
     if (has_ref_variables) RewriteRefVariables(&rewritten);
     if (has_tensor_arrays) s = RewriteTensorArraysV3(&rewritten);
+    if (s.ok() && has_v1_control_flow && HasStacksV2(rewritten)) s = RewriteStacksV2(&rewritten);
     std::vector<FunctionalizedBody> generated;
     if (has_v1_control_flow) {
       // TF1 loops and conds become While and If over new functions (one function mechanism).

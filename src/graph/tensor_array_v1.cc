@@ -1,4 +1,4 @@
-// TF1 TensorArray ops -> TensorList ops. See tensor_array_v1.h.
+// TF1 TensorArray and stack ops -> TensorList ops. See tensor_array_v1.h.
 #include "graph/tensor_array_v1.h"
 
 #include <algorithm>
@@ -241,6 +241,180 @@ Status RewriteTensorArraysV3(proto::GraphDef* def) {
   }
   for (proto::NodeDef& node : added) *nodes.Add() = std::move(node);
   def->mutable_node()->Swap(&nodes);
+  return Status::OK();
+}
+
+namespace {
+
+// The names of the LoopConds of the TF1 loops, by frame: a loop variable's Enter feeds a Merge
+// that feeds a Switch on the LoopCond.
+std::map<std::string, std::string> LoopCondsByFrame(
+    const proto::GraphDef& def, const std::unordered_map<std::string, int>& index_of,
+    const std::vector<std::vector<std::tuple<int, int, int>>>& consumers) {
+  std::map<std::string, std::string> loop_conds;
+  for (int i = 0; i < def.node_size(); ++i) {
+    const proto::NodeDef& enter = def.node(i);
+    const proto::AttrValue* frame = FindAttr(enter, "frame_name");
+    const proto::AttrValue* constant = FindAttr(enter, "is_constant");
+    if (enter.op() != "Enter" || frame == nullptr || (constant != nullptr && constant->b())) {
+      continue;
+    }
+    for (const auto& [merge, p1, i1] : consumers[i]) {
+      if (def.node(merge).op() != "Merge") continue;
+      for (const auto& [sw, p2, i2] : consumers[merge]) {
+        if (def.node(sw).op() != "Switch" || p2 != 0 || def.node(sw).input_size() < 2) continue;
+        Input pred = ParseInput(def.node(sw).input(1));
+        auto it = index_of.find(pred.node);
+        if (it != index_of.end() && def.node(it->second).op() == "LoopCond") {
+          loop_conds.emplace(frame->s(), pred.node);
+        }
+      }
+    }
+  }
+  return loop_conds;
+}
+
+proto::NodeDef PassThrough(const std::string& name, const char* op,
+                           std::vector<std::string> inputs) {
+  proto::NodeDef node;
+  node.set_name(name);
+  node.set_op(op);
+  for (std::string& input : inputs) node.add_input(std::move(input));
+  (*node.mutable_attr())["T"].set_type(proto::DT_VARIANT);
+  if (std::string(op) == "Merge") (*node.mutable_attr())["N"].set_i(2);
+  return node;
+}
+
+// Makes the stack's Enter into frame `frame` a loop variable of that loop: Enter -> Merge ->
+// Switch(LoopCond) -> Identity (what `op_node` takes instead of the handle) and NextIteration
+// (of `next`, the updated list) back into the Merge, plus an Exit when `exit` is named.
+void ThreadThroughLoop(proto::GraphDef* def, int enter, const std::string& loop_cond,
+                       const std::string& base, const std::string& next, bool exit,
+                       std::vector<proto::NodeDef>* added) {
+  proto::NodeDef& node = *def->mutable_node(enter);
+  (*node.mutable_attr())["is_constant"].set_b(false);
+  (*node.mutable_attr())["T"].set_type(proto::DT_VARIANT);
+  added->push_back(PassThrough(base + "/_merge", "Merge", {node.name(), base + "/_next"}));
+  added->push_back(PassThrough(base + "/_switch", "Switch", {base + "/_merge", loop_cond}));
+  added->push_back(PassThrough(base + "/_list", "Identity", {base + "/_switch:1"}));
+  added->push_back(PassThrough(base + "/_next", "NextIteration", {next}));
+  if (exit) added->push_back(PassThrough(base + "/_exit", "Exit", {base + "/_switch"}));
+}
+
+}  // namespace
+
+bool HasStacksV2(const proto::GraphDef& def) {
+  return std::any_of(def.node().begin(), def.node().end(),
+                     [](const proto::NodeDef& node) { return node.op() == "StackV2"; });
+}
+
+Status RewriteStacksV2(proto::GraphDef* def) {
+  const int n = def->node_size();
+  std::unordered_map<std::string, int> index_of;
+  for (int i = 0; i < n; ++i) index_of.emplace(def->node(i).name(), i);
+  std::vector<std::vector<std::tuple<int, int, int>>> consumers(n);
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < def->node(i).input_size(); ++k) {
+      Input in = ParseInput(def->node(i).input(k));
+      auto it = index_of.find(in.node);
+      if (in.index >= 0 && it != index_of.end()) consumers[it->second].emplace_back(i, k, in.index);
+    }
+  }
+  const std::map<std::string, std::string> loop_conds = LoopCondsByFrame(*def, index_of, consumers);
+  // The one op of `op_type` that Enter `enter` feeds (its handle input), or -1.
+  auto only_user = [&](int enter, const char* op_type) {
+    const auto& users = consumers[enter];
+    if (users.size() != 1) return -1;
+    const auto& [user, position, index] = users[0];
+    return def->node(user).op() == op_type && position == 0 ? user : -1;
+  };
+  auto loop_cond_of = [&](int enter) -> const std::string* {
+    const proto::AttrValue* frame = FindAttr(def->node(enter), "frame_name");
+    if (frame == nullptr) return nullptr;
+    auto it = loop_conds.find(frame->s());
+    return it == loop_conds.end() ? nullptr : &it->second;
+  };
+  std::vector<proto::NodeDef> added;
+  std::map<std::string, std::string> popped;  // a pop's name -> its value's new name
+  for (int s = 0; s < n; ++s) {
+    if (def->node(s).op() != "StackV2") continue;
+    // TF1's gradient stacks: pushed in one loop (the forward one) and popped in another (the
+    // backward one), each through an Enter; any other use is left for the import to report.
+    int push = -1, pop = -1, push_enter = -1, pop_enter = -1;
+    bool other_use = consumers[s].size() != 2;
+    for (const auto& [enter, position, index] : consumers[s]) {
+      if (def->node(enter).op() != "Enter") other_use = true;
+      if (int p = only_user(enter, "StackPushV2"); p >= 0) {
+        push = p;
+        push_enter = enter;
+      } else if (int q = only_user(enter, "StackPopV2"); q >= 0) {
+        pop = q;
+        pop_enter = enter;
+      }
+    }
+    if (other_use || push < 0 || pop < 0 || !loop_cond_of(push_enter) || !loop_cond_of(pop_enter)) {
+      continue;
+    }
+    // The pushed value read back through the push: left as is.
+    if (!consumers[push].empty()) continue;
+    const proto::AttrValue* elem_attr = FindAttr(def->node(s), "elem_type");
+    if (elem_attr == nullptr) {
+      return errors::InvalidArgument("StackV2 '", def->node(s).name(), "' has no elem_type attr");
+    }
+    const proto::DataType elem_type = elem_attr->type();
+    const std::string name = def->node(s).name();
+    const std::string shape = name + "/_element_shape";
+    added.push_back(ShapeConst(shape, nullptr));
+    proto::NodeDef size = ShapeConst(name + "/_empty", nullptr);
+    size.mutable_attr()->at("value").mutable_tensor()->set_int_val(0, 0);
+    added.push_back(size);
+
+    proto::NodeDef& stack = *def->mutable_node(s);
+    const std::string device = stack.device();
+    stack.Clear();
+    stack.set_name(name);
+    stack.set_op("TensorListReserve");
+    stack.set_device(device);
+    stack.add_input(shape);
+    stack.add_input(name + "/_empty");
+    (*stack.mutable_attr())["element_dtype"].set_type(elem_type);
+    (*stack.mutable_attr())["shape_type"].set_type(proto::DT_INT32);
+
+    proto::NodeDef& push_node = *def->mutable_node(push);
+    const std::string push_name = push_node.name();
+    std::vector<std::string> push_inputs(push_node.input().begin(), push_node.input().end());
+    push_node.clear_input();
+    push_node.clear_attr();
+    push_node.set_op("TensorListPushBack");
+    push_node.add_input(name + "/_push/_list");
+    for (size_t k = 1; k < push_inputs.size(); ++k) push_node.add_input(push_inputs[k]);
+    (*push_node.mutable_attr())["element_dtype"].set_type(elem_type);
+    ThreadThroughLoop(def, push_enter, *loop_cond_of(push_enter), name + "/_push", push_name,
+                      /*exit=*/true, &added);
+
+    proto::NodeDef& pop_node = *def->mutable_node(pop);
+    std::vector<std::string> pop_controls(pop_node.input().begin() + 1, pop_node.input().end());
+    pop_node.clear_input();
+    pop_node.clear_attr();
+    pop_node.set_op("TensorListPopBack");
+    pop_node.add_input(name + "/_pop/_list");
+    pop_node.add_input(shape);
+    for (const std::string& control : pop_controls) pop_node.add_input(control);
+    (*pop_node.mutable_attr())["element_dtype"].set_type(elem_type);
+    def->mutable_node(pop_enter)->set_input(0, name + "/_push/_exit");
+    ThreadThroughLoop(def, pop_enter, *loop_cond_of(pop_enter), name + "/_pop",
+                      pop_node.name() + ":0", /*exit=*/false, &added);
+    popped[pop_node.name()] = pop_node.name() + ":1";
+  }
+  // A pop's value is now its output 1 (output 0 is the shorter list).
+  for (proto::NodeDef& node : *def->mutable_node()) {
+    for (std::string& input : *node.mutable_input()) {
+      Input in = ParseInput(input);
+      auto it = popped.find(in.node);
+      if (it != popped.end() && in.index == 0) input = it->second;
+    }
+  }
+  for (proto::NodeDef& node : added) *def->add_node() = std::move(node);
   return Status::OK();
 }
 

@@ -31,4 +31,21 @@ bool HasTensorArraysV3(const proto::GraphDef& def);
 // Rewrites `def`'s TensorArrays in place, as described above.
 Status RewriteTensorArraysV3(proto::GraphDef* def);
 
+// TF1's gradient stacks (tf.gradients through a while_loop): a StackV2 that the forward loop
+// pushes to (StackPushV2, through an Enter) and the backward loop pops from (StackPopV2, through
+// another Enter) becomes a TensorList threaded through both loops as a loop variable, in TF1's own
+// loop structure (Enter -> Merge -> Switch(LoopCond) -> Identity, NextIteration, Exit), which
+// FunctionalizeControlFlow then converts with the rest:
+//
+//   StackV2 s              -> TensorListReserve s(-1, 0)
+//   StackPushV2 p(h, v)    -> TensorListPushBack p(list, v), the forward loop's new variable
+//   StackPopV2 q(h)        -> TensorListPopBack q(list, -1): q:0 the backward loop's new
+//                             variable (starting from the forward loop's Exit), q:1 the value
+//                             (what "q:0" meant)
+//
+// Stacks used another way (nested loops' gradients) are left unchanged, so the import lists
+// StackV2 as unsupported.
+bool HasStacksV2(const proto::GraphDef& def);
+Status RewriteStacksV2(proto::GraphDef* def);
+
 }  // namespace flowstone

@@ -195,6 +195,24 @@ def test_frozen_dynamic_rnn_of_a_basic_lstm_cell(tmp_path):
 
 
 @requires_tensorflow
+def test_tf1_gradients_through_a_while_loop(tmp_path):
+    # TF1's tf.gradients writes the loop's gradient as a second loop, fed by stacks that the
+    # forward loop pushes to (StackV2 / StackPushV2 / StackPopV2): a training graph.
+    build = """
+        x = tf1.placeholder(tf.float32, [2], name="x")
+        n = tf1.placeholder(tf.int32, [], name="n")
+        _, y = tf1.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, tf1.sin(a) * x + a * a),
+                              [0, x])
+        loss = tf1.reduce_sum(y * y, name="loss")
+        tf1.identity(tf1.gradients(loss, x)[0], name="dx")
+    """
+    cases = [{"x:0": [0.5, -1.2], "n:0": 4}, {"x:0": [-0.3, 0.8], "n:0": 3},
+             {"x:0": [0.1, 0.2], "n:0": 0}]
+    graph_bytes = assert_matches_tf(tmp_path, build, ["loss:0", "dx:0"], cases)
+    assert b"StackPushV2" in graph_bytes
+
+
+@requires_tensorflow
 def test_map_fn_scan_case_and_a_gru_with_sequence_lengths(tmp_path):
     # Library code over v1 control flow: map_fn and scan (TensorArrays in loops), tf.case
     # (chained conds), and dynamic_rnn with sequence_length (a cond in the loop's body whose
