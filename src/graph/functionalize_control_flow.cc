@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "flowstone/op_registry.h"
 #include "proto/graph.pb.h"
 
 namespace flowstone {
@@ -40,6 +41,36 @@ Status TypeAttr(const proto::NodeDef& node, proto::DataType* out) {
   }
   *out = t->type();
   return Status::OK();
+}
+
+// The dtype of output `index` of `node`, from its op's definition and attrs; DT_INVALID when
+// they do not say.
+proto::DataType OutputType(const proto::NodeDef& node, int index) {
+  const OpDef* op = OpRegistry::Global().Find(node.op());
+  if (op == nullptr) return proto::DT_INVALID;
+  auto attr = [&](const std::string& name) { return FindAttr(node, name.c_str()); };
+  int start = 0;
+  for (const ArgDef& arg : op->outputs) {
+    if (!arg.type_list_attr.empty()) {
+      const proto::AttrValue* types = attr(arg.type_list_attr);
+      const int length = types ? types->list().type_size() : 0;
+      if (index < start + length) return types->list().type(index - start);
+      start += length;
+      continue;
+    }
+    const proto::AttrValue* number = arg.number_attr.empty() ? nullptr : attr(arg.number_attr);
+    const int length = arg.number_attr.empty() ? 1 : (number ? static_cast<int>(number->i()) : 0);
+    if (index < start + length) {
+      if (arg.fixed_type != DType::kInvalid) {
+        return static_cast<proto::DataType>(DTypeToTfEnum(arg.fixed_type));
+      }
+      const proto::AttrValue* type = attr(arg.type_attr);
+      return type != nullptr && type->value_case() == proto::AttrValue::kType ? type->type()
+                                                                              : proto::DT_INVALID;
+    }
+    start += length;
+  }
+  return proto::DT_INVALID;
 }
 
 std::string TensorName(const std::string& node, int index) { return StrCat(node, ":", index); }
@@ -412,6 +443,31 @@ Status ConvertCond(const GraphView& g, const std::set<int>& switches, Ref pred,
   const std::string& merge_name = g.name(region.merges[0]);
   const size_t slash = merge_name.rfind('/');
   const std::string scope = slash == std::string::npos ? merge_name : merge_name.substr(0, slash);
+  // Tensors from outside that branch nodes use without a Switch (TF1 does this with a loop's
+  // invariants, which are alive in every iteration) become extra inputs of both branches.
+  std::vector<std::pair<Ref, proto::DataType>> captures;
+  for (int n = 0; n < g.size(); ++n) {
+    if (region.label[n] == 0) continue;
+    for (const Ref& in : g.inputs(n)) {
+      if (in.index < 0 || region.label[in.node] != 0 || switches.count(in.node) ||
+          g.IsFreeConstant(in.node)) {
+        continue;
+      }
+      if (std::any_of(captures.begin(), captures.end(), [&](const auto& c) {
+            return c.first.node == in.node && c.first.index == in.index;
+          })) {
+        continue;
+      }
+      const proto::DataType t = OutputType(g.node(in.node), in.index);
+      if (t == proto::DT_INVALID) {
+        return errors::Unimplemented("Node '", g.name(n), "' inside the cond on '", pred_name,
+                                     "' uses '", g.node(n).input(&in - g.inputs(n).data()),
+                                     "' from outside without a Switch, and Flowstone cannot tell "
+                                     "its dtype to pass it to the If");
+      }
+      captures.push_back({in, t});
+    }
+  }
   std::set<int> lifted;
   std::vector<bool> used(g.size(), false);
   std::vector<proto::DataType> tin;
@@ -425,6 +481,12 @@ Status ConvertCond(const GraphView& g, const std::set<int>& switches, Ref pred,
       FS_RETURN_IF_ERROR(TypeAttr(g.node(s), &t));
       if (branch == 0) tin.push_back(t);
       spec.data_args[{s, branch == 0 ? 1 : 0}] = k;
+      spec.args.emplace_back(ArgName(g, "cond_input", k), t);
+      ++k;
+    }
+    for (const auto& [ref, t] : captures) {
+      if (branch == 0) tin.push_back(t);
+      spec.data_args[{ref.node, ref.index}] = k;
       spec.args.emplace_back(ArgName(g, "cond_input", k), t);
       ++k;
     }
@@ -451,6 +513,7 @@ Status ConvertCond(const GraphView& g, const std::set<int>& switches, Ref pred,
   if_node.set_device(g.node(region.merges[0]).device());
   if_node.add_input(pred_name);
   for (int s : switches) if_node.add_input(g.node(s).input(0));
+  for (const auto& [ref, t] : captures) if_node.add_input(TensorName(g.name(ref.node), ref.index));
   for (int n : lifted) if_node.add_input("^" + g.name(n));
   (*if_node.mutable_attr())["Tcond"].set_type(proto::DT_BOOL);
   SetTypes(&if_node, "Tin", tin);

@@ -301,6 +301,32 @@ void ThreadThroughLoop(proto::GraphDef* def, int enter, const std::string& loop_
   if (exit) added->push_back(PassThrough(base + "/_exit", "Exit", {base + "/_switch"}));
 }
 
+// A stack's Enter into a loop and the op (push or pop) that takes its handle, through the
+// Switches (node, output used) of the conds inside the loop that lead to that op.
+struct StackUse {
+  int enter = -1;
+  std::vector<std::pair<int, int>> switches;
+  int op = -1;
+};
+
+// Carries the list through the conds of `use` (each Switch now switches the list, and a new Merge
+// after each joins the updated list of the branch taken with the untouched one of the other);
+// returns the list after the outermost cond, given `updated` (the list the op returns).
+std::string ThreadThroughConds(proto::GraphDef* def, const StackUse& use, const std::string& base,
+                               std::string updated, std::vector<proto::NodeDef>* added) {
+  if (use.switches.empty()) return updated;
+  def->mutable_node(use.switches[0].first)->set_input(0, base + "/_list");
+  for (int k = static_cast<int>(use.switches.size()) - 1; k >= 0; --k) {
+    proto::NodeDef& sw = *def->mutable_node(use.switches[k].first);
+    (*sw.mutable_attr())["T"].set_type(proto::DT_VARIANT);
+    const std::string merge = StrCat(base, "/_cond_merge_", k);
+    added->push_back(
+        PassThrough(merge, "Merge", {updated, StrCat(sw.name(), ":", 1 - use.switches[k].second)}));
+    updated = merge;
+  }
+  return updated;
+}
+
 }  // namespace
 
 bool HasStacksV2(const proto::GraphDef& def) {
@@ -321,12 +347,25 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     }
   }
   const std::map<std::string, std::string> loop_conds = LoopCondsByFrame(*def, index_of, consumers);
-  // The one op of `op_type` that Enter `enter` feeds (its handle input), or -1.
-  auto only_user = [&](int enter, const char* op_type) {
-    const auto& users = consumers[enter];
-    if (users.size() != 1) return -1;
-    const auto& [user, position, index] = users[0];
-    return def->node(user).op() == op_type && position == 0 ? user : -1;
+  // How Enter `enter` reaches the one op of `op_type` that takes its handle: directly, or
+  // through the Switches of conds inside the loop (each passing it on from one output).
+  auto follow = [&](int enter, const char* op_type, StackUse* use) {
+    use->enter = enter;
+    for (int current = enter, hops = 0; hops < n; ++hops) {
+      const auto& users = consumers[current];
+      if (users.size() != 1) return false;
+      const auto& [user, position, index] = users[0];
+      if (!use->switches.empty()) use->switches.back().second = index;
+      if (position != 0) return false;
+      if (def->node(user).op() == op_type) {
+        use->op = user;
+        return true;
+      }
+      if (def->node(user).op() != "Switch") return false;
+      use->switches.push_back({user, -1});
+      current = user;
+    }
+    return false;
   };
   auto loop_cond_of = [&](int enter) -> const std::string* {
     const proto::AttrValue* frame = FindAttr(def->node(enter), "frame_name");
@@ -340,18 +379,19 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     if (def->node(s).op() != "StackV2") continue;
     // TF1's gradient stacks: pushed in one loop (the forward one) and popped in another (the
     // backward one), each through an Enter; any other use is left for the import to report.
-    int push = -1, pop = -1, push_enter = -1, pop_enter = -1;
+    StackUse push_use, pop_use;
     bool other_use = consumers[s].size() != 2;
     for (const auto& [enter, position, index] : consumers[s]) {
       if (def->node(enter).op() != "Enter") other_use = true;
-      if (int p = only_user(enter, "StackPushV2"); p >= 0) {
-        push = p;
-        push_enter = enter;
-      } else if (int q = only_user(enter, "StackPopV2"); q >= 0) {
-        pop = q;
-        pop_enter = enter;
+      StackUse push_try, pop_try;
+      if (follow(enter, "StackPushV2", &push_try)) {
+        push_use = push_try;
+      } else if (follow(enter, "StackPopV2", &pop_try)) {
+        pop_use = pop_try;
       }
     }
+    const int push = push_use.op, pop = pop_use.op;
+    const int push_enter = push_use.enter, pop_enter = pop_use.enter;
     if (other_use || push < 0 || pop < 0 || !loop_cond_of(push_enter) || !loop_cond_of(pop_enter)) {
       continue;
     }
@@ -386,24 +426,28 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     push_node.clear_input();
     push_node.clear_attr();
     push_node.set_op("TensorListPushBack");
-    push_node.add_input(name + "/_push/_list");
+    push_node.add_input(push_use.switches.empty() ? name + "/_push/_list" : push_inputs[0]);
     for (size_t k = 1; k < push_inputs.size(); ++k) push_node.add_input(push_inputs[k]);
     (*push_node.mutable_attr())["element_dtype"].set_type(elem_type);
-    ThreadThroughLoop(def, push_enter, *loop_cond_of(push_enter), name + "/_push", push_name,
+    ThreadThroughLoop(def, push_enter, *loop_cond_of(push_enter), name + "/_push",
+                      ThreadThroughConds(def, push_use, name + "/_push", push_name, &added),
                       /*exit=*/true, &added);
 
     proto::NodeDef& pop_node = *def->mutable_node(pop);
+    const std::string pop_handle = pop_node.input(0);
     std::vector<std::string> pop_controls(pop_node.input().begin() + 1, pop_node.input().end());
     pop_node.clear_input();
     pop_node.clear_attr();
     pop_node.set_op("TensorListPopBack");
-    pop_node.add_input(name + "/_pop/_list");
+    pop_node.add_input(pop_use.switches.empty() ? name + "/_pop/_list" : pop_handle);
     pop_node.add_input(shape);
     for (const std::string& control : pop_controls) pop_node.add_input(control);
     (*pop_node.mutable_attr())["element_dtype"].set_type(elem_type);
     def->mutable_node(pop_enter)->set_input(0, name + "/_push/_exit");
-    ThreadThroughLoop(def, pop_enter, *loop_cond_of(pop_enter), name + "/_pop",
-                      pop_node.name() + ":0", /*exit=*/false, &added);
+    ThreadThroughLoop(
+        def, pop_enter, *loop_cond_of(pop_enter), name + "/_pop",
+        ThreadThroughConds(def, pop_use, name + "/_pop", pop_node.name() + ":0", &added),
+        /*exit=*/false, &added);
     popped[pop_node.name()] = pop_node.name() + ":1";
   }
   // A pop's value is now its output 1 (output 0 is the shorter list).

@@ -195,21 +195,44 @@ def test_frozen_dynamic_rnn_of_a_basic_lstm_cell(tmp_path):
 
 
 @requires_tensorflow
-def test_tf1_gradients_through_a_while_loop(tmp_path):
+@pytest.mark.parametrize("step", [
+    "tf1.sin(a) * x + a * a",
+    # A cond in the loop: its pushes and pops happen inside branches (through Switches), and the
+    # backward cond uses the loop's invariants without a Switch.
+    "tf1.cond(a[0] > 0, lambda: tf1.sin(a) * x, lambda: a * a + x)",
+])
+def test_tf1_gradients_through_a_while_loop(tmp_path, step):
     # TF1's tf.gradients writes the loop's gradient as a second loop, fed by stacks that the
     # forward loop pushes to (StackV2 / StackPushV2 / StackPopV2): a training graph.
     build = """
         x = tf1.placeholder(tf.float32, [2], name="x")
         n = tf1.placeholder(tf.int32, [], name="n")
-        _, y = tf1.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, tf1.sin(a) * x + a * a),
-                              [0, x])
+        _, y = tf1.while_loop(lambda i, a: i < n, lambda i, a: (i + 1, STEP), [0, x])
         loss = tf1.reduce_sum(y * y, name="loss")
         tf1.identity(tf1.gradients(loss, x)[0], name="dx")
-    """
+    """.replace("STEP", step)
     cases = [{"x:0": [0.5, -1.2], "n:0": 4}, {"x:0": [-0.3, 0.8], "n:0": 3},
              {"x:0": [0.1, 0.2], "n:0": 0}]
     graph_bytes = assert_matches_tf(tmp_path, build, ["loss:0", "dx:0"], cases)
     assert b"StackPushV2" in graph_bytes
+
+
+@requires_tensorflow
+def test_gradients_of_nested_loops_are_reported_unsupported(tmp_path):
+    # Nested loops' gradient stacks enter through two frames: not converted, and the import says
+    # which ops it lacks instead of running a wrong gradient.
+    build = """
+        x = tf1.placeholder(tf.float32, [2], name="x")
+        def outer(i, a):
+            _, b = tf1.while_loop(lambda j, b: j < 2, lambda j, b: (j + 1, tf1.sin(b) * x), [0, a])
+            return [i + 1, b]
+        _, y = tf1.while_loop(lambda i, a: i < 3, outer, [0, x])
+        tf1.identity(tf1.gradients(tf1.reduce_sum(y), x)[0], name="dx")
+    """
+    graph_bytes, _, _ = tf_graph(tmp_path, build, ["dx:0"], {"x:0": [0.5, -1.2]})
+    with pytest.raises(tf.errors.NotFoundError, match="lacks these ops of the GraphDef: "
+                                                      "StackPopV2, StackPushV2, StackV2"):
+        run_in_flowstone(graph_bytes, ["dx:0"], {"x:0": [0.5, -1.2]})
 
 
 @requires_tensorflow
