@@ -12,6 +12,8 @@
 #include <unordered_map>
 
 #include "flowstone/function.h"
+#include "graph/functionalize_control_flow.h"
+#include "graph/tensor_array_v1.h"
 #include "proto/graph.pb.h"
 
 namespace flowstone {
@@ -902,7 +904,29 @@ void CollectFunctions(const Graph& graph, std::vector<const FunctionDef*>* out,
 }
 
 Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefOptions& options,
-                               Graph* graph, ImportGraphDefResults* results);
+                               Graph* graph, ImportGraphDefResults* results,
+                               const std::vector<FunctionalizedBody>& generated = {});
+
+// NotFound, as TensorFlow words it, listing every op type of `def` that Flowstone lacks. TF1's
+// control-flow ops are allowed before FunctionalizeControlFlow removes them.
+Status CheckOpsRegistered(const proto::GraphDef& def, bool allow_v1_control_flow) {
+  std::map<std::string, std::string> unsupported;  // op type -> first node using it
+  for (const proto::NodeDef& node_def : def.node()) {
+    if (allow_v1_control_flow && IsV1ControlFlowOp(node_def.op())) continue;
+    if (OpRegistry::Global().Find(node_def.op()) == nullptr) {
+      unsupported.emplace(node_def.op(), node_def.name());
+    }
+  }
+  if (unsupported.empty()) return Status::OK();
+  std::string list;
+  for (const auto& [op, node] : unsupported) list += StrCat(list.empty() ? "" : ", ", op);
+  const auto& [first_op, first_node] = *unsupported.begin();
+  return errors::NotFound("Op type not registered '", first_op, "' in binary running on ",
+                          HostName(),
+                          ". Make sure the Op and Kernel are registered in the "
+                          "binary running in this process. (node '",
+                          first_node, "'). Flowstone lacks these ops of the GraphDef: ", list);
+}
 
 // Converts "node:output_arg:index", "node:output_arg" or an argument name to a GraphDef input.
 Status GraphInputOfFunctionInput(
@@ -955,6 +979,29 @@ Status GraphInputOfFunctionInput(
                                  arg_name, "' of ", op->name);
 }
 
+// Adds function `name` to `graph`'s library: `body_def` is its body, a GraphDef whose nodes
+// `args` are the arguments' Placeholders and whose tensors `rets` ("node:N", or an argument's
+// name) are its returns.
+Status ImportFunctionBody(const std::string& name, const proto::GraphDef& body_def,
+                          const std::vector<std::string>& args,
+                          const std::vector<std::string>& rets, Graph* graph) {
+  auto body = std::make_shared<Graph>(graph->shared_library());
+  ImportGraphDefOptions options;
+  options.return_elements = rets;
+  for (auto& ret : options.return_elements) {
+    if (ret.find(':') == std::string::npos) ret += ":0";
+  }
+  ImportGraphDefResults results;
+  Status s = ImportGraphDefUnchecked(body_def, options, body.get(), &results);
+  if (!s.ok()) return Status(s.code(), StrCat("in function '", name, "': ", s.message()));
+  FunctionDef imported;
+  imported.name = name;
+  imported.body = body;
+  for (const std::string& arg : args) imported.args.push_back(Endpoint{body->FindNode(arg), 0});
+  imported.rets = results.return_elements;
+  return graph->library().Add(std::move(imported));
+}
+
 Status ImportFunction(const proto::FunctionDef& function, Graph* graph) {
   const std::string& name = function.signature().name();
   proto::GraphDef body_def;
@@ -981,7 +1028,8 @@ Status ImportFunction(const proto::FunctionDef& function, Graph* graph) {
       copy->add_input(converted);
     }
   }
-  std::vector<std::string> rets;
+  std::vector<std::string> args, rets;
+  for (const auto& arg : function.signature().input_arg()) args.push_back(arg.name());
   for (const auto& ret : function.signature().output_arg()) {
     auto it = function.ret().find(ret.name());
     if (it == function.ret().end()) {
@@ -992,23 +1040,7 @@ Status ImportFunction(const proto::FunctionDef& function, Graph* graph) {
     FS_RETURN_IF_ERROR(GraphInputOfFunctionInput(it->second, nodes, name, &converted));
     rets.push_back(converted);
   }
-  auto body = std::make_shared<Graph>(graph->shared_library());
-  ImportGraphDefOptions options;
-  options.return_elements = rets;
-  for (auto& ret : options.return_elements) {
-    if (ret.find(':') == std::string::npos) ret += ":0";
-  }
-  ImportGraphDefResults results;
-  Status s = ImportGraphDefUnchecked(body_def, options, body.get(), &results);
-  if (!s.ok()) return Status(s.code(), StrCat("in function '", name, "': ", s.message()));
-  FunctionDef imported;
-  imported.name = name;
-  imported.body = body;
-  for (const auto& arg : function.signature().input_arg()) {
-    imported.args.push_back(Endpoint{body->FindNode(arg.name()), 0});
-  }
-  imported.rets = results.return_elements;
-  return graph->library().Add(std::move(imported));
+  return ImportFunctionBody(name, body_def, args, rets, graph);
 }
 
 // Adds the library's functions that `graph`'s library lacks, callees before callers.
@@ -1037,10 +1069,10 @@ Status ImportLibrary(const proto::FunctionDefLibrary& library, Graph* graph) {
 }
 
 Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefOptions& options,
-                               Graph* graph, ImportGraphDefResults* results) {
+                               Graph* graph, ImportGraphDefResults* results,
+                               const std::vector<FunctionalizedBody>& generated) {
   const int n = def.node_size();
   std::unordered_map<std::string, int> index_of;
-  std::map<std::string, std::string> unsupported;  // op type -> first node using it
   std::vector<std::vector<InputRef>> inputs(n);
   for (int i = 0; i < n; ++i) {
     const proto::NodeDef& node_def = def.node(i);
@@ -1054,29 +1086,20 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
                                                 "'; node names must be unique"),
                         "ValueError");
     }
-    if (OpRegistry::Global().Find(node_def.op()) == nullptr) {
-      unsupported.emplace(node_def.op(), node_def.name());
-    }
     for (const std::string& input : node_def.input()) {
       InputRef ref;
       FS_RETURN_IF_ERROR(ParseInput(input, node_def.name(), &ref));
       inputs[i].push_back(std::move(ref));
     }
   }
-  if (!unsupported.empty()) {
-    std::string list;
-    for (const auto& [op, node] : unsupported) list += StrCat(list.empty() ? "" : ", ", op);
-    const auto& [first_op, first_node] = *unsupported.begin();
-    return errors::NotFound("Op type not registered '", first_op, "' in binary running on ",
-                            HostName(),
-                            ". Make sure the Op and Kernel are registered in the "
-                            "binary running in this process. (node '",
-                            first_node, "'). Flowstone lacks these ops of the GraphDef: ", list);
-  }
+  FS_RETURN_IF_ERROR(CheckOpsRegistered(def, /*allow_v1_control_flow=*/false));
 
   // Functions first: the call ops' shape functions look them up. The library only grows, so
   // functions stay in it even when a node fails below.
   if (def.library().function_size() > 0) FS_RETURN_IF_ERROR(ImportLibrary(def.library(), graph));
+  for (const FunctionalizedBody& fn : generated) {
+    FS_RETURN_IF_ERROR(ImportFunctionBody(fn.name, *fn.body, fn.args, fn.rets, graph));
+  }
 
   std::unordered_map<std::string, Endpoint> input_map;
   std::set<std::string> mapped;
@@ -1147,6 +1170,30 @@ Status ImportGraphDefUnchecked(const proto::GraphDef& def, const ImportGraphDefO
   return ReturnElements(options, imported, results);
 }
 
+// The nodes of a TF1 loop or cond move into functions; mapping or returning one of them is an
+// error that says so (rather than that the GraphDef lacks the node).
+Status CheckRequestedNodesKept(const proto::GraphDef& before, const proto::GraphDef& after,
+                               const ImportGraphDefOptions& options) {
+  std::set<std::string> kept, moved;
+  for (const proto::NodeDef& node : after.node()) kept.insert(node.name());
+  for (const proto::NodeDef& node : before.node()) {
+    if (!kept.count(node.name())) moved.insert(node.name());
+  }
+  std::vector<std::string> requested = options.return_elements;
+  for (const auto& [key, endpoint] : options.input_map) requested.push_back(key);
+  for (const std::string& element : requested) {
+    InputRef ref;
+    if (!ParseInput(element, "import_graph_def", &ref).ok() || !moved.count(ref.node)) continue;
+    return WithPyType(
+        errors::InvalidArgument("Cannot map or return '", element, "': node '", ref.node,
+                                "' is inside a TF1 while loop or cond, which Flowstone imports "
+                                "as a While or If over library functions; use the loop's Exit or "
+                                "the cond's Merge (or a tensor outside them) instead"),
+        "ValueError");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 Status GraphToGraphDef(const Graph& graph, proto::GraphDef* out) {
@@ -1184,11 +1231,29 @@ Status ImportGraphDef(const proto::GraphDef& def, const ImportGraphDefOptions& o
   const bool has_ref_variables =
       std::any_of(def.node().begin(), def.node().end(),
                   [](const proto::NodeDef& node) { return node.op() == "VariableV2"; });
+  const bool has_v1_control_flow = HasV1ControlFlow(def);
+  const bool has_tensor_arrays = HasTensorArraysV3(def);
   Status s;
-  if (has_ref_variables) {
+  if (has_ref_variables || has_v1_control_flow || has_tensor_arrays) {
     proto::GraphDef rewritten = def;
-    RewriteRefVariables(&rewritten);
-    s = ImportGraphDefUnchecked(rewritten, options, graph, results);
+    if (has_ref_variables) RewriteRefVariables(&rewritten);
+    if (has_tensor_arrays) s = RewriteTensorArraysV3(&rewritten);
+    if (s.ok() && has_v1_control_flow && HasStacksV2(rewritten)) s = RewriteStacksV2(&rewritten);
+    std::vector<FunctionalizedBody> generated;
+    if (has_v1_control_flow) {
+      // TF1 loops and conds become While and If over new functions (one function mechanism).
+      std::set<std::string> library_names;
+      for (const auto& function : def.library().function()) {
+        library_names.insert(function.signature().name());
+      }
+      auto taken = [&](const std::string& name) {
+        return library_names.count(name) > 0 || graph->library().Find(name) != nullptr;
+      };
+      if (s.ok()) s = CheckOpsRegistered(rewritten, /*allow_v1_control_flow=*/true);
+      if (s.ok()) s = FunctionalizeControlFlow(&rewritten, taken, &generated);
+      if (s.ok()) s = CheckRequestedNodesKept(def, rewritten, options);
+    }
+    if (s.ok()) s = ImportGraphDefUnchecked(rewritten, options, graph, results, generated);
   } else {
     s = ImportGraphDefUnchecked(def, options, graph, results);
   }

@@ -1,5 +1,5 @@
-// Type conversion and selection: Cast, SelectV2 (tf.where with three arguments) and Where
-// (tf.where with one argument), with the gradients of Cast and SelectV2.
+// Type conversion and selection: Cast, SelectV2 (tf.where with three arguments), Select (TF1's)
+// and Where (tf.where with one argument), with the gradients of Cast, SelectV2 and Select.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -214,6 +214,26 @@ Status ComputeSelect(KernelContext& ctx, const Broadcaster<3>& bcast) {
   return Status::OK();
 }
 
+// Runs ComputeSelect for the element type of `dtype`.
+Status DispatchSelect(KernelContext& ctx, const Broadcaster<3>& bcast, DType dtype) {
+  if (dtype == DType::kString) return ComputeSelect<std::string>(ctx, bcast);
+  switch (DTypeSize(dtype)) {
+    case 1:
+      return ComputeSelect<uint8_t>(ctx, bcast);
+    case 2:
+      return ComputeSelect<uint16_t>(ctx, bcast);
+    case 4:
+      return ComputeSelect<uint32_t>(ctx, bcast);
+    case 8:
+      return ComputeSelect<uint64_t>(ctx, bcast);
+    case 16:
+      return ComputeSelect<complex128>(ctx, bcast);
+    default:
+      return errors::InvalidArgument(ctx.node().type(), " has no kernel for dtype ",
+                                     DTypeName(dtype));
+  }
+}
+
 Status SelectV2Kernel(KernelContext& ctx) {
   const Tensor& cond = ctx.input(0);
   const Tensor& then_value = ctx.input(1);
@@ -226,22 +246,7 @@ Status SelectV2Kernel(KernelContext& ctx) {
         " must be broadcastable: aligned from the last dimension, each dimension must be equal "
         "or 1 across the three.");
   }
-  if (then_value.dtype() == DType::kString) return ComputeSelect<std::string>(ctx, bcast);
-  switch (DTypeSize(then_value.dtype())) {
-    case 1:
-      return ComputeSelect<uint8_t>(ctx, bcast);
-    case 2:
-      return ComputeSelect<uint16_t>(ctx, bcast);
-    case 4:
-      return ComputeSelect<uint32_t>(ctx, bcast);
-    case 8:
-      return ComputeSelect<uint64_t>(ctx, bcast);
-    case 16:
-      return ComputeSelect<complex128>(ctx, bcast);
-    default:
-      return errors::InvalidArgument("SelectV2 has no kernel for dtype ",
-                                     DTypeName(then_value.dtype()));
-  }
+  return DispatchSelect(ctx, bcast, then_value.dtype());
 }
 
 // A scalar zero of any dtype (all of whose zeros are all-zero bits), cheaper than ZerosLike of
@@ -276,6 +281,82 @@ FS_REGISTER_OP(OpBuilder("SelectV2")
                    .Kernel("CPU", SelectV2Kernel)
                    .Gradient(SelectV2Grad)
                    .Doc("condition ? t : e elementwise, the three broadcast together like numpy."));
+
+// ----------------------------------------------------------------------------------------------
+// Select: TF1's tf.where with three arguments, which imported graphs carry (dynamic_rnn with
+// sequence_length). t and e have one shape; the condition has that shape, is a scalar, or is a
+// vector that picks whole rows (t's first dimension). It runs as SelectV2 with a vector condition
+// seen as [n, 1, ..., 1].
+
+Status SelectShape(InferenceContext& ctx) {
+  PartialShape value;
+  if (!ctx.input(1).Merge(ctx.input(2), &value).ok()) {
+    return errors::InvalidArgument("Select: 'then' and 'else' must have the same shape, got ",
+                                   ctx.input(1).ToString(), " and ", ctx.input(2).ToString());
+  }
+  const PartialShape& cond = ctx.input(0);
+  const bool row_wise = cond.rank() == 1 && value.rank() > 1;
+  if (cond.known_rank() && value.known_rank() && cond.rank() != 0 && !row_wise &&
+      !cond.IsCompatibleWith(value)) {
+    return errors::InvalidArgument("Select: the condition of shape ", cond.ToString(),
+                                   " must be a scalar, a vector over the first dimension, or "
+                                   "have the values' shape ",
+                                   value.ToString());
+  }
+  ctx.set_output(0, value);
+  return Status::OK();
+}
+
+Status SelectKernel(KernelContext& ctx) {
+  const Tensor& cond = ctx.input(0);
+  const TensorShape& shape = ctx.input(1).shape();
+  if (shape != ctx.input(2).shape()) {
+    return errors::InvalidArgument("'then' and 'else' must have the same size.  but received: ",
+                                   shape.ToString(), " vs. ", ctx.input(2).shape().ToString());
+  }
+  TensorShape cond_shape = cond.shape();
+  if (cond_shape.rank() == 1 && shape.rank() > 1) {
+    if (cond_shape.dim(0) != shape.dim(0)) {
+      return errors::InvalidArgument(
+          "Number of batches of 'then' must match size of 'cond', but "
+          "saw: ",
+          shape.dim(0), " vs. ", cond_shape.dim(0));
+    }
+    std::vector<int64_t> rows(shape.rank(), 1);
+    rows[0] = cond_shape.dim(0);
+    cond_shape = TensorShape(rows);
+  } else if (cond_shape.rank() != 0 && cond_shape != shape) {
+    return errors::InvalidArgument(
+        "'cond' and 'then' must have the same shape (or 'cond' a "
+        "scalar or a vector over the first dimension), got ",
+        cond_shape.ToString(), " and ", shape.ToString());
+  }
+  Broadcaster<3> bcast;
+  FS_RETURN_IF_ERROR(bcast.Init({&cond_shape, &shape, &shape}));
+  return DispatchSelect(ctx, bcast, ctx.input(1).dtype());
+}
+
+// As SelectV2's, with zeros of the gradient's shape (no broadcasting to undo).
+Status SelectGrad(GradientContext& ctx) {
+  const Endpoint cond = ctx.input(0);
+  const Endpoint grad = ctx.output_grad(0);
+  const Endpoint zeros = ctx.Op("ZerosLike", {grad});
+  ctx.SetInputGrad(1, ctx.Op("Select", {cond, grad, zeros}));
+  ctx.SetInputGrad(2, ctx.Op("Select", {cond, zeros, grad}));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("Select")
+                   .Input("condition", "bool")
+                   .Input("t", "T")
+                   .Input("e", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", kAllTypesAndString)
+                   .Shape(SelectShape)
+                   .Kernel("CPU", SelectKernel)
+                   .Gradient(SelectGrad)
+                   .Doc("condition ? t : e elementwise (TF1's tf.where); a vector condition "
+                        "picks rows."));
 
 // ----------------------------------------------------------------------------------------------
 // Where

@@ -110,6 +110,13 @@ CASES += [
     Case("SelectV2", [rand(2, 3) > 0, rand(), rand(2, 3)], np.where, grad=[1, 2]),
 ]
 
+# TF1's Select: a condition of the values' shape, or a vector that picks rows.
+CASES += [
+    Case("Select", [rand(2, 3) > 0, rand(2, 3), rand(2, 3)], np.where, grad=[1, 2]),
+    Case("Select", [rand(3) > 0, rand(3, 2), rand(3, 2)],
+         lambda c, t, e: np.where(c[:, None], t, e), grad=[1, 2]),
+]
+
 # No gradient defined for these in TensorFlow; the family marks them .NotDifferentiable().
 NOT_DIFFERENTIABLE = {
     "FloorDiv", "Floor", "Ceil", "Round", "LogicalNot", "Equal", "NotEqual", "Less",
