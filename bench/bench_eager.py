@@ -39,8 +39,8 @@ def mlp_data():
             rng.randn(64, LAYERS[-1][1]).astype(np.float32))
 
 
-def run_tf(tf, flowstone):
-    """Flowstone or TensorFlow (compat.v1 API, eager)."""
+def run_tf(tf, flowstone, quick=False):
+    """Flowstone or TensorFlow (compat.v1 API, eager). `quick`: only the first three cases."""
     out = {}
     a, b = tf.constant([1.0, 2.0, 3.0]), tf.constant([4.0, 5.0, 6.0])
     out[CASES[0]] = best_us(lambda: a + b, 20000)
@@ -55,6 +55,8 @@ def run_tf(tf, flowstone):
         return tape.gradient(y, x)
 
     out[CASES[2]] = best_us(fwd_bwd, 2000)
+    if quick:
+        return out
 
     weights0, inputs, targets = mlp_data()
     variables = [tf.Variable(w) for w in weights0]
@@ -100,7 +102,7 @@ def session_step_us(tf, flowstone):
             return best_us(lambda: sess.run(train), 200)
 
 
-def run_torch():
+def run_torch(quick=False):
     import torch
     torch.set_num_threads(os.cpu_count() or 1)
     out = {}
@@ -115,6 +117,8 @@ def run_torch():
         return x.grad
 
     out[CASES[2]] = best_us(fwd_bwd, 2000)
+    if quick:
+        return out
     weights0, inputs, targets = mlp_data()
     params = [torch.tensor(w, requires_grad=True) for w in weights0]
     xs, ys = torch.tensor(inputs), torch.tensor(targets)
@@ -139,7 +143,11 @@ def run_torch():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--framework", default=None,
+                        help="run one framework (flowstone, tensorflow, torch) and print its "
+                        "JSON, as bench/eager_rounds.py does")
+    parser.add_argument("--quick", action="store_true",
+                        help="with --framework: only the add, matmul and forward+backward cases")
     parser.add_argument("--peer-python", default=None,
                         help="a Python with tensorflow-cpu and torch installed")
     args = parser.parse_args()
@@ -147,10 +155,15 @@ def main():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import tensorflow.compat.v1 as tf
         tf.enable_eager_execution()
-        print(json.dumps(run_tf(tf, flowstone=False)))
+        print(json.dumps(run_tf(tf, flowstone=False, quick=args.quick)))
         return
     if args.framework == "torch":
-        print(json.dumps(run_torch()))
+        print(json.dumps(run_torch(quick=args.quick)))
+        return
+    if args.framework == "flowstone":
+        import flowstone as tf
+        tf.enable_eager_execution()
+        print(json.dumps(run_tf(tf, flowstone=True, quick=args.quick)))
         return
     import flowstone as tf
     tf.enable_eager_execution()

@@ -1,5 +1,6 @@
 // GradientTape: records eager ops and computes gradients with the graph GradFns. See
 // flowstone/eager.h.
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -134,7 +135,9 @@ struct Ref {
 // value, or the op prepared for its input dtypes.
 struct Step {
   Node* node = nullptr;
-  std::optional<TensorHandle> constant;
+  // The outputs, when they are the same in every pass: a constant, or an op folded when the
+  // pass was built (see FoldStep).
+  std::vector<TensorHandle> constants;
   EagerContext::CachedOp* op = nullptr;
 };
 
@@ -146,7 +149,8 @@ struct BackwardProgram {
   std::vector<Endpoint> leaves;
   std::vector<Node*> entries;
   std::vector<Step> steps;
-  std::vector<int> source_slot;  // per source: its index in `grads`, or -1
+  std::vector<Step> constant_leaves;  // the leaves held as constants, with their values
+  std::vector<int> source_slot;       // per source: its index in `grads`, or -1
   std::vector<Endpoint> grads;
 
   Endpoint Resolve(const Ref& r) const {
@@ -250,6 +254,46 @@ Status ShapeOnlyValue(EagerContext& ctx, const Node& node, DType dtype, const Te
   return Status::OK();
 }
 
+// Computes a gradient op while its pass is built when its outputs are the same in every pass:
+// a shape-reading op (ReadsOnlyShape) of a tensor whose static shape is fully known (the leaves'
+// shapes are part of the pass's structure), or a stateless op all of whose inputs are such
+// values or constants (the Reshape and Tile that spread a reduction's gradient). Sets *done and
+// fills step->constants when it did; an error leaves the op to run in each pass.
+Status FoldStep(EagerContext& ctx, const Node& node,
+                const std::unordered_map<const Node*, const Step*>& folded, Step* step,
+                bool* done) {
+  *done = false;
+  if (node.is_stateful() || node.num_inputs() == 0 || !node.control_inputs().empty()) {
+    return Status::OK();
+  }
+  if (ReadsOnlyShape(node.type()) && node.num_inputs() == 1) {
+    const Endpoint& in = node.input(0);
+    const PartialShape& shape = in.node->output_shape(in.index);
+    if (!shape.IsFullyDefined()) return Status::OK();
+    TensorHandle value(Tensor(), nullptr);
+    FS_RETURN_IF_ERROR(
+        ShapeOnlyValue(ctx, node, in.node->output_type(in.index), shape.ToTensorShape(), &value));
+    step->constants.push_back(std::move(value));
+    *done = true;
+    return Status::OK();
+  }
+  std::vector<const TensorHandle*> inputs;
+  std::vector<DType> input_types;
+  for (const Endpoint& in : node.inputs()) {
+    auto it = folded.find(in.node);
+    if (it == folded.end() || in.index >= static_cast<int>(it->second->constants.size())) {
+      return Status::OK();
+    }
+    inputs.push_back(&it->second->constants[in.index]);
+    input_types.push_back(inputs.back()->tensor().dtype());
+  }
+  EagerContext::CachedOp* op = nullptr;
+  FS_RETURN_IF_ERROR(ctx.Prepare(node.type(), input_types, node.attrs(), "", &op));
+  FS_RETURN_IF_ERROR(ctx.Run(*op, inputs, "", &step->constants));
+  *done = true;
+  return Status::OK();
+}
+
 // Pauses a tape's recording for a scope: the backward pass is not recorded by the tape that
 // computes it.
 class PauseRecording {
@@ -279,6 +323,28 @@ struct Leaf {
   const TensorShape* shape;
   const TensorHandle* value;
 };
+
+// Whether a leaf is a small integer tensor in host memory whose value is at hand.
+bool IsSmallIndexValue(const Leaf& leaf) {
+  constexpr int64_t kMaxElements = 16;
+  if (leaf.value == nullptr || (leaf.dtype != DType::kInt32 && leaf.dtype != DType::kInt64)) {
+    return false;
+  }
+  const Device* device = leaf.value->device();
+  return (device == nullptr || device->host_memory()) &&
+         leaf.value->tensor().num_elements() <= kMaxElements;
+}
+
+// Appends "<leaf>=<values> " to a structure key.
+void AppendValues(size_t leaf, const Tensor& value, std::string* key) {
+  *key += std::to_string(leaf);
+  *key += '=';
+  for (int64_t i = 0; i < value.num_elements(); ++i) {
+    *key += std::to_string(value.ElementAsInt64(i));
+    *key += ',';
+  }
+  *key += ' ';
+}
 
 }  // namespace
 
@@ -342,11 +408,11 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
       inputs.push_back(ref(in.id, in.dtype, in.shape, in.value ? &*in.value : nullptr));
     }
     const int k = static_cast<int>(replayed.size());
+    // The op by its node in the eager cache, which stands for one op type, input dtypes and
+    // attrs for the life of the process.
     key += '\n';
-    key += entry.node->type();
-    for (const auto& [name, value] : entry.node->attrs().entries()) {
-      key += StrCat(" ", name, "=", AttrValueToString(value));
-    }
+    const uintptr_t node_address = reinterpret_cast<uintptr_t>(entry.node);
+    key.append(reinterpret_cast<const char*>(&node_address), sizeof(node_address));
     key += " <- ";
     for (const Ref& r : inputs) append_ref(r);
     for (size_t o = 0; o < entry.outputs.size(); ++o) {
@@ -381,6 +447,20 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
     xs.push_back(ref_handle(*s));
     append_ref(xs.back());
   }
+  // Small integer leaves (reduction axes, shapes, permutations) other than targets, seeds and
+  // sources: their values are part of the structure and the program holds them as constants,
+  // so gradient functions take their static paths and what they compute from them is folded.
+  std::vector<bool> constant_leaf(leaves.size(), false);
+  for (size_t i = 0; i < leaves.size(); ++i) constant_leaf[i] = IsSmallIndexValue(leaves[i]);
+  for (const Ref& r : ys) constant_leaf[r.index] = constant_leaf[r.index] && r.entry >= 0;
+  for (const Ref& r : xs) constant_leaf[r.index] = constant_leaf[r.index] && r.entry >= 0;
+  for (const auto& r : seeds) {
+    if (r && r->entry < 0) constant_leaf[r->index] = false;
+  }
+  key += "\nc";
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    if (constant_leaf[i]) AppendValues(i, leaves[i].value->tensor(), &key);
+  }
 
   std::shared_ptr<const BackwardProgram> program;
   {
@@ -390,16 +470,29 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
   }
   if (program == nullptr) {
     auto built = std::make_shared<BackwardProgram>();
+    built->constant_leaves.reserve(leaves.size());  // `folded` points into it
     built->graph = std::make_shared<Graph>();
     Graph* graph = built->graph.get();
-    for (const Leaf& leaf : leaves) {
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      const Leaf& leaf = leaves[i];
       NodeSpec spec;
       spec.name = graph->UniqueName("leaf");
-      spec.op = "Placeholder";
       spec.attrs.Set("dtype", leaf.dtype);
-      spec.attrs.Set("shape", PartialShape(*leaf.shape));
+      if (constant_leaf[i]) {
+        spec.op = "Const";
+        spec.attrs.Set("value", leaf.value->tensor().Copy());
+      } else {
+        spec.op = "Placeholder";
+        spec.attrs.Set("shape", PartialShape(*leaf.shape));
+      }
       FS_ASSIGN_OR_RETURN(Node * node, graph->AddNode(std::move(spec)));
       built->leaves.push_back(Endpoint{node, 0});
+      if (constant_leaf[i]) {
+        Step constant;
+        constant.node = node;
+        constant.constants.push_back(*leaf.value);
+        built->constant_leaves.push_back(std::move(constant));
+      }
     }
     for (size_t k = 0; k < replayed.size(); ++k) {
       NodeSpec spec;
@@ -422,7 +515,11 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
     }
     const int first_gradient_node = graph->num_nodes();
     FS_RETURN_IF_ERROR(AddGradients(graph, y_endpoints, x_endpoints, options, &built->grads));
-    // Each gradient op resolved to its kernel now, so that a pass runs them with no lookups.
+    // Each gradient op resolved to its kernel now, so that a pass runs them with no lookups;
+    // what depends only on constants and shapes is computed now, once.
+    std::unordered_map<const Node*, const Step*> folded;
+    for (const Step& constant : built->constant_leaves) folded[constant.node] = &constant;
+    built->steps.reserve(graph->num_nodes() - first_gradient_node);
     for (int id = first_gradient_node; id < graph->num_nodes(); ++id) {
       Step step;
       step.node = graph->node(id);
@@ -431,16 +528,22 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
         FS_RETURN_IF_ERROR(step.node->attrs().Get("value", &value));
         std::unique_ptr<TensorHandle> handle;
         FS_RETURN_IF_ERROR(ctx.MakeHandle(value, "", &handle));
-        step.constant = *handle;
+        step.constants.push_back(*handle);
       } else {
-        std::vector<DType> input_types;
-        for (int i = 0; i < step.node->num_inputs(); ++i) {
-          input_types.push_back(step.node->input_type(i));
+        bool done = false;
+        // A fold that fails leaves the op to run (and report its error) in each pass.
+        if (!FoldStep(ctx, *step.node, folded, &step, &done).ok() || !done) {
+          step.constants.clear();
+          std::vector<DType> input_types;
+          for (int i = 0; i < step.node->num_inputs(); ++i) {
+            input_types.push_back(step.node->input_type(i));
+          }
+          FS_RETURN_IF_ERROR(
+              ctx.Prepare(step.node->type(), input_types, step.node->attrs(), "", &step.op));
         }
-        FS_RETURN_IF_ERROR(
-            ctx.Prepare(step.node->type(), input_types, step.node->attrs(), "", &step.op));
       }
       built->steps.push_back(std::move(step));
+      if (!built->steps.back().constants.empty()) folded[step.node] = &built->steps.back();
     }
     program = built;
     std::lock_guard<std::mutex> lock(programs_mu);
@@ -474,8 +577,10 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
   std::vector<const TensorHandle*> inputs;
   for (const Step& step : program->steps) {
     const Node& node = *step.node;
-    if (step.constant) {
-      values.Set(Endpoint{step.node, 0}, *step.constant);
+    if (!step.constants.empty()) {
+      for (size_t o = 0; o < step.constants.size(); ++o) {
+        values.Set(Endpoint{step.node, static_cast<int>(o)}, step.constants[o]);
+      }
       continue;
     }
     inputs.clear();
