@@ -116,7 +116,7 @@ class EagerContext {
                      const AttrMap& attrs, Device* device, CachedOp** out);
   Status PrepareOn(const std::string& op_type, const DType* input_types, size_t num_inputs,
                    const AttrMap& attrs, const std::string& device, CachedOp** out);
-  Status CheckShapes(CachedOp& op, const std::vector<Tensor>& in, const std::string& name);
+  Status CheckShapes(CachedOp& op, const Tensor* in, int n_in, const std::string& name);
   void Record(CachedOp& op, const std::vector<const TensorHandle*>& inputs,
               const std::vector<TensorHandle>& outputs);
   // One eager variable's storage and the allocator of its handle tensors (see Run).

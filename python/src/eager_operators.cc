@@ -8,9 +8,11 @@
 #include <nanobind/stl/string.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flowstone/eager.h"
@@ -108,8 +110,11 @@ PyObject* TryFast(Operator& op, PyObject* a, PyObject* b) {
     if (!ctx.Prepare(op.op_type, {dtype, dtype}, {}, "", &prepared).ok()) return nullptr;
     op.prepared[static_cast<int>(dtype)].store(prepared, std::memory_order_release);
   }
-  std::vector<const TensorHandle*> inputs{x, y};
-  std::vector<TensorHandle> outputs;
+  // Reused by every call on this thread, so that a call allocates only its result.
+  thread_local std::vector<const TensorHandle*> inputs(2);
+  thread_local std::vector<TensorHandle> outputs;
+  inputs[0] = x;
+  inputs[1] = y;
   Status s;
   if (std::max(x->tensor().num_elements(), y->tensor().num_elements()) >= kReleaseGilElements) {
     nb::gil_scoped_release release;
@@ -123,15 +128,30 @@ PyObject* TryFast(Operator& op, PyObject* a, PyObject* b) {
   return NewTensor(std::move(outputs[0]));
 }
 
-PyObject* CallOperator(PyObject* capsule, PyObject* const* args, Py_ssize_t nargs) {
-  auto* op = static_cast<Operator*>(PyCapsule_GetPointer(capsule, nullptr));
-  if (op == nullptr) return nullptr;
-  if (nargs == 2 && tensor_class.type != nullptr) {
-    PyObject* result = TryFast(*op, args[0], args[1]);
+// The operators made so far; each is a method descriptor of EagerTensor calling
+// CallOperator<its index>, so `x + y` reaches it with no bound-method object in between.
+constexpr int kMaxOperators = 8;
+Operator* operators[kMaxOperators] = {};
+int num_operators = 0;
+
+template <int kIndex>
+PyObject* CallOperator(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  Operator& op = *operators[kIndex];
+  if (nargs == 1) {
+    PyObject* result = TryFast(op, self, args[0]);
     if (result != nullptr || PyErr_Occurred()) return result;
   }
-  return PyObject_Vectorcall(op->fallback.ptr(), args, static_cast<size_t>(nargs), nullptr);
+  std::vector<PyObject*> call_args{self};
+  call_args.insert(call_args.end(), args, args + nargs);
+  return PyObject_Vectorcall(op.fallback.ptr(), call_args.data(), call_args.size(), nullptr);
 }
+
+template <int... kIndex>
+constexpr std::array<_PyCFunctionFast, sizeof...(kIndex)> Callers(
+    std::integer_sequence<int, kIndex...>) {
+  return {CallOperator<kIndex>...};
+}
+constexpr auto kCallers = Callers(std::make_integer_sequence<int, kMaxOperators>());
 
 }  // namespace
 
@@ -159,21 +179,22 @@ void RegisterEagerOperators(nb::module_& m) {
   m.def(
       "eager_operator",
       [](const std::string& op_type, nb::object fallback) {
+        if (tensor_class.type == nullptr) {
+          throw nb::type_error("eager_register_tensor_class must be called first");
+        }
+        if (num_operators == kMaxOperators) throw nb::value_error("too many eager operators");
         // Operators live for the process (they are class attributes of EagerTensor).
         auto* op = new Operator();
         op->op_type = op_type;
         op->fallback = std::move(fallback);
         op->def.ml_name = "eager_operator";
-        op->def.ml_meth = reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(CallOperator));
+        op->def.ml_meth =
+            reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(kCallers[num_operators]));
         op->def.ml_flags = METH_FASTCALL;
         op->def.ml_doc = "An EagerTensor operator running its op in C++ (eager_operators.cc).";
-        nb::object capsule = nb::steal(PyCapsule_New(op, nullptr, nullptr));
-        if (!capsule.is_valid()) throw nb::python_error();
-        nb::object function = nb::steal(PyCFunction_New(&op->def, capsule.ptr()));
-        if (!function.is_valid()) throw nb::python_error();
-        // An instance method binds the tensor as the first argument, as a def in the class does.
-        nb::object method = nb::steal(PyInstanceMethod_New(function.ptr()));
+        nb::object method = nb::steal(PyDescr_NewMethod(tensor_class.type, &op->def));
         if (!method.is_valid()) throw nb::python_error();
+        operators[num_operators++] = op;
         return method;
       },
       nb::arg("op_type"), nb::arg("fallback"),

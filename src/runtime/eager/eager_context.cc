@@ -126,6 +126,24 @@ class InputTypes {
   std::vector<DType> heap_;
 };
 
+// A call's input or output tensors, without a heap allocation for the usual few.
+class CallTensors {
+ public:
+  explicit CallTensors(size_t size) : size_(size) {
+    if (size_ > kInline) heap_.resize(size_);
+  }
+  Tensor* data() { return size_ > kInline ? heap_.data() : inline_; }
+  const Tensor* data() const { return size_ > kInline ? heap_.data() : inline_; }
+  Tensor& operator[](size_t i) { return data()[i]; }
+  size_t size() const { return size_; }
+
+ private:
+  static constexpr size_t kInline = 3;
+  size_t size_;
+  Tensor inline_[kInline];
+  std::vector<Tensor> heap_;
+};
+
 // The op whose kernel keeps per-node state (the variable it looked up), so it is built per call
 // rather than cached; its handle owns the variable (see EagerContext::Run).
 constexpr char kVarHandleOp[] = "VarHandleOp";
@@ -377,9 +395,8 @@ Status EagerContext::Execute(const std::string& op_type,
   return Run(*op, inputs, name, outputs);
 }
 
-Status EagerContext::CheckShapes(CachedOp& op, const std::vector<Tensor>& in,
+Status EagerContext::CheckShapes(CachedOp& op, const Tensor* in, int n_in,
                                  const std::string& name) {
-  const int n_in = static_cast<int>(in.size());
   bool probe = false;
   {
     std::lock_guard<std::mutex> lock(op.shapes_mu);
@@ -431,7 +448,7 @@ Status EagerContext::CheckShapes(CachedOp& op, const std::vector<Tensor>& in,
   }
   if (op.shape_fn_uses_only_shapes) {
     op.checked_shapes.clear();
-    for (const Tensor& t : in) op.checked_shapes.push_back(t.shape());
+    for (int i = 0; i < n_in; ++i) op.checked_shapes.push_back(in[i].shape());
     op.shapes_checked = true;
   }
   return Status::OK();
@@ -465,7 +482,7 @@ Status EagerContext::Run(CachedOp& op, const std::vector<const TensorHandle*>& i
 
   // The inputs, in the memory the kernel reads them from.
   Status s;
-  std::vector<Tensor> in(n_in);
+  CallTensors in(n_in);
   for (int i = 0; i < n_in; ++i) {
     const TensorHandle& h = *inputs[i];
     const bool wants_host =
@@ -490,9 +507,9 @@ Status EagerContext::Run(CachedOp& op, const std::vector<const TensorHandle*>& i
   }
 
   // Graph mode's shape checks, on the actual shapes (and values, for shape arguments).
-  FS_RETURN_IF_ERROR(CheckShapes(op, in, name));
+  FS_RETURN_IF_ERROR(CheckShapes(op, in.data(), n_in, name));
 
-  std::vector<Tensor> out(node.num_outputs());
+  CallTensors out(node.num_outputs());
   std::shared_ptr<VariableOwner> variable;
   if (op.owns_variable) variable = OwnerOfVariable(VarNameOf(node));
   KernelContext::Params params;
