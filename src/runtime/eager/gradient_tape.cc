@@ -168,6 +168,15 @@ std::unordered_map<std::string, std::shared_ptr<const BackwardProgram>>& Program
   return *programs;
 }
 
+// How many programs were made per structure with different values of its small integer leaves
+// (guarded by programs_mu). Past kMaxValueVariants, the structure gets one program that reads
+// those leaves as Placeholders.
+constexpr int kMaxValueVariants = 4;
+std::unordered_map<std::string, int>& ValueVariants() {
+  static auto* variants = new std::unordered_map<std::string, int>();
+  return *variants;
+}
+
 // What each tensor of a program's graph holds during one pass: its value, or only its dtype and
 // shape when the tape did not keep the value.
 class Values {
@@ -457,6 +466,7 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
   for (const auto& r : seeds) {
     if (r && r->entry < 0) constant_leaf[r->index] = false;
   }
+  const std::string structure = key;
   key += "\nc";
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (constant_leaf[i]) AppendValues(i, leaves[i].value->tensor(), &key);
@@ -466,7 +476,16 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
   {
     std::lock_guard<std::mutex> lock(programs_mu);
     auto it = Programs().find(key);
-    if (it != Programs().end()) program = it->second;
+    if (it != Programs().end()) {
+      program = it->second;
+    } else if (++ValueVariants()[structure] > kMaxValueVariants) {
+      // The integer leaves take new values pass after pass (gather indices, not axes): one
+      // program with them as Placeholders serves every pass.
+      constant_leaf.assign(leaves.size(), false);
+      key = structure + "\nc*";
+      it = Programs().find(key);
+      if (it != Programs().end()) program = it->second;
+    }
   }
   if (program == nullptr) {
     auto built = std::make_shared<BackwardProgram>();
@@ -547,7 +566,10 @@ Status GradientTape::Gradient(EagerContext& ctx, const std::vector<const TensorH
     }
     program = built;
     std::lock_guard<std::mutex> lock(programs_mu);
-    if (Programs().size() >= kMaxPrograms) Programs().clear();
+    if (Programs().size() >= kMaxPrograms) {
+      Programs().clear();
+      ValueVariants().clear();
+    }
     Programs().emplace(std::move(key), program);
   }
 

@@ -184,3 +184,23 @@ def test_a_cached_shape_check_still_rejects_other_shapes_and_values():
     assert tf.reshape(x, [2, 3]).shape == (2, 3)
     with pytest.raises(tf.errors.InvalidArgumentError, match="Op:Reshape"):
         tf.reshape(x, [4, 2])
+
+
+def test_integer_inputs_that_change_every_pass_keep_gradients_right():
+    # Gather indices are small integer leaves like axes, but new each pass: after a few
+    # programs with them as constants, one program reads them as inputs.
+    x = tf.constant(np.arange(10, dtype=np.float32))
+    for step in range(12):
+        indices = [step % 10, (step * 3 + 1) % 10]
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.gather(x, tf.constant(indices)) * 2.0)
+        expected = np.zeros(10, np.float32)
+        np.add.at(expected, indices, 2.0)
+        np.testing.assert_array_equal(tape.gradient(y, x).numpy(), expected)
+    for axis in (0, 1, 0, 1):  # axes: one program per value, reused
+        m = tf.constant(np.ones([2, 3], np.float32))
+        with tf.GradientTape() as tape:
+            tape.watch(m)
+            y = tf.reduce_sum(tf.reduce_sum(m * m, axis=axis))
+        np.testing.assert_array_equal(tape.gradient(y, m).numpy(), np.full([2, 3], 2.0))
