@@ -144,6 +144,39 @@ class CallTensors {
   std::vector<Tensor> heap_;
 };
 
+// An input whose value a shape function may key its verdict on cheaply: a host integer tensor
+// of at most 16 elements (an axis, a shape, a permutation).
+bool IsSmallIndexValue(const Tensor& t, bool host) {
+  return host && (t.dtype() == DType::kInt32 || t.dtype() == DType::kInt64) &&
+         t.num_elements() <= 16;
+}
+
+// The values of the small integer inputs, each preceded by its element count.
+void AppendSmallValues(const Tensor* in, int n_in, const std::vector<bool>& host,
+                       std::vector<int64_t>* out) {
+  for (int i = 0; i < n_in; ++i) {
+    if (!IsSmallIndexValue(in[i], host[i])) continue;
+    out->push_back(in[i].num_elements());
+    for (int64_t k = 0; k < in[i].num_elements(); ++k) out->push_back(in[i].ElementAsInt64(k));
+  }
+}
+
+// Whether the small integer inputs hold the values AppendSmallValues stored.
+bool SameSmallValues(const Tensor* in, int n_in, const std::vector<bool>& host,
+                     const std::vector<int64_t>& stored) {
+  size_t pos = 0;
+  for (int i = 0; i < n_in; ++i) {
+    if (!IsSmallIndexValue(in[i], host[i])) continue;
+    const int64_t n = in[i].num_elements();
+    if (pos + n + 1 > stored.size() || stored[pos] != n) return false;
+    ++pos;
+    for (int64_t k = 0; k < n; ++k) {
+      if (stored[pos++] != in[i].ElementAsInt64(k)) return false;
+    }
+  }
+  return pos == stored.size();
+}
+
 // The op whose kernel keeps per-node state (the variable it looked up), so it is built per call
 // rather than cached; its handle owns the variable (see EagerContext::Run).
 constexpr char kVarHandleOp[] = "VarHandleOp";
@@ -167,13 +200,18 @@ struct EagerContext::CachedOp {
   // A VarHandleOp's: the handle it returns owns its variable.
   bool owns_variable = false;
 
-  // The input shapes the shape function last accepted, when its verdict depends on nothing
-  // else (see CheckShapes): a call with the same shapes skips it. Guarded by shapes_mu.
+  // Which inputs the shape function may read the values of (those in host memory).
+  std::vector<bool> value_inputs;
+
+  // What the shape function's verdict depends on, found on the first call (see CheckShapes),
+  // and the input shapes (and small integer values) it last accepted: a call with the same ones
+  // skips it. Guarded by shapes_mu.
+  enum class ShapeVerdict { kUnprobed, kShapes, kShapesAndSmallValues, kEveryCall };
   std::mutex shapes_mu;
-  bool shape_fn_probed = false;
-  bool shape_fn_uses_only_shapes = false;
+  ShapeVerdict shape_verdict = ShapeVerdict::kUnprobed;
   bool shapes_checked = false;
   std::vector<TensorShape> checked_shapes;
+  std::vector<int64_t> checked_values;
 
   // Which inputs and outputs the op's gradient reads (GradientTape::GradientReads), worked out
   // when a tape first records the op.
@@ -332,6 +370,12 @@ Status EagerContext::BuildOp(const std::string& op_type, const DType* input_type
     entry->host_memory_inputs = HostMemoryInputs(*entry->node, *def);
     if (!device->host_memory()) entry->host_memory_outputs = HostMemoryOutputs(*entry->node, *def);
   }
+  for (size_t i = 0; i < num_inputs; ++i) {
+    const DType t = input_types[i];
+    entry->value_inputs.push_back(t != DType::kResource && t != DType::kVariant &&
+                                  (device->host_memory() || (i < entry->host_memory_inputs.size() &&
+                                                             entry->host_memory_inputs[i])));
+  }
   *out = std::move(entry);
   return Status::OK();
 }
@@ -397,18 +441,21 @@ Status EagerContext::Execute(const std::string& op_type,
 
 Status EagerContext::CheckShapes(CachedOp& op, const Tensor* in, int n_in,
                                  const std::string& name) {
-  bool probe = false;
+  using Verdict = CachedOp::ShapeVerdict;
+  Verdict verdict;
   {
     std::lock_guard<std::mutex> lock(op.shapes_mu);
-    probe = !op.shape_fn_probed;
+    verdict = op.shape_verdict;
     if (op.shapes_checked) {
       bool same = true;
       for (int i = 0; i < n_in && same; ++i) same = in[i].shape() == op.checked_shapes[i];
+      if (same && verdict == Verdict::kShapesAndSmallValues) {
+        same = SameSmallValues(in, n_in, op.value_inputs, op.checked_values);
+      }
       if (same) return Status::OK();
     }
   }
   const Node& node = *op.node;
-  const Device* device = op.device;
   std::vector<PartialShape> shapes;
   std::vector<DType> types;
   std::vector<const Tensor*> values;
@@ -419,36 +466,46 @@ Status EagerContext::CheckShapes(CachedOp& op, const Tensor* in, int n_in,
     shapes.emplace_back(in[i].shape());
     types.push_back(in[i].dtype());
     // Shape functions may read values (Reshape's shape): only those in host memory.
-    const bool host_value =
-        in[i].dtype() != DType::kResource && in[i].dtype() != DType::kVariant &&
-        (device->host_memory() ||
-         (i < static_cast<int>(op.host_memory_inputs.size()) && op.host_memory_inputs[i]));
-    values.push_back(host_value ? &in[i] : nullptr);
+    values.push_back(op.value_inputs[i] ? &in[i] : nullptr);
   }
   std::vector<DType> out_types(node.num_outputs());
   for (int o = 0; o < node.num_outputs(); ++o) out_types[o] = node.output_type(o);
   const std::string& node_name = name.empty() ? node.type() : name;
-  InferenceContext shape_ctx(node.type(), node_name, node.attrs(),
-                             probe ? shapes : std::move(shapes), probe ? types : std::move(types),
-                             std::move(values), probe ? out_types : std::move(out_types));
+  InferenceContext shape_ctx(node.type(), node_name, node.attrs(), shapes, types, values,
+                             out_types);
   Status s = node.op_def().shape_fn(shape_ctx);
   if (!s.ok()) return EagerError(s, node.type(), name, s.code() != Code::kInvalidArgument);
 
-  std::lock_guard<std::mutex> lock(op.shapes_mu);
-  if (probe && !op.shape_fn_probed) {
-    // Once per signature: the same call without input values. Where it infers the same output
-    // shapes, the shape function did not use the values, so its verdict depends only on the
-    // shapes and later calls with these shapes skip it.
-    InferenceContext without_values(node.type(), node_name, node.attrs(), std::move(shapes),
-                                    std::move(types), std::vector<const Tensor*>(n_in, nullptr),
-                                    std::move(out_types));
-    op.shape_fn_uses_only_shapes = node.op_def().shape_fn(without_values).ok() &&
-                                   without_values.outputs() == shape_ctx.outputs();
-    op.shape_fn_probed = true;
+  if (verdict == Verdict::kUnprobed) {
+    // Once per signature: the same call without input values, then with only the small
+    // integer ones (axes, shapes). Where one infers the same output shapes, the shape function's
+    // verdict depends on no more than what it was given.
+    auto same_outputs = [&](std::vector<const Tensor*> given) {
+      InferenceContext probe(node.type(), node_name, node.attrs(), shapes, types, std::move(given),
+                             out_types);
+      return node.op_def().shape_fn(probe).ok() && probe.outputs() == shape_ctx.outputs();
+    };
+    std::vector<const Tensor*> small(n_in, nullptr);
+    for (int i = 0; i < n_in; ++i) {
+      if (IsSmallIndexValue(in[i], op.value_inputs[i])) small[i] = &in[i];
+    }
+    if (same_outputs(std::vector<const Tensor*>(n_in, nullptr))) {
+      verdict = Verdict::kShapes;
+    } else if (same_outputs(std::move(small))) {
+      verdict = Verdict::kShapesAndSmallValues;
+    } else {
+      verdict = Verdict::kEveryCall;
+    }
   }
-  if (op.shape_fn_uses_only_shapes) {
+  std::lock_guard<std::mutex> lock(op.shapes_mu);
+  op.shape_verdict = verdict;
+  if (verdict == Verdict::kShapes || verdict == Verdict::kShapesAndSmallValues) {
     op.checked_shapes.clear();
     for (int i = 0; i < n_in; ++i) op.checked_shapes.push_back(in[i].shape());
+    op.checked_values.clear();
+    if (verdict == Verdict::kShapesAndSmallValues) {
+      AppendSmallValues(in, n_in, op.value_inputs, &op.checked_values);
+    }
     op.shapes_checked = true;
   }
   return Status::OK();

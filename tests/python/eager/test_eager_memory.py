@@ -184,6 +184,11 @@ def test_a_cached_shape_check_still_rejects_other_shapes_and_values():
     assert tf.reshape(x, [2, 3]).shape == (2, 3)
     with pytest.raises(tf.errors.InvalidArgumentError, match="Op:Reshape"):
         tf.reshape(x, [4, 2])
+    m = tf.constant(np.ones([2, 3], np.float32))
+    for _ in range(2):
+        np.testing.assert_array_equal(tf.reduce_sum(m, axis=1).numpy(), [3.0, 3.0])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Op:Sum"):
+        tf.reduce_sum(m, axis=5)  # same shapes as the calls before, another axis value
 
 
 def test_integer_inputs_that_change_every_pass_keep_gradients_right():
