@@ -73,7 +73,9 @@ class GradientTape:
 
     def watch(self, tensor):
         """Makes the tape trace ops on `tensor` (a tensor, a variable or a structure of them)."""
-        for t in nest.flatten(tensor):
+        # One eager tensor, the common case, needs no flattening.
+        flat = (tensor,) if type(tensor) is _eager.EagerTensor else nest.flatten(tensor)
+        for t in flat:
             if isinstance(t, _ops.Tensor) and not (t.dtype.is_floating or t.dtype.is_complex):
                 continue  # TensorFlow watches only floating-point and complex tensors
             self._tape.watch(_handle_of(t, "watched tensor"))
