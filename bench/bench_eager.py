@@ -39,13 +39,15 @@ def mlp_data():
             rng.randn(64, LAYERS[-1][1]).astype(np.float32))
 
 
-def run_tf(tf, flowstone):
-    """Flowstone or TensorFlow (compat.v1 API, eager)."""
+def run_tf(tf, flowstone, quick=False):
+    """Flowstone or TensorFlow (compat.v1 API, eager). `quick`: only the add and the forward and
+    backward (the dispatch cases)."""
     out = {}
     a, b = tf.constant([1.0, 2.0, 3.0]), tf.constant([4.0, 5.0, 6.0])
     out[CASES[0]] = best_us(lambda: a + b, 20000)
-    m = tf.constant(np.random.RandomState(1).rand(256, 256).astype(np.float32))
-    out[CASES[1]] = best_us(lambda: tf.matmul(m, m), 500)
+    if not quick:
+        m = tf.constant(np.random.RandomState(1).rand(256, 256).astype(np.float32))
+        out[CASES[1]] = best_us(lambda: tf.matmul(m, m), 500)
     x = tf.constant([1.0, 2.0, 3.0])
 
     def fwd_bwd():
@@ -55,6 +57,8 @@ def run_tf(tf, flowstone):
         return tape.gradient(y, x)
 
     out[CASES[2]] = best_us(fwd_bwd, 2000)
+    if quick:
+        return out
 
     weights0, inputs, targets = mlp_data()
     variables = [tf.Variable(w) for w in weights0]
@@ -100,14 +104,15 @@ def session_step_us(tf, flowstone):
             return best_us(lambda: sess.run(train), 200)
 
 
-def run_torch():
+def run_torch(quick=False):
     import torch
     torch.set_num_threads(os.cpu_count() or 1)
     out = {}
     a, b = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0, 5.0, 6.0])
     out[CASES[0]] = best_us(lambda: a + b, 20000)
-    m = torch.tensor(np.random.RandomState(1).rand(256, 256).astype(np.float32))
-    out[CASES[1]] = best_us(lambda: m @ m, 500)
+    if not quick:
+        m = torch.tensor(np.random.RandomState(1).rand(256, 256).astype(np.float32))
+        out[CASES[1]] = best_us(lambda: m @ m, 500)
 
     def fwd_bwd():
         x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -115,6 +120,8 @@ def run_torch():
         return x.grad
 
     out[CASES[2]] = best_us(fwd_bwd, 2000)
+    if quick:
+        return out
     weights0, inputs, targets = mlp_data()
     params = [torch.tensor(w, requires_grad=True) for w in weights0]
     xs, ys = torch.tensor(inputs), torch.tensor(targets)
@@ -139,7 +146,11 @@ def run_torch():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--framework", default=None,
+                        help="run one framework (flowstone, tensorflow, torch) and print its "
+                        "JSON, as bench/eager_rounds.py does")
+    parser.add_argument("--quick", action="store_true",
+                        help="with --framework: only the add and forward+backward cases")
     parser.add_argument("--peer-python", default=None,
                         help="a Python with tensorflow-cpu and torch installed")
     args = parser.parse_args()
@@ -147,10 +158,15 @@ def main():
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import tensorflow.compat.v1 as tf
         tf.enable_eager_execution()
-        print(json.dumps(run_tf(tf, flowstone=False)))
+        print(json.dumps(run_tf(tf, flowstone=False, quick=args.quick)))
         return
     if args.framework == "torch":
-        print(json.dumps(run_torch()))
+        print(json.dumps(run_torch(quick=args.quick)))
+        return
+    if args.framework == "flowstone":
+        import flowstone as tf
+        tf.enable_eager_execution()
+        print(json.dumps(run_tf(tf, flowstone=True, quick=args.quick)))
         return
     import flowstone as tf
     tf.enable_eager_execution()

@@ -14,7 +14,9 @@
 // recorded ops into a scratch graph, adds the gradient ops with AddGradients (the per-op GradFns
 // tf.gradients uses) and executes those ops eagerly, so the backward pass itself is recorded by
 // outer tapes (higher-order gradients). The scratch graph is kept per structure (the replayed
-// ops, their attrs, and the leaves' dtypes and shapes), so a training loop builds it once.
+// ops, their attrs, and the leaves' dtypes and shapes), with each gradient op prepared once, so
+// a training loop builds it once and then runs it op by op with no lookups. A tape holds only
+// the values the recorded ops' gradients read.
 #pragma once
 
 #include <atomic>
@@ -65,6 +67,18 @@ class EagerContext {
                  const AttrMap& attrs, const std::string& device, const std::string& name,
                  std::vector<TensorHandle>* outputs);
 
+  // One op resolved for one signature (op, device, input dtypes, attrs): its node and kernel.
+  // Execute is Prepare + Run; callers that run one signature many times (the operators of
+  // EagerTensor, a backward pass) prepare once and keep the pointer, valid for the process.
+  struct CachedOp;
+  // Resolves `op_type` for inputs of `input_types` on the device `device` names (as Execute
+  // chooses it); errors as Execute's.
+  Status Prepare(const std::string& op_type, const std::vector<DType>& input_types,
+                 const AttrMap& attrs, const std::string& device, CachedOp** out);
+  // Runs a prepared op on `inputs`, whose dtypes must be the prepared ones.
+  Status Run(CachedOp& op, const std::vector<const TensorHandle*>& inputs, const std::string& name,
+             std::vector<TensorHandle>* outputs);
+
   // A handle for a host tensor (a converted Python value) on CPU:0, or copied to the device
   // `device` names.
   Status MakeHandle(Tensor value, const std::string& device, std::unique_ptr<TensorHandle>* out);
@@ -81,6 +95,8 @@ class EagerContext {
   bool initialized() const { return initialized_.load(std::memory_order_acquire); }
   // Number of distinct (op, signature) entries built so far.
   int64_t cache_size();
+  // Eager variables alive now: each lives while a tensor holding its handle does.
+  int64_t num_variables();
   // tf.debugging.set_log_device_placement: each op then logs "AddV2: (AddV2): <device>" to
   // stderr, the line a session's placement log has.
   void set_log_device_placement(bool enabled) {
@@ -91,14 +107,21 @@ class EagerContext {
   static std::vector<std::shared_ptr<GradientTape>>& ThreadTapes();
 
  private:
-  struct CachedOp;
   EagerContext() = default;
   Status InitDevices();
   Status FindDevice(const std::string& requested, const std::string& op_type, Device** out);
-  Status GetCachedOp(const std::string& op_type, const std::vector<const TensorHandle*>& inputs,
+  Status BuildOp(const std::string& op_type, const DType* input_types, size_t num_inputs,
+                 const AttrMap& attrs, Device* device, std::unique_ptr<CachedOp>* out);
+  Status GetCachedOp(const std::string& op_type, const DType* input_types, size_t num_inputs,
                      const AttrMap& attrs, Device* device, CachedOp** out);
-  void Record(const CachedOp& op, const std::vector<const TensorHandle*>& inputs,
+  Status PrepareOn(const std::string& op_type, const DType* input_types, size_t num_inputs,
+                   const AttrMap& attrs, const std::string& device, CachedOp** out);
+  Status CheckShapes(CachedOp& op, const Tensor* in, int n_in, const std::string& name);
+  void Record(CachedOp& op, const std::vector<const TensorHandle*>& inputs,
               const std::vector<TensorHandle>& outputs);
+  // One eager variable's storage and the allocator of its handle tensors (see Run).
+  class VariableOwner;
+  std::shared_ptr<VariableOwner> OwnerOfVariable(const std::string& name);
 
   std::mutex mu_;
   std::once_flag devices_once_;
@@ -107,6 +130,9 @@ class EagerContext {
   Device* cpu_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<CachedOp>> cache_;
   ResourceMgr resources_;
+  // Eager variables by name (a VarHandleOp's shared_name), while one is alive.
+  std::mutex variables_mu_;
+  std::unordered_map<std::string, std::weak_ptr<VariableOwner>> variables_;
   std::atomic<int64_t> next_step_{1};
   std::atomic<bool> initialized_{false};
   std::atomic<bool> log_device_placement_{false};
@@ -127,10 +153,20 @@ class GradientTape {
 
   void Watch(const TensorHandle& tensor);
   bool IsWatched(int64_t id) const { return watched_.count(id) != 0; }
-  // Records an op whose inputs include a watched tensor; its outputs become watched.
-  void Record(const std::string& op_type, const AttrMap& attrs,
-              const std::vector<const TensorHandle*>& inputs,
-              const std::vector<TensorHandle>& outputs);
+  // Records an op (its node in the eager cache, which lives for the process) whose inputs
+  // include a watched tensor; its outputs become watched. Only the values flagged in
+  // `keep_inputs` / `keep_outputs` (what the op's gradient reads, see GradientReads) are held;
+  // of the others the tape keeps the dtype and shape.
+  void Record(const Node& node, const std::vector<const TensorHandle*>& inputs,
+              const std::vector<TensorHandle>& outputs, const std::vector<bool>& keep_inputs,
+              const std::vector<bool>& keep_outputs);
+  // Which inputs and outputs of `forward` its gradient function reads the values of; reads of
+  // only the shape (Shape, Size, Rank, ZerosLike, OnesLike of it) do not count. All of them when
+  // the gradient cannot be built.
+  static void GradientReads(const Node& forward, std::vector<bool>* inputs,
+                            std::vector<bool>* outputs);
+  // Ids of the tensors whose values the tape holds (for tests of what recording keeps alive).
+  std::vector<int64_t> HeldIds() const;
   // Forgets everything recorded and watched (tf.GradientTape.reset).
   void Reset();
 
@@ -147,11 +183,17 @@ class GradientTape {
   const std::vector<int64_t>& watch_order() const { return watch_order_; }
 
  private:
+  // A tensor a recorded op read or wrote: its value only when the op's gradient reads it.
+  struct TapeTensor {
+    int64_t id;
+    DType dtype;
+    TensorShape shape;
+    std::optional<TensorHandle> value;
+  };
   struct Entry {
-    std::string op_type;
-    AttrMap attrs;
-    std::vector<TensorHandle> inputs;
-    std::vector<TensorHandle> outputs;
+    const Node* node;
+    std::vector<TapeTensor> inputs;
+    std::vector<TapeTensor> outputs;
   };
   bool persistent_;
   bool watch_accessed_variables_;

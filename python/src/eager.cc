@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.h"
+#include "eager_operators.h"
 #include "flowstone/op_registry.h"
 #include "numpy_conversion.h"
 
@@ -48,6 +49,7 @@ nb::tuple ShapeTuple(const Tensor& t) {
 }  // namespace
 
 void RegisterEager(nb::module_& m) {
+  RegisterEagerOperators(m);
   nb::class_<TensorHandle>(m, "TensorHandle",
                            "An eagerly computed tensor: a reference-counted value on a device.")
       .def_prop_ro("id", &TensorHandle::id)
@@ -113,6 +115,9 @@ void RegisterEager(nb::module_& m) {
       "eager_initialized", [] { return EagerContext::Global().initialized(); },
       "Whether an op has run eagerly (devices are then fixed).");
   m.def("eager_cache_size", [] { return EagerContext::Global().cache_size(); });
+  m.def(
+      "eager_num_variables", [] { return EagerContext::Global().num_variables(); },
+      "Eager variables alive now (each lives while a tensor holds its handle).");
   m.def("eager_set_log_device_placement",
         [](bool enabled) { EagerContext::Global().set_log_device_placement(enabled); });
   m.def("eager_devices", [] {
@@ -135,6 +140,8 @@ void RegisterEager(nb::module_& m) {
       .def("is_watched", &GradientTape::IsWatched)
       .def("reset", &GradientTape::Reset)
       .def_prop_ro("watch_order", &GradientTape::watch_order)
+      .def_prop_ro("held_ids", &GradientTape::HeldIds,
+                   "Ids of the tensors whose values the tape holds.")
       .def(
           "push",
           [](std::shared_ptr<GradientTape> tape) {

@@ -196,10 +196,15 @@ def _fast_operator(op_type, method_name, reverse=False):
     return method
 
 
+# `x + y` on two eager tensors of one dtype runs in C++ with no Python frame
+# (python/src/eager_operators.cc), which calls the Python operator for everything else.
+_C.eager_register_tensor_class(EagerTensor, [_dtypes._BY_ENUM.get(i) for i in
+                                             range(max(_dtypes._BY_ENUM) + 1)])
 for _op_type, _name, _reverse in [
         ("AddV2", "__add__", False), ("AddV2", "__radd__", True), ("Sub", "__sub__", False),
         ("Sub", "__rsub__", True), ("Mul", "__mul__", False), ("Mul", "__rmul__", True)]:
-    setattr(EagerTensor, _name, _fast_operator(_op_type, _name, _reverse))
+    _method = _fast_operator(_op_type, _name, _reverse)
+    setattr(EagerTensor, _name, _method if _reverse else _C.eager_operator(_op_type, _method))
 
 
 class _TensorRef:
@@ -244,6 +249,8 @@ def _eager_site():
 
 
 def _current_device():
+    if not _C.eager_device_scopes():
+        return ""  # no tf.device scope is open anywhere
     graph = _ops.get_default_graph()
     stack = graph._ctx().device_stack
     return graph._device_before_functions()[0] if stack else ""

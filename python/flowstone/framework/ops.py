@@ -494,10 +494,13 @@ class Graph:
         else:
             spec = _device_spec_string(device_name_or_function)
             ctx.device_stack = old + [spec]
+        # Counted in C++: eager ops skip looking for a device while no scope is open.
+        _C.eager_device_scope(1)
         try:
             yield
         finally:
             ctx.device_stack = old
+            _C.eager_device_scope(-1)
 
     def _device_before_functions(self):
         """The device the string scopes inside the innermost device function give, and the

@@ -73,7 +73,9 @@ class GradientTape:
 
     def watch(self, tensor):
         """Makes the tape trace ops on `tensor` (a tensor, a variable or a structure of them)."""
-        for t in nest.flatten(tensor):
+        # One eager tensor, the common case, needs no flattening.
+        flat = (tensor,) if type(tensor) is _eager.EagerTensor else nest.flatten(tensor)
+        for t in flat:
             if isinstance(t, _ops.Tensor) and not (t.dtype.is_floating or t.dtype.is_complex):
                 continue  # TensorFlow watches only floating-point and complex tensors
             self._tape.watch(_handle_of(t, "watched tensor"))
@@ -118,7 +120,19 @@ class GradientTape:
             return self._graph_gradient(target, sources, output_gradients, unconnected_gradients)
         if self._recording and not self._persistent:
             self._pop_tape()
-        unconnected = UnconnectedGradients(unconnected_gradients)
+        unconnected = (unconnected_gradients
+                       if unconnected_gradients is UnconnectedGradients.NONE
+                       else UnconnectedGradients(unconnected_gradients))
+        if (type(target) is _eager.EagerTensor and type(sources) is _eager.EagerTensor and
+                output_gradients is None):
+            # The common `tape.gradient(loss, x)`, without the structure handling below.
+            (handle,) = self._raw_gradient([target._handle], [sources._handle], [None])
+            self._used = True
+            if handle is not None:
+                return _eager.EagerTensor(handle)
+            if unconnected is UnconnectedGradients.ZERO:
+                return array_ops.zeros_like(sources)
+            return None
         flat_targets = [_handle_of(t, "target") for t in nest.flatten(target)]
         flat_sources_values = nest.flatten(sources)
         flat_sources = [_handle_of(s, "source") for s in flat_sources_values]

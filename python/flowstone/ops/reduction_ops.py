@@ -18,10 +18,21 @@ def _deprecated_lookup(new_name, new_value, old_name, old_value):
     return new_value
 
 
+# Eager `reduction_indices` of every axis, by rank: values never change, so eager reductions
+# over all axes share one constant instead of making one per call.
+_EAGER_ALL_AXES = {}
+
+
 def _reduction_axes(x, axis):
     """The reduction_indices tensor: `axis` as given, or every axis of `x` when it is None."""
     if axis is None:
         rank = x.shape.rank
+        if rank is not None and _ops.executing_eagerly():
+            axes = _EAGER_ALL_AXES.get(rank)
+            if axes is None:
+                with _ops.device(None):
+                    axes = _EAGER_ALL_AXES[rank] = _ops.constant(np.arange(rank, dtype=np.int32))
+            return axes
         if rank is not None:
             return _ops.constant(np.arange(rank, dtype=np.int32))
         # Unknown rank: all axes are range(rank(x)), computed when the graph runs.
