@@ -34,6 +34,10 @@ def _register(graph, func):
     with _lock:
         token = f"pyfunc_{next(_tokens)}"
         _functions[token] = func
+    # A function body (a FuncGraph: Dataset.map's, tf.cond's) is dropped after tracing while its
+    # library function lives on in the outermost graph: the function stays as long as that graph.
+    while getattr(graph, "outer_graph", None) is not None:
+        graph = graph.outer_graph
     weakref.finalize(graph, _functions.pop, token, None)
     return token
 
@@ -47,6 +51,9 @@ def _error_code(exception):
 
 def _as_argument(array):
     # Scalars arrive as numpy scalars (np.float32(3.0)), as in TensorFlow.
+    # (A scalar string arrives as bytes already.)
+    if not isinstance(array, np.ndarray):
+        return array
     return array[()] if array.ndim == 0 else array
 
 
