@@ -73,6 +73,9 @@ CASES += [
          attrs={"align_corners": True}),
     Case("ResizeNearestNeighbor", [BATCH, np.array([10, 14], np.int32)],
          lambda x, s: x.repeat(2, axis=1).repeat(2, axis=2)),
+    Case("AdjustContrastv2", [BATCH, np.array(1.5, np.float32)],
+         lambda x, f: (x - x.mean(axis=(1, 2), keepdims=True)) * f +
+         x.mean(axis=(1, 2), keepdims=True), rtol=1e-5, atol=1e-3),
 ]
 
 # The resize gradients (ResizeBilinearGrad, ...) are not written yet.

@@ -239,13 +239,16 @@ def random_brightness(image, max_delta, seed=None):
 @tf_export("image.adjust_contrast")
 def adjust_contrast(images, contrast_factor):
     """(x - mean) * contrast_factor + mean, the mean per channel over each image's height and
-    width, computed in float and converted back (saturating) to the images' dtype."""
+    width (the AdjustContrastv2 op), computed in float32 and converted back (saturating) to the
+    images' dtype."""
     images = _image(images, "images")
     with _ops.name_scope("adjust_contrast"):
-        flt = _as_float(images)
-        mean = reduction_ops.reduce_mean(flt, axis=[-3, -2], keepdims=True)
-        factor = math_ops.cast(contrast_factor, flt.dtype)
-        adjusted = math_ops.add(math_ops.multiply(math_ops.subtract(flt, mean), factor), mean)
+        flt = images if images.dtype == _dtypes.float32 else \
+            convert_image_dtype(images, _dtypes.float32)
+        factor = _ops.convert_to_tensor(contrast_factor, dtype=_dtypes.float32,
+                                        name="contrast_factor")
+        adjusted = _ops.apply_op("AdjustContrastv2", [flt, factor],
+                                 name="AdjustContrastv2").outputs[0]
         return convert_image_dtype(adjusted, images.dtype, saturate=True)
 
 
