@@ -101,6 +101,9 @@ CASES = [
          build=lambda x: _all(Dataset.from_tensor_slices(x))),
     Case("OneShotIterator", [], lambda: np.array([1.5, 2.5], np.float32),
          build=_one_shot_first),
+    Case("ReduceDataset", [X], lambda x: x.sum(axis=0), rtol=1e-12,
+         build=lambda x: Dataset.from_tensor_slices(x).reduce(
+             tf.constant(np.zeros(2)), lambda s, r: s + r).op),
     Case("UnbatchDataset", [X], lambda x: x,
          build=lambda x: _all(Dataset.from_tensor_slices(x).batch(4).unbatch())),
     Case("WindowDataset", [X], lambda x: x,

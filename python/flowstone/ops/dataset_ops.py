@@ -441,6 +441,28 @@ class DatasetV1:
 
         return _LazySpecDataset([self], state, make)
 
+    def reduce(self, initial_state, reduce_func):
+        """The state `reduce_func(state, element)` leaves after every element, starting from
+        `initial_state` (one ReduceDataset op: the fold runs in C++)."""
+        if _ops.executing_eagerly():
+            raise NotImplementedError("Dataset.reduce runs in graph mode only in Flowstone.")
+        state = structure.to_tensors(structure.normalize(initial_state), "initial_state")
+        spec = structure.spec_of(state)
+        for _ in range(2):
+            name, captured, result = _trace(reduce_func, (spec, self._element_spec),
+                                            "Dataset_reduce")
+            relaxed = _reduce_state_spec(spec, result)
+            if relaxed == spec:
+                break
+            spec = relaxed  # a state whose shape changes: trace again with the relaxed shapes
+        flat = structure.flatten(spec)
+        outputs = _ops.apply_op("ReduceDataset", [
+            self._variant_in(_ops.get_default_graph()), structure.flatten(state), captured], {
+            "f": name, "Tstate": [s.dtype for s in flat],
+            "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
+            "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
+        return structure.pack(spec, outputs)
+
     # --- iterators -------------------------------------------------------------------------
 
     def make_one_shot_iterator(self):
@@ -584,6 +606,26 @@ def _returning_variant(map_func):
         return result._variant_in(_ops.get_default_graph())
 
     return call
+
+
+def _reduce_state_spec(spec, result):
+    """The state spec after one reduce step returned `result`: TypeError unless it matches the
+    state's structure and dtypes; shapes that differ become unknown."""
+    flat = structure.flatten(spec)
+    try:
+        got = structure.flatten_up_to(spec, structure.normalize(result))
+    except (TypeError, ValueError, KeyError) as e:
+        raise TypeError(f"The structure of the new state ({result!r}) must match the initial "
+                        f"state's ({spec!r}).") from e
+    if len(got) != len(flat):
+        raise TypeError(f"The new state has {len(got)} components; the initial state has "
+                        f"{len(flat)}.")
+    for s, t in zip(flat, got):
+        if t.dtype != s.dtype:
+            raise TypeError(f"The element types for the new state must match the initial state. "
+                            f"Expected {s.dtype}; got {t.dtype}.")
+    return structure.pack(spec, [structure.TensorSpec(_most_specific(s.shape, t.shape), s.dtype)
+                                 for s, t in zip(flat, got)])
 
 
 def _most_specific(a, b):

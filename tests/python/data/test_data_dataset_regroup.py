@@ -149,3 +149,31 @@ def test_parallel_interleave_cycles_through_its_inputs():
 def test_py_func_in_a_map_function_outlives_the_traced_body():
     ds = Dataset.range(3).map(lambda x: tf.py_func(lambda v: v * 10, [x], tf.int64))
     assert [int(v) for v in _values(ds)] == [0, 10, 20]
+
+
+def test_reduce_folds_every_element_in_cpp():
+    ds = Dataset.range(1, 6)
+    total = ds.reduce(np.int64(0), lambda s, x: s + x)
+    both = ds.map(lambda x: (x, tf.cast(x, tf.float32))).reduce(
+        {"n": np.int64(0), "product": np.float32(1)},
+        lambda s, e: {"n": s["n"] + 1, "product": s["product"] * e[1]})
+    assert _run_value(total) == 15
+    got = _run_value(both)
+    assert got["n"] == 5 and got["product"] == 120.0
+
+
+def test_reduce_with_a_growing_state_relaxes_its_shape():
+    grown = Dataset.range(4).reduce(tf.zeros([0], tf.int64),
+                                    lambda s, x: tf.concat([s, tf.stack([x * x])], 0))
+    assert grown.shape.as_list() == [None]
+    assert _run_value(grown).tolist() == [0, 1, 4, 9]
+
+
+def test_reduce_state_must_keep_its_dtype():
+    with pytest.raises(TypeError, match="must match the initial state"):
+        Dataset.range(3).reduce(np.float32(0), lambda s, x: x)
+
+
+def _run_value(t):
+    with tf.Session() as sess:
+        return sess.run(t)
