@@ -281,7 +281,6 @@ class DatasetV1:
         """The elements whose computation succeeded (failed ones are dropped)."""
         return self._unary("IgnoreErrorsDataset", [])
 
-
     def concatenate(self, dataset):
         a, b = structure.flatten(self._element_spec), structure.flatten(dataset.element_spec)
         if [s.dtype for s in a] != [s.dtype for s in b]:

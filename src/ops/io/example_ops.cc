@@ -78,13 +78,9 @@ Status ParseInto(KernelContext& ctx, const ParseConfig& config, const Tensor& se
   };
   const int num_sparse = static_cast<int>(config.sparse_keys.size());
   for (int i = 0; i < num_sparse; ++i) {
-    std::vector<const proto::Feature*> found = find_all(config.sparse_keys[i]);
-    for (const proto::Feature* f : found) {
-      if (f)
-        FS_RETURN_IF_ERROR(example::CheckKind(*f, config.sparse_types[i], config.sparse_keys[i]));
-    }
-    FS_RETURN_IF_ERROR(
-        example::WriteSparse(found, batch_shape, ctx, i, num_sparse + i, 2 * num_sparse + i));
+    FS_RETURN_IF_ERROR(example::WriteSparse(config.sparse_keys[i], config.sparse_types[i],
+                                            find_all(config.sparse_keys[i]), batch_shape, ctx, i,
+                                            num_sparse + i, 2 * num_sparse + i));
   }
   for (size_t i = 0; i < config.dense_keys.size(); ++i) {
     FS_RETURN_IF_ERROR(example::WriteDense(config.dense_keys[i], config.dense_types[i],

@@ -92,12 +92,14 @@ Status CheckFeatureTypes(const char* op, const std::vector<DType>& types) {
   return Status::OK();
 }
 
-Status WriteSparse(const std::vector<const proto::Feature*>& found,
+Status WriteSparse(const std::string& key, DType dtype,
+                   const std::vector<const proto::Feature*>& found,
                    const std::vector<int64_t>& batch_shape, KernelContext& ctx, int indices_out,
                    int values_out, int shape_out) {
   const int rank = static_cast<int>(batch_shape.size());
   int64_t total = 0, longest = 0;
   for (const proto::Feature* f : found) {
+    if (f) FS_RETURN_IF_ERROR(CheckKind(*f, dtype, key));
     const int64_t n = f ? ValueCount(*f) : 0;
     total += n;
     longest = std::max(longest, n);

@@ -35,11 +35,13 @@ void CopyValues(const proto::Feature& feature, Tensor* out, int64_t offset);
 // ("" for strings) when `value` is empty.
 void FillPadding(const Tensor& value, Tensor* out, int64_t offset, int64_t count);
 
-// Writes one sparse feature of a batch (`found[b]` the feature of record b, or null where it is
-// missing) as SparseTensor pieces into outputs `indices_out` ([n, rank + 1]: the record's index
-// in the batch, when batch_shape is a vector, then the value's), `values_out` ([n]) and
-// `shape_out` ([rank + 1]: batch_shape, then the longest list).
-Status WriteSparse(const std::vector<const proto::Feature*>& found,
+// Writes the sparse feature `key` of a batch (`found[b]` the feature of record b, or null where it
+// is missing; InvalidArgument where it holds another type than `dtype`) as SparseTensor pieces into
+// outputs `indices_out` ([n, rank + 1]: the record's index in the batch, when batch_shape is a
+// vector, then the value's), `values_out` ([n]) and `shape_out` ([rank + 1]: batch_shape, then the
+// longest list).
+Status WriteSparse(const std::string& key, DType dtype,
+                   const std::vector<const proto::Feature*>& found,
                    const std::vector<int64_t>& batch_shape, KernelContext& ctx, int indices_out,
                    int values_out, int shape_out);
 

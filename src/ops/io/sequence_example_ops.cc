@@ -237,14 +237,10 @@ class ParseSequenceExampleV2Kernel final : public OpKernel {
     const OutputLayout out(config_);
     for (size_t i = 0; i < context_sparse.size(); ++i) {
       const int k = static_cast<int>(i);
-      std::vector<const proto::Feature*> found = find_context(context_sparse[i]);
-      for (const proto::Feature* f : found) {
-        if (f)
-          FS_RETURN_IF_ERROR(CheckKind(*f, config_.context_sparse_types[i], context_sparse[i]));
-      }
-      FS_RETURN_IF_ERROR(
-          example::WriteSparse(found, batch_shape, ctx, out.context_sparse_indices + k,
-                               out.context_sparse_values + k, out.context_sparse_shapes + k));
+      FS_RETURN_IF_ERROR(example::WriteSparse(
+          context_sparse[i], config_.context_sparse_types[i], find_context(context_sparse[i]),
+          batch_shape, ctx, out.context_sparse_indices + k, out.context_sparse_values + k,
+          out.context_sparse_shapes + k));
     }
     for (size_t i = 0; i < context_dense.size(); ++i) {
       const int k = static_cast<int>(i);

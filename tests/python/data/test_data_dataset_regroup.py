@@ -95,7 +95,8 @@ def test_unbatch_refuses_scalars():
 
 
 @pytest.mark.parametrize("size, shift, stride, drop", [
-    (3, None, 1, False), (3, 2, 1, False), (3, 2, 1, True), (2, 3, 2, False), (4, 1, 2, True)])
+    (3, None, 1, False), (3, 2, 1, False), (3, 2, 1, True), (2, 3, 2, False), (4, 1, 2, True),
+    (2, 5, 1, False)])
 def test_window_flat_map_batch_matches_python(size, shift, stride, drop):
     n = 10
     shift_ = size if shift is None else shift
