@@ -488,3 +488,36 @@ def test_input_pipeline_sessions_closed_during_get_next():
         assert result in (["cancelled"], ["closed first"]), result
         outcomes[result[0]] += 1
     record("input pipeline: sessions closed during get_next", sessions, "sessions", **outcomes)
+
+
+def _resident_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_input_pipeline_large_shuffle_buffer_memory_over_ten_epochs():
+    # 1 KiB elements through a shuffle buffer of half an epoch for ten epochs: what is resident
+    # after the first epoch must not grow with the epochs (tests/python/data has the short one).
+    per_epoch, batch = max(ITERATIONS * 10, 4000), 500
+    dataset = (tf.data.Dataset.range(per_epoch).map(lambda x: tf.fill([128], x))
+               .shuffle(per_epoch // 2, seed=2).repeat(10).batch(batch))
+    next_batch = dataset.make_one_shot_iterator().get_next()
+    seen, after_first_epoch = 0, None
+    with tf.Session() as sess:
+        while True:
+            try:
+                values = sess.run(next_batch)
+            except tf.errors.OutOfRangeError:
+                break
+            assert (values == values[:, :1]).all()
+            seen += len(values)
+            if after_first_epoch is None and seen >= 2 * per_epoch:
+                after_first_epoch = _resident_bytes()
+    assert seen == 10 * per_epoch
+    growth = _resident_bytes() - after_first_epoch
+    assert growth < 32 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MiB over 8 epochs"
+    record("input pipeline: large shuffle buffer over 10 epochs", 10 * per_epoch, "elements",
+           buffer=per_epoch // 2, growth_mib=round(growth / 2**20, 1))
