@@ -120,10 +120,11 @@ def test_brightness_contrast_and_standardization():
 
 def test_augmentation_in_a_dataset_map():
     ds = tf.data.Dataset.from_tensors(IMAGE).repeat(4).map(
-        lambda im: tf.image.per_image_standardization(
-            tf.image.random_flip_left_right(tf.image.resize_with_crop_or_pad(im, 4, 4))))
+        lambda im: tf.image.per_image_standardization(tf.image.random_flip_left_right(
+            tf.image.random_crop(tf.image.resize_with_crop_or_pad(im, 6, 6), [4, 4, 3]))))
     got = _run(ds.batch(4).make_one_shot_iterator().get_next())
     assert got.shape == (4, 4, 4, 3)
+    np.testing.assert_allclose(got.mean(axis=(1, 2, 3)), 0, atol=1e-5)
 
 
 @pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
