@@ -280,3 +280,84 @@ def per_image_standardization(image):
         stddev = math_ops.maximum(math_ops.sqrt(variance), min_stddev)
         return math_ops.realdiv(centered, stddev)
 
+
+
+# --- colour -----------------------------------------------------------------------------------
+
+
+def _color_op(op_type, images, scalar=None, scalar_name=None):
+    """The colour op `op_type` on float32 RGB (or HSV) images, other dtypes converted around it
+    as TensorFlow does."""
+    images = _ops.convert_to_tensor(images, name="images")
+    flt = images if images.dtype == _dtypes.float32 else \
+        convert_image_dtype(images, _dtypes.float32)
+    inputs = [flt]
+    if scalar is not None:
+        inputs.append(_ops.convert_to_tensor(scalar, dtype=_dtypes.float32, name=scalar_name))
+    out = _ops.apply_op(op_type, inputs, name=op_type).outputs[0]
+    return out if images.dtype == _dtypes.float32 else \
+        convert_image_dtype(out, images.dtype, saturate=True)
+
+
+@tf_export("image.rgb_to_hsv")
+def rgb_to_hsv(images, name=None):
+    """Hue, saturation and value (each in [0, 1]) of float RGB images in [0, 1]."""
+    with _ops.name_scope(name or "rgb_to_hsv"):
+        return _ops.apply_op("RGBToHSV", [_ops.convert_to_tensor(images, name="images")],
+                             name="RGBToHSV").outputs[0]
+
+
+@tf_export("image.hsv_to_rgb")
+def hsv_to_rgb(images, name=None):
+    """RGB images of float hue, saturation and value images."""
+    with _ops.name_scope(name or "hsv_to_rgb"):
+        return _ops.apply_op("HSVToRGB", [_ops.convert_to_tensor(images, name="images")],
+                             name="HSVToRGB").outputs[0]
+
+
+@tf_export("image.adjust_hue")
+def adjust_hue(image, delta, name=None):
+    """`image` with `delta` (in [-1, 1]) added to the hue of every pixel."""
+    with _ops.name_scope(name or "adjust_hue"):
+        return _color_op("AdjustHue", image, delta, "delta")
+
+
+@tf_export("image.adjust_saturation")
+def adjust_saturation(image, saturation_factor, name=None):
+    """`image` with the saturation of every pixel multiplied by `saturation_factor`."""
+    with _ops.name_scope(name or "adjust_saturation"):
+        return _color_op("AdjustSaturation", image, saturation_factor, "scale")
+
+
+@tf_export("image.random_hue")
+def random_hue(image, max_delta, seed=None):
+    """adjust_hue by a delta drawn uniformly from [-max_delta, max_delta) (max_delta <= 0.5)."""
+    if max_delta > 0.5:
+        raise ValueError("max_delta must be <= 0.5.")
+    if max_delta < 0:
+        raise ValueError("max_delta must be non-negative.")
+    delta = random_ops.random_uniform([], -max_delta, max_delta, seed=seed)
+    return adjust_hue(image, delta)
+
+
+@tf_export("image.random_saturation")
+def random_saturation(image, lower, upper, seed=None):
+    """adjust_saturation by a factor drawn uniformly from [lower, upper)."""
+    if upper <= lower:
+        raise ValueError("upper must be > lower.")
+    if lower < 0:
+        raise ValueError("lower must be non-negative.")
+    factor = random_ops.random_uniform([], lower, upper, seed=seed)
+    return adjust_saturation(image, factor)
+
+
+@tf_export("image.rgb_to_grayscale")
+def rgb_to_grayscale(images, name=None):
+    """[..., 1] luma of RGB images: 0.2989 R + 0.5870 G + 0.1140 B, in the images' dtype."""
+    images = _ops.convert_to_tensor(images, name="images")
+    with _ops.name_scope(name or "rgb_to_grayscale"):
+        flt = convert_image_dtype(images, _dtypes.float32)
+        weights = _ops.constant([0.2989, 0.5870, 0.1140], dtype=_dtypes.float32)
+        gray = reduction_ops.reduce_sum(math_ops.multiply(flt, weights), axis=[-1],
+                                        keepdims=True)
+        return convert_image_dtype(gray, images.dtype)

@@ -1,6 +1,7 @@
 """tf.image's crops, pads, rotations, dtype conversion and distortions: against numpy, and
 against TensorFlow where it is installed."""
 
+import colorsys
 import json
 import os
 import subprocess
@@ -118,6 +119,43 @@ def test_brightness_contrast_and_standardization():
     assert 0.5 <= factor <= 1.5
 
 
+def _colorsys(fn, image):
+    return np.array([fn(*px) for px in image.reshape(-1, 3)], np.float64).reshape(image.shape)
+
+
+def test_colour_conversions_match_colorsys():
+    hsv = _run(tf.image.rgb_to_hsv(FLOAT))
+    np.testing.assert_allclose(hsv, _colorsys(colorsys.rgb_to_hsv, FLOAT), atol=1e-5)
+    np.testing.assert_allclose(_run(tf.image.hsv_to_rgb(hsv)), FLOAT, atol=1e-5)
+    grey = np.full([2, 2, 3], 0.5, np.float32)
+    assert _run(tf.image.rgb_to_hsv(grey))[..., 0].tolist() == [[0, 0], [0, 0]]
+    gray = _run(tf.image.rgb_to_grayscale(FLOAT))
+    np.testing.assert_allclose(gray[..., 0], FLOAT @ np.array([0.2989, 0.5870, 0.1140]),
+                               rtol=1e-5)
+    assert _run(tf.image.rgb_to_grayscale(IMAGE)).dtype == np.uint8
+
+
+def test_hue_and_saturation_adjustments():
+    def hue_shift(*px, delta=0.3):
+        h, s, v = colorsys.rgb_to_hsv(*px)
+        return colorsys.hsv_to_rgb((h + delta) % 1.0, s, v)
+
+    def saturate(*px, factor=1.7):
+        h, s, v = colorsys.rgb_to_hsv(*px)
+        return colorsys.hsv_to_rgb(h, min(s * factor, 1.0), v)
+
+    np.testing.assert_allclose(_run(tf.image.adjust_hue(FLOAT, 0.3)),
+                               _colorsys(hue_shift, FLOAT), atol=1e-5)
+    np.testing.assert_allclose(_run(tf.image.adjust_saturation(FLOAT, 1.7)),
+                               _colorsys(saturate, FLOAT), atol=1e-5)
+    np.testing.assert_allclose(_run(tf.image.random_hue(FLOAT, 0.0)), FLOAT, atol=1e-5)
+    assert _run(tf.image.random_saturation(IMAGE, 0.5, 1.5, seed=2)).dtype == np.uint8
+    with pytest.raises(ValueError, match="max_delta must be <= 0.5"):
+        tf.image.random_hue(FLOAT, 0.7)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="last dimension of images must be 3"):
+        _run(tf.image.adjust_hue(FLOAT[..., :2], 0.1))
+
+
 def test_augmentation_in_a_dataset_map():
     ds = tf.data.Dataset.from_tensors(IMAGE).repeat(4).map(
         lambda im: tf.image.per_image_standardization(tf.image.random_flip_left_right(
@@ -142,6 +180,10 @@ def test_deterministic_ops_match_tensorflow():
             "contrast8": tf.image.adjust_contrast(image, 0.7).numpy().tolist(),
             "std": tf.image.per_image_standardization(image).numpy().tolist(),
             "u8": tf.image.convert_image_dtype(flt, tf.uint8).numpy().tolist(),
+            "hsv": tf.image.rgb_to_hsv(flt).numpy().tolist(),
+            "hue": tf.image.adjust_hue(flt, -0.4).numpy().tolist(),
+            "sat": tf.image.adjust_saturation(image, 0.6).numpy().tolist(),
+            "gray": tf.image.rgb_to_grayscale(image).numpy().tolist(),
             "i32": tf.image.convert_image_dtype(image, tf.int32).numpy().tolist(),
         }}
         print(json.dumps(out))
@@ -159,10 +201,16 @@ def test_deterministic_ops_match_tensorflow():
         "contrast8": tf.image.adjust_contrast(IMAGE, 0.7),
         "std": tf.image.per_image_standardization(IMAGE),
         "u8": tf.image.convert_image_dtype(FLOAT, tf.uint8),
+        "hsv": tf.image.rgb_to_hsv(FLOAT),
+        "hue": tf.image.adjust_hue(FLOAT, -0.4),
+        "sat": tf.image.adjust_saturation(IMAGE, 0.6),
+        "gray": tf.image.rgb_to_grayscale(IMAGE),
         "i32": tf.image.convert_image_dtype(IMAGE, tf.int32),
     })
     for key in ("rot", "pad", "crop", "bright", "u8", "i32", "contrast8"):
         np.testing.assert_array_equal(got[key], np.array(want[key]), err_msg=key)
-    for key in ("contrast", "std"):
+    for key in ("sat", "gray"):  # uint8 results: within one level of TensorFlow's rounding
+        assert np.abs(got[key].astype(int) - np.array(want[key])).max() <= 1, key
+    for key in ("contrast", "std", "hsv", "hue"):
         np.testing.assert_allclose(got[key], np.array(want[key]), rtol=1e-5, atol=1e-5,
                                    err_msg=key)
