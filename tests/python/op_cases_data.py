@@ -47,6 +47,10 @@ X = rand(6, 2)
 EXAMPLE = bytes.fromhex("0a290a0e0a056c6162656c12051a030a01070a170a03626f781210120e0a0c0000803e"
                         "0000003f0000c03f")
 
+# A tf.train.SequenceExample with context label: [7] and feature list x: [[1.0], [2.0]].
+SEQUENCE_EXAMPLE = bytes.fromhex("0a100a0e0a056c6162656c12051a030a0107121b0a190a017812140a0812060a04"
+                                 "0000803f0a0812060a0400000040")
+
 CASES = [
     Case("TensorSliceDataset", [X], lambda x: x,
          build=lambda x: _all(Dataset.from_tensor_slices(x))),
@@ -97,6 +101,27 @@ CASES = [
          build=lambda x: _all(Dataset.from_tensor_slices(x))),
     Case("OneShotIterator", [], lambda: np.array([1.5, 2.5], np.float32),
          build=_one_shot_first),
+    Case("ReduceDataset", [X], lambda x: x.sum(axis=0), rtol=1e-12,
+         build=lambda x: Dataset.from_tensor_slices(x).reduce(
+             tf.constant(np.zeros(2)), lambda s, r: s + r).op),
+    Case("UnbatchDataset", [X], lambda x: x,
+         build=lambda x: _all(Dataset.from_tensor_slices(x).batch(4).unbatch())),
+    Case("WindowDataset", [X], lambda x: x,
+         build=lambda x: _all(Dataset.from_tensor_slices(x).window(4).flat_map(lambda w: w))),
+    Case("IgnoreErrorsDataset", [X], lambda x: x,
+         build=lambda x: _all(Dataset.from_tensor_slices(x).ignore_errors())),
+    Case("ParseExampleV2", [np.array([EXAMPLE, EXAMPLE], dtype=object)],
+         lambda s: (np.array([[0, 0], [1, 0]], np.int64), np.array([7, 7], np.int64),
+                    np.array([2, 1], np.int64), np.array([[0.25, 0.5, 1.5]] * 2, np.float32)),
+         outputs=4, build=lambda s: tf.io.parse_example(s, {
+             "box": tf.io.FixedLenFeature([3], tf.float32),
+             "label": tf.io.VarLenFeature(tf.int64)})["box"].op),
+    Case("ParseSequenceExampleV2", [np.array(SEQUENCE_EXAMPLE, dtype=object)],
+         lambda s: (np.array(7, np.int64), np.array([[1.0], [2.0]], np.float32),
+                    np.array(2, np.int64)),
+         outputs=3, build=lambda s: tf.io.parse_single_sequence_example(
+             s, {"label": tf.io.FixedLenFeature([], tf.int64)},
+             {"x": tf.io.FixedLenSequenceFeature([1], tf.float32)})[0]["label"].op),
     Case("ParseSingleExample", [np.array(EXAMPLE, dtype=object)],
          lambda s: (np.array([0.25, 0.5, 1.5], np.float32), np.array(7, np.int64)), outputs=2,
          build=lambda s: tf.io.parse_single_example(s, {

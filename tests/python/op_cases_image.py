@@ -3,6 +3,8 @@ they wrote; JPEG is lossy, so its cases compare within a few levels of a smooth 
 are checked against a direct numpy transcription of TF1's sampling rules.
 tests/python/data/test_data_images.py compares pixels and resizes with TensorFlow."""
 
+import colorsys
+
 import numpy as np
 
 from flowstone.ops import image_ops
@@ -61,6 +63,11 @@ def _bilinear(images, size, align_corners=False, half_pixel=False):
 
 
 BATCH = np.random.default_rng(3).uniform(0, 255, (2, 5, 7, 3)).astype(np.float32)
+PIXELS = np.random.default_rng(4).uniform(0, 1, (4, 5, 3)).astype(np.float32)
+
+
+def _colorsys(fn, image):
+    return np.array([fn(*px) for px in image.reshape(-1, 3)], np.float32).reshape(image.shape)
 
 CASES += [
     Case("ResizeBilinear", [BATCH, np.array([8, 4], np.int32)],
@@ -73,6 +80,19 @@ CASES += [
          attrs={"align_corners": True}),
     Case("ResizeNearestNeighbor", [BATCH, np.array([10, 14], np.int32)],
          lambda x, s: x.repeat(2, axis=1).repeat(2, axis=2)),
+    Case("RGBToHSV", [PIXELS], lambda x: _colorsys(colorsys.rgb_to_hsv, x), atol=1e-5),
+    Case("HSVToRGB", [PIXELS], lambda x: _colorsys(colorsys.hsv_to_rgb, x), atol=1e-5),
+    Case("AdjustHue", [PIXELS, np.array(0.25, np.float32)],
+         lambda x, d: _colorsys(lambda *p: colorsys.hsv_to_rgb(
+             (colorsys.rgb_to_hsv(*p)[0] + d) % 1.0, *colorsys.rgb_to_hsv(*p)[1:]), x),
+         atol=1e-5),
+    Case("AdjustSaturation", [PIXELS, np.array(0.5, np.float32)],
+         lambda x, f: _colorsys(lambda *p: colorsys.hsv_to_rgb(
+             colorsys.rgb_to_hsv(*p)[0], colorsys.rgb_to_hsv(*p)[1] * f,
+             colorsys.rgb_to_hsv(*p)[2]), x), atol=1e-5),
+    Case("AdjustContrastv2", [BATCH, np.array(1.5, np.float32)],
+         lambda x, f: (x - x.mean(axis=(1, 2), keepdims=True)) * f +
+         x.mean(axis=(1, 2), keepdims=True), rtol=1e-5, atol=1e-3),
 ]
 
 # The resize gradients (ResizeBilinearGrad, ...) are not written yet.

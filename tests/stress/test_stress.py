@@ -418,3 +418,106 @@ def test_control_flow_loops_on_many_sessions_closed_while_running():
         assert result in (["cancelled"], ["closed first"]), result
         outcomes[result[0]] += 1
     record("sessions closed during a tf.while_loop", sessions, "sessions", **outcomes)
+
+
+def test_input_pipeline_own_iterators_from_many_threads():
+    # Each thread restarts its own iterator of one pipeline (generator, window, unbatch, parse of
+    # tf.train.Examples, ignore_errors) in one shared session: every thread sees exactly its
+    # records, in order, epoch after epoch.
+    records = [tf.train.Example(features=tf.train.Features(feature={
+        "v": tf.train.Feature(int64_list=tf.train.Int64List(value=[i, -i]))})).SerializeToString()
+        for i in range(12)]
+
+    def make_iterator(k):
+        ds = (tf.data.Dataset.from_generator(lambda: iter(records), tf.string)
+              .window(4).flat_map(lambda w: w.batch(4))
+              .map(lambda s: tf.io.parse_example(s, {"v": tf.io.VarLenFeature(tf.int64)})["v"]
+                   .values + k)
+              .apply(tf.data.experimental.ignore_errors()))
+        return ds.make_initializable_iterator()
+
+    iterators = [make_iterator(k) for k in range(THREADS)]
+    nexts = [it.get_next() for it in iterators]
+    expected = [i * s for i in range(12) for s in (1, -1)]
+    epochs = max(ITERATIONS // 50, 4)
+    with tf.Session() as sess:
+        def worker(k):
+            for _ in range(epochs):
+                sess.run(iterators[k].initializer)
+                got = []
+                while True:
+                    try:
+                        got.extend(int(v) - k for v in sess.run(nexts[k]))
+                    except tf.errors.OutOfRangeError:
+                        break
+                assert got == expected
+
+        run_threads(worker)
+    record("input pipeline: own iterators restarted from many threads", epochs * THREADS,
+           "epochs", threads=THREADS)
+
+
+def test_input_pipeline_sessions_closed_during_get_next():
+    # get_next on a pipeline that searches forever (a filter nothing passes) is running when
+    # another thread closes the session: the run ends with CancelledError (or, when close() came
+    # first, never starts), and close() returns.
+    next_value = (tf.data.Dataset.range(10**12).filter(lambda x: x < 0)
+                  .make_one_shot_iterator().get_next())
+    sessions = max(ITERATIONS // 20, 10)
+    outcomes = {"cancelled": 0, "closed first": 0}
+    for _ in range(sessions):
+        sess = tf.Session()
+        started = threading.Event()
+        result = []
+
+        def run(sess=sess, started=started, result=result):
+            started.set()
+            try:
+                result.append(sess.run(next_value))
+            except Exception as e:  # noqa: BLE001 - sorted below
+                result.append("closed first" if isinstance(e, RuntimeError) else
+                              "cancelled" if _closed_session_error(e) else e)
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        started.wait()
+        time.sleep(0.005)
+        sess.close()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "get_next kept running after Session.close()"
+        assert result in (["cancelled"], ["closed first"]), result
+        outcomes[result[0]] += 1
+    record("input pipeline: sessions closed during get_next", sessions, "sessions", **outcomes)
+
+
+def _resident_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_input_pipeline_large_shuffle_buffer_memory_over_ten_epochs():
+    # 1 KiB elements through a shuffle buffer of half an epoch for ten epochs: what is resident
+    # after the first epoch must not grow with the epochs (tests/python/data has the short one).
+    per_epoch, batch = max(ITERATIONS * 10, 4000), 500
+    dataset = (tf.data.Dataset.range(per_epoch).map(lambda x: tf.fill([128], x))
+               .shuffle(per_epoch // 2, seed=2).repeat(10).batch(batch))
+    next_batch = dataset.make_one_shot_iterator().get_next()
+    seen, after_first_epoch = 0, None
+    with tf.Session() as sess:
+        while True:
+            try:
+                values = sess.run(next_batch)
+            except tf.errors.OutOfRangeError:
+                break
+            assert (values == values[:, :1]).all()
+            seen += len(values)
+            if after_first_epoch is None and seen >= 2 * per_epoch:
+                after_first_epoch = _resident_bytes()
+    assert seen == 10 * per_epoch
+    growth = _resident_bytes() - after_first_epoch
+    assert growth < 32 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MiB over 8 epochs"
+    record("input pipeline: large shuffle buffer over 10 epochs", 10 * per_epoch, "elements",
+           buffer=per_epoch // 2, growth_mib=round(growth / 2**20, 1))

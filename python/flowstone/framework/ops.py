@@ -124,8 +124,9 @@ class Tensor:
         """Narrows the static shape (checked for compatibility, as TensorFlow does). The graph
         records it, so ops built on this tensor afterwards infer their shapes from it."""
         merged = self.shape.merge_with(as_shape(shape))
-        dims = merged.as_list() if merged.rank is not None else None
-        self.graph._c.refine_output_shape(self._op._node, self._value_index, dims)
+        if merged.rank is None:
+            return  # an unknown shape narrows nothing
+        self.graph._c.refine_output_shape(self._op._node, self._value_index, merged.as_list())
         self._shape = merged
 
     @property

@@ -7,6 +7,8 @@ interleave are traced once per graph into graph functions that the C++ iterator 
 Python per element.
 """
 
+import itertools
+import threading
 import weakref
 
 import numpy as np
@@ -19,6 +21,7 @@ from flowstone.ops import dataset_structure as structure
 from flowstone.ops import eager_iterator
 from flowstone.ops import iterator_ops
 from flowstone.ops import random_ops
+from flowstone.ops import script_ops
 from flowstone.util.tf_export import export_value, tf_export
 
 # Lets the runtime choose a buffer size or a parallelism (see docs/COMPAT.md for what it picks).
@@ -36,9 +39,13 @@ def _trace(fn, element_spec, kind):
     Returns (function name, captured outer tensors, what fn returned as body tensors)."""
     graph = _ops.get_default_graph()
     body = FuncGraph(function_base_name(graph, kind), graph)
-    args = [body.add_input(s.dtype, s.shape) for s in structure.flatten(element_spec)]
-    element = structure.pack(element_spec, args)
+    flat_spec = structure.flatten(element_spec)
+    args = [body.add_input(s.dtype, s.shape) for s in flat_spec]
     with body.as_default():
+        # A component that is a dataset (a window) is passed to fn as a Dataset.
+        element = structure.pack(element_spec, [
+            _VariantDataset(arg, s.element_spec) if isinstance(s, structure.DatasetSpec) else arg
+            for arg, s in zip(args, flat_spec)])
         # A tuple element is passed as separate arguments, as TF does.
         if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
             result = fn(*element)
@@ -219,7 +226,60 @@ class DatasetV1:
 
         return DatasetV1(flat, spec, make)
 
+    @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None,
+                       output_signature=None):
+        """The elements `generator(*args)` yields, each converted to `output_types` (or
+        `output_signature`'s TensorSpecs) and checked against the shapes. The generator runs in
+        Python (through tf.py_func); each iterator (re)initialization calls generator again."""
+        if output_signature is not None:
+            if output_types is not None or output_shapes is not None:
+                raise TypeError("`output_types` and `output_shapes` cannot be used together "
+                                "with `output_signature`.")
+            spec = structure.normalize(output_signature)
+        elif output_types is None:
+            raise TypeError("Missing required argument: `output_signature` (or the deprecated "
+                            "`output_types`).")
+        else:
+            spec = structure.spec_from_types(structure.normalize(output_types), output_shapes)
+        return _generator_dataset(generator, spec, args)
+
     # --- transformations -------------------------------------------------------------------
+
+    def apply(self, transformation_func):
+        """transformation_func(self): a function from a dataset to a dataset."""
+        dataset = transformation_func(self)
+        if not isinstance(dataset, DatasetV1):
+            raise TypeError(f"`transformation_func` must return a `tf.data.Dataset` object, got "
+                            f"{type(dataset).__name__}.")
+        return dataset
+
+    def unbatch(self):
+        """The rows of each element (along the first dimension) as elements."""
+        specs = structure.flatten(self._element_spec)
+        for s in specs:
+            if s.shape.ndims == 0:
+                raise ValueError("Cannot unbatch an input with scalar components.")
+        spec = structure.pack(self._element_spec, [
+            structure.TensorSpec(s.shape[1:] if s.shape.ndims is not None else None, s.dtype)
+            for s in specs])
+        return self._unary("UnbatchDataset", [], spec=spec)
+
+    def window(self, size, shift=None, stride=1, drop_remainder=False):
+        """Windows of `size` elements (every `stride`-th), one starting every `shift` (default
+        `size`) elements. Each element is a structure of datasets, one per component, as in TF:
+        `ds.window(3).flat_map(lambda w: w.batch(3))`."""
+        spec = structure.pack(self._element_spec, [
+            structure.DatasetSpec(s) for s in structure.flatten(self._element_spec)])
+        return self._unary("WindowDataset", [
+            lambda: _int64(size, "size"), lambda: _int64(size if shift is None else shift, "shift"),
+            lambda: _int64(stride, "stride"),
+            lambda: _ops.convert_to_tensor(drop_remainder, dtype=_dtypes.bool,
+                                           name="drop_remainder")], spec=spec)
+
+    def ignore_errors(self):
+        """The elements whose computation succeeded (failed ones are dropped)."""
+        return self._unary("IgnoreErrorsDataset", [])
 
     def concatenate(self, dataset):
         a, b = structure.flatten(self._element_spec), structure.flatten(dataset.element_spec)
@@ -380,6 +440,28 @@ class DatasetV1:
 
         return _LazySpecDataset([self], state, make)
 
+    def reduce(self, initial_state, reduce_func):
+        """The state `reduce_func(state, element)` leaves after every element, starting from
+        `initial_state` (one ReduceDataset op: the fold runs in C++)."""
+        if _ops.executing_eagerly():
+            raise NotImplementedError("Dataset.reduce runs in graph mode only in Flowstone.")
+        state = structure.to_tensors(structure.normalize(initial_state), "initial_state")
+        spec = structure.spec_of(state)
+        for _ in range(2):
+            name, captured, result = _trace(reduce_func, (spec, self._element_spec),
+                                            "Dataset_reduce")
+            relaxed = _reduce_state_spec(spec, result)
+            if relaxed == spec:
+                break
+            spec = relaxed  # a state whose shape changes: trace again with the relaxed shapes
+        flat = structure.flatten(spec)
+        outputs = _ops.apply_op("ReduceDataset", [
+            self._variant_in(_ops.get_default_graph()), structure.flatten(state), captured], {
+            "f": name, "Tstate": [s.dtype for s in flat],
+            "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
+            "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
+        return structure.pack(spec, outputs)
+
     # --- iterators -------------------------------------------------------------------------
 
     def make_one_shot_iterator(self):
@@ -405,6 +487,96 @@ class DatasetV1:
 
     def __repr__(self):
         return f"<DatasetV1Adapter element_spec={self._element_spec!r}>"
+
+
+class _VariantDataset(DatasetV1):
+    """A dataset given by a variant tensor of a function body (a window passed to flat_map's
+    function)."""
+
+    def __init__(self, variant, element_spec):
+        super().__init__([], element_spec, lambda: variant)
+
+
+class _GeneratorState:
+    """The running generators of one from_generator dataset, by iterator id: each
+    (re)initialization starts a new one, StopIteration drops it."""
+
+    def __init__(self, generator, spec):
+        self._generator = generator
+        self._spec = spec
+        self._flat = structure.flatten(spec)
+        self._running = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def start(self, *args):
+        iterator = iter(self._generator(*args))
+        with self._lock:
+            gen_id = next(self._ids)
+            self._running[gen_id] = iterator
+        return np.int64(gen_id)
+
+    def next(self, gen_id):
+        iterator = self._running[int(gen_id)]
+        try:
+            value = next(iterator)
+        except StopIteration:
+            with self._lock:
+                self._running.pop(int(gen_id), None)
+            raise
+        value = _tuples(self._spec, value)
+        return [_generated_array(v, s) for v, s in zip(
+            structure.flatten_up_to(self._spec, value), self._flat)]
+
+
+def _tuples(spec, value):
+    """`value` with lists read as tuples where `spec` nests a tuple (a generator may yield
+    lists)."""
+    if isinstance(spec, tuple) and isinstance(value, list):
+        value = tuple(value)
+    if isinstance(spec, tuple) and isinstance(value, tuple) and len(spec) == len(value):
+        return tuple(_tuples(s, v) for s, v in zip(spec, value))
+    if isinstance(spec, dict) and isinstance(value, dict):
+        return {k: _tuples(spec[k], value[k]) if k in spec else value[k] for k in value}
+    return value
+
+
+def _generated_array(value, spec):
+    if spec.dtype == _dtypes.string:
+        array = np.asarray(value, dtype=object)
+        array = np.frompyfunc(lambda x: x.encode() if isinstance(x, str) else x, 1, 1)(array)
+        array = np.asarray(array, dtype=object)
+    else:
+        try:
+            array = np.asarray(value, dtype=spec.dtype.as_numpy_dtype)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"`generator` yielded an element that could not be converted to the "
+                            f"expected type. The expected type was {spec.dtype.name}, but the "
+                            f"yielded element was {value!r}.") from e
+    if not spec.shape.is_compatible_with(array.shape):
+        raise ValueError(f"`generator` yielded an element of shape {array.shape} where an "
+                         f"element of shape {spec.shape} was expected.")
+    return array
+
+
+def _generator_dataset(generator, spec, args):
+    state = _GeneratorState(generator, spec)
+    flat = structure.flatten(spec)
+
+    def start(_):
+        inputs = [_ops.convert_to_tensor(a) for a in (args or ())]
+        gen_id = script_ops.py_func(state.start, inputs, _dtypes.int64, name="generator_start")
+
+        def next_element(gen_id):
+            values = script_ops.py_func(state.next, [gen_id], [s.dtype for s in flat],
+                                        name="generator_next")
+            for value, s in zip(values, flat):
+                value.set_shape(s.shape)
+            return structure.pack(spec, values)
+
+        return DatasetV1.from_tensors(gen_id).repeat().map(next_element)
+
+    return DatasetV1.from_tensors(np.int64(0)).flat_map(start)
 
 
 class _LazySpecDataset(DatasetV1):
@@ -433,6 +605,26 @@ def _returning_variant(map_func):
         return result._variant_in(_ops.get_default_graph())
 
     return call
+
+
+def _reduce_state_spec(spec, result):
+    """The state spec after one reduce step returned `result`: TypeError unless it matches the
+    state's structure and dtypes; shapes that differ become unknown."""
+    flat = structure.flatten(spec)
+    try:
+        got = structure.flatten_up_to(spec, structure.normalize(result))
+    except (TypeError, ValueError, KeyError) as e:
+        raise TypeError(f"The structure of the new state ({result!r}) must match the initial "
+                        f"state's ({spec!r}).") from e
+    if len(got) != len(flat):
+        raise TypeError(f"The new state has {len(got)} components; the initial state has "
+                        f"{len(flat)}.")
+    for s, t in zip(flat, got):
+        if t.dtype != s.dtype:
+            raise TypeError(f"The element types for the new state must match the initial state. "
+                            f"Expected {s.dtype}; got {t.dtype}.")
+    return structure.pack(spec, [structure.TensorSpec(_most_specific(s.shape, t.shape), s.dtype)
+                                 for s, t in zip(flat, got)])
 
 
 def _most_specific(a, b):

@@ -48,6 +48,30 @@ class TensorSpec:
         return f"TensorSpec(shape={self._shape}, dtype={self._dtype!r}, name={self._name!r})"
 
 
+@tf_export("data.DatasetSpec")
+class DatasetSpec:
+    """A component that is itself a dataset (a window of Dataset.window): a scalar variant
+    holding a dataset of elements `element_spec`."""
+
+    __slots__ = ("_element_spec",)
+
+    def __init__(self, element_spec):
+        self._element_spec = element_spec
+
+    element_spec = property(lambda self: self._element_spec)
+    dtype = property(lambda self: _dtypes.variant)
+    shape = property(lambda self: TensorShape([]))
+
+    def __eq__(self, other):
+        return isinstance(other, DatasetSpec) and self._element_spec == other._element_spec
+
+    def __hash__(self):
+        return hash(repr(self._element_spec))
+
+    def __repr__(self):
+        return f"DatasetSpec({self._element_spec!r}, TensorShape([]))"
+
+
 def _is_structure(value):
     return isinstance(value, (tuple, _abc.Mapping))
 

@@ -1,4 +1,11 @@
-"""tf.io.parse_single_example over the C++ ParseSingleExample op (dense features only)."""
+"""tf.io.parse_example and parse_single_example over the C++ ParseExampleV2 and
+ParseSingleExample ops (src/ops/io/example_ops.cc), and parse_single_sequence_example over
+ParseSequenceExampleV2 (src/ops/io/sequence_example_ops.cc).
+
+Features: FixedLenFeature (a dense tensor), VarLenFeature (a SparseTensor),
+FixedLenSequenceFeature (dense, its major dimension as long as the longest record's, the rest
+padded) and SparseFeature (a SparseTensor whose indices come from index features, put together
+here from two VarLenFeatures as TensorFlow does)."""
 
 import collections
 
@@ -6,7 +13,9 @@ import numpy as np
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
+from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.framework.tensor_shape import as_shape
+from flowstone.ops import array_ops, sparse_ops
 from flowstone.util.tf_export import tf_export
 
 
@@ -19,32 +28,235 @@ class FixedLenFeature(collections.namedtuple("FixedLenFeature",
         return super().__new__(cls, shape, dtype, default_value)
 
 
+@tf_export("io.VarLenFeature", "VarLenFeature")
+class VarLenFeature(collections.namedtuple("VarLenFeature", ["dtype"])):
+    """A feature of any number of values, parsed into a SparseTensor."""
+
+
+@tf_export("io.FixedLenSequenceFeature", "FixedLenSequenceFeature")
+class FixedLenSequenceFeature(collections.namedtuple(
+        "FixedLenSequenceFeature", ["shape", "dtype", "allow_missing", "default_value"])):
+    """A feature of any number of values of `shape`, parsed into a dense tensor
+    [..., longest, *shape], shorter records padded with default_value (or zeros)."""
+
+    def __new__(cls, shape, dtype, allow_missing=False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
+@tf_export("io.SparseFeature", "SparseFeature")
+class SparseFeature(collections.namedtuple(
+        "SparseFeature", ["index_key", "value_key", "dtype", "size", "already_sorted"])):
+    """A SparseTensor whose indices are the values of the int64 feature(s) `index_key` and whose
+    values are those of `value_key`; its dense shape is `size`."""
+
+    def __new__(cls, index_key, value_key, dtype, size, already_sorted=False):
+        return super().__new__(cls, index_key, value_key, dtype, size, already_sorted)
+
+
+class _ParseConfig:
+    """The features of one parse as the ops want them: sorted keys, sparse then dense."""
+
+    def __init__(self, features, allow_sequence):
+        self.sparse_keys, self.sparse_types = [], []
+        self.dense_keys, self.dense_types, self.dense_shapes, self.dense_defaults = [], [], [], []
+        self.varlen_keys = []
+        self.composites = {}  # SparseFeature key -> the feature
+        for key in sorted(features):
+            feature = features[key]
+            if isinstance(feature, VarLenFeature):
+                self.varlen_keys.append(key)
+                self._sparse(key, feature.dtype)
+            elif isinstance(feature, SparseFeature):
+                self.composites[key] = feature
+                for index_key in _as_list(feature.index_key):
+                    self._sparse(index_key, _dtypes.int64)
+                self._sparse(feature.value_key, feature.dtype)
+            elif isinstance(feature, FixedLenFeature):
+                self._dense(key, feature.dtype, as_shape(feature.shape), feature.default_value)
+            elif isinstance(feature, FixedLenSequenceFeature):
+                if allow_sequence and not feature.allow_missing:
+                    raise ValueError(f"Unsupported: FixedLenSequenceFeature requires "
+                                     f"allow_missing to be True. (feature {key!r})")
+                self._dense(key, feature.dtype, as_shape([None]).concatenate(feature.shape),
+                            feature.default_value)
+            else:
+                raise ValueError(f"Unsupported feature type {type(feature).__name__} for key "
+                                 f"{key!r}: use FixedLenFeature, VarLenFeature, SparseFeature or "
+                                 "FixedLenSequenceFeature.")
+
+    def _sparse(self, key, dtype):
+        if key in self.sparse_keys:
+            return  # two SparseFeatures may share an index feature
+        self.sparse_keys.append(key)
+        self.sparse_types.append(_dtypes.as_dtype(dtype))
+
+    def _dense(self, key, dtype, shape, default):
+        dtype = _dtypes.as_dtype(dtype)
+        self.dense_keys.append(key)
+        self.dense_types.append(dtype)
+        self.dense_shapes.append(shape)
+        self.dense_defaults.append(default)
+
+    def default_tensors(self):
+        tensors = []
+        for key, dtype, shape, default in zip(self.dense_keys, self.dense_types,
+                                              self.dense_shapes, self.dense_defaults):
+            name = "key_" + key.replace("/", "_")
+            if default is None:
+                empty = np.zeros([0], dtype=object if dtype == _dtypes.string
+                                 else dtype.as_numpy_dtype)
+                tensors.append(_ops.constant(empty, dtype=dtype, name=name))
+            elif shape.ndims and shape.dims[0].value is None:
+                tensors.append(_ops.constant(default, dtype=dtype, name=name))
+            else:
+                tensors.append(_ops.constant(default, dtype=dtype, shape=shape.as_list(),
+                                             name=name))
+        return tensors
+
+    def shape_attr(self):
+        return [[-1 if d is None else d for d in s.as_list()] for s in self.dense_shapes]
+
+    def results(self, outputs):
+        """The {key: Tensor or SparseTensor} of the ops' outputs."""
+        n = len(self.sparse_keys)
+        sparse = {key: SparseTensor(outputs[i], outputs[n + i], outputs[2 * n + i])
+                  for i, key in enumerate(self.sparse_keys)}
+        result = dict(zip(self.dense_keys, outputs[3 * n:3 * n + len(self.dense_keys)]))
+        result.update({key: sparse[key] for key in self.varlen_keys})
+        for key, feature in self.composites.items():
+            result[key] = _combine_sparse_feature(feature, sparse)
+        return result
+
+
+def _as_list(value):
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _combine_sparse_feature(feature, sparse):
+    """The SparseTensor of a SparseFeature: the value feature's values at the positions its index
+    feature(s) give, behind the record's index in the batch (TensorFlow's sparse_merge)."""
+    values = sparse[feature.value_key]
+    index_keys, sizes = _as_list(feature.index_key), _as_list(feature.size)
+    with _ops.name_scope("SparseFeature_" + feature.value_key.replace("/", "_")):
+        batch_rank = values.indices[:, :-1]
+        positions = [array_ops.expand_dims(sparse[k].values, 1) for k in index_keys]
+        indices = array_ops.concat([batch_rank] + positions, 1)
+        shape = array_ops.concat([values.dense_shape[:-1],
+                                  _ops.constant(sizes, dtype=_dtypes.int64)], 0)
+        result = SparseTensor(indices, values.values, shape)
+        return result if feature.already_sorted else sparse_ops.sparse_reorder(result)
+
+
+@tf_export("io.parse_example", "parse_example")
+def parse_example(serialized, features, name=None, example_names=None):
+    """A dict of the `features` of a batch (a vector) of serialized tf.train.Examples."""
+    del example_names
+    config = _ParseConfig(features, allow_sequence=True)
+    with _ops.name_scope(name or "ParseExample"):
+        serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
+
+        def keys(values, key_name):
+            return _ops.constant(np.array(values, dtype=object).reshape([len(values)]),
+                                 dtype=_dtypes.string, name=key_name)
+
+        outputs = _ops.apply_op("ParseExampleV2", [
+            serialized, keys([], "names"), keys(config.sparse_keys, "sparse_keys"),
+            keys(config.dense_keys, "dense_keys"), keys([], "ragged_keys"),
+            config.default_tensors()],
+            {"num_sparse": len(config.sparse_keys), "sparse_types": config.sparse_types,
+             "Tdense": config.dense_types, "dense_shapes": config.shape_attr(),
+             "ragged_value_types": [], "ragged_split_types": []},
+            name="ParseExampleV2").outputs
+        return config.results(outputs)
+
+
 @tf_export("io.parse_single_example", "parse_single_example")
 def parse_single_example(serialized, features, name=None, example_names=None):
-    """A dict of the `features` (FixedLenFeatures) of one serialized tf.train.Example."""
+    """A dict of the `features` of one serialized tf.train.Example."""
     del example_names
-    keys = sorted(features)
-    for key in keys:
-        if not isinstance(features[key], FixedLenFeature):
-            raise NotImplementedError(
-                f"Feature {key!r} is a {type(features[key]).__name__}: only FixedLenFeature is "
-                "parsed so far (VarLenFeature needs SparseTensor, which Flowstone lacks).")
-    defaults, shapes = [], []
+    config = _ParseConfig(features, allow_sequence=True)
     with _ops.name_scope(name or "ParseSingleExample"):
-        for key in keys:
-            feature = features[key]
-            dtype = _dtypes.as_dtype(feature.dtype)
-            shape = as_shape(feature.shape)
-            shapes.append(shape.as_proto_dims())
-            if feature.default_value is None:
-                default = np.zeros([0], dtype=object if dtype == _dtypes.string
-                                   else dtype.as_numpy_dtype)
-                defaults.append(_ops.constant(default, dtype=dtype, name="key_" + key))
-            else:
-                defaults.append(_ops.constant(feature.default_value, dtype=dtype,
-                                              shape=shape.as_list(), name="key_" + key))
-        outputs = _ops.apply_op("ParseSingleExample", [
-            _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized"), defaults],
-            {"dense_keys": keys, "dense_shapes": shapes},
+        serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
+        outputs = _ops.apply_op("ParseSingleExample", [serialized, config.default_tensors()], {
+            "num_sparse": len(config.sparse_keys), "sparse_keys": config.sparse_keys,
+            "sparse_types": config.sparse_types, "dense_keys": config.dense_keys,
+            "Tdense": config.dense_types, "dense_shapes": config.shape_attr()},
             name="ParseSingleExample").outputs
-    return dict(zip(keys, outputs))
+        return config.results(outputs)
+
+
+
+def _parse_sequence(serialized, context_features, sequence_features, name):
+    """(context dict, feature list dict, lengths dict) of serialized SequenceExamples."""
+    context = _ParseConfig(context_features or {}, allow_sequence=False)
+    if context.composites:
+        raise ValueError("SparseFeature is not supported in context_features; parse its index "
+                         "and value features as VarLenFeatures.")
+    list_sparse, list_sparse_types = [], []
+    list_dense, list_dense_types, list_dense_shapes, assumed_empty = [], [], [], []
+    for key in sorted(sequence_features or {}):
+        feature = sequence_features[key]
+        if isinstance(feature, VarLenFeature):
+            list_sparse.append(key)
+            list_sparse_types.append(_dtypes.as_dtype(feature.dtype))
+        elif isinstance(feature, (FixedLenSequenceFeature, FixedLenFeature)):
+            list_dense.append(key)
+            list_dense_types.append(_dtypes.as_dtype(feature.dtype))
+            list_dense_shapes.append(as_shape(feature.shape).as_list())
+            assumed_empty.append(bool(getattr(feature, "allow_missing", False)))
+        else:
+            raise ValueError(f"Unsupported sequence feature type {type(feature).__name__} for "
+                             f"key {key!r}: use FixedLenSequenceFeature or VarLenFeature.")
+    with _ops.name_scope(name or "ParseSequenceExample"):
+        serialized = _ops.convert_to_tensor(serialized, dtype=_dtypes.string, name="serialized")
+
+        def keys(values, key_name):
+            return _ops.constant(np.array(values, dtype=object).reshape([len(values)]),
+                                 dtype=_dtypes.string, name=key_name)
+
+        outputs = _ops.apply_op("ParseSequenceExampleV2", [
+            serialized, keys([], "debug_name"), keys(context.sparse_keys, "context_sparse_keys"),
+            keys(context.dense_keys, "context_dense_keys"), keys([], "context_ragged_keys"),
+            keys(list_sparse, "feature_list_sparse_keys"),
+            keys(list_dense, "feature_list_dense_keys"), keys([], "feature_list_ragged_keys"),
+            _ops.constant(np.array(assumed_empty, dtype=bool).reshape([len(assumed_empty)]),
+                          dtype=_dtypes.bool, name="feature_list_dense_missing_assumed_empty"),
+            context.default_tensors()],
+            {"Ncontext_sparse": len(context.sparse_keys),
+             "context_sparse_types": context.sparse_types, "Tcontext_dense": context.dense_types,
+             "context_dense_shapes": context.shape_attr(),
+             "Nfeature_list_sparse": len(list_sparse), "Nfeature_list_dense": len(list_dense),
+             "feature_list_sparse_types": list_sparse_types,
+             "feature_list_dense_types": list_dense_types,
+             "feature_list_dense_shapes": list_dense_shapes,
+             "context_ragged_value_types": [], "context_ragged_split_types": [],
+             "feature_list_ragged_value_types": [], "feature_list_ragged_split_types": []},
+            name="ParseSequenceExampleV2").outputs
+        n_context = 3 * len(context.sparse_keys) + len(context.dense_keys)
+        context_result = context.results(outputs[:n_context])
+        rest = outputs[n_context:]
+        ns = len(list_sparse)
+        lists = {key: SparseTensor(rest[i], rest[ns + i], rest[2 * ns + i])
+                 for i, key in enumerate(list_sparse)}
+        lists.update(zip(list_dense, rest[3 * ns:3 * ns + len(list_dense)]))
+        lengths = dict(zip(list_dense, rest[3 * ns + len(list_dense):]))
+        return context_result, lists, lengths
+
+
+@tf_export("io.parse_single_sequence_example", "parse_single_sequence_example")
+def parse_single_sequence_example(serialized, context_features=None, sequence_features=None,
+                                  example_name=None, name=None):
+    """(context, feature_lists): dicts of the features of one serialized SequenceExample."""
+    del example_name
+    context, lists, _ = _parse_sequence(serialized, context_features, sequence_features,
+                                        name or "ParseSingleSequenceExample")
+    return context, lists
+
+
+@tf_export("io.parse_sequence_example")
+def parse_sequence_example(serialized, context_features=None, sequence_features=None,
+                           example_names=None, name=None):
+    """(context, feature_lists, lengths) of a batch (a vector) of serialized SequenceExamples;
+    lengths holds the number of steps of each dense feature list, per record."""
+    del example_names
+    return _parse_sequence(serialized, context_features, sequence_features, name)

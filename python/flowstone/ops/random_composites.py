@@ -53,7 +53,7 @@ def categorical(logits, num_samples, dtype=None, seed=None, name=None):
         return _gumbel_max(logits, num_samples, dtype or _dtypes.int64, seed)
 
 
-@tf_export("random_crop")
+@tf_export("random_crop", "image.random_crop")
 def random_crop(value, size, seed=None, name=None):
     """A slice of `value` of shape `size` at a uniformly random offset."""
     with _ops.name_scope(name, "random_crop"):

@@ -38,6 +38,11 @@ def _register(graph, func):
         token = f"pyfunc_{next(_tokens)}"
         _functions[token] = func
     if graph is not None:
+        # A function body (a FuncGraph: Dataset.map's, tf.cond's) is dropped after tracing while
+        # its library function lives on in the outermost graph: the function stays as long as
+        # that graph.
+        while getattr(graph, "outer_graph", None) is not None:
+            graph = graph.outer_graph
         weakref.finalize(graph, _functions.pop, token, None)
     return token
 
@@ -52,7 +57,7 @@ def _error_code(exception):
 def _as_argument(array):
     # Scalars arrive as numpy scalars (np.float32(3.0)), as in TensorFlow; a scalar string is
     # already bytes.
-    if isinstance(array, bytes):
+    if not isinstance(array, np.ndarray):
         return array
     return array[()] if array.ndim == 0 else array
 

@@ -85,10 +85,16 @@ class MapDataset final : public DatasetBase {
         : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
 
     Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
-      if (next_ == results_.size()) FS_RETURN_IF_ERROR(MapBlock(ctx));
-      *end = next_ == results_.size();
+      if (!ended_ && next_ == results_.size()) FS_RETURN_IF_ERROR(MapBlock(ctx));
+      *end = ended_ || next_ == results_.size();
       if (*end) return Status::OK();
       const size_t i = next_++;
+      // OutOfRange from the function ends the dataset, as in TF (a tf.py_func raising
+      // StopIteration: Dataset.from_generator's end).
+      if (statuses_[i].code() == Code::kOutOfRange) {
+        ended_ = *end = true;
+        return Status::OK();
+      }
       if (!statuses_[i].ok()) return statuses_[i];
       *out = std::move(results_[i]);
       return Status::OK();
@@ -123,6 +129,7 @@ class MapDataset final : public DatasetBase {
     std::vector<Element> results_;
     std::vector<Status> statuses_;
     size_t next_ = 0;
+    bool ended_ = false;
   };
 
   DatasetPtr input_;

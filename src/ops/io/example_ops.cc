@@ -1,95 +1,169 @@
-// ParseSingleExample: the dense features (tf.io.FixedLenFeature) of one serialized
-// tf.train.Example, read with the protobuf classes of proto/example.proto (TensorFlow's field
-// numbers, so TensorFlow's records parse). Sparse features need SparseTensor, which Flowstone
-// does not have yet: num_sparse must be 0.
+// tf.train.Example parsing: ParseExampleV2 (tf.io.parse_example, a batch of records) and
+// ParseSingleExample (one record), read with the protobuf classes of proto/example.proto
+// (TensorFlow's field numbers, so TensorFlow's records parse). Both ops share one parser:
+//   - sparse features (tf.io.VarLenFeature): per feature, indices [n, batch_rank + 1], values [n]
+//     and dense_shape [batch..., longest list], the pieces of a SparseTensor;
+//   - dense features (tf.io.FixedLenFeature): batch_shape + shape, a missing feature taking its
+//     default;
+//   - dense features with an unknown major dimension (tf.io.FixedLenSequenceFeature with
+//     allow_missing=True): batch_shape + [longest, shape[1:]...], shorter ones padded with the
+//     default (one element) or zeros.
+// The value helpers (example_parser.h) also serve ParseSequenceExampleV2
+// (sequence_example_ops.cc).
 #include <algorithm>
 
+#include "example_parser.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
-#include "proto/example.pb.h"
 
 namespace flowstone {
 namespace {
 
-const std::vector<DType> kFeatureTypes = {DType::kFloat32, DType::kInt64, DType::kString};
+// What one parse op asks for: the keys, types and (dense) shapes of its features.
+struct ParseConfig {
+  std::vector<std::string> sparse_keys;
+  std::vector<DType> sparse_types;
+  std::vector<std::string> dense_keys;
+  std::vector<DType> dense_types;
+  std::vector<PartialShape> dense_shapes;
+};
 
-const char* FeatureTypeName(DType dtype) {
-  return dtype == DType::kFloat32 ? "float" : dtype == DType::kInt64 ? "int64" : "string";
-}
-
-const char* KindName(const proto::Feature& feature) {
-  switch (feature.kind_case()) {
-    case proto::Feature::kFloatList:
-      return "float";
-    case proto::Feature::kInt64List:
-      return "int64";
-    case proto::Feature::kBytesList:
-      return "string";
-    default:
-      return "none";
+Status ReadTypesAndShapes(const char* op, const AttrMap& attrs, ParseConfig* config) {
+  FS_RETURN_IF_ERROR(attrs.Get("Tdense", &config->dense_types));
+  FS_RETURN_IF_ERROR(attrs.Get("dense_shapes", &config->dense_shapes));
+  FS_RETURN_IF_ERROR(attrs.Get("sparse_types", &config->sparse_types));
+  FS_RETURN_IF_ERROR(example::CheckFeatureTypes(op, config->dense_types));
+  FS_RETURN_IF_ERROR(example::CheckFeatureTypes(op, config->sparse_types));
+  if (config->dense_shapes.size() != config->dense_types.size()) {
+    return errors::InvalidArgument(op, ": ", config->dense_shapes.size(), " dense_shapes for ",
+                                   config->dense_types.size(), " Tdense types");
   }
+  return example::CheckDenseShapes(op, config->dense_shapes);
 }
 
-int64_t ValueCount(const proto::Feature& feature) {
-  switch (feature.kind_case()) {
-    case proto::Feature::kFloatList:
-      return feature.float_list().value_size();
-    case proto::Feature::kInt64List:
-      return feature.int64_list().value_size();
-    case proto::Feature::kBytesList:
-      return feature.bytes_list().value_size();
-    default:
-      return 0;
+// The features of one record: key -> Feature, or an error naming the record.
+Status ParseRecord(const std::string& serialized, int64_t index, proto::Example* out) {
+  if (!out->ParseFromString(serialized)) {
+    return errors::InvalidArgument("Could not parse example input, value: '",
+                                   serialized.substr(0, 64), "' (record ", index,
+                                   " of the batch is not a serialized tf.train.Example)");
   }
+  return Status::OK();
 }
 
-// Copies a feature's values into `out` (of the expected dtype and element count).
-void CopyValues(const proto::Feature& feature, Tensor* out) {
-  switch (feature.kind_case()) {
-    case proto::Feature::kFloatList:
-      std::copy(feature.float_list().value().begin(), feature.float_list().value().end(),
-                out->data<float>());
-      break;
-    case proto::Feature::kInt64List:
-      std::copy(feature.int64_list().value().begin(), feature.int64_list().value().end(),
-                out->data<int64_t>());
-      break;
-    default:
-      std::copy(feature.bytes_list().value().begin(), feature.bytes_list().value().end(),
-                out->data<std::string>());
+// Parses `serialized` (a scalar or a vector of records) into the op's outputs: the sparse
+// indices, values and shapes, then the dense values. Dense defaults start at input
+// `defaults_input`.
+Status ParseInto(KernelContext& ctx, const ParseConfig& config, const Tensor& serialized,
+                 int defaults_input) {
+  if (serialized.rank() > 1) {
+    return errors::InvalidArgument("serialized must be a scalar or a vector of records, got shape ",
+                                   serialized.shape().ToString());
   }
+  std::vector<int64_t> batch_shape = serialized.shape().ToVector();
+  const int64_t batch = serialized.num_elements();
+  std::vector<proto::Example> records(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    FS_RETURN_IF_ERROR(ParseRecord(serialized.data<std::string>()[b], b, &records[b]));
+  }
+  auto find_all = [&](const std::string& key) {
+    std::vector<const proto::Feature*> found(batch, nullptr);
+    for (int64_t b = 0; b < batch; ++b) {
+      const auto& features = records[b].features().feature();
+      auto it = features.find(key);
+      if (it != features.end()) found[b] = &it->second;
+    }
+    return found;
+  };
+  const int num_sparse = static_cast<int>(config.sparse_keys.size());
+  for (int i = 0; i < num_sparse; ++i) {
+    FS_RETURN_IF_ERROR(example::WriteSparse(config.sparse_keys[i], config.sparse_types[i],
+                                            find_all(config.sparse_keys[i]), batch_shape, ctx, i,
+                                            num_sparse + i, 2 * num_sparse + i));
+  }
+  for (size_t i = 0; i < config.dense_keys.size(); ++i) {
+    FS_RETURN_IF_ERROR(example::WriteDense(config.dense_keys[i], config.dense_types[i],
+                                           config.dense_shapes[i], find_all(config.dense_keys[i]),
+                                           batch_shape,
+                                           ctx.input(defaults_input + static_cast<int>(i)), ctx,
+                                           3 * num_sparse + static_cast<int>(i)));
+  }
+  return Status::OK();
 }
+
+// The output shapes of both ops: sparse pieces of rank batch_rank + 1, dense ones batch_shape +
+// their shape (the major dimension of a sequence feature unknown).
+Status ParseShape(InferenceContext& ctx, const PartialShape& batch_shape) {
+  int64_t num_sparse = 0;
+  std::vector<PartialShape> shapes;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("num_sparse", &num_sparse));
+  FS_RETURN_IF_ERROR(ctx.GetAttr("dense_shapes", &shapes));
+  const int64_t rank = batch_shape.known_rank() ? batch_shape.rank() : -1;
+  for (int i = 0; i < num_sparse; ++i) {
+    ctx.set_output(i, PartialShape({-1, rank < 0 ? -1 : rank + 1}));
+    ctx.set_output(num_sparse + i, PartialShape({-1}));
+    ctx.set_output(2 * num_sparse + i, PartialShape({rank < 0 ? -1 : rank + 1}));
+  }
+  for (int i = 0; i < static_cast<int>(shapes.size()); ++i) {
+    const int out = static_cast<int>(3 * num_sparse) + i;
+    if (out >= ctx.num_outputs()) break;
+    if (!batch_shape.known_rank()) {
+      ctx.set_output(out, PartialShape::Unknown());
+      continue;
+    }
+    std::vector<int64_t> dims = batch_shape.ToVector();
+    for (int64_t d : shapes[i].ToVector()) dims.push_back(d);
+    ctx.set_output(out, PartialShape(dims));
+  }
+  return Status::OK();
+}
+
+class ParseExampleV2Kernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override {
+    FS_RETURN_IF_ERROR(ReadTypesAndShapes("ParseExampleV2", node().attrs(), &config_));
+    if (!node().attrs().GetOr<std::vector<DType>>("ragged_value_types", {}).empty()) {
+      return errors::Unimplemented(
+          "ParseExampleV2: ragged features (tf.io.RaggedFeature) are not in Flowstone; parse "
+          "them as tf.io.VarLenFeature (a SparseTensor)");
+    }
+    return Status::OK();
+  }
+
+  Status Compute(KernelContext& ctx) override {
+    ParseConfig config = config_;
+    FS_RETURN_IF_ERROR(example::KeysInput(ctx, 2, "sparse_keys", &config.sparse_keys));
+    FS_RETURN_IF_ERROR(example::KeysInput(ctx, 3, "dense_keys", &config.dense_keys));
+    if (config.sparse_keys.size() != config.sparse_types.size() ||
+        config.dense_keys.size() != config.dense_types.size()) {
+      return errors::InvalidArgument("ParseExampleV2: ", config.sparse_keys.size(),
+                                     " sparse_keys for ", config.sparse_types.size(),
+                                     " sparse_types and ", config.dense_keys.size(),
+                                     " dense_keys for ", config.dense_types.size(), " Tdense");
+    }
+    return ParseInto(ctx, config, ctx.input(0), 5);
+  }
+
+ private:
+  ParseConfig config_;
+};
 
 class ParseSingleExampleKernel final : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
   Status Init() override {
-    const AttrMap& attrs = node().attrs();
-    FS_RETURN_IF_ERROR(attrs.Get("dense_keys", &dense_keys_));
-    FS_RETURN_IF_ERROR(attrs.Get("dense_shapes", &dense_shapes_));
-    std::vector<DType> types;
-    FS_RETURN_IF_ERROR(attrs.Get("Tdense", &types));
-    for (DType t : types) {
-      if (std::find(kFeatureTypes.begin(), kFeatureTypes.end(), t) == kFeatureTypes.end()) {
-        return errors::InvalidArgument(
-            "ParseSingleExample: features are float32, int64 or "
-            "string, got ",
-            DTypeName(t));
-      }
-    }
-    if (attrs.GetOr<int64_t>("num_sparse", 0) != 0) {
-      return errors::Unimplemented(
-          "ParseSingleExample: sparse features (tf.io.VarLenFeature) need SparseTensor, which "
-          "Flowstone does not have yet; use tf.io.FixedLenFeature");
-    }
-    for (const PartialShape& shape : dense_shapes_) {
-      if (!shape.IsFullyDefined()) {
-        return errors::Unimplemented("ParseSingleExample: dense shape ", shape.ToString(),
-                                     " is not fully defined (FixedLenSequenceFeature is not in "
-                                     "Flowstone yet)");
-      }
+    FS_RETURN_IF_ERROR(ReadTypesAndShapes("ParseSingleExample", node().attrs(), &config_));
+    FS_RETURN_IF_ERROR(node().attrs().Get("dense_keys", &config_.dense_keys));
+    FS_RETURN_IF_ERROR(node().attrs().Get("sparse_keys", &config_.sparse_keys));
+    if (config_.sparse_keys.size() != config_.sparse_types.size() ||
+        config_.dense_keys.size() != config_.dense_types.size()) {
+      return errors::InvalidArgument(
+          "ParseSingleExample: sparse_keys, sparse_types, dense_keys "
+          "and Tdense disagree in length");
     }
     return Status::OK();
   }
@@ -100,82 +174,55 @@ class ParseSingleExampleKernel final : public OpKernel {
       return errors::InvalidArgument("serialized must be a scalar, got shape ",
                                      serialized.shape().ToString());
     }
-    proto::Example example;
-    if (!example.ParseFromString(*serialized.data<std::string>())) {
-      return errors::InvalidArgument("Could not parse example input, value: '",
-                                     serialized.data<std::string>()->substr(0, 64), "'");
-    }
-    const auto& features = example.features().feature();
-    for (size_t i = 0; i < dense_keys_.size(); ++i) {
-      const std::string& key = dense_keys_[i];
-      const int output = static_cast<int>(i);
-      const DType dtype = ctx.output_type(output);
-      TensorShape shape(dense_shapes_[i].ToVector());
-      const Tensor& fallback = ctx.input(1 + output);
-      auto found = features.find(key);
-      if (found == features.end()) {
-        if (fallback.num_elements() == 0) {
-          return errors::InvalidArgument("Feature: ", key, " (data type: ", FeatureTypeName(dtype),
-                                         ") is required but could not be found.");
-        }
-        if (fallback.num_elements() != shape.num_elements()) {
-          return errors::InvalidArgument("Key: ", key, ". default_value has ",
-                                         fallback.num_elements(), " values but the shape ",
-                                         shape.ToString(), " has ", shape.num_elements());
-        }
-        ctx.SetOutput(output, fallback.Reshaped(shape));
-        continue;
-      }
-      const proto::Feature& feature = found->second;
-      if (std::string(KindName(feature)) != FeatureTypeName(dtype)) {
-        return errors::InvalidArgument("Key: ", key,
-                                       ".  Data types don't match. Data type: ", KindName(feature),
-                                       " but expected type: ", FeatureTypeName(dtype));
-      }
-      if (ValueCount(feature) != shape.num_elements()) {
-        return errors::InvalidArgument(
-            "Key: ", key, ".  Can't parse serialized Example: ", ValueCount(feature),
-            " values, but the shape ", shape.ToString(), " needs ", shape.num_elements());
-      }
-      Tensor* out;
-      FS_RETURN_IF_ERROR(ctx.AllocateOutput(output, shape, &out));
-      CopyValues(feature, out);
-    }
-    return Status::OK();
+    return ParseInto(ctx, config_, serialized, 1);
   }
 
  private:
-  std::vector<std::string> dense_keys_;
-  std::vector<PartialShape> dense_shapes_;
+  ParseConfig config_;
 };
 
-Status ParseSingleExampleShape(InferenceContext& ctx) {
-  std::vector<PartialShape> shapes;
-  FS_RETURN_IF_ERROR(ctx.GetAttr("dense_shapes", &shapes));
-  if (static_cast<int>(shapes.size()) != ctx.num_outputs()) {
-    return errors::InvalidArgument("ParseSingleExample: ", shapes.size(), " dense_shapes for ",
-                                   ctx.num_outputs(),
-                                   " dense outputs (only dense features are "
-                                   "supported)");
-  }
-  for (int i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, shapes[i]);
-  return Status::OK();
-}
+FS_REGISTER_OP(OpBuilder("ParseExampleV2")
+                   .Input("serialized", "string")
+                   .Input("names", "string")
+                   .Input("sparse_keys", "string")
+                   .Input("dense_keys", "string")
+                   .Input("ragged_keys", "string")
+                   .InputTypeList("dense_defaults", "Tdense")
+                   .OutputList("sparse_indices", "int64", "num_sparse")
+                   .OutputTypeList("sparse_values", "sparse_types")
+                   .OutputList("sparse_shapes", "int64", "num_sparse")
+                   .OutputTypeList("dense_values", "Tdense")
+                   .OutputTypeList("ragged_values", "ragged_value_types")
+                   .OutputTypeList("ragged_row_splits", "ragged_split_types")
+                   .Attr("num_sparse", 0)
+                   .Attr("sparse_types", AttrValue(std::vector<DType>{}))
+                   .Attr("ragged_value_types", AttrValue(std::vector<DType>{}))
+                   .Attr("ragged_split_types", AttrValue(std::vector<DType>{}))
+                   .RequiredAttr("dense_shapes", AttrType::kShapeList)
+                   .Shape([](InferenceContext& ctx) { return ParseShape(ctx, ctx.input(0)); })
+                   .KernelClass<ParseExampleV2Kernel>("CPU")
+                   .NotDifferentiable()
+                   .Doc("tf.io.parse_example: the sparse (VarLenFeature) and dense "
+                        "(FixedLenFeature, FixedLenSequenceFeature) features of a batch of "
+                        "serialized tf.train.Examples."));
 
 FS_REGISTER_OP(OpBuilder("ParseSingleExample")
                    .Input("serialized", "string")
                    .InputTypeList("dense_defaults", "Tdense")
+                   .OutputList("sparse_indices", "int64", "num_sparse")
+                   .OutputTypeList("sparse_values", "sparse_types")
+                   .OutputList("sparse_shapes", "int64", "num_sparse")
                    .OutputTypeList("dense_values", "Tdense")
                    .Attr("num_sparse", 0)
                    .Attr("sparse_keys", AttrValue(std::vector<std::string>{}))
                    .RequiredAttr("dense_keys", AttrType::kStringList)
                    .Attr("sparse_types", AttrValue(std::vector<DType>{}))
                    .RequiredAttr("dense_shapes", AttrType::kShapeList)
-                   .Shape(ParseSingleExampleShape)
+                   .Shape([](InferenceContext& ctx) { return ParseShape(ctx, PartialShape({})); })
                    .KernelClass<ParseSingleExampleKernel>("CPU")
                    .NotDifferentiable()
-                   .Doc("The dense features of one serialized tf.train.Example (float32, int64 or "
-                        "string, of fixed shapes; missing ones take dense_defaults)."));
+                   .Doc("tf.io.parse_single_example: the sparse and dense features of one "
+                        "serialized tf.train.Example."));
 
 }  // namespace
 }  // namespace flowstone

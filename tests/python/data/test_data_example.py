@@ -57,12 +57,12 @@ def test_garbage_is_not_an_example():
         _parse({"label": tf.io.FixedLenFeature([], tf.int64)}, serialized=b"\xff\xff\xff")
 
 
-def test_var_len_features_are_not_supported_yet():
-    class VarLen:  # stands for tf.io.VarLenFeature, which Flowstone does not export yet
+def test_unknown_feature_kinds_are_refused():
+    class Ragged:  # stands for tf.io.RaggedFeature, which Flowstone does not have
         pass
 
-    with pytest.raises(NotImplementedError, match="only FixedLenFeature"):
-        tf.io.parse_single_example(EXAMPLE, {"label": VarLen()})
+    with pytest.raises(ValueError, match="Unsupported feature type Ragged for key 'label'"):
+        tf.io.parse_single_example(EXAMPLE, {"label": Ragged()})
 
 
 @pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
@@ -102,3 +102,15 @@ def test_pipeline_over_examples_tensorflow_wrote(tmp_path):
     assert np.concatenate([b["y"] for b in seen]).tolist() == [i * 3 for i in range(10)]
     assert np.concatenate([b["name"] for b in seen]).tolist() == [
         f"item{i}".encode() for i in range(10)]
+
+
+def test_tfrecord_digits_example_trains_from_its_own_records(tmp_path):
+    pytest.importorskip("sklearn")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    script = os.path.join(root, "examples", "tfrecord_digits.py")
+    proc = subprocess.run([sys.executable, script, "--epochs", "8", "--data_dir", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "over 360 records" in proc.stdout and proc.stdout.rstrip().endswith("OK")
+    assert (tmp_path / "train.tfrecord.gz").stat().st_size > 0
