@@ -74,3 +74,20 @@ def test_resource_loader_paths_are_beside_the_caller():
     assert tf.resource_loader.readahead_file_path("/a/b") == "/a/b"
     source = tf.resource_loader.load_resource("platform/resource_loader.py")
     assert b"def load_resource" in source
+
+
+def test_lists_holding_tensors_are_stacked_as_tensorflow_does():
+    x = tf.constant(2.0)
+    s = tf.placeholder(tf.float32, [2])
+    pair = tf.convert_to_tensor([x, 3])  # the int becomes a float32 constant
+    nested = tf.convert_to_tensor([[x, 1.0], [2.0, x]])
+    joined = tf.concat([s, [x * x]], 0)  # TF1 code writes this
+    assert (pair.name, nested.name) == ("packed:0", "packed_1:0")  # TensorFlow's names
+    assert nested.shape.as_list() == [2, 2]
+    with tf.Session() as sess:
+        got = sess.run([pair, nested, joined], {s: [1.0, 5.0]})
+    assert got[0].tolist() == [2.0, 3.0] and got[1].tolist() == [[2.0, 1.0], [2.0, 2.0]]
+    assert got[2].tolist() == [1.0, 5.0, 4.0]
+    with pytest.raises(TypeError, match="Cannot convert a list containing a tensor of dtype "
+                                        "tf.int32 to tf.float32"):
+        tf.convert_to_tensor([x, tf.constant(1)])

@@ -993,6 +993,47 @@ def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
                     name=name).outputs[0]
 
 
+def _holds_tensor(value):
+    return any(isinstance(v, Tensor) or (isinstance(v, (list, tuple)) and _holds_tensor(v))
+               for v in value)
+
+
+def _first_tensor_dtype(value):
+    for v in value:
+        if isinstance(v, Tensor):
+            return v.dtype
+        if isinstance(v, (list, tuple)):
+            found = _first_tensor_dtype(v)
+            if found is not None:
+                return found
+    return None
+
+
+def _autopack(value, dtype, name):
+    """A (nested) list holding tensors as one tensor, stacked as TensorFlow's convert_to_tensor
+    does: the other entries become constants of the tensors' dtype."""
+    dtype = dtype or _first_tensor_dtype(value)
+
+    def pack(items, scope_name):
+        # As TensorFlow names them: the Pack op is the scope, the entries inside it by index.
+        with name_scope(scope_name) as scope:
+            elements = []
+            for i, item in enumerate(items):
+                if isinstance(item, Tensor):
+                    if item.dtype != dtype:
+                        raise TypeError(f"Cannot convert a list containing a tensor of dtype "
+                                        f"{item.dtype!r} to {dtype!r} (Tensor is: {item!r})")
+                    elements.append(item)
+                elif isinstance(item, (list, tuple)) and _holds_tensor(item):
+                    elements.append(pack(item, str(i)))
+                else:
+                    elements.append(convert_to_tensor(item, dtype=dtype, name=str(i)))
+            return apply_op("Pack", [elements], {"axis": 0}, name=scope.rstrip("/"),
+                            exact_name=True).outputs[0]
+
+    return pack(value, name or "packed")
+
+
 def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_hint=None):
     """Converts Tensors, Variables, numpy arrays and Python values to a Tensor."""
     dtype = None if dtype is None else _dtypes.as_dtype(dtype)
@@ -1007,6 +1048,8 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None, dtype_
     if isinstance(value, Operation):
         raise TypeError(f"Can't convert Operation '{value.name}' to Tensor (target dtype="
                         f"{dtype}, name={name!r}, as_ref=False)")
+    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+        return _autopack(value, dtype, name)
     preferred = preferred_dtype or dtype_hint
     if dtype is None and preferred is not None:
         try:
