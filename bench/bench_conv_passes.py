@@ -5,7 +5,9 @@ TensorFlow, each op alone on constant inputs (float32, NHWC, batch 128):
     .venv/bin/python bench/bench_conv_passes.py --peer-python .venv-peers/bin/python
 
 Each figure is the median of timed batches of `sess.run(op)`; the inputs are variables, so
-neither framework can fold the op away.
+neither framework can fold the op away. The "cpu" rows give the process's CPU time per run
+(all threads), which a machine loaded by other work inflates far less than the wall time: it
+compares the kernels' efficiency where the wall clock cannot.
 """
 
 import statistics
@@ -23,10 +25,11 @@ CONVS = [
     ("keras2 13x13x32>64 VALID", (128, 13, 13, 32), (3, 3, 32, 64), "VALID"),
 ]
 PASSES = ["fwd", "dx", "df"]
-CASES = [f"{name} {p}" for name, *_ in CONVS for p in PASSES]
+CASES = [f"{name} {p}{clock}" for name, *_ in CONVS for p in PASSES for clock in ("", " cpu")]
 
 
 def measure(fn, repeats=7, min_time=0.2):
+    """Median (wall, CPU) milliseconds per call over `repeats` timed batches of calls."""
     fn()
     start = time.perf_counter()
     calls = 0
@@ -34,13 +37,14 @@ def measure(fn, repeats=7, min_time=0.2):
         fn()
         calls += 1
     per_batch = max(1, int(calls * min_time / 0.05))
-    samples = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         for _ in range(per_batch):
             fn()
-        samples.append((time.perf_counter() - start) * 1e3 / per_batch)
-    return statistics.median(samples)
+        wall.append((time.perf_counter() - start) * 1e3 / per_batch)
+        cpu.append((time.process_time() - start_cpu) * 1e3 / per_batch)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def run_framework(tf):
@@ -64,7 +68,9 @@ def run_framework(tf):
         with tf.Session(graph=graph) as sess:
             sess.run(init)
             for p in PASSES:
-                results[f"{name} {p}"] = measure(lambda op=ops[p]: sess.run(op))
+                wall, cpu = measure(lambda op=ops[p]: sess.run(op))
+                results[f"{name} {p}"] = wall
+                results[f"{name} {p} cpu"] = cpu
     return results
 
 
