@@ -5,8 +5,12 @@ run on the same machine.
 
 Models: (a) an MLP 784-512-512-10 at batch 128; (b) LeNet-5 on 28x28x1 inputs at batch 64
 (conv 5x5x6 same, max pool 2, conv 5x5x16 valid, max pool 2, dense 120, 84, 10), both with
-softmax cross entropy and Adam. Each framework runs in its own process; the figure is the median
-of the per-step times after warm-up.
+softmax cross entropy and Adam; (c) the tutorial CNN of issue 15 (bench/tutorial_cnn.py: 3x3
+convolutions with 32/64/128 filters, SAME, ReLU, 2x2 max pooling and dropout 0.8 after each, dense
+625 with dropout 0.5, 10) at batch 128, with RMSProp(0.001, 0.9). Each framework runs in its own
+process; the figure is the median of the per-step times after warm-up. --rounds N runs the
+frameworks N times in turn (interleaved, for a shared machine) and reports the median of the
+rounds' medians and their range.
 """
 
 import argparse
@@ -19,8 +23,8 @@ import time
 
 import numpy as np
 
-MODELS = ["mlp", "lenet5"]
-BATCH = {"mlp": 128, "lenet5": 64}
+MODELS = ["mlp", "lenet5", "tutorial_cnn"]
+BATCH = {"mlp": 128, "lenet5": 64, "tutorial_cnn": 128}
 WARMUP = 10
 STEPS = 40
 
@@ -35,14 +39,20 @@ def data(model, seed=0):
     return x, y
 
 
+# "wall", or "cpu": the process's CPU time per step (all threads), which a machine loaded by
+# other work inflates far less than the wall time.
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+clock = CLOCK["wall"]
+
+
 def time_steps(step):
     for _ in range(WARMUP):
         step()
     times = []
     for _ in range(STEPS):
-        start = time.perf_counter()
+        start = clock()
         step()
-        times.append((time.perf_counter() - start) * 1e3)
+        times.append((clock() - start) * 1e3)
     return statistics.median(times)
 
 
@@ -67,11 +77,22 @@ def tf1_graph(tf, model):
     def pool(h):
         return tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID")
 
+    def tutorial_block(h, filters):
+        w = tf.get_variable(f"w{len(tf.trainable_variables())}", [3, 3, h.shape[-1], filters],
+                            initializer=tf.random_normal_initializer(stddev=0.01))
+        h = tf.nn.relu(tf.nn.conv2d(h, w, strides=[1, 1, 1, 1], padding="SAME"))
+        h = tf.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="SAME")
+        return tf.nn.dropout(h, rate=0.2)
+
     graph = tf.Graph()
     with graph.as_default():
         if model == "mlp":
             x = tf.placeholder(tf.float32, [None, 784])
             h = dense(dense(x, 512), 512)
+        elif model == "tutorial_cnn":
+            x = tf.placeholder(tf.float32, [None, 28, 28, 1])
+            h = tutorial_block(tutorial_block(tutorial_block(x, 32), 64), 128)
+            h = tf.nn.dropout(dense(tf.reshape(h, [-1, 2048]), 625), rate=0.5)
         else:
             x = tf.placeholder(tf.float32, [None, 28, 28, 1])
             h = pool(conv(x, 6, "SAME"))
@@ -82,7 +103,10 @@ def tf1_graph(tf, model):
         y = tf.placeholder(tf.int64, [None])
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = tf.train.AdamOptimizer(1e-3).minimize(loss)
+        if model == "tutorial_cnn":
+            train = tf.train.RMSPropOptimizer(0.001, 0.9).minimize(loss)
+        else:
+            train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
     sess = tf.Session(graph=graph)
     sess.run(init)
@@ -109,15 +133,27 @@ def run_torch(model):
     if model == "mlp":
         net = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
                             nn.Linear(512, 10))
+    elif model == "tutorial_cnn":
+        def block(c_in, c_out):
+            return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.ReLU(),
+                    nn.MaxPool2d(2, ceil_mode=True), nn.Dropout(0.2)]
+        net = nn.Sequential(*block(1, 32), *block(32, 64), *block(64, 128), nn.Flatten(),
+                            nn.Linear(2048, 625), nn.ReLU(), nn.Dropout(0.5), nn.Linear(625, 10))
     else:
         net = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
                             nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
                             nn.Linear(16 * 5 * 5, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(),
                             nn.Linear(84, 10))
-    opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+    if model == "tutorial_cnn":
+        # TensorFlow's RMSProp puts epsilon inside the square root, PyTorch's outside; the
+        # arithmetic per step is the same.
+        opt = torch.optim.RMSprop(net.parameters(), lr=1e-3, alpha=0.9, eps=1e-10)
+    else:
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     xv, yv = data(model)
     x = torch.from_numpy(xv if model == "mlp" else xv.transpose(0, 3, 1, 2).copy())
+    net.train()
     y = torch.from_numpy(yv)
 
     def step():
@@ -134,32 +170,48 @@ RUNNERS = {"flowstone": run_flowstone, "tensorflow": run_tensorflow, "pytorch": 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved runs per framework")
+    parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
+                        help="time per step: wall clock, or the process's CPU time")
     parser.add_argument("--peer-python", default=None,
                         help="a Python with tensorflow-cpu and torch installed")
     args = parser.parse_args()
+    models = args.models.split(",")
+    global clock
+    clock = CLOCK[args.clock]
     if args.framework:
-        print(json.dumps({m: RUNNERS[args.framework](m) for m in MODELS}))
+        print(json.dumps({m: RUNNERS[args.framework](m) for m in models}))
         return
-    results = {}
-    for name in ["flowstone", "tensorflow", "pytorch"]:
-        python = sys.executable if name == "flowstone" else args.peer_python
-        if not python or not os.path.exists(python):
-            continue
-        proc = subprocess.run([python, __file__, "--framework", name], capture_output=True,
-                              text=True)
-        if proc.returncode == 0:
-            results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
-        else:
-            print(f"{name} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
-    print(f"{'model':<10}" + "".join(f"{n + ' ms':>16}" for n in results) +
+    runs = {}  # framework -> model -> [median of each round]
+    for _ in range(args.rounds):
+        for name in ["flowstone", "tensorflow", "pytorch"]:
+            python = sys.executable if name == "flowstone" else args.peer_python
+            if not python or not os.path.exists(python):
+                continue
+            proc = subprocess.run([python, __file__, "--framework", name, "--models",
+                                   args.models, "--clock", args.clock],
+                                  capture_output=True, text=True)
+            if proc.returncode == 0:
+                result = json.loads(proc.stdout.strip().splitlines()[-1])
+                for model, ms in result.items():
+                    runs.setdefault(name, {}).setdefault(model, []).append(ms)
+            else:
+                print(f"{name} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+    results = {n: {m: statistics.median(v) for m, v in r.items()} for n, r in runs.items()}
+    print(f"{'model':<14}" + "".join(f"{n + ' ms':>16}" for n in results) +
           f"{'vs tf':>8}{'vs torch':>10}")
-    for model in MODELS:
-        row = f"{model:<10}" + "".join(f"{results[n][model]:>16.2f}" for n in results)
+    for model in models:
+        row = f"{model:<14}" + "".join(f"{results[n][model]:>16.2f}" for n in results)
         ours = results.get("flowstone", {}).get(model)
         for peer in ["tensorflow", "pytorch"]:
             theirs = results.get(peer, {}).get(model)
             row += f"{theirs / ours:>8.2f}x" if ours and theirs else f"{'-':>9}"
         print(row)
+    if args.rounds > 1:
+        for name, per_model in runs.items():
+            print(name + ": " + ", ".join(f"{m} {min(v):.2f}-{max(v):.2f}"
+                                          for m, v in per_model.items()))
 
 
 if __name__ == "__main__":

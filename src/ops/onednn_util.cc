@@ -111,11 +111,30 @@ dnnl::stream& ThreadStream() {
 
 }  // namespace
 
-Status Primitive::Execute(KernelContext& ctx, const std::vector<void*>& data) const {
+Status Primitive::Convert(int i, const void* from, void* to) const {
+  const Arg& arg = args_[i];
+  OneOpenMpThread one_thread;
+  return Guard("reorder an argument", [&] {
+    const dnnl::engine& engine = Engine();
+    const dnnl::memory::desc& from_desc = arg.output ? arg.internal : arg.user;
+    const dnnl::memory::desc& to_desc = arg.output ? arg.user : arg.internal;
+    dnnl::memory src(from_desc, engine, const_cast<void*>(from));
+    dnnl::memory dst(to_desc, engine, to);
+    dnnl::stream& stream = ThreadStream();
+    arg.convert.execute(stream, src, dst);
+    stream.wait();
+  });
+}
+
+Status Primitive::Execute(KernelContext& ctx, const std::vector<void*>& data,
+                          const std::vector<bool>& internal) const {
+  auto converts = [&](size_t i) {
+    return args_[i].needs_convert && (internal.empty() || !internal[i]);
+  };
   // Temporaries are allocated before entering oneDNN so that an allocation failure is a Status.
   std::vector<Tensor> temps(args_.size() + 1);
   for (size_t i = 0; i < args_.size(); ++i) {
-    if (args_[i].needs_convert) {
+    if (converts(i)) {
       FS_RETURN_IF_ERROR(AllocateBytes(ctx, args_[i].internal.get_size(), &temps[i]));
     }
   }
@@ -129,11 +148,12 @@ Status Primitive::Execute(KernelContext& ctx, const std::vector<void*>& data) co
     std::vector<std::pair<dnnl::memory, dnnl::memory>> outputs_to_convert;
     for (size_t i = 0; i < args_.size(); ++i) {
       const Arg& arg = args_[i];
-      dnnl::memory user(arg.user, engine, data[i]);
-      if (!arg.needs_convert) {
-        exec_args.emplace(arg.id, user);
+      if (!converts(i)) {
+        exec_args.emplace(
+            arg.id, dnnl::memory(arg.needs_convert ? arg.internal : arg.user, engine, data[i]));
         continue;
       }
+      dnnl::memory user(arg.user, engine, data[i]);
       dnnl::memory internal(arg.internal, engine, temps[i].raw_data());
       if (arg.output) {
         outputs_to_convert.emplace_back(internal, user);
@@ -149,7 +169,7 @@ Status Primitive::Execute(KernelContext& ctx, const std::vector<void*>& data) co
     prim_.execute(stream, exec_args);
     size_t k = 0;
     for (size_t i = 0; i < args_.size(); ++i) {
-      if (args_[i].needs_convert && args_[i].output) {
+      if (converts(i) && args_[i].output) {
         auto& [from, to] = outputs_to_convert[k++];
         args_[i].convert.execute(stream, from, to);
       }

@@ -58,8 +58,18 @@ class Primitive {
             const std::vector<ArgSpec>& args);
 
   // Runs the primitive on `data` (one pointer per argument, in the order given at
-  // construction); temporaries come from the kernel's device allocator.
-  Status Execute(KernelContext& ctx, const std::vector<void*>& data) const;
+  // construction); temporaries come from the kernel's device allocator. Arguments marked in
+  // `internal` are already in the layout the primitive wants (see Convert), so they are passed
+  // as they are; the others are in the tensors' layouts and reordered as needed.
+  Status Execute(KernelContext& ctx, const std::vector<void*>& data,
+                 const std::vector<bool>& internal = {}) const;
+
+  // Whether argument i needs a reorder between the tensor's layout and the primitive's.
+  bool needs_convert(int i) const { return args_[i].needs_convert; }
+  // Reorders argument i: an input from the tensor's layout at `from` into the primitive's at
+  // `to`, an output from the primitive's layout into the tensor's. Lets a caller that runs the
+  // primitive many times on one operand (the filter of each chunk of a batch) reorder it once.
+  Status Convert(int i, const void* from, void* to) const;
 
   // True when both primitives want every argument in the same layout.
   bool SameLayoutsAs(const Primitive& other) const;

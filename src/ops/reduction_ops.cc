@@ -377,6 +377,15 @@ Status RunReduction(KernelContext& ctx, const Tensor& input, const std::vector<b
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
+// True when every reduced axis has size 1 (or none is reduced): each output element is then the
+// reduction of exactly one input element.
+bool ReducesNothing(const TensorShape& shape, const std::vector<bool>& reduced) {
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (reduced[i] && shape.dim(i) != 1) return false;
+  }
+  return true;
+}
+
 enum class ReduceKind { kSum, kMean, kProd, kMax, kMin, kAny, kAll };
 
 template <ReduceKind kKind>
@@ -393,9 +402,16 @@ class ReductionKernel final : public OpKernel {
     const Tensor& input = ctx.input(0);
     std::vector<bool> reduced;
     FS_RETURN_IF_ERROR(ReadReductionAxes(ctx.input(1), input.rank(), &reduced));
+    const TensorShape shape(ReducedDims(input.shape().dims(), reduced, keep_dims_));
+    if (ReducesNothing(input.shape(), reduced)) {
+      // Every output is its one input element, unchanged by any of the reductions, so the output
+      // shares the input's buffer, as TensorFlow's kernels do. The gradients of broadcasting ops
+      // emit such reductions whenever the shapes are known only at run time.
+      ctx.SetOutput(0, input.Reshaped(shape));
+      return Status::OK();
+    }
     Tensor* output;
-    FS_RETURN_IF_ERROR(ctx.AllocateOutput(
-        0, TensorShape(ReducedDims(input.shape().dims(), reduced, keep_dims_)), &output));
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, shape, &output));
     if constexpr (kKind == ReduceKind::kAny) {
       return RunReduction<AnyReducer, bool>(ctx, input, reduced, output,
                                             [](uint8_t a) { return a != 0; });

@@ -116,13 +116,17 @@ def test_conv2d_lenet_sized_float32_matches_float64():
     np.testing.assert_allclose(got, conv_ref(x, f), rtol=1e-4, atol=1e-5)
 
 
+# Big enough that oneDNN runs the batch in chunks, with the filter gradient summed over the
+# chunks: 11 images as 4 + 4 + 3 for every pass; 21 images of 64 channels, one per chunk forward
+# and backward to the input, but 11 + 10 for the filter gradient (a larger filter needs larger
+# chunks), whose partial sums stay in oneDNN's blocked filter layout until the end.
+@pytest.mark.parametrize("x_shape,f_shape", [((11, 16, 16, 16), (3, 3, 16, 16)),
+                                             ((21, 8, 8, 64), (3, 3, 64, 128))], ids=str)
 @pytest.mark.parametrize("data_format", FORMATS)
-def test_conv2d_batch_split_into_chunks(data_format):
-    """Big enough that oneDNN runs the batch in chunks (11 images: 4 + 4 + 3), with the filter
-    gradient summed over the chunks."""
-    x = image((11, 16, 16, 16), data_format, np.float32)
-    f = rand(3, 3, 16, 16, dtype=np.float32)
-    dy = image((11, 16, 16, 16), data_format, np.float32)
+def test_conv2d_batch_split_into_chunks(data_format, x_shape, f_shape):
+    x = image(x_shape, data_format, np.float32)
+    f = rand(*f_shape, dtype=np.float32)
+    dy = image(x_shape[:3] + f_shape[3:], data_format, np.float32)
     kw = dict(strides=1, padding="SAME", data_format=data_format)
     y, dx, df = run(lambda x_, f_, dy_: [
         nn.conv2d(x_, f_, **kw),

@@ -54,7 +54,8 @@ def test_losses_are_bit_identical_across_thread_counts_and_runs():
         assert train(threads) == reference, f"{threads} threads"
 
 
-# Convolutions and their two gradients for the shapes of small CNNs, hashed.
+# Convolutions and their two gradients for the shapes of small CNNs, hashed. The last one's filter
+# gradient sums partial filters of several chunks of the batch.
 CONVOLUTIONS = """
 import hashlib, sys
 import numpy as np
@@ -64,7 +65,8 @@ threads = int(sys.argv[1])
 rng = np.random.RandomState(0)
 fetches = []
 for n, size, depth, k, filters in [(32, 12, 3, 3, 16), (32, 10, 16, 3, 16), (8, 28, 1, 5, 6),
-                                   (8, 14, 6, 5, 16), (4, 16, 32, 3, 64), (4, 16, 64, 1, 64)]:
+                                   (8, 14, 6, 5, 16), (4, 16, 32, 3, 64), (4, 16, 64, 1, 64),
+                                   (24, 8, 64, 3, 128)]:
     x = tf.constant(rng.rand(n, size, size, depth).astype(np.float32))
     f = tf.constant(rng.rand(k, k, depth, filters).astype(np.float32) - 0.5)
     y = tf.nn.conv2d(x, f, [1, 1, 1, 1], "VALID")
@@ -92,7 +94,7 @@ def test_convolutions_are_bit_identical_across_processes_threads_and_load():
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
         outputs.append(out.split())
-    assert all(len(hashes) == 18 for hashes in outputs), outputs
+    assert all(len(hashes) == 21 for hashes in outputs), outputs
     for threads, hashes in zip((1, 2, 4, 1, 2, 4), outputs):
         differing = [i for i, (a, b) in enumerate(zip(hashes, outputs[0])) if a != b]
         assert differing == [], f"{threads} threads: outputs {differing} differ from the first"

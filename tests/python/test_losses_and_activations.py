@@ -299,6 +299,23 @@ def test_gradient_ops(op_type, second, derivative):
     np.testing.assert_allclose(_run(op.outputs[0]), grads * np.array(derivative), rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_grad_matches_tensorflow_formula_bit_for_bit(dtype):
+    """gradients * (features > 0) over random signs, with NaN and infinite gradients (NaN and
+    inf * 0 give NaN, as in TensorFlow) and zero and NaN features (no gradient)."""
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal(4099).astype(dtype)
+    x = rng.standard_normal(4099).astype(dtype)
+    g[:6] = [np.nan, np.nan, np.inf, -np.inf, 1.5, 2.5]
+    x[:6] = [1.0, -1.0, -2.0, 3.0, 0.0, np.nan]
+    op = apply_op("ReluGrad", [tf.constant(g), tf.constant(x)])
+    with np.errstate(invalid="ignore"):
+        expected = g * (x > 0).astype(dtype)
+    got = _run(op.outputs[0])
+    np.testing.assert_array_equal(got.view(np.uint8), expected.view(np.uint8))
+    assert np.isnan(got[:3]).all() and got[3] == -np.inf and got[4] == 0 and got[5] == 0
+
+
 def test_gradient_op_shape_errors():
     with pytest.raises(ValueError, match="does not match"):
         apply_op("ReluGrad", [tf.constant(np.zeros(3)), tf.constant(np.zeros(4))])

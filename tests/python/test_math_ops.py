@@ -718,6 +718,24 @@ def test_select_broadcasts_like_numpy(shape_c, shape_t, shape_e):
     np.testing.assert_array_equal(run(out_t), expected)
 
 
+@pytest.mark.parametrize("np_dtype", [np.float32, np.float64, np.complex64, np.uint8])
+def test_select_random_condition_with_a_scalar_side_moves_bits(np_dtype):
+    """Dropout's gradient shape: a random condition over a large array, one side a scalar. The
+    kernel selects without branching; the values (NaN payloads, -0.0) must come through as bits."""
+    rng = np.random.default_rng(3)
+    c = rng.random((301, 37)) > 0.5
+    t = (rng.standard_normal((301, 37)) * 100).astype(np_dtype)
+    if np.issubdtype(np_dtype, np.floating):
+        t.flat[::7] = np.nan
+        t.flat[1::7] = -0.0
+    zero = np.zeros((), np_dtype)
+    with tf.Session() as sess:
+        got = sess.run([tf.where(c, t, zero), tf.where(c, zero, t), tf.where(c, t, t[::-1])])
+    for out, expected in zip(got, [np.where(c, t, zero), np.where(c, zero, t),
+                                   np.where(c, t, t[::-1])]):
+        np.testing.assert_array_equal(out.view(np.uint8), expected.view(np.uint8))
+
+
 @pytest.mark.parametrize("dtype", [tf.float32, tf.float64, tf.int32, tf.int64, tf.uint8, tf.bool,
                                    tf.float16, tf.bfloat16])
 def test_select_all_dtypes(dtype):

@@ -122,6 +122,31 @@ def test_empty_tensors_give_identities():
     assert r["keep"].shape == (1, 3)
 
 
+@pytest.mark.parametrize("kind", sorted(REDUCTIONS) + ["any", "all"])
+def test_reducing_nothing_returns_the_input(kind):
+    """An empty axis list, or only axes of size 1, leaves each element alone: the input comes back
+    bit for bit (NaN and -0.0 included), reshaped when keepdims drops the size-1 axes. The
+    gradients of broadcasting ops build such Sums whenever shapes are known only at run time."""
+    fn = {"any": tf.reduce_any, "all": tf.reduce_all}.get(kind) or REDUCTIONS[kind][0]
+    if kind in ("any", "all"):
+        x = np.array([[[True], [False], [True]]])
+    else:
+        x = np.array([[[1.5], [np.nan], [-0.0]]], np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        ph = tf.placeholder(tf.as_dtype(x.dtype), [None, None, None])
+        axes = tf.placeholder(tf.int32, [None])
+        outs = [fn(ph, axes), fn(ph, axes, keepdims=True)]
+    with tf.Session(graph=graph) as sess:
+        for axis_list in ([], [0], [0, 2], [-1]):
+            dropped, kept = sess.run(outs, {ph: x, axes: axis_list})
+            np.testing.assert_array_equal(kept.view(np.uint8), x.view(np.uint8))
+            expected = x.reshape([d for i, d in enumerate(x.shape) if i - 3 not in axis_list
+                                  and i not in axis_list])
+            assert dropped.shape == expected.shape
+            np.testing.assert_array_equal(dropped.view(np.uint8), expected.view(np.uint8))
+
+
 def test_integer_mean_truncates_toward_zero():
     x = np.array([[-3, 4], [-3, -4], [7, 0]], np.int32)
     with tf.Session() as sess:
