@@ -16,6 +16,7 @@
 #include "flowstone/session.h"
 #include "gpu_discovery.h"
 #include "graph/loop_stand_in.h"
+#include "optimizer/plan_optimizer.h"
 #include "placer.h"
 #include "process_state.h"
 
@@ -510,25 +511,66 @@ class DirectSession final : public Session, public FunctionRuntime {
     auto fed_placeholder = [&](Node* n) {
       return n->type() == "Placeholder" && fed_index(Endpoint{n, 0}) >= 0;
     };
-    std::vector<char> needed(graph.num_nodes_unlocked(), 0);
-    std::vector<Node*> stack;
-    for (const Endpoint& e : fetches)
-      if (fed_index(e) < 0) stack.push_back(e.node);
-    for (Node* n : targets) stack.push_back(n);
-    while (!stack.empty()) {
-      Node* n = stack.back();
-      stack.pop_back();
-      if (needed[n->id()]) continue;
-      needed[n->id()] = 1;
-      for (const Endpoint& in : n->inputs())
-        if (fed_index(in) < 0 && !needed[in.node->id()]) stack.push_back(in.node);
-      for (Node* dep : n->control_inputs())
-        if (!needed[dep->id()] && !fed_placeholder(dep)) stack.push_back(dep);
-    }
+    // The plan's graph rewrites (optimizer/plan_optimizer.h): the plan reads a forwarded node's
+    // replacement instead of the node, and a folded node's values instead of running it.
+    PlanRewrites rewrites;
+    // The output a consumer of `e` reads, or an empty endpoint when that tensor is fed.
+    auto source = [&](const Endpoint& e) -> Endpoint {
+      if (fed_index(e) >= 0) return {};
+      const Endpoint r = rewrites.Resolve(e);
+      return fed_index(r) >= 0 ? Endpoint{} : r;
+    };
+    // The node a control input waits for, or nullptr when nothing has to run for it. Waiting
+    // for a forwarded node's replacement waits for everything the node waited for.
+    auto control_source = [&](Node* dep) -> Node* {
+      if (fed_placeholder(dep)) return nullptr;
+      if (!rewrites.IsForwarded(dep)) return dep;
+      Node* replacement = source(Endpoint{dep, 0}).node;
+      return replacement != nullptr && !fed_placeholder(replacement) ? replacement : nullptr;
+    };
+    auto prune = [&] {
+      std::vector<char> needed(graph.num_nodes_unlocked(), 0);
+      std::vector<Node*> stack;
+      for (const Endpoint& e : fetches)
+        if (Node* n = source(e).node) stack.push_back(n);
+      for (Node* n : targets) stack.push_back(n);
+      while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        if (needed[n->id()]) continue;
+        needed[n->id()] = 1;
+        if (rewrites.Folded(n) != nullptr) continue;  // a constant now: its inputs do not run
+        for (const Endpoint& in : n->inputs()) {
+          Node* src = source(in).node;
+          if (src != nullptr && !needed[src->id()]) stack.push_back(src);
+        }
+        for (Node* dep : n->control_inputs()) {
+          Node* src = control_source(dep);
+          if (src != nullptr && !needed[src->id()]) stack.push_back(src);
+        }
+      }
+      return needed;
+    };
+    std::vector<char> needed = prune();
 
     // A recording loop the run needs stands in for its forward loop (graph/loop_stand_in.h).
     const std::unordered_map<int, int> stand_ins = RecordingLoopStandIns(graph, needed);
     for (const auto& [forward, record] : stand_ins) needed[forward] = 0;
+    // A stand-in already makes one node read for another: such plans run as written.
+    if (stand_ins.empty()) {
+      OptimizerScope scope;
+      scope.graph = &graph;
+      scope.needed = &needed;
+      scope.is_fed = [&](const Endpoint& e) { return fed_index(e) >= 0; };
+      scope.targets.assign(targets.begin(), targets.end());
+      scope.cpu = devices_.front().get();
+      scope.resources = &resources_;
+      rewrites = OptimizePlan(scope, options_.rewrites);
+      if (!rewrites.empty()) needed = prune();
+    }
+    auto is_constant = [&](const Node* n) {
+      return (n->type() == "Const" && n->control_inputs().empty()) || rewrites.Folded(n) != nullptr;
+    };
 
     // Constants are placed like any node but not executed: their values are put in their slots
     // directly. The others run in a topological order (RunSequential runs them in plan order).
@@ -537,9 +579,10 @@ class DirectSession final : public Session, public FunctionRuntime {
     std::vector<Node*> constants;
     for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
       Node* n = graph.node_unlocked(id);
-      if (needed[id] && n->type() == "Const" && n->control_inputs().empty()) constants.push_back(n);
+      if (needed[id] && is_constant(n)) constants.push_back(n);
     }
-    std::vector<Node*> order = ExecutionOrder(graph, needed, stand_ins, fed_index);
+    std::vector<Node*> order =
+        ExecutionOrder(graph, needed, stand_ins, is_constant, source, control_source);
     for (size_t i = 0; i < order.size(); ++i) plan_index[order[i]->id()] = static_cast<int>(i);
     for (const auto& [forward, record] : stand_ins) plan_index[forward] = plan_index.at(record);
 
@@ -552,8 +595,13 @@ class DirectSession final : public Session, public FunctionRuntime {
       Device* device;
       FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
       constant_slot[n->id()] = slot;
-      plan->constant_nodes.push_back({n, device});
-      plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
+      const std::vector<Tensor>* folded = rewrites.Folded(n);
+      plan->constant_nodes.push_back({n, device, folded != nullptr});
+      if (folded == nullptr) {
+        plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
+      } else {
+        for (const Tensor& value : *folded) plan->constants.push_back({slot++, value});
+      }
     }
     plan->nodes.resize(order.size());
     for (size_t i = 0; i < order.size(); ++i) {
@@ -571,14 +619,21 @@ class DirectSession final : public Session, public FunctionRuntime {
     auto slot_of = [&](const Endpoint& e) {
       int f = fed_index(e);
       if (f >= 0) return plan->feed_slots[f];
-      auto c = constant_slot.find(e.node->id());
-      if (c != constant_slot.end()) return c->second;
-      return plan->nodes[plan_index[e.node->id()]].output_base + e.index;
+      const Endpoint r = rewrites.Resolve(e);
+      f = fed_index(r);
+      if (f >= 0) return plan->feed_slots[f];
+      auto c = constant_slot.find(r.node->id());
+      if (c != constant_slot.end()) return c->second + r.index;
+      return plan->nodes[plan_index[r.node->id()]].output_base + r.index;
     };
     plan->slot_names.resize(slot);
     for (size_t f = 0; f < feeds.size(); ++f)
       plan->slot_names[plan->feed_slots[f]] = "feed " + feeds[f].ToString();
-    for (Node* n : constants) plan->slot_names[constant_slot[n->id()]] = n->name() + ":0";
+    for (Node* n : constants) {
+      const int outputs = rewrites.Folded(n) != nullptr ? n->num_outputs() : 1;
+      for (int o = 0; o < outputs; ++o)
+        plan->slot_names[constant_slot[n->id()] + o] = StrCat(n->name(), ":", o);
+    }
     for (const PlanNode& pn : plan->nodes)
       for (int o = 0; o < pn.node->num_outputs(); ++o)
         plan->slot_names[pn.output_base + o] = StrCat(pn.node->name(), ":", o);
@@ -641,11 +696,14 @@ class DirectSession final : public Session, public FunctionRuntime {
         }
         pn.input_slots.push_back(s);
         ++plan->slot_consumers[s];
-        auto p = plan_index.find(in.node->id());
-        if (fed_index(in) < 0 && p != plan_index.end()) preds.insert(p->second);
+        if (Node* src = source(in).node) {
+          auto p = plan_index.find(src->id());
+          if (p != plan_index.end()) preds.insert(p->second);
+        }
       }
       for (Node* dep : n->control_inputs()) {
-        auto p = plan_index.find(dep->id());
+        Node* src = control_source(dep);
+        auto p = src == nullptr ? plan_index.end() : plan_index.find(src->id());
         if (p != plan_index.end()) preds.insert(p->second);
       }
       pn.num_predecessors = static_cast<int>(preds.size());
@@ -671,16 +729,17 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   // The needed nodes other than constants, inputs before consumers. Node ids are such an order
-  // (inputs always exist before their consumers), which this keeps; only a stand-in can break it
-  // (a forward loop's consumer may be older than the recording loop that replaces the forward
-  // loop), so producers are visited depth first and come out before their consumers.
-  template <typename FedIndex>
+  // (inputs always exist before their consumers), which this keeps; only a stand-in or a
+  // rewrite can break it (a forward loop's consumer may be older than the recording loop that
+  // replaces the forward loop; a merged node's consumer may be older than the node it reads
+  // instead), so producers are visited depth first and come out before their consumers. `source`
+  // and `control_source` give the node an edge waits for (nullptr: none, the tensor is fed).
+  template <typename IsConstant, typename Source, typename ControlSource>
   static std::vector<Node*> ExecutionOrder(const Graph& graph, const std::vector<char>& needed,
                                            const std::unordered_map<int, int>& stand_ins,
-                                           const FedIndex& fed_index) {
-    auto executed = [&](const Node* n) {
-      return needed[n->id()] && !(n->type() == "Const" && n->control_inputs().empty());
-    };
+                                           const IsConstant& is_constant, const Source& source,
+                                           const ControlSource& control_source) {
+    auto executed = [&](const Node* n) { return needed[n->id()] && !is_constant(n); };
     auto producer = [&](const Node* n) {
       auto s = stand_ins.find(n->id());
       return s == stand_ins.end() ? n : graph.node_unlocked(s->second);
@@ -703,13 +762,11 @@ class DirectSession final : public Session, public FunctionRuntime {
           continue;
         }
         const int edge = next++;
-        Node* pred;
-        if (edge < n->num_inputs()) {
-          if (fed_index(n->inputs()[edge]) >= 0) continue;
-          pred = const_cast<Node*>(producer(n->inputs()[edge].node));
-        } else {
-          pred = const_cast<Node*>(producer(n->control_inputs()[edge - n->num_inputs()]));
-        }
+        Node* src = edge < n->num_inputs()
+                        ? source(n->inputs()[edge]).node
+                        : control_source(n->control_inputs()[edge - n->num_inputs()]);
+        if (src == nullptr) continue;
+        Node* pred = const_cast<Node*>(producer(src));
         if (executed(pred) && state[pred->id()] == 0) {
           state[pred->id()] = 1;
           stack.push_back({pred, 0});
