@@ -299,3 +299,28 @@ def test_conformance_cases_fold_to_the_same_bits():
         assert results[0] == results[1], f"{case}: folded and unfolded plans differ"
         compared += 1
     assert compared > 100
+
+
+def test_placement_log_and_timeline_still_name_the_users_nodes(capfd):
+    import json
+    from flowstone.client import timeline
+    graph = tf.Graph()
+    with graph.as_default():
+        c = tf.constant([1.0, 2.0], name="c")
+        m = tf.square(c, name="m")
+        x = tf.placeholder(tf.float32, [2], name="x")
+        y = tf.add(m, tf.identity(x, name="ident"), name="y")
+    cfg = config()
+    cfg.log_device_placement = True
+    meta = tf.RunMetadata()
+    with tf.Session(graph=graph, config=cfg) as sess:
+        out = sess.run(y, {x: [1.0, 1.0]}, run_metadata=meta,
+                       options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))
+    np.testing.assert_array_equal(out, [2.0, 5.0])
+    log = capfd.readouterr().err
+    assert "m: (Square): /job:localhost/replica:0/task:0/device:CPU:0" in log
+    assert "y: (AddV2): /job:localhost/replica:0/task:0/device:CPU:0" in log
+    assert "ident" not in log and "c: (Const)" not in log  # forwarded; read only by folding
+    trace = json.loads(timeline.Timeline(meta.step_stats).generate_chrome_trace_format())
+    names = {e["args"]["name"] for e in trace["traceEvents"] if "args" in e and "name" in e["args"]}
+    assert {"m", "y"} <= names and "ident" not in names
