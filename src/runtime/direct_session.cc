@@ -729,11 +729,11 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   // The needed nodes other than constants, inputs before consumers. Node ids are such an order
-  // (inputs always exist before their consumers), which this keeps; only a stand-in or a
-  // rewrite can break it (a forward loop's consumer may be older than the recording loop that
-  // replaces the forward loop; a merged node's consumer may be older than the node it reads
-  // instead), so producers are visited depth first and come out before their consumers. `source`
-  // and `control_source` give the node an edge waits for (nullptr: none, the tensor is fed).
+  // (inputs always exist before their consumers, and a rewrite only ever points a consumer at an
+  // older node), which this keeps; only a stand-in can break it (a forward loop's consumer may be
+  // older than the recording loop that replaces the forward loop), so producers are visited depth
+  // first and come out before their consumers. `source` and `control_source` give the node an
+  // edge waits for after the plan's rewrites (nullptr: none, the tensor is fed).
   template <typename IsConstant, typename Source, typename ControlSource>
   static std::vector<Node*> ExecutionOrder(const Graph& graph, const std::vector<char>& needed,
                                            const std::unordered_map<int, int>& stand_ins,
