@@ -309,6 +309,9 @@ class Optimizer {
       rewrites_.Forward(&n, std::move(outputs));
       return true;
     }
+    // A node with a fed output cannot stand for others: their consumers would read the feed.
+    for (int o = 0; o < n.num_outputs(); ++o)
+      if (scope_.is_fed(Endpoint{const_cast<Node*>(&n), o})) return false;
     bucket.push_back(&n);
     return false;
   }

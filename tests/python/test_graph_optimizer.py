@@ -324,3 +324,17 @@ def test_placement_log_and_timeline_still_name_the_users_nodes(capfd):
     trace = json.loads(timeline.Timeline(meta.step_stats).generate_chrome_trace_format())
     names = {e["args"]["name"] for e in trace["traceEvents"] if "args" in e and "name" in e["args"]}
     assert {"m", "y"} <= names and "ident" not in names
+
+
+def test_feeding_one_output_of_a_node_that_others_duplicate():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [2, 2], name="x")
+        first = tf.unstack(x, axis=0, name="first")
+        second = tf.unstack(x, axis=0, name="second")  # identical to `first`
+        fetches = [first[1], second[0], second[1]]
+    data = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    for cfg in (CONFIGS["default"], OFF):
+        with tf.Session(graph=graph, config=cfg) as sess:
+            got = sess.run(fetches, {x: data, first[0]: [9.0, 9.0]})
+        np.testing.assert_array_equal(got, [[3.0, 4.0], [1.0, 2.0], [3.0, 4.0]])
