@@ -47,6 +47,10 @@ struct RewriterConfig {
   int64_t max_folded_constant_bytes = 10 << 20;
 
   bool Enabled(Toggle toggle) const { return !disable_meta_optimizer && toggle != kOff; }
+  bool AnyEnabled() const {
+    return Enabled(constant_folding) || Enabled(arithmetic_optimization) ||
+           Enabled(dependency_optimization) || Enabled(common_subgraph_elimination);
+  }
 };
 
 struct SessionOptions {

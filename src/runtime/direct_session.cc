@@ -557,7 +557,23 @@ class DirectSession final : public Session, public FunctionRuntime {
     const std::unordered_map<int, int> stand_ins = RecordingLoopStandIns(graph, needed);
     for (const auto& [forward, record] : stand_ins) needed[forward] = 0;
     // A stand-in already makes one node read for another: such plans run as written.
-    if (stand_ins.empty()) {
+    if (stand_ins.empty() && options_.rewrites.AnyEnabled()) {
+      // Placed before the rewrites, as TensorFlow places a graph before Grappler rewrites it: the
+      // placement log and placement errors cover every node the fetches need, in the order the
+      // plan would place them (constants first, then the others by id, which is their order).
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (closed_) return ClosedSessionError();
+        for (const bool constants : {true, false}) {
+          for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
+            Node* n = graph.node_unlocked(id);
+            if (!needed[id] || (n->type() == "Const" && n->control_inputs().empty()) != constants)
+              continue;
+            Device* device;
+            FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
+          }
+        }
+      }
       OptimizerScope scope;
       scope.graph = &graph;
       scope.needed = &needed;
