@@ -45,6 +45,10 @@ struct RewriterConfig {
   // The most bytes a folded node's outputs may take (OptimizerOptions'
   // max_folded_constant_in_bytes); bigger results stay computed at run time.
   int64_t max_folded_constant_bytes = 10 << 20;
+  // How long folding may compute for one plan (RewriterConfig.meta_optimizer_timeout_ms when
+  // set). Folding runs before the run, out of reach of its deadline and of cancellation, so past
+  // this budget the remaining nodes are left to the run.
+  int64_t fold_time_budget_ms = 1000;
 
   bool Enabled(Toggle toggle) const { return !disable_meta_optimizer && toggle != kOff; }
   bool AnyEnabled() const {

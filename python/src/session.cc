@@ -53,6 +53,8 @@ SessionOptions OptionsFromDict(nb::dict d) {
   toggle("common_subgraph_elimination", &rewrites.common_subgraph_elimination);
   if (d.contains("disable_meta_optimizer"))
     rewrites.disable_meta_optimizer = nb::cast<bool>(d["disable_meta_optimizer"]);
+  if (d.contains("fold_time_budget_ms"))
+    rewrites.fold_time_budget_ms = nb::cast<int64_t>(d["fold_time_budget_ms"]);
   if (d.contains("max_folded_constant_bytes"))
     rewrites.max_folded_constant_bytes = nb::cast<int64_t>(d["max_folded_constant_bytes"]);
   if (d.contains("device_count")) {

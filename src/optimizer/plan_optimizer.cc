@@ -1,5 +1,6 @@
 #include "optimizer/plan_optimizer.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -111,7 +112,10 @@ bool ExactArithmeticType(DType d) {
 class Optimizer {
  public:
   Optimizer(const OptimizerScope& scope, const RewriterConfig& config)
-      : scope_(scope), config_(config) {}
+      : scope_(scope),
+        config_(config),
+        fold_deadline_(std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(config.fold_time_budget_ms)) {}
 
   PlanRewrites Run() {
     const bool fold = config_.Enabled(config_.constant_folding);
@@ -167,7 +171,8 @@ class Optimizer {
       if (elements > 0 && elements * static_cast<int64_t>(DTypeSize(n.output_type(o))) > limit)
         return false;
     }
-    if (FindKernelDef(n, "CPU") == nullptr) return false;
+    if (FindKernelDef(n, "CPU") == nullptr || std::chrono::steady_clock::now() > fold_deadline_)
+      return false;
     std::unique_ptr<OpKernel> kernel;
     if (!CreateKernel(n, "CPU", &kernel).ok()) return false;
     std::vector<Tensor> outputs(n.num_outputs());
@@ -318,6 +323,7 @@ class Optimizer {
 
   const OptimizerScope& scope_;
   const RewriterConfig& config_;
+  const std::chrono::steady_clock::time_point fold_deadline_;
   PlanRewrites rewrites_;
   std::unordered_map<std::string, std::vector<const Node*>> seen_;
 };

@@ -340,3 +340,18 @@ def test_feeding_one_output_of_a_node_that_others_duplicate():
         with tf.Session(graph=graph, config=cfg) as sess:
             got = sess.run(fetches, {x: data, first[0]: [9.0, 9.0]})
         np.testing.assert_array_equal(got, [[3.0, 4.0], [1.0, 2.0], [3.0, 4.0]])
+
+
+def test_folding_stops_at_its_time_budget_and_leaves_the_rest_to_the_run():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.constant(np.full((128, 128), 1.0 / 128, np.float32))
+        y = x
+        for _ in range(200):  # about a GFLOP: far more than a millisecond
+            y = tf.matmul(y, x)
+        y = tf.negative(y, name="last")
+    quick = config(meta_optimizer_timeout_ms=1)
+    out, ran = traced(graph, y, cfg=quick)
+    assert ran["last"] == "Neg"  # not folded: the budget ran out before it
+    assert "Const" in ran.values()    # the first products were folded
+    np.testing.assert_array_equal(out, traced(graph, y, cfg=OFF)[0])

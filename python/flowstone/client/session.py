@@ -67,6 +67,8 @@ def _config_to_options(config):
                    "common_subgraph_elimination"):
         options[toggle] = int(getattr(rewrites, toggle))
     options["disable_meta_optimizer"] = bool(rewrites.disable_meta_optimizer)
+    if int(rewrites.meta_optimizer_timeout_ms) > 0:
+        options["fold_time_budget_ms"] = int(rewrites.meta_optimizer_timeout_ms)
     max_folded = int(config.graph_options.optimizer_options.max_folded_constant_in_bytes)
     if max_folded > 0:
         options["max_folded_constant_bytes"] = max_folded
