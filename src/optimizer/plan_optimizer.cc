@@ -1,5 +1,6 @@
 #include "optimizer/plan_optimizer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,33 @@ namespace {
 // Constants bigger than this are not compared for common-subexpression elimination: hashing
 // them would cost more compile time than merging saves.
 constexpr size_t kMaxMergedConstantBytes = 1 << 20;
+
+// The most work (multiply-adds, or elements touched) one folded node may cost: about 0.1 s of one
+// core. Bigger products stay in the run, where deadlines and cancellation reach them.
+constexpr double kMaxFoldCost = 1e8;
+
+// An estimate of the work of running `n` on `inputs`: elements touched, times the inner dimension
+// for products and decompositions. Deterministic, so a plan folds the same nodes on every machine.
+double FoldCost(const Node& n, const std::vector<Tensor>& inputs) {
+  double elements = 0;
+  int64_t largest_dim = 1;
+  for (const Tensor& t : inputs) {
+    elements += static_cast<double>(t.num_elements());
+    for (int d = 0; d < t.rank(); ++d) largest_dim = std::max(largest_dim, t.dim(d));
+  }
+  for (int o = 0; o < n.num_outputs(); ++o) {
+    const int64_t out = n.output_shape(o).num_elements();
+    if (out > 0) elements += static_cast<double>(out);
+  }
+  const std::string& type = n.type();
+  const bool product = type == "MatMul" || type.rfind("BatchMatMul", 0) == 0 ||
+                       type.rfind("Conv", 0) == 0 || type.rfind("Depthwise", 0) == 0 ||
+                       type.rfind("Dilation", 0) == 0 || type.find("Matrix") != std::string::npos ||
+                       type == "Cholesky" || type == "Qr" || type == "Svd" ||
+                       type.rfind("SelfAdjointEig", 0) == 0 ||
+                       type.find("FFT") != std::string::npos;
+  return product ? elements * static_cast<double>(largest_dim) : elements;
+}
 
 bool IsHandle(DType dtype) { return dtype == DType::kResource || dtype == DType::kVariant; }
 
@@ -171,8 +199,10 @@ class Optimizer {
       if (elements > 0 && elements * static_cast<int64_t>(DTypeSize(n.output_type(o))) > limit)
         return false;
     }
-    if (FindKernelDef(n, "CPU") == nullptr || std::chrono::steady_clock::now() > fold_deadline_)
+    if (FindKernelDef(n, "CPU") == nullptr || FoldCost(n, values) > kMaxFoldCost ||
+        std::chrono::steady_clock::now() > fold_deadline_) {
       return false;
+    }
     std::unique_ptr<OpKernel> kernel;
     if (!CreateKernel(n, "CPU", &kernel).ok()) return false;
     std::vector<Tensor> outputs(n.num_outputs());
