@@ -23,6 +23,11 @@ constexpr size_t kMaxMergedConstantBytes = 1 << 20;
 // core. Bigger products stay in the run, where deadlines and cancellation reach them.
 constexpr double kMaxFoldCost = 1e8;
 
+// A folded node whose outputs outgrow its inputs by more than this is not folded (Fill, Tile,
+// ZerosLike, OneHot...): writing memory costs a run little, while the folded value would be kept
+// for the session's life beside the graph's own constants.
+constexpr int64_t kMaxFoldGrowthBytes = 64 << 10;
+
 // An estimate of the work of running `n` on `inputs`: elements touched, times the inner dimension
 // for products and decompositions. Deterministic, so a plan folds the same nodes on every machine.
 double FoldCost(const Node& n, const std::vector<Tensor>& inputs) {
@@ -193,12 +198,23 @@ class Optimizer {
       if (v == nullptr) return false;
       values.push_back(*v);
     }
-    const int64_t limit = config_.max_folded_constant_bytes;
+    std::vector<Tensor> cached;
+    if (scope_.cache != nullptr && scope_.cache->Find(&n, &cached)) {
+      rewrites_.Fold(&n, std::move(cached));
+      return true;
+    }
+    int64_t input_bytes = 0;
+    for (const Tensor& v : values) input_bytes += static_cast<int64_t>(v.bytes());
+    // Folded outputs may take up to the configured limit, and grow past the inputs by a little.
+    const int64_t limit = std::min<int64_t>(config_.max_folded_constant_bytes,
+                                            std::max(input_bytes, kMaxFoldGrowthBytes));
+    int64_t static_bytes = 0;
     for (int o = 0; o < n.num_outputs(); ++o) {
       const int64_t elements = n.output_shape(o).num_elements();
-      if (elements > 0 && elements * static_cast<int64_t>(DTypeSize(n.output_type(o))) > limit)
-        return false;
+      if (elements > 0)
+        static_bytes += elements * static_cast<int64_t>(DTypeSize(n.output_type(o)));
     }
+    if (static_bytes > limit) return false;
     if (FindKernelDef(n, "CPU") == nullptr || FoldCost(n, values) > kMaxFoldCost ||
         std::chrono::steady_clock::now() > fold_deadline_) {
       return false;
@@ -222,6 +238,7 @@ class Optimizer {
       bytes += static_cast<int64_t>(outputs[o].bytes());
     }
     if (bytes > limit) return false;
+    if (scope_.cache != nullptr) scope_.cache->Add(&n, outputs);
     rewrites_.Fold(&n, std::move(outputs));
     return true;
   }

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +49,32 @@ class PlanRewrites {
   std::unordered_map<const Node*, std::vector<Endpoint>> forwarded_;
 };
 
+// The values of folded nodes, shared by a session's plans: a node folds to the same values in
+// every plan that folds it (its inputs are constants), so it is computed and stored once.
+class FoldCache {
+ public:
+  // The stored values of `node`, or false.
+  bool Find(const Node* node, std::vector<Tensor>* values) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = values_.find(node);
+    if (it == values_.end()) return false;
+    *values = it->second;
+    return true;
+  }
+  void Add(const Node* node, const std::vector<Tensor>& values) {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_.emplace(node, values);
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<const Node*, std::vector<Tensor>> values_;
+};
+
 // The part of a graph one plan runs, as the optimizer sees it.
 struct OptimizerScope {
   // Read under its shared lock, which the caller holds.
@@ -58,9 +85,12 @@ struct OptimizerScope {
   std::function<bool(const Endpoint&)> is_fed;
   // Nodes the plan runs for their effects (its targets): never folded, merged or forwarded.
   std::vector<const Node*> targets;
-  // The host device whose kernels compute folded nodes.
+  // The host device whose kernels compute folded nodes. Its allocator should be the process's,
+  // not a session's limited one: folded values are constants, like the graph's own.
   Device* cpu = nullptr;
   ResourceMgr* resources = nullptr;
+  // Where folded values are kept across plans; may be null.
+  FoldCache* cache = nullptr;
 };
 
 // Finds the rewrites that `config` allows on the needed nodes of `scope`. Every rewrite keeps the

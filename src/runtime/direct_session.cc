@@ -93,6 +93,7 @@ class DirectSession final : public Session, public FunctionRuntime {
     for (int i = 0; i < num_cpus; ++i) {
       devices_.push_back(std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
     }
+    fold_device_ = std::make_unique<Device>("CPU", 0, CpuAllocator(), process.intra_op_pool());
     GpuSessionOptions gpu;
     auto gpu_count = options_.device_count.find("GPU");
     if (gpu_count != options_.device_count.end()) gpu.max_devices = gpu_count->second;
@@ -273,6 +274,7 @@ class DirectSession final : public Session, public FunctionRuntime {
     callables_.clear();
     run_cache_.clear();
     functions_.clear();
+    folded_.Clear();
     kernels_.clear();
     return Status::OK();
   }
@@ -579,8 +581,9 @@ class DirectSession final : public Session, public FunctionRuntime {
       scope.needed = &needed;
       scope.is_fed = [&](const Endpoint& e) { return fed_index(e) >= 0; };
       scope.targets.assign(targets.begin(), targets.end());
-      scope.cpu = devices_.front().get();
+      scope.cpu = fold_device_.get();
       scope.resources = &resources_;
+      scope.cache = &folded_;
       rewrites = OptimizePlan(scope, options_.rewrites);
       if (!rewrites.empty()) needed = prune();
     }
@@ -816,6 +819,10 @@ class DirectSession final : public Session, public FunctionRuntime {
   std::vector<Device*> device_ptrs_;
   PlacementOptions placement_;
   ResourceMgr resources_;
+  // Computes folded nodes (optimizer/plan_optimizer.h) in the process's memory: folded values are
+  // constants, like the graph's, and not the session's tensors that a memory limit counts.
+  std::unique_ptr<Device> fold_device_;
+  FoldCache folded_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
