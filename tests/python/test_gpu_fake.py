@@ -276,9 +276,10 @@ def test_an_op_added_later_without_a_gpu_kernel_moves_the_variable_to_the_cpu_an
 
 def test_allow_growth_and_memory_fraction_decide_what_is_reserved():
     code = """
-        a = tf.matmul(tf.ones([4, 4]), tf.ones([4, 4]))
+        x = tf.placeholder(tf.float32, [4, 4])  # fed: constants would be folded on the host
+        a = tf.matmul(x, x)
         with tf.Session(config=config) as sess:
-            sess.run(a)
+            sess.run(a, {x: np.ones((4, 4), np.float32)})
         gpu = tf._C.gpu_discovery(read_free_memory=True)["devices"][0]
         print("reserved", (gpu["total_memory"] - gpu["free_memory"]) >> 20)
     """
