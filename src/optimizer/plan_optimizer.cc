@@ -161,7 +161,7 @@ class Optimizer {
     // Node ids are a topological order, so each node sees its inputs' rewrites: one pass reaches
     // what repeating the rewrites would.
     for (int id = 0; id < graph.num_nodes_unlocked(); ++id) {
-      if (!(*scope_.needed)[id]) continue;
+      if (!(*scope_.needed)[id] || !(*scope_.on_host)[id]) continue;
       const Node* n = graph.node_unlocked(id);
       if (targets.count(n) || NeverRewritten(*n)) continue;
       std::vector<Endpoint> inputs;

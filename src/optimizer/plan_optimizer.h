@@ -81,6 +81,9 @@ struct OptimizerScope {
   const Graph* graph = nullptr;
   // Per node id: whether the plan needs the node.
   const std::vector<char>* needed = nullptr;
+  // Per node id: whether the node is placed on a host device. Nodes on a device with memory of
+  // its own (a GPU) are never rewritten: their kernels, with their own numerics, run.
+  const std::vector<char>* on_host = nullptr;
   // Whether the plan feeds a tensor: a fed tensor is never folded or forwarded.
   std::function<bool(const Endpoint&)> is_fed;
   // Nodes the plan runs for their effects (its targets): never folded, merged or forwarded.

@@ -563,6 +563,7 @@ class DirectSession final : public Session, public FunctionRuntime {
       // Placed before the rewrites, as TensorFlow places a graph before Grappler rewrites it: the
       // placement log and placement errors cover every node the fetches need, in the order the
       // plan would place them (constants first, then the others by id, which is their order).
+      std::vector<char> on_host(needed.size(), 0);
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (closed_) return ClosedSessionError();
@@ -573,12 +574,14 @@ class DirectSession final : public Session, public FunctionRuntime {
               continue;
             Device* device;
             FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
+            on_host[id] = device->host_memory();
           }
         }
       }
       OptimizerScope scope;
       scope.graph = &graph;
       scope.needed = &needed;
+      scope.on_host = &on_host;
       scope.is_fed = [&](const Endpoint& e) { return fed_index(e) >= 0; };
       scope.targets.assign(targets.begin(), targets.end());
       scope.cpu = fold_device_.get();
