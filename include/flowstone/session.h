@@ -25,6 +25,38 @@
 
 namespace flowstone {
 
+// ConfigProto.graph_options.rewrite_options (TensorFlow's RewriterConfig): which graph rewrites a
+// session applies when it compiles a plan. The rewrites never change the user's graph and keep
+// results bit-identical; see docs/architecture/graph-optimizer.md.
+struct RewriterConfig {
+  // TensorFlow's RewriterConfig.Toggle values. Every value but kOff leaves a rewrite on.
+  enum Toggle { kDefault = 0, kOn = 1, kOff = 2, kAggressive = 3 };
+  // Evaluate once, at compile time, the stateless nodes whose inputs are all constants.
+  Toggle constant_folding = kDefault;
+  // Forward exact no-ops to their input: x*1, x/1, x+(-0.0), x-0, a Cast or Reshape to what x
+  // already is, a transpose undone by the next one.
+  Toggle arithmetic_optimization = kDefault;
+  // Forward Identity and StopGradient nodes to their input.
+  Toggle dependency_optimization = kDefault;
+  // Merge identical stateless nodes (same op, attrs, inputs and device), constants included.
+  Toggle common_subgraph_elimination = kDefault;
+  // Turns every rewrite off.
+  bool disable_meta_optimizer = false;
+  // The most bytes a folded node's outputs may take (OptimizerOptions'
+  // max_folded_constant_in_bytes); bigger results stay computed at run time.
+  int64_t max_folded_constant_bytes = 10 << 20;
+  // How long folding may compute for one plan (RewriterConfig.meta_optimizer_timeout_ms when
+  // set). Folding runs before the run, out of reach of its deadline and of cancellation, so past
+  // this budget the remaining nodes are left to the run.
+  int64_t fold_time_budget_ms = 1000;
+
+  bool Enabled(Toggle toggle) const { return !disable_meta_optimizer && toggle != kOff; }
+  bool AnyEnabled() const {
+    return Enabled(constant_folding) || Enabled(arithmetic_optimization) ||
+           Enabled(dependency_optimization) || Enabled(common_subgraph_elimination);
+  }
+};
+
 struct SessionOptions {
   // Threads that run independent nodes at once; 0 = number of cores.
   int inter_op_threads = 0;
@@ -46,6 +78,8 @@ struct SessionOptions {
   int64_t gpu_memory_limit_bytes = 0;
   // ConfigProto.operation_timeout_in_ms: the deadline of runs whose RunOptions set none; 0 = none.
   int64_t operation_timeout_in_ms = 0;
+  // The graph rewrites applied to each compiled plan.
+  RewriterConfig rewrites;
 };
 
 struct RunOptions {

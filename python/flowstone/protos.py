@@ -12,8 +12,8 @@ import copy
 from flowstone.framework import tf_protos as _tf_protos
 
 __all__ = [
-    "ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RunOptions",
-    "RunMetadata", "RPCOptions",
+    "ConfigProto", "GPUOptions", "GraphOptions", "OptimizerOptions", "RewriterConfig",
+    "RunOptions", "RunMetadata", "RPCOptions",
 ]
 
 
@@ -108,11 +108,46 @@ class OptimizerOptions(_Message):
                "opt_level": 0, "global_jit_level": 0}
 
 
+class RewriterConfig(_Message):
+    """TensorFlow's RewriterConfig (graph_options.rewrite_options, field 10 of GraphOptions).
+
+    Flowstone acts on constant_folding, arithmetic_optimization, dependency_optimization,
+    common_subgraph_elimination and disable_meta_optimizer (docs/architecture/graph-optimizer.md);
+    the other fields are accepted and have no effect.
+    """
+    # Toggle, with TensorFlow's values: every value but OFF leaves a rewrite on.
+    DEFAULT = 0
+    ON = 1
+    OFF = 2
+    AGGRESSIVE = 3
+    EXPERIMENTAL_MLIR = 4
+    EXPERIMENTAL_BOTH = 5
+    # MemOptType
+    DEFAULT_MEM_OPT = 0
+    NO_MEM_OPT = 1
+    MANUAL = 2
+    HEURISTICS = 3
+    # NumIterationsType
+    DEFAULT_NUM_ITERS = 0
+    ONE = 1
+    TWO = 2
+    _FIELDS = {"layout_optimizer": 0, "constant_folding": 0, "shape_optimization": 0,
+               "remapping": 0, "common_subgraph_elimination": 0, "arithmetic_optimization": 0,
+               "dependency_optimization": 0, "loop_optimization": 0,
+               "function_optimization": 0, "debug_stripper": 0, "disable_model_pruning": False,
+               "scoped_allocator_optimization": 0, "pin_to_host_optimization": 0,
+               "implementation_selector": 0, "auto_mixed_precision": 0,
+               "disable_meta_optimizer": False, "meta_optimizer_iterations": 0,
+               "min_graph_nodes": 0, "memory_optimization": 0,
+               "memory_optimizer_target_node_name_scope": "", "meta_optimizer_timeout_ms": 0,
+               "fail_on_optimizer_errors": False, "optimizers": []}
+
+
 class GraphOptions(_Message):
     _FIELDS = {"enable_recv_scheduling": False, "optimizer_options": OptimizerOptions,
                "build_cost_model": 0, "build_cost_model_after": 0, "infer_shapes": False,
                "place_pruned_graph": False, "enable_bfloat16_sendrecv": False,
-               "timeline_step": 0}
+               "timeline_step": 0, "rewrite_options": RewriterConfig}
 
 
 class VirtualDevices(_Message):

@@ -34,6 +34,29 @@ SessionOptions OptionsFromDict(nb::dict d) {
     o.operation_timeout_in_ms = nb::cast<int64_t>(d["operation_timeout_in_ms"]);
   if (d.contains("gpu_memory_limit_bytes"))
     o.gpu_memory_limit_bytes = nb::cast<int64_t>(d["gpu_memory_limit_bytes"]);
+  auto toggle = [&](const char* key, RewriterConfig::Toggle* out) {
+    if (!d.contains(key)) return;
+    const int value = nb::cast<int>(d[key]);
+    if (value < RewriterConfig::kDefault || value > 5) {
+      throw nb::value_error(StrCat("RewriterConfig.", key,
+                                   " must be a Toggle (DEFAULT=0, ON=1, OFF=2, AGGRESSIVE=3, "
+                                   "EXPERIMENTAL_MLIR=4, EXPERIMENTAL_BOTH=5), got ",
+                                   value)
+                                .c_str());
+    }
+    *out = static_cast<RewriterConfig::Toggle>(value);
+  };
+  RewriterConfig& rewrites = o.rewrites;
+  toggle("constant_folding", &rewrites.constant_folding);
+  toggle("arithmetic_optimization", &rewrites.arithmetic_optimization);
+  toggle("dependency_optimization", &rewrites.dependency_optimization);
+  toggle("common_subgraph_elimination", &rewrites.common_subgraph_elimination);
+  if (d.contains("disable_meta_optimizer"))
+    rewrites.disable_meta_optimizer = nb::cast<bool>(d["disable_meta_optimizer"]);
+  if (d.contains("fold_time_budget_ms"))
+    rewrites.fold_time_budget_ms = nb::cast<int64_t>(d["fold_time_budget_ms"]);
+  if (d.contains("max_folded_constant_bytes"))
+    rewrites.max_folded_constant_bytes = nb::cast<int64_t>(d["max_folded_constant_bytes"]);
   if (d.contains("device_count")) {
     for (auto [k, v] : nb::cast<nb::dict>(d["device_count"]))
       o.device_count[nb::cast<std::string>(k)] = nb::cast<int>(v);

@@ -16,6 +16,7 @@
 #include "flowstone/session.h"
 #include "gpu_discovery.h"
 #include "graph/loop_stand_in.h"
+#include "optimizer/plan_optimizer.h"
 #include "placer.h"
 #include "process_state.h"
 
@@ -92,6 +93,7 @@ class DirectSession final : public Session, public FunctionRuntime {
     for (int i = 0; i < num_cpus; ++i) {
       devices_.push_back(std::make_unique<Device>("CPU", i, allocator, process.intra_op_pool()));
     }
+    fold_device_ = std::make_unique<Device>("CPU", 0, CpuAllocator(), process.intra_op_pool());
     GpuSessionOptions gpu;
     auto gpu_count = options_.device_count.find("GPU");
     if (gpu_count != options_.device_count.end()) gpu.max_devices = gpu_count->second;
@@ -272,6 +274,7 @@ class DirectSession final : public Session, public FunctionRuntime {
     callables_.clear();
     run_cache_.clear();
     functions_.clear();
+    folded_.Clear();
     kernels_.clear();
     return Status::OK();
   }
@@ -510,25 +513,86 @@ class DirectSession final : public Session, public FunctionRuntime {
     auto fed_placeholder = [&](Node* n) {
       return n->type() == "Placeholder" && fed_index(Endpoint{n, 0}) >= 0;
     };
-    std::vector<char> needed(graph.num_nodes_unlocked(), 0);
-    std::vector<Node*> stack;
-    for (const Endpoint& e : fetches)
-      if (fed_index(e) < 0) stack.push_back(e.node);
-    for (Node* n : targets) stack.push_back(n);
-    while (!stack.empty()) {
-      Node* n = stack.back();
-      stack.pop_back();
-      if (needed[n->id()]) continue;
-      needed[n->id()] = 1;
-      for (const Endpoint& in : n->inputs())
-        if (fed_index(in) < 0 && !needed[in.node->id()]) stack.push_back(in.node);
-      for (Node* dep : n->control_inputs())
-        if (!needed[dep->id()] && !fed_placeholder(dep)) stack.push_back(dep);
-    }
+    // The plan's graph rewrites (optimizer/plan_optimizer.h): the plan reads a forwarded node's
+    // replacement instead of the node, and a folded node's values instead of running it.
+    PlanRewrites rewrites;
+    // The output a consumer of `e` reads, or an empty endpoint when that tensor is fed.
+    auto source = [&](const Endpoint& e) -> Endpoint {
+      if (fed_index(e) >= 0) return {};
+      const Endpoint r = rewrites.Resolve(e);
+      return fed_index(r) >= 0 ? Endpoint{} : r;
+    };
+    // The node a control input waits for, or nullptr when nothing has to run for it. Waiting
+    // for a forwarded node's replacement waits for everything the node waited for.
+    auto control_source = [&](Node* dep) -> Node* {
+      if (fed_placeholder(dep)) return nullptr;
+      if (!rewrites.IsForwarded(dep)) return dep;
+      Node* replacement = source(Endpoint{dep, 0}).node;
+      return replacement != nullptr && !fed_placeholder(replacement) ? replacement : nullptr;
+    };
+    auto prune = [&] {
+      std::vector<char> needed(graph.num_nodes_unlocked(), 0);
+      std::vector<Node*> stack;
+      for (const Endpoint& e : fetches)
+        if (Node* n = source(e).node) stack.push_back(n);
+      for (Node* n : targets) stack.push_back(n);
+      while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        if (needed[n->id()]) continue;
+        needed[n->id()] = 1;
+        if (rewrites.Folded(n) != nullptr) continue;  // a constant now: its inputs do not run
+        for (const Endpoint& in : n->inputs()) {
+          Node* src = source(in).node;
+          if (src != nullptr && !needed[src->id()]) stack.push_back(src);
+        }
+        for (Node* dep : n->control_inputs()) {
+          Node* src = control_source(dep);
+          if (src != nullptr && !needed[src->id()]) stack.push_back(src);
+        }
+      }
+      return needed;
+    };
+    std::vector<char> needed = prune();
 
     // A recording loop the run needs stands in for its forward loop (graph/loop_stand_in.h).
     const std::unordered_map<int, int> stand_ins = RecordingLoopStandIns(graph, needed);
     for (const auto& [forward, record] : stand_ins) needed[forward] = 0;
+    // A stand-in already makes one node read for another: such plans run as written.
+    if (stand_ins.empty() && options_.rewrites.AnyEnabled()) {
+      // Placed before the rewrites, as TensorFlow places a graph before Grappler rewrites it: the
+      // placement log and placement errors cover every node the fetches need, in the order the
+      // plan would place them (constants first, then the others by id, which is their order).
+      std::vector<char> on_host(needed.size(), 0);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (closed_) return ClosedSessionError();
+        for (const bool constants : {true, false}) {
+          for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
+            Node* n = graph.node_unlocked(id);
+            if (!needed[id] || (n->type() == "Const" && n->control_inputs().empty()) != constants)
+              continue;
+            Device* device;
+            FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
+            on_host[id] = device->host_memory();
+          }
+        }
+      }
+      OptimizerScope scope;
+      scope.graph = &graph;
+      scope.needed = &needed;
+      scope.on_host = &on_host;
+      scope.is_fed = [&](const Endpoint& e) { return fed_index(e) >= 0; };
+      scope.targets.assign(targets.begin(), targets.end());
+      scope.cpu = fold_device_.get();
+      scope.resources = &resources_;
+      scope.cache = &folded_;
+      rewrites = OptimizePlan(scope, options_.rewrites);
+      if (!rewrites.empty()) needed = prune();
+    }
+    auto is_constant = [&](const Node* n) {
+      return (n->type() == "Const" && n->control_inputs().empty()) || rewrites.Folded(n) != nullptr;
+    };
 
     // Constants are placed like any node but not executed: their values are put in their slots
     // directly. The others run in a topological order (RunSequential runs them in plan order).
@@ -537,9 +601,10 @@ class DirectSession final : public Session, public FunctionRuntime {
     std::vector<Node*> constants;
     for (int id = 0; id < static_cast<int>(needed.size()); ++id) {
       Node* n = graph.node_unlocked(id);
-      if (needed[id] && n->type() == "Const" && n->control_inputs().empty()) constants.push_back(n);
+      if (needed[id] && is_constant(n)) constants.push_back(n);
     }
-    std::vector<Node*> order = ExecutionOrder(graph, needed, stand_ins, fed_index);
+    std::vector<Node*> order =
+        ExecutionOrder(graph, needed, stand_ins, is_constant, source, control_source);
     for (size_t i = 0; i < order.size(); ++i) plan_index[order[i]->id()] = static_cast<int>(i);
     for (const auto& [forward, record] : stand_ins) plan_index[forward] = plan_index.at(record);
 
@@ -552,8 +617,13 @@ class DirectSession final : public Session, public FunctionRuntime {
       Device* device;
       FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &device));
       constant_slot[n->id()] = slot;
-      plan->constant_nodes.push_back({n, device});
-      plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
+      const std::vector<Tensor>* folded = rewrites.Folded(n);
+      plan->constant_nodes.push_back({n, device, folded != nullptr});
+      if (folded == nullptr) {
+        plan->constants.push_back({slot++, std::get<Tensor>(*n->attrs().Find("value"))});
+      } else {
+        for (const Tensor& value : *folded) plan->constants.push_back({slot++, value});
+      }
     }
     plan->nodes.resize(order.size());
     for (size_t i = 0; i < order.size(); ++i) {
@@ -571,14 +641,21 @@ class DirectSession final : public Session, public FunctionRuntime {
     auto slot_of = [&](const Endpoint& e) {
       int f = fed_index(e);
       if (f >= 0) return plan->feed_slots[f];
-      auto c = constant_slot.find(e.node->id());
-      if (c != constant_slot.end()) return c->second;
-      return plan->nodes[plan_index[e.node->id()]].output_base + e.index;
+      const Endpoint r = rewrites.Resolve(e);
+      f = fed_index(r);
+      if (f >= 0) return plan->feed_slots[f];
+      auto c = constant_slot.find(r.node->id());
+      if (c != constant_slot.end()) return c->second + r.index;
+      return plan->nodes[plan_index[r.node->id()]].output_base + r.index;
     };
     plan->slot_names.resize(slot);
     for (size_t f = 0; f < feeds.size(); ++f)
       plan->slot_names[plan->feed_slots[f]] = "feed " + feeds[f].ToString();
-    for (Node* n : constants) plan->slot_names[constant_slot[n->id()]] = n->name() + ":0";
+    for (Node* n : constants) {
+      const int outputs = rewrites.Folded(n) != nullptr ? n->num_outputs() : 1;
+      for (int o = 0; o < outputs; ++o)
+        plan->slot_names[constant_slot[n->id()] + o] = StrCat(n->name(), ":", o);
+    }
     for (const PlanNode& pn : plan->nodes)
       for (int o = 0; o < pn.node->num_outputs(); ++o)
         plan->slot_names[pn.output_base + o] = StrCat(pn.node->name(), ":", o);
@@ -641,11 +718,14 @@ class DirectSession final : public Session, public FunctionRuntime {
         }
         pn.input_slots.push_back(s);
         ++plan->slot_consumers[s];
-        auto p = plan_index.find(in.node->id());
-        if (fed_index(in) < 0 && p != plan_index.end()) preds.insert(p->second);
+        if (Node* src = source(in).node) {
+          auto p = plan_index.find(src->id());
+          if (p != plan_index.end()) preds.insert(p->second);
+        }
       }
       for (Node* dep : n->control_inputs()) {
-        auto p = plan_index.find(dep->id());
+        Node* src = control_source(dep);
+        auto p = src == nullptr ? plan_index.end() : plan_index.find(src->id());
         if (p != plan_index.end()) preds.insert(p->second);
       }
       pn.num_predecessors = static_cast<int>(preds.size());
@@ -671,16 +751,17 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   // The needed nodes other than constants, inputs before consumers. Node ids are such an order
-  // (inputs always exist before their consumers), which this keeps; only a stand-in can break it
-  // (a forward loop's consumer may be older than the recording loop that replaces the forward
-  // loop), so producers are visited depth first and come out before their consumers.
-  template <typename FedIndex>
+  // (inputs always exist before their consumers, and a rewrite only ever points a consumer at an
+  // older node), which this keeps; only a stand-in can break it (a forward loop's consumer may be
+  // older than the recording loop that replaces the forward loop), so producers are visited depth
+  // first and come out before their consumers. `source` and `control_source` give the node an
+  // edge waits for after the plan's rewrites (nullptr: none, the tensor is fed).
+  template <typename IsConstant, typename Source, typename ControlSource>
   static std::vector<Node*> ExecutionOrder(const Graph& graph, const std::vector<char>& needed,
                                            const std::unordered_map<int, int>& stand_ins,
-                                           const FedIndex& fed_index) {
-    auto executed = [&](const Node* n) {
-      return needed[n->id()] && !(n->type() == "Const" && n->control_inputs().empty());
-    };
+                                           const IsConstant& is_constant, const Source& source,
+                                           const ControlSource& control_source) {
+    auto executed = [&](const Node* n) { return needed[n->id()] && !is_constant(n); };
     auto producer = [&](const Node* n) {
       auto s = stand_ins.find(n->id());
       return s == stand_ins.end() ? n : graph.node_unlocked(s->second);
@@ -703,13 +784,11 @@ class DirectSession final : public Session, public FunctionRuntime {
           continue;
         }
         const int edge = next++;
-        Node* pred;
-        if (edge < n->num_inputs()) {
-          if (fed_index(n->inputs()[edge]) >= 0) continue;
-          pred = const_cast<Node*>(producer(n->inputs()[edge].node));
-        } else {
-          pred = const_cast<Node*>(producer(n->control_inputs()[edge - n->num_inputs()]));
-        }
+        Node* src = edge < n->num_inputs()
+                        ? source(n->inputs()[edge]).node
+                        : control_source(n->control_inputs()[edge - n->num_inputs()]);
+        if (src == nullptr) continue;
+        Node* pred = const_cast<Node*>(producer(src));
         if (executed(pred) && state[pred->id()] == 0) {
           state[pred->id()] = 1;
           stack.push_back({pred, 0});
@@ -743,6 +822,10 @@ class DirectSession final : public Session, public FunctionRuntime {
   std::vector<Device*> device_ptrs_;
   PlacementOptions placement_;
   ResourceMgr resources_;
+  // Computes folded nodes (optimizer/plan_optimizer.h) in the process's memory: folded values are
+  // constants, like the graph's, and not the session's tensors that a memory limit counts.
+  std::unique_ptr<Device> fold_device_;
+  FoldCache folded_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;

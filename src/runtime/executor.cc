@@ -199,16 +199,22 @@ NodeOutputStats DescribeOutput(int slot, const Tensor& t, const std::string& all
 
 void ExecutionPlan::RecordConstants(const TraceScope& trace) const {
   const int64_t now = NowNanos();
-  for (size_t i = 0; i < constant_nodes.size(); ++i) {
-    const auto& [node, device] = constant_nodes[i];
+  size_t value = 0;
+  for (const ConstantNode& c : constant_nodes) {
     NodeExecStats stats;
-    stats.node_name = trace.node_prefix + node->name();
-    stats.op_type = node->type();
-    stats.timeline_label = TimelineLabel(trace.node_prefix, *node);
+    stats.node_name = trace.node_prefix + c.node->name();
+    // A folded node is shown as the constant it became, as TensorFlow shows the Const that its
+    // constant folding puts in a node's place.
+    stats.op_type = c.folded ? "Const" : c.node->type();
+    stats.timeline_label = c.folded ? StrCat(stats.node_name, " = Const()")
+                                    : TimelineLabel(trace.node_prefix, *c.node);
     stats.all_start_nanos = now;
     stats.thread_id = TraceThreadId();
-    stats.outputs.push_back(DescribeOutput(0, constants[i].second, CpuAllocator()->name()));
-    trace.collector->Add(device->name(), std::move(stats));
+    const int outputs = c.folded ? c.node->num_outputs() : 1;
+    for (int k = 0; k < outputs; ++k) {
+      stats.outputs.push_back(DescribeOutput(k, constants[value++].second, CpuAllocator()->name()));
+    }
+    trace.collector->Add(c.device->name(), std::move(stats));
   }
 }
 

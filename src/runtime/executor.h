@@ -67,8 +67,15 @@ class ExecutionPlan {
   std::vector<std::string> slot_names;
   // Constants are not executed: each run starts with their values in their slots.
   std::vector<std::pair<int, Tensor>> constants;
-  // The graph's constants (the first entries of `constants`) and their devices, for traces.
-  std::vector<std::pair<const Node*, Device*>> constant_nodes;
+  // The graph's constants and the nodes folded into constants (optimizer/plan_optimizer.h), with
+  // their devices, for traces. Their values are the first entries of `constants`, in this order:
+  // one for a Const, one per output for a folded node.
+  struct ConstantNode {
+    const Node* node = nullptr;
+    Device* device = nullptr;
+    bool folded = false;
+  };
+  std::vector<ConstantNode> constant_nodes;
   std::vector<std::string> feed_names;  // for messages
   std::vector<Endpoint> feeds;
   std::vector<int> roots;

@@ -296,6 +296,27 @@ def test_allow_growth_and_memory_fraction_decide_what_is_reserved():
     assert "reserved 2" in forced.stdout
 
 
+def test_graph_optimizer_leaves_gpu_nodes_to_their_kernels():
+    """Constant folding rewrites host nodes only: a GPU node of constants runs on the GPU (its
+    kernel's numerics), while the same node on the CPU is folded."""
+    proc = run("""
+        c = tf.constant(np.arange(16, dtype=np.float32).reshape(4, 4))
+        with tf.device("/gpu:0"):
+            on_gpu = tf.square(c, name="on_gpu")
+        with tf.device("/cpu:0"):
+            on_cpu = tf.square(c, name="on_cpu")
+        meta = tf.RunMetadata()
+        with tf.Session() as sess:
+            a, b = sess.run([on_gpu, on_cpu], options=tf.RunOptions(trace_level=3),
+                            run_metadata=meta)
+        assert (a == b).all()
+        ran = {ns.node_name: (dev.device[-5:], ns.timeline_label.split(" = ")[1].split("(")[0])
+               for dev in meta.step_stats.dev_stats for ns in dev.node_stats}
+        print(ran["on_gpu"], ran["on_cpu"])
+    """)
+    assert "('GPU:0', 'Square') ('CPU:0', 'Const')" in proc.stdout, proc.stdout
+
+
 def test_empty_cuda_visible_devices_hides_the_gpus_too():
     proc = run("""
         print(tf.config.list_physical_devices("GPU"), tf.test.is_gpu_available())

@@ -68,7 +68,7 @@ def test_public_internal_and_contrib_paths(tmp_path):
         from tensorflow.python.ops import array_ops, math_ops, variable_scope, init_ops
         from tensorflow.python.layers import convolutional
         from tensorflow.python.training import training_util
-        from tensorflow.core.protobuf import config_pb2
+        from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
         import tensorflow as tf
         assert tensorflow.compat.v1.layers is flowstone.layers
         assert tensorflow.nn is flowstone.nn
@@ -80,6 +80,7 @@ def test_public_internal_and_contrib_paths(tmp_path):
         assert convolutional.Convolution2D is tf.layers.Conv2D
         assert training_util.get_or_create_global_step is tf.train.get_or_create_global_step
         assert config_pb2.ConfigProto is tf.ConfigProto
+        assert rewriter_config_pb2.RewriterConfig.OFF == 2
         assert tf.__spec__.name == "flowstone"
     """, via_run=False))
 

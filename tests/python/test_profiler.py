@@ -14,6 +14,7 @@ import pytest
 import flowstone as tf
 from flowstone.client import timeline
 from flowstone.framework import tf_protos
+from flowstone.protos import RewriterConfig
 from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
 
 StepStats = tf_protos.message_class("StepStats")
@@ -146,7 +147,10 @@ def test_parallel_plan_traces_both_branches_with_sane_times():
         a = tf.matmul(x, x, name="left")
         b = tf.matmul(x, tf.transpose(x), name="right")
         out = tf.add(a, b, name="sum")
-    with tf.Session(graph=graph) as sess:
+    # Constant folding would compute the whole graph when the plan is built.
+    config = tf.ConfigProto()
+    config.graph_options.rewrite_options.constant_folding = RewriterConfig.OFF
+    with tf.Session(graph=graph, config=config) as sess:
         for _ in range(3):
             _, meta = traced_run(sess, out)
             stats = {ns.node_name: ns for _, ns in node_stats(meta.step_stats)}

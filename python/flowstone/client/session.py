@@ -62,6 +62,16 @@ def _config_to_options(config):
         "cpu_memory_limit_bytes": int(config.experimental.cpu_memory_limit_mb) * (1 << 20),
         "operation_timeout_in_ms": int(config.operation_timeout_in_ms),
     }
+    rewrites = config.graph_options.rewrite_options
+    for toggle in ("constant_folding", "arithmetic_optimization", "dependency_optimization",
+                   "common_subgraph_elimination"):
+        options[toggle] = int(getattr(rewrites, toggle))
+    options["disable_meta_optimizer"] = bool(rewrites.disable_meta_optimizer)
+    if int(rewrites.meta_optimizer_timeout_ms) > 0:
+        options["fold_time_budget_ms"] = int(rewrites.meta_optimizer_timeout_ms)
+    max_folded = int(config.graph_options.optimizer_options.max_folded_constant_in_bytes)
+    if max_folded > 0:
+        options["max_folded_constant_bytes"] = max_folded
     gpu = config.gpu_options
     options["gpu_visible_device_list"] = str(gpu.visible_device_list)
     options["gpu_memory_fraction"] = float(gpu.per_process_gpu_memory_fraction)

@@ -125,6 +125,7 @@ INTERNAL_MODULES = {
     "python.tf2": ("shims",),
     # tensorflow.core: the protos
     "core.protobuf.config_pb2": ("protos", ""),
+    "core.protobuf.rewriter_config_pb2": ("protos",),
     "core.protobuf.saver_pb2": ("train",),
     "core.protobuf.meta_graph_pb2": ("", "train"),
     "core.framework.graph_pb2": ("",),

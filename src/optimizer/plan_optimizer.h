@@ -1,0 +1,104 @@
+// The graph optimizer: rewrites found once, when a session compiles a plan for a (feeds, fetches,
+// targets) signature, which the plan then reads instead of the user's nodes. Constant folding,
+// common-subexpression elimination and exact arithmetic simplification; see
+// docs/architecture/graph-optimizer.md.
+//
+// The user's Graph is never changed. A rewrite is either a folded node (its outputs computed now,
+// with its CPU kernel) or a forwarded node (each of its outputs replaced by an equal output of
+// another node), keyed by the node it replaces, so names, placement, errors and traces keep
+// referring to the user's nodes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "flowstone/device.h"
+#include "flowstone/graph.h"
+#include "flowstone/resource.h"
+#include "flowstone/session.h"
+#include "flowstone/tensor.h"
+
+namespace flowstone {
+
+class PlanRewrites {
+ public:
+  // The output that a consumer of `e` reads: an equal output of another node, or `e` itself.
+  // Callers check whether `e` is fed first: a fed tensor is read as fed, whatever its node.
+  Endpoint Resolve(const Endpoint& e) const {
+    auto it = forwarded_.find(e.node);
+    return it == forwarded_.end() ? e : it->second[e.index];
+  }
+  bool IsForwarded(const Node* node) const { return forwarded_.count(node) > 0; }
+  // The values of a folded node's outputs, or nullptr when `node` is not folded.
+  const std::vector<Tensor>* Folded(const Node* node) const {
+    auto it = folded_.find(node);
+    return it == folded_.end() ? nullptr : &it->second;
+  }
+  bool empty() const { return folded_.empty() && forwarded_.empty(); }
+
+  void Fold(const Node* node, std::vector<Tensor> values) { folded_[node] = std::move(values); }
+  void Forward(const Node* node, std::vector<Endpoint> replacements) {
+    forwarded_[node] = std::move(replacements);
+  }
+
+ private:
+  std::unordered_map<const Node*, std::vector<Tensor>> folded_;
+  std::unordered_map<const Node*, std::vector<Endpoint>> forwarded_;
+};
+
+// The values of folded nodes, shared by a session's plans: a node folds to the same values in
+// every plan that folds it (its inputs are constants), so it is computed and stored once.
+class FoldCache {
+ public:
+  // The stored values of `node`, or false.
+  bool Find(const Node* node, std::vector<Tensor>* values) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = values_.find(node);
+    if (it == values_.end()) return false;
+    *values = it->second;
+    return true;
+  }
+  void Add(const Node* node, const std::vector<Tensor>& values) {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_.emplace(node, values);
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<const Node*, std::vector<Tensor>> values_;
+};
+
+// The part of a graph one plan runs, as the optimizer sees it.
+struct OptimizerScope {
+  // Read under its shared lock, which the caller holds.
+  const Graph* graph = nullptr;
+  // Per node id: whether the plan needs the node.
+  const std::vector<char>* needed = nullptr;
+  // Per node id: whether the node is placed on a host device. Nodes on a device with memory of
+  // its own (a GPU) are never rewritten: their kernels, with their own numerics, run.
+  const std::vector<char>* on_host = nullptr;
+  // Whether the plan feeds a tensor: a fed tensor is never folded or forwarded.
+  std::function<bool(const Endpoint&)> is_fed;
+  // Nodes the plan runs for their effects (its targets): never folded, merged or forwarded.
+  std::vector<const Node*> targets;
+  // The host device whose kernels compute folded nodes. Its allocator should be the process's,
+  // not a session's limited one: folded values are constants, like the graph's own.
+  Device* cpu = nullptr;
+  ResourceMgr* resources = nullptr;
+  // Where folded values are kept across plans; may be null.
+  FoldCache* cache = nullptr;
+};
+
+// Finds the rewrites that `config` allows on the needed nodes of `scope`. Every rewrite keeps the
+// plan's results bit-identical; a node whose folding fails (its kernel returns an error) is left
+// to run, so that the error comes at run time, attributed to the node as before.
+PlanRewrites OptimizePlan(const OptimizerScope& scope, const RewriterConfig& config);
+
+}  // namespace flowstone

@@ -1,0 +1,90 @@
+// The graph optimizer through the public C++ API: SessionOptions::rewrites switches constant
+// folding and merging, traces show what ran, and the results do not change.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+
+#include "flowstone/cc/ops.h"
+#include "flowstone/session.h"
+
+namespace flowstone {
+namespace {
+
+struct Traced {
+  std::vector<Tensor> outputs;
+  std::map<std::string, std::string> ran;  // node name -> op type, as recorded
+};
+
+Status RunTraced(GraphBuilder& b, const RewriterConfig& rewrites,
+                 const std::vector<std::pair<Endpoint, Tensor>>& feeds,
+                 const std::vector<Endpoint>& fetches, Traced* out) {
+  SessionOptions options;
+  options.device_count["GPU"] = 0;
+  options.rewrites = rewrites;
+  std::unique_ptr<Session> session;
+  FS_RETURN_IF_ERROR(Session::Create(b.graph(), options, &session));
+  RunOptions run;
+  run.trace_level = RunOptions::kFullTrace;
+  RunMetadata metadata;
+  FS_RETURN_IF_ERROR(session->Run(feeds, fetches, {}, &out->outputs, run, &metadata));
+  for (const auto& device : metadata.step_stats.dev_stats)
+    for (const NodeExecStats& n : device.node_stats) out->ran[n.node_name] = n.op_type;
+  return Status::OK();
+}
+
+RewriterConfig Off() {
+  RewriterConfig config;
+  config.disable_meta_optimizer = true;
+  return config;
+}
+
+TEST(GraphOptimizerTest, FoldsConstantsAndMergesDuplicates) {
+  GraphBuilder b;
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape({2}), "x");
+  Endpoint c = b.Const(Tensor::FromVector<float>({1.5f, -2.0f}, {2}), "c");
+  Endpoint sq = b.Op("Square", {c}, {}, "sq");
+  Endpoint y1 = b.Op("Mul", {x, sq}, {}, "y1");
+  Endpoint y2 = b.Op("Mul", {x, sq}, {}, "y2");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  Tensor xv = Tensor::FromVector<float>({2.0f, -0.0f}, {2});
+
+  Traced on, off;
+  ASSERT_TRUE(RunTraced(b, {}, {{x, xv}}, {y1, y2}, &on).ok());
+  ASSERT_TRUE(RunTraced(b, Off(), {{x, xv}}, {y1, y2}, &off).ok());
+  EXPECT_EQ(on.ran.at("sq"), "Const");  // folded
+  EXPECT_EQ(on.ran.count("c"), 0u);     // only the folded node read it
+  EXPECT_EQ(on.ran.count("y2"), 0u);    // merged into y1
+  EXPECT_EQ(off.ran.at("sq"), "Square");
+  EXPECT_EQ(off.ran.count("y2"), 1u);
+  for (size_t i = 0; i < 2; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      EXPECT_EQ(std::memcmp(&on.outputs[i].data<float>()[k], &off.outputs[i].data<float>()[k], 4),
+                0);
+    }
+  }
+  EXPECT_EQ(on.outputs[0].data<float>()[0], 4.5f);
+
+  RewriterConfig no_folding;
+  no_folding.constant_folding = RewriterConfig::kOff;
+  Traced partial;
+  ASSERT_TRUE(RunTraced(b, no_folding, {{x, xv}}, {y1, y2}, &partial).ok());
+  EXPECT_EQ(partial.ran.at("sq"), "Square");
+  EXPECT_EQ(partial.ran.count("y2"), 0u);  // merging is still on
+}
+
+TEST(GraphOptimizerTest, AFoldingErrorComesAtRunTimeFromTheNode) {
+  GraphBuilder b;
+  Endpoint params = b.Const(Tensor::FromVector<float>({1.0f, 2.0f}, {2}), "params");
+  Endpoint indices = b.Const(Tensor::FromVector<int32_t>({7}, {1}), "indices");
+  Endpoint axis = b.Const(Tensor::Scalar<int32_t>(0), "axis");
+  Endpoint bad = b.Op("GatherV2", {params, indices, axis}, {}, "bad");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  Traced out;
+  Status s = RunTraced(b, {}, {}, {bad}, &out);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(s.GetPayload("node"), "bad") << s.ToString();
+}
+
+}  // namespace
+}  // namespace flowstone
