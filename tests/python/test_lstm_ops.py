@@ -133,6 +133,30 @@ def test_sequence_op_matches_numpy_and_v2_uses_keras_gate_order():
     assert not np.any(v1[6][3]) and np.all(v1[6][2] != 0)
 
 
+def test_float32_gate_math_is_accurate_over_the_whole_range():
+    # float32 runs its own vectorized exp and tanh. With x = h_prev = 0 the pre-activations are
+    # the bias exactly, so the bias and cs_prev sweep them from near 0 to saturation; the
+    # reference is float64 numpy on the same float32 values.
+    rng = np.random.RandomState(2)
+    units = 64
+    magnitudes = np.logspace(-5, 2.5, 4 * units)
+    bias = (rng.permutation(magnitudes) * rng.choice([-1, 1], 4 * units)).astype(np.float32)
+    cs_prev = (rng.permutation(magnitudes)[:units] * rng.choice([-1, 1], units) / 20)
+    inputs = [np.zeros((1, 3)), cs_prev[None], np.zeros((1, units)),
+              rng.uniform(-1, 1, (3 + units, 4 * units)), rng.uniform(-1, 1, units),
+              rng.uniform(-1, 1, units), rng.uniform(-1, 1, units), bias]
+    inputs = [a.astype(np.float32) for a in inputs]
+    for peephole in (False, True):
+        with tf.Graph().as_default(), tf.Session() as sess:
+            got = sess.run(lstm_block_cell(*inputs, cell_clip=-1.0, use_peephole=peephole))
+        want = block_forward(1, inputs[0][None].astype(np.float64),
+                             *[a.astype(np.float64) for a in inputs[1:]], cell_clip=-1.0,
+                             use_peephole=peephole)
+        for g, w in zip(got, want):
+            assert np.all(np.isfinite(g))
+            np.testing.assert_allclose(g, w[0], rtol=1e-6, atol=1e-30)
+
+
 def test_variable_names_are_tensorflows():
     with tf.Graph().as_default():
         x = tf.zeros([2, 5, 4])

@@ -22,8 +22,11 @@
 // TensorFlow registers these ops for half and float; Flowstone registers float and double (see
 // docs/COMPAT.md).
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,6 +35,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/gemm.h"
+#include "ops/multiversion.h"
 
 namespace flowstone {
 namespace {
@@ -128,10 +132,42 @@ Status StepsToRun(KernelContext& ctx, const LstmDims& d, int64_t* steps) {
   return Status::OK();
 }
 
-template <typename T>
-T Sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
+// The gate activations. float uses exp and tanh written so that the row loops below vectorize
+// (this file is built with -fno-trapping-math, see CMakeLists.txt, so their clamps and selects
+// become vector blends); both are within 2e-7 relative of <cmath>'s. double uses <cmath>.
+inline float VectorExp(float x) {
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  // x = n ln2 + r with |r| <= ln2 / 2 (n rounded by adding and subtracting 1.5 * 2^23; ln2 in two
+  // parts so n ln2 is exact), exp(r) by its degree-7 Taylor polynomial in Horner form, times 2^n
+  // built in the exponent bits.
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
 }
+
+inline float Sigmoid(float x) { return 1.0f / (1.0f + VectorExp(-x)); }
+inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// (1 - t) / (1 + t) with t = exp(-2|x|), and near 0, where that cancels, the Taylor series to
+// x^9 (the next term is below 1e-8 relative there).
+inline float Tanh(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float x2 = x * x;
+  const float near_zero =
+      x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835)))));
+  const float t = VectorExp(-2.0f * a);
+  const float m = (1.0f - t) / (1.0f + t);
+  return a < 0.25f ? near_zero : (x < 0.0f ? -m : m);
+}
+inline double Tanh(double x) { return std::tanh(x); }
 
 // The weights of one step, shared by all its rows.
 template <typename T>
@@ -149,57 +185,81 @@ struct StepValues {
   }
 };
 
-// The element-wise part of a forward step for rows [begin, end): gates holds xh * w (without the
-// bias), 4 * cell wide; extra (may be null) holds a second term of the same shape to add.
+// One row's four gate blocks (in any matrix 4 * cell wide).
 template <typename T>
-void CellForwardRows(const CellConfig& c, const LstmDims& d, int64_t begin, int64_t end,
-                     const T* gates, const T* extra, const T* cs_prev, const CellWeights<T>& w,
-                     const StepValues<T>& out) {
-  const int64_t n = d.cell;
-  const T forget_bias = T(c.forget_bias);
-  const T clip = T(c.cell_clip);
-  for (int64_t r = begin; r < end; ++r) {
-    const T* g = gates + r * 4 * n;
-    const T* e = extra ? extra + r * 4 * n : nullptr;
-    const auto pre = [&](int block, int64_t k) {
-      const int64_t col = block * n + k;
-      return (e ? g[col] + e[col] : g[col]) + w.b[col];
-    };
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t at = r * n + k;
-      const T c_prev = cs_prev[at];
-      T i_pre = pre(c.gates.i, k);
-      T f_pre = pre(c.gates.f, k);
-      if (c.use_peephole) {
-        i_pre += c_prev * w.wci[k];
-        f_pre += c_prev * w.wcf[k];
-      }
-      const T i = Sigmoid(i_pre);
-      const T f = Sigmoid(f_pre + forget_bias);
-      const T ci = std::tanh(pre(c.gates.ci, k));
-      T cs = ci * i + c_prev * f;
-      if (c.cell_clip > 0) cs = std::clamp(cs, -clip, clip);
-      T o_pre = pre(c.gates.o, k);
-      if (c.use_peephole) o_pre += cs * w.wco[k];
-      const T o = Sigmoid(o_pre);
-      const T co = std::tanh(cs);
-      out.i[at] = i;
-      out.cs[at] = cs;
-      out.f[at] = f;
-      out.o[at] = o;
-      out.ci[at] = ci;
-      out.co[at] = co;
-      out.h[at] = co * o;
+struct Gates {
+  T *i, *ci, *f, *o;
+};
+
+template <typename T>
+Gates<T> GatesOf(T* row, const GateLayout& layout, int64_t n) {
+  return {row + layout.i * n, row + layout.ci * n, row + layout.f * n, row + layout.o * n};
+}
+
+// The element-wise part of a forward step for one row: g holds xh * w (without the bias), e
+// (with kExtra) a second term to add.
+template <typename T, bool kPeephole, bool kExtra>
+FS_MULTIVERSION void ForwardRow(int64_t n, Gates<const T> g, Gates<const T> e, Gates<const T> b,
+                                T forget_bias, T clip, const T* cs_prev, const CellWeights<T>& w,
+                                StepValues<T> out) {
+  const auto pre = [&](const T* gate, const T* extra, const T* bias, int64_t k) {
+    T value = gate[k];
+    if constexpr (kExtra) value += extra[k];
+    return value + bias[k];
+  };
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const T c_prev = cs_prev[k];
+    T i_pre = pre(g.i, e.i, b.i, k);
+    T f_pre = pre(g.f, e.f, b.f, k);
+    if constexpr (kPeephole) {
+      i_pre += c_prev * w.wci[k];
+      f_pre += c_prev * w.wcf[k];
     }
+    const T i = Sigmoid(i_pre);
+    const T f = Sigmoid(f_pre + forget_bias);
+    const T ci = Tanh(pre(g.ci, e.ci, b.ci, k));
+    T cs = ci * i + c_prev * f;
+    cs = cs < -clip ? -clip : cs;
+    cs = cs > clip ? clip : cs;
+    T o_pre = pre(g.o, e.o, b.o, k);
+    if constexpr (kPeephole) o_pre += cs * w.wco[k];
+    const T o = Sigmoid(o_pre);
+    const T co = Tanh(cs);
+    out.i[k] = i;
+    out.cs[k] = cs;
+    out.f[k] = f;
+    out.o[k] = o;
+    out.ci[k] = ci;
+    out.co[k] = co;
+    out.h[k] = co * o;
   }
 }
 
+// The element-wise part of a forward step over all rows: gates holds xh * w (without the bias),
+// 4 * cell wide; extra (may be null) holds a second term of the same shape to add.
 template <typename T>
 void CellForward(KernelContext& ctx, const CellConfig& c, const LstmDims& d, const T* gates,
                  const T* extra, const T* cs_prev, const CellWeights<T>& w,
                  const StepValues<T>& out) {
-  ctx.ParallelFor(d.batch, d.cell * 120, [&](int64_t begin, int64_t end) {
-    CellForwardRows(c, d, begin, end, gates, extra, cs_prev, w, out);
+  const int64_t n = d.cell;
+  const T forget_bias = T(c.forget_bias);
+  const T clip = c.cell_clip > 0 ? T(c.cell_clip) : std::numeric_limits<T>::infinity();
+  const Gates<const T> bias = GatesOf(w.b, c.gates, n);
+  ctx.ParallelFor(d.batch, n * 60, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const Gates<const T> g = GatesOf(gates + r * 4 * n, c.gates, n);
+      const Gates<const T> e = extra ? GatesOf(extra + r * 4 * n, c.gates, n) : g;
+      const auto row = [&]<bool kPeephole, bool kExtra>() {
+        ForwardRow<T, kPeephole, kExtra>(n, g, e, bias, forget_bias, clip, cs_prev + r * n, w,
+                                         out.Offset(r * n));
+      };
+      if (c.use_peephole) {
+        extra ? row.template operator()<true, true>() : row.template operator()<true, false>();
+      } else {
+        extra ? row.template operator()<false, true>() : row.template operator()<false, false>();
+      }
+    }
   });
 }
 
@@ -210,33 +270,28 @@ struct StepSaved {
   StepSaved Offset(int64_t n) const { return {i + n, cs + n, f + n, o + n, ci + n, co + n}; }
 };
 
-// The element-wise part of a backward step for rows [begin, end): from the gradients reaching
-// this step's h and cs, the gate pre-activations' gradient dicfo (in the op's layout) and
-// cs_prev's gradient.
-template <typename T>
-void CellBackwardRows(const CellConfig& c, const LstmDims& d, int64_t begin, int64_t end,
-                      const StepSaved<T>& s, const T* cs_prev, const T* wci, const T* wcf,
-                      const T* wco, const T* dh, const T* dcs_in, T* dicfo, T* dcs_prev) {
-  const int64_t n = d.cell;
-  for (int64_t r = begin; r < end; ++r) {
-    T* g = dicfo + r * 4 * n;
-    for (int64_t k = 0; k < n; ++k) {
-      const int64_t at = r * n + k;
-      const T i = s.i[at], f = s.f[at], o = s.o[at], ci = s.ci[at], co = s.co[at];
-      const T d_o = o * (T(1) - o) * dh[at] * co;
-      T dcs = (T(1) - co * co) * dh[at] * o + dcs_in[at];
-      if (c.use_peephole) dcs += d_o * wco[k];
-      const T dci = (T(1) - ci * ci) * dcs * i;
-      const T df = f * (T(1) - f) * dcs * cs_prev[at];
-      const T di = i * (T(1) - i) * dcs * ci;
-      g[c.gates.i * n + k] = di;
-      g[c.gates.ci * n + k] = dci;
-      g[c.gates.f * n + k] = df;
-      g[c.gates.o * n + k] = d_o;
-      T prev = dcs * f;
-      if (c.use_peephole) prev += di * wci[k] + df * wcf[k];
-      dcs_prev[at] = prev;
-    }
+// The element-wise part of a backward step for one row: from the gradients reaching this step's h
+// and cs, the gate pre-activations' gradient dicfo (in the op's layout) and cs_prev's gradient.
+template <typename T, bool kPeephole>
+FS_MULTIVERSION void BackwardRow(int64_t n, const StepSaved<T>& s, const T* cs_prev, const T* wci,
+                                 const T* wcf, const T* wco, const T* dh, const T* dcs_in,
+                                 Gates<T> dicfo, T* dcs_prev) {
+#pragma omp simd
+  for (int64_t k = 0; k < n; ++k) {
+    const T i = s.i[k], f = s.f[k], o = s.o[k], ci = s.ci[k], co = s.co[k];
+    const T d_o = o * (T(1) - o) * dh[k] * co;
+    T dcs = (T(1) - co * co) * dh[k] * o + dcs_in[k];
+    if constexpr (kPeephole) dcs += d_o * wco[k];
+    const T dci = (T(1) - ci * ci) * dcs * i;
+    const T df = f * (T(1) - f) * dcs * cs_prev[k];
+    const T di = i * (T(1) - i) * dcs * ci;
+    dicfo.i[k] = di;
+    dicfo.ci[k] = dci;
+    dicfo.f[k] = df;
+    dicfo.o[k] = d_o;
+    T prev = dcs * f;
+    if constexpr (kPeephole) prev += di * wci[k] + df * wcf[k];
+    dcs_prev[k] = prev;
   }
 }
 
@@ -244,8 +299,19 @@ template <typename T>
 void CellBackward(KernelContext& ctx, const CellConfig& c, const LstmDims& d, const StepSaved<T>& s,
                   const T* cs_prev, const T* wci, const T* wcf, const T* wco, const T* dh,
                   const T* dcs_in, T* dicfo, T* dcs_prev) {
-  ctx.ParallelFor(d.batch, d.cell * 40, [&](int64_t begin, int64_t end) {
-    CellBackwardRows(c, d, begin, end, s, cs_prev, wci, wcf, wco, dh, dcs_in, dicfo, dcs_prev);
+  const int64_t n = d.cell;
+  ctx.ParallelFor(d.batch, n * 20, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t at = r * n;
+      const Gates<T> row = GatesOf(dicfo + r * 4 * n, c.gates, n);
+      if (c.use_peephole) {
+        BackwardRow<T, true>(n, s.Offset(at), cs_prev + at, wci, wcf, wco, dh + at, dcs_in + at,
+                             row, dcs_prev + at);
+      } else {
+        BackwardRow<T, false>(n, s.Offset(at), cs_prev + at, wci, wcf, wco, dh + at, dcs_in + at,
+                              row, dcs_prev + at);
+      }
+    }
   });
 }
 
