@@ -52,15 +52,21 @@ void XentRow(const T* logits, int64_t classes, const T* dense_labels, int64_t la
   }
   T max_logit = logits[0];
   for (int64_t c = 1; c < classes; ++c) max_logit = std::max(max_logit, logits[c]);
+  // One exp per class: backprop holds exp(logit - max) until the sum is known, then the
+  // probability exp(logit - max) / sum minus the label.
   double sum_exp = 0;
-  for (int64_t c = 0; c < classes; ++c) sum_exp += std::exp(double(logits[c] - max_logit));
+  for (int64_t c = 0; c < classes; ++c) {
+    const double e = std::exp(double(logits[c] - max_logit));
+    backprop[c] = static_cast<T>(e);
+    sum_exp += e;
+  }
   const double log_sum = std::log(sum_exp);
   double total = 0;
   for (int64_t c = 0; c < classes; ++c) {
     const double log_p = double(logits[c] - max_logit) - log_sum;
     const double y = dense_labels ? double(dense_labels[c]) : (c == label ? 1.0 : 0.0);
     total -= y * log_p;
-    backprop[c] = static_cast<T>(std::exp(log_p) - y);
+    backprop[c] = static_cast<T>(double(backprop[c]) / sum_exp - y);
   }
   *loss = static_cast<T>(total);
 }

@@ -186,3 +186,7 @@ from op_cases_queues import CASES as _QUEUE_CASES, EXEMPT as _QUEUE_EXEMPT  # no
 
 CASES += _QUEUE_CASES
 EXEMPT.update(_QUEUE_EXEMPT)
+
+from op_cases_rnn import CASES as _RNN_CASES  # noqa: E402
+
+CASES += _RNN_CASES

@@ -155,3 +155,25 @@ def test_lstm_trains_and_round_trips_its_config():
 def test_unknown_timesteps_is_a_clear_error():
     with pytest.raises(ValueError, match="needs a known number of timesteps"):
         keras.layers.LSTM(2)(keras.Input((None, 3)))
+
+
+@pytest.mark.parametrize("go_backwards", [False, True])
+def test_lstm_runs_as_one_fused_op_with_the_unrolled_cells_results(go_backwards):
+    # LSTM runs BlockLSTMV2 (one op for the sequence); RNN.call unrolls the same cell.
+    with tf.Graph().as_default():
+        x = tf.constant(RNG.randn(3, 6, 4))
+        layer = keras.layers.LSTM(5, return_sequences=True, return_state=True,
+                                  go_backwards=go_backwards, dtype="float64")
+        fused = layer(x)
+        unrolled = keras.layers.RNN.call(layer, x)
+        ops = [op.type for op in tf.get_default_graph().get_operations()]
+        assert ops.count("BlockLSTMV2") == 1
+        weights = layer.trainable_weights
+        grads = [tf.gradients(tf.reduce_sum(out[0] * out[0]) + tf.reduce_sum(out[2]),
+                              [x] + weights) for out in (fused, unrolled)]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            got, want = sess.run([fused, unrolled])
+            got_grads, want_grads = sess.run(grads)
+    for g, w in zip(got + got_grads, want + want_grads):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)

@@ -1,9 +1,10 @@
 """Recurrent layers: SimpleRNN, LSTM and GRU (cells run by one RNN layer), Bidirectional and
 TimeDistributed.
 
-The time loop is unrolled into the graph: the number of timesteps must be known when the layer
-is built (it is whenever the data fixes it: fit and predict build from the data's shape). A mask
-(from Embedding(mask_zero=True) or Masking) carries the state and output over masked steps.
+The time loop is unrolled into the graph (LSTM runs as one fused op when it can): the number
+of timesteps must be known when the layer is built (it is whenever the data fixes it: fit and
+predict build from the data's shape). A mask (from Embedding(mask_zero=True) or Masking) carries
+the state and output over masked steps.
 """
 
 import copy
@@ -12,6 +13,7 @@ import flowstone as tf
 from flowstone.keras import activations
 from flowstone.keras import constraints, initializers, regularizers
 from flowstone.keras.engine.base_layer import Layer
+from flowstone.framework import ops as _ops
 from flowstone.keras.engine.input_spec import InputSpec
 from flowstone.util.tf_export import tf_export
 
@@ -296,7 +298,43 @@ class SimpleRNN(_CellLayer):
 
 @tf_export("keras.layers.LSTM")
 class LSTM(_CellLayer):
+    """With tanh and sigmoid activations, no mask and a float dtype, the whole sequence runs as
+    one BlockLSTMV2 op (Keras's gate order; src/ops/nn/lstm_ops.cc), its gradient as one
+    BlockLSTMGradV2 op; otherwise the cell's steps are unrolled."""
+
     cell_class = LSTMCell
+
+    def _fused(self, inputs, mask):
+        cell = self.cell
+        return (mask is None and inputs.dtype in (tf.float32, tf.float64) and
+                cell.activation is activations.tanh and
+                cell.recurrent_activation is activations.sigmoid)
+
+    def call(self, inputs, mask=None, training=None, initial_state=None):
+        if not self._fused(inputs, mask):
+            return super().call(inputs, mask, training, initial_state)
+        cell = self.cell
+        steps = inputs.shape.as_list()[1]
+        if steps is None:
+            return super().call(inputs, mask, training, initial_state)
+        batch = tf.shape(inputs)[0]
+        h0, c0 = (list(initial_state) if initial_state is not None else
+                  cell.initial_states(batch, inputs.dtype))
+        x = tf.transpose(inputs, [1, 0, 2])
+        if self.go_backwards:
+            x = tf.reverse(x, [0])
+        units = cell.units
+        w = tf.concat([cell.kernel.value(), cell.recurrent_kernel.value()], 0)
+        b = cell.bias.value() if cell.use_bias else tf.zeros([4 * units], inputs.dtype)
+        no_peepholes = tf.zeros([units], inputs.dtype)
+        outputs = _ops.apply_op(
+            "BlockLSTMV2", [tf.constant(steps, tf.int64), x, c0, h0, w, no_peepholes,
+                            no_peepholes, no_peepholes, b],
+            {"cell_clip": 0.0, "use_peephole": False}, name="BlockLSTMV2").outputs
+        cs, h = outputs[1], outputs[6]
+        last_h, last_c = h[steps - 1], cs[steps - 1]
+        result = tf.transpose(h, [1, 0, 2]) if self.return_sequences else last_h
+        return [result, last_h, last_c] if self.return_state else result
 
 
 @tf_export("keras.layers.GRU")
