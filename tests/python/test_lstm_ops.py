@@ -125,7 +125,9 @@ def test_sequence_op_matches_numpy_and_v2_uses_keras_gate_order():
     with tf.Graph().as_default(), tf.Session() as sess:
         v1 = sess.run(block_lstm(3, *inputs, forget_bias=0.5, cell_clip=0.6))
         v2 = sess.run(apply_op("BlockLSTMV2", [tf.constant(3, tf.int64)] + inputs).outputs)
-    for got, want in zip(v1, block_forward(3, *inputs, forget_bias=0.5, cell_clip=0.6)):
+    # Float attrs are 32-bit, as in TensorFlow: cell_clip=0.6 clips at float32(0.6).
+    clip = float(np.float32(0.6))
+    for got, want in zip(v1, block_forward(3, *inputs, forget_bias=0.5, cell_clip=clip)):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     for got, want in zip(v2, block_forward(3, *inputs, forget_bias=0.0, cell_clip=0.0,
                                            layout=IFCO)):
