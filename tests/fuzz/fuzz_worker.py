@@ -69,7 +69,7 @@ def build_and_run(call):
                 try:
                     get.call_with_options(PRODUCER_RUN_TIMEOUT_MS, False, 0)
                 except _C.StatusError as e:
-                    if e.args[0][0] != OUT_OF_RANGE:
+                    if e.args[0] != OUT_OF_RANGE:
                         raise
                     break
     finally:

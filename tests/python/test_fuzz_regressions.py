@@ -301,3 +301,12 @@ def test_a_queue_without_components_is_an_error_not_a_segfault(queue_op):
     with tf.Session() as sess:
         sess.run(queue.enqueue_many([[1, 2]]))
         assert sess.run(queue.dequeue()) == 1
+
+
+def test_a_zip_of_no_datasets_is_an_error():
+    # ZipDataset with N=0 made an endless dataset of empty tuples; TensorFlow requires N >= 1.
+    with pytest.raises(ValueError, match="Attr 'N' of 'ZipDataset' Op passed 0 less than minimum 1"):
+        apply_op("ZipDataset", [[]], {"output_types": [], "output_shapes": []})
+    zipped = tf.data.Dataset.zip((tf.data.Dataset.range(2), tf.data.Dataset.range(3)))
+    with tf.Session() as sess:
+        assert sess.run(zipped.make_one_shot_iterator().get_next()) == (0, 0)
