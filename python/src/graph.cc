@@ -398,14 +398,20 @@ void RegisterGraph(nb::module_& m) {
     for (const AttrDef& a : op->attrs)
       attrs.append(nb::make_tuple(a.name, AttrTypeName(a.type), a.has_default));
     out["attrs"] = attrs;
-    // What a schema-driven generator (tests/fuzz) needs beyond names: each input's dtype source,
-    // each attr's default, and each type attr's allowed dtypes (dtypes as DTYPES enum values).
-    nb::list input_types;
-    for (const ArgDef& a : op->inputs) {
-      input_types.append(
-          nb::make_tuple(a.name, static_cast<int>(a.fixed_type), a.type_attr, a.number_attr));
-    }
-    out["input_types"] = input_types;
+    // What a schema-driven generator (tests/fuzz) needs beyond names: each input's dtype source
+    // (fixed, type attr, number attr, type-list attr), each output's (which ops make a resource or
+    // variant input), each attr's default, and each type attr's allowed dtypes (dtypes as DTYPES
+    // enum values).
+    auto arg_types = [](const std::vector<ArgDef>& defs) {
+      nb::list list;
+      for (const ArgDef& a : defs) {
+        list.append(nb::make_tuple(a.name, static_cast<int>(a.fixed_type), a.type_attr,
+                                   a.number_attr, a.type_list_attr));
+      }
+      return list;
+    };
+    out["input_types"] = arg_types(op->inputs);
+    out["output_types"] = arg_types(op->outputs);
     nb::dict attr_defaults, allowed_types;
     for (const AttrDef& a : op->attrs) {
       if (a.has_default) attr_defaults[a.name.c_str()] = AttrToPython(a.default_value);

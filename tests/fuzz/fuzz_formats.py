@@ -1,17 +1,20 @@
-"""Mutation fuzzing of TensorFlow's formats (`make fuzz`): GraphDef import plus one run, and
-V2 checkpoint reading.
+"""Mutation fuzzing of TensorFlow's formats (`make fuzz`): GraphDef import plus one run, V2
+checkpoint reading, and TFRecord files (plain, GZIP and ZLIB; event files among them) read by
+tf_record_iterator, summary_iterator and TFRecordDataset.
 
     python tests/fuzz/fuzz_formats.py [--iterations 2000] [--seed 0] [--report out.json]
 
 The corpus is built here from the interop tests' kinds of artifacts: GraphDefs of small models
-(serialized by Graph.as_graph_def) and V2 checkpoints written by Saver. Each iteration mutates
-one, GraphDefs mostly at the message level (attrs, shapes, dtypes, inputs, nodes) and otherwise
-as bytes (flips, truncation, a repeated or spliced chunk, an inserted huge varint), and feeds it
-to the importer or the checkpoint reader; an imported graph is run once with small feeds. Every
-outcome must be a result or a tf.errors / ValueError / TypeError / NotImplementedError; anything
-else is a finding. The input about to run is written to <report>.last-input first, so a crash
-leaves its reproducer behind. Under the Makefile's ASan build, sanitizer reports and huge
-allocations abort the process, which fails the target.
+(serialized by Graph.as_graph_def), V2 checkpoints written by Saver, TFRecord files written by
+TFRecordWriter and an event file written by FileWriter. Each iteration mutates one, GraphDefs mostly
+at the message level (attrs, shapes, dtypes, inputs, nodes) and otherwise as bytes (flips,
+truncation, a repeated or spliced chunk, an inserted huge varint), and feeds it to the importer or
+the checkpoint or record readers; an imported graph is run once with small feeds. Every outcome must
+be a result or a tf.errors / ValueError / TypeError / NotImplementedError (or, for an event record
+that is not an Event, protobuf's DecodeError, as in TensorFlow); anything else is a finding. The
+input about to run is written to <report>.last-input first, so a crash leaves its reproducer behind.
+Under the Makefile's ASan build, sanitizer reports and huge allocations abort the process, which
+fails the target.
 """
 
 import argparse
@@ -24,6 +27,7 @@ import tempfile
 import time
 
 import numpy as np
+from google.protobuf.message import DecodeError
 
 import flowstone as tf
 
@@ -60,6 +64,61 @@ def checkpoint_seed(directory):
             sess.run(tf.global_variables_initializer())
             return tf.train.Saver().save(sess, os.path.join(directory, "seed.ckpt"),
                                          write_meta_graph=False, write_state=False)
+
+
+COMPRESSIONS = ["", "GZIP", "ZLIB"]
+
+
+def record_seeds(directory):
+    """(bytes, compression) of TFRecord files: the same records plain, GZIP'd and ZLIB'd, and an
+    event file (a graph, scalars and a histogram written by FileWriter)."""
+    records = [b"", b"hello", b"x" * 300, tf.train.Example(features=tf.train.Features(feature={
+        "a": tf.train.Feature(int64_list=tf.train.Int64List(value=[7, -1]))})).SerializeToString()]
+    seeds = []
+    for compression in COMPRESSIONS:
+        path = os.path.join(directory, f"seed{compression}.tfrecord")
+        with tf.python_io.TFRecordWriter(path, tf.python_io.TFRecordOptions(compression)) as w:
+            for record in records:
+                w.write(record)
+        seeds.append((open(path, "rb").read(), compression))
+    logdir = os.path.join(directory, "events")
+    with tf.Graph().as_default() as graph:
+        x = tf.constant([1.0, 2.0, 3.0])
+        merged = tf.summary.merge([tf.summary.scalar("s", tf.reduce_sum(x)),
+                                   tf.summary.histogram("h", x)])
+        writer = tf.summary.FileWriter(logdir, graph)
+        with tf.Session() as sess:
+            writer.add_summary(sess.run(merged), 1)
+        writer.close()
+    event_file = os.path.join(logdir, sorted(os.listdir(logdir))[0])
+    seeds.append((open(event_file, "rb").read(), "events"))
+    return seeds
+
+
+def run_records(data, compression, directory, stats):
+    """Reads a (mutated) record file three ways: tf_record_iterator, summary_iterator for event
+    files, and a TFRecordDataset in a session."""
+    path = os.path.join(directory, "mutant.tfrecord")
+    with open(path, "wb") as f:
+        f.write(data)
+    if compression == "events":
+        try:
+            stats["records"] += len(list(tf.train.summary_iterator(path)))
+        except DecodeError:  # a record that is not an Event: protobuf's error, as in TensorFlow
+            pass
+        compression = ""
+    else:
+        options = tf.python_io.TFRecordOptions(compression)
+        stats["records"] += len(list(tf.python_io.tf_record_iterator(path, options)))
+    with tf.Graph().as_default():
+        next_record = tf.data.TFRecordDataset(path, compression).make_one_shot_iterator().get_next()
+        with tf.Session() as sess:
+            try:
+                while True:
+                    sess.run(next_record)
+            except tf.errors.OutOfRangeError:
+                pass
+    stats["record_files"] += 1
 
 
 def mutate(data, rng, corpus):
@@ -190,14 +249,21 @@ def main():
     prefix = checkpoint_seed(work)
     index = open(prefix + ".index", "rb").read()
     data = open(prefix + ".data-00000-of-00001", "rb").read()
+    records = record_seeds(work)
     stats = {"executions": 0, "unparsable": 0, "imported": 0, "ran": 0, "read": 0,
-             "expected_errors": 0, "findings": []}
+             "record_files": 0, "records": 0, "expected_errors": 0, "findings": []}
     start = time.monotonic()
     try:
         for i in range(args.iterations):
             stats["executions"] += 1
             try:
-                if i % 2 == 0:
+                if i % 3 == 2:
+                    seed, compression = rng.choice(records)
+                    mutant = mutate(seed, rng, [seed])
+                    with open(last_input, "wb") as f:
+                        f.write(mutant)
+                    run_records(mutant, compression, work, stats)
+                elif i % 3 == 0:
                     seed = rng.choice(graphs)
                     mutant = (mutate_structure(seed, rng) if rng.random() < 0.7
                               else mutate(seed, rng, graphs))

@@ -123,11 +123,13 @@ def read_new_results(path, seen):
 
 
 def run_worker(cmd, env, current_path, call_timeout, on_results):
-    """Runs one worker; kills it when one call runs longer than `call_timeout` seconds (a hang
-    counts as a crash). `on_results` gets the worker's finished ops as they appear. Returns
-    (returncode or "hang", stderr)."""
+    """Runs one worker in the directory of `current_path` (where the files it fuzzes with, and those
+    that ops like WriteFile write, go); kills it when one call runs longer than `call_timeout`
+    seconds (a hang counts as a crash). `on_results` gets the worker's finished ops as they appear.
+    Returns (returncode or "hang", stderr)."""
     with tempfile.TemporaryFile("w+") as stderr:
-        proc = subprocess.Popen(cmd, env=env, stderr=stderr, text=True)
+        proc = subprocess.Popen(cmd, env=env, stderr=stderr, text=True,
+                                cwd=os.path.dirname(current_path))
         last, since = None, time.monotonic()
         while proc.poll() is None:
             time.sleep(0.5)

@@ -1,8 +1,9 @@
 """Hypothesis strategies that build adversarial calls of one op from its registry schema.
 
-Nothing here names an op: inputs, list lengths, dtypes and attrs all come from `_C.op_def`, so
-an op registered tomorrow is fuzzed with no edit. A call is a plain description (`Call`) that the
-worker turns into a graph; it prints as something a person can read and paste into a test.
+Nothing here names an op (but the two encoders that make valid images for the decoders): inputs,
+list lengths, dtypes and attrs all come from `_C.op_def`, so an op registered tomorrow is fuzzed
+with no edit. A call is a plain description (`Call`) that the worker turns into a graph; it prints
+as something a person can read and paste into a test.
 
 The schema does not say which inputs must agree (a filter's depth with an image's channels,
 `size_splits` with a dimension), so calls drawn from it alone rarely reach the kernels of
@@ -28,11 +29,11 @@ DTYPE_NAME = {enum: name for name, enum in DTYPE_ENUM.items()}
 NUMPY_DTYPE = {
     "float32": np.float32, "float64": np.float64, "float16": np.float16, "bfloat16": np.float32,
     "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_,
-    "complex64": np.complex64, "complex128": np.complex128,
+    "complex64": np.complex64, "complex128": np.complex128, "string": object,
 }
-# Variables and other-dtype inputs draw from the real dtypes (the complex ones came later; leaving
-# them out keeps what each recorded seed generates).
-VALUE_DTYPES = sorted(d for d in NUMPY_DTYPE if not d.startswith("complex"))
+# Variables and other-dtype inputs draw from the real dtypes (the complex and string ones came
+# later; leaving them out keeps what each recorded seed generates).
+VALUE_DTYPES = sorted(d for d in NUMPY_DTYPE if not d.startswith("complex") and d != "string")
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
@@ -49,6 +50,55 @@ KNOWN_STRINGS = ["SAME", "VALID", "EXPLICIT", "NHWC", "NCHW", "NDHWC", "NCDHW", 
                  "CONSTANT", "REFLECT", "SYMMETRIC", "", "same", "x" * 300, "\x00", "NHWC\x00",
                  "é", "NHW", "NHWCC"]
 
+# Files that string inputs name, relative to the worker's directory (fuzz_worker.py writes them
+# there: FUZZ_FILES' contents, and real TFRecords in RECORDS_FILE) for the readers, datasets and
+# file ops. Ops that write files (WriteFile, summary writers) write into that directory too.
+FUZZ_DIR = "fuzz_files"
+RECORDS_FILE = "records.tfrecord"
+FUZZ_FILES = {
+    "truncated.tfrecord": b"\xff\xff\xff\xff\xff\xff\xff\x7f\x00\x00",
+    "lines.txt": b"a,1,2.5\nb,\"q,\"\"x\",-3\n\n\xff\xfe,9223372036854775808,nan",
+    "empty": b"",
+    "garbage.bin": bytes(range(256)) * 3,
+}
+# A serialized tf.train.Example: feature "a", an Int64List [7].
+EXAMPLE = b"\n\x0b\n\t\n\x01a\x12\x04\x1a\x02\x08\x07"
+# Byte strings that break parsers, converters, regexes, codecs and path handling: empty, NUL,
+# invalid UTF-8, numbers past every type's range, CSV quoting, base64 padding, regexes that do
+# not compile or backtrack, image headers, long strings, and the fuzz files above.
+EDGE_STRINGS = [
+    b"", b"a", b"0", b"-1", b"1e400", b"-1e-400", b"nan", b"-inf", b"0x1F", b" 12 ", b"1_000",
+    b"9223372036854775807", b"9223372036854775808", b"-9223372036854775809", b"2147483648",
+    b"\x00", b"a\x00b", b"\xff\xfe", b"\xc3", "\u00e9t\u00e9".encode(), b"\xf0\x9f\x98\x80",
+    b"a,b,\"c,d\"", b"\"unterminated", b"\"\"\"", b",,,", b"a\nb", b"YWJj", b"YWJ", b"====",
+    b"-_-_",
+    b"(a+)+$", b"[", b"(?P<x>", b"\\", b"\\1\\9", b"$0", b"(a|aa)*c", b".*", b"*",
+    b"\x89PNG\r\n\x1a\n",
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x7f\xff\xff\xff\x7f\xff\xff\xff\x08\x06",
+    b"\xff\xd8\xff\xe0\x00\x10JFIF", b"\xff\xd8\xff\xc0\x00\x11\x08\xff\xff\xff\xff\x03",
+    b"GIF89a", b"BM", b"\n\x03\n\x01a", b"\n\xff\xff\xff\xff\x0f", EXAMPLE, b"x" * 5000,
+    b"/", b".", b"..", b"/nonexistent/dir/file", FUZZ_DIR.encode() + b"/*",
+] + [f"{FUZZ_DIR}/{name}".encode() for name in [*FUZZ_FILES, RECORDS_FILE]]
+
+
+def _encoded_images():
+    """A small PNG and JPEG from Flowstone's encoders, so that decoders see valid images (and,
+    mutated, nearly valid ones)."""
+    graph = _C.Graph()
+    pixels = graph.add_node("Const", "pixels", [], [], {
+        "value": np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3),
+        "dtype": DTYPE_ENUM["uint8"]}, "", "")
+    encoded = [graph.add_node(op, op, [(pixels, 0)], [], {}, "", "")
+               for op in ("EncodePng", "EncodeJpeg")]
+    session = _C.Session.create(graph, {})
+    try:
+        return list(session.make_callable([], [(node, 0) for node in encoded], [])())
+    finally:
+        session.close()
+
+
+EDGE_STRINGS += _encoded_images()
+
 # Element counts stay small so that a call is fast; shapes of attrs and of int inputs that ops
 # read as shapes are not bounded (that is where the overflow bugs live).
 MAX_ELEMENTS = 4096
@@ -60,12 +110,17 @@ class Input:
     """One input of a call: a constant, a fed placeholder (whose declared shape may be unknown or
     partial) or a variable handle (`dtype` is the variable's; `value` its initial value or None
     for an uninitialized variable)."""
-    kind: str  # "const", "feed", "variable", "tensorlist" (of `value`'s rows) or "unfed"
+    # "const", "feed", "variable", "tensorlist" (of `value`'s rows), "unfed", or "op": output 0
+    # of `call`, a call of an op that makes a resource or variant (a queue, a reader, a dataset)
+    kind: str
     dtype: str
     value: np.ndarray
     declared_shape: object = None  # for feeds: None (unknown rank) or a list with None dims
+    call: object = None
 
     def __repr__(self):
+        if self.kind == "op":
+            return f"op({self.call!r})"
         value = self.value
         if value is not None:
             value = np.array2string(np.asarray(value), threshold=40, max_line_width=200)
@@ -118,6 +173,8 @@ def array_values(dtype, shape, seed):
     kind = VALUE_KINDS[seed % len(VALUE_KINDS)]
     if dtype == "bool":
         return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype == "string":
+        return string_values(shape, rng, kind)
     if dtype in ("complex64", "complex128"):  # real and imaginary parts drawn as float64s
         real = array_values("float64", shape, seed)
         imag = array_values("float64", shape, seed // len(VALUE_KINDS))
@@ -141,6 +198,48 @@ def array_values(dtype, shape, seed):
     return rng.choice(wrapped, size=shape)
 
 
+def string_values(shape, rng, kind):
+    """An object array of bytes: edge strings, random bytes of random lengths, or one edge
+    string everywhere."""
+    count = int(np.prod(shape))
+    if kind == "random":
+        values = [rng.bytes(int(rng.choice([0, 1, 3, 8, 64, 700]))) for _ in range(count)]
+    elif kind == "constant":
+        values = [EDGE_STRINGS[int(rng.integers(len(EDGE_STRINGS)))]] * count
+    else:
+        values = [EDGE_STRINGS[i] for i in rng.integers(len(EDGE_STRINGS), size=count)]
+    out = np.empty(count, dtype=object)
+    out[:] = values
+    out = out.reshape(shape)
+    return mutate_strings(out, rng) if kind == "edge" else out
+
+
+def mutate_strings(values, rng):
+    """`values` with one element's bytes changed: a byte flipped, the string cut or doubled, or an
+    edge string in its place (a valid PNG, CSV record or regex a little broken)."""
+    flat = values.reshape(-1).copy()
+    if not flat.size:
+        return values
+    j = int(rng.integers(flat.size))
+    data = bytearray(flat[j] if isinstance(flat[j], bytes) else str(flat[j]).encode())
+    how = int(rng.integers(4))
+    if how == 0 and data:
+        data[int(rng.integers(len(data)))] ^= 1 << int(rng.integers(8))
+    elif how == 1:
+        del data[int(rng.integers(len(data) + 1)):]
+    elif how == 2:
+        data = data + data
+    else:
+        data = bytearray(EDGE_STRINGS[int(rng.integers(len(EDGE_STRINGS)))])
+    flat[j] = bytes(data)
+    return flat.reshape(values.shape)
+
+
+def dtype_name(value):
+    """The Flowstone dtype name of a numpy value: object arrays hold strings."""
+    return "string" if value.dtype == object else value.dtype.name
+
+
 def index_like_shapes(base):
     """Shapes an int input has when it holds axes, sizes, multiples or paddings for a tensor of
     shape `base`: a scalar, one per dim, a pair per dim, or `base` itself."""
@@ -149,12 +248,19 @@ def index_like_shapes(base):
 
 
 @st.composite
-def tensors(draw, dtype, base_shape, position):
+def tensors(draw, dtype, base_shape, position, arg_name=""):
     """One input. Float inputs after the first usually share the first one's shape; int inputs
     usually have the shape of an axis, a shape or paddings for it, and often small values. Hypothesis draws a shape
     and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
+    if dtype in ("resource", "variant") and seed % 4 >= (1 if dtype == "resource" else 2) \
+            and producers(dtype):
+        # Usually a producer whose name shares a word with the input's (a queue for queue_handle,
+        # a reader for reader_handle, a dataset for input_dataset), else any.
+        matching = producers(dtype, arg_name)
+        op = draw(st.sampled_from(matching if matching and seed % 8 < 6 else producers(dtype)))
+        return Input("op", dtype, None, call=draw(calls(op)))
     if dtype == "variant" and seed % 2:
         # A real tensor list, built in the graph from a float32 tensor (TensorListFromTensor).
         return Input("tensorlist", "float32", array_values("float32", shape or (1,), seed))
@@ -226,6 +332,41 @@ def attr_values(type_name, default, allowed_dtypes):
     return st.one_of(*choices)
 
 
+_PRODUCERS = {}
+
+
+def producers(dtype, arg_name=None):
+    """The ops whose first output is a `dtype` (resource or variant) and that take no resource or
+    variant input: variables, queues, readers, iterators, source datasets, tensor lists. With
+    `arg_name`, those whose name contains one of its words (other than handle and input)."""
+    if arg_name is not None:
+        words = [w for w in arg_name.lower().split("_") if w not in ("handle", "input", "")]
+        return [op for op in producers(dtype) if any(w in op.lower() for w in words)]
+    if dtype not in _PRODUCERS:
+        wanted, inner = DTYPE_ENUM[dtype], {DTYPE_ENUM["resource"], DTYPE_ENUM["variant"]}
+        found = []
+        for op in _C.op_names():
+            op_def = _C.op_def(op)
+            outputs = op_def["output_types"]
+            if (outputs and outputs[0][1] == wanted and
+                    not any(arg[1] in inner for arg in op_def["input_types"])):
+                found.append(op)
+        _PRODUCERS[dtype] = sorted(found)
+    return _PRODUCERS[dtype]
+
+
+def align_producer(call, attrs, listed_types):
+    """Makes the call of an input's producer agree with the consumer's: its type and shape list
+    attrs (component_types, output_types, output_shapes) copied from the consumer's attrs of the
+    same name, or else set to the dtypes of the consumer's type-list inputs (a queue's components
+    for QueueEnqueueV2)."""
+    for name, type_name, _ in _C.op_def(call.op)["attrs"]:
+        if type_name in ("list(type)", "list(shape)") and name in attrs:
+            call.attrs[name] = attrs[name]
+        elif type_name == "list(type)" and listed_types:
+            call.attrs[name] = list(listed_types)
+
+
 _CALLS = {}
 
 
@@ -259,7 +400,7 @@ def conformance_cases():
             sys.path.remove(tests_python)
         _CASES = {}
         for case in CASES:
-            dtypes = [np.asarray(x).dtype.name for x in case.inputs]
+            dtypes = [dtype_name(np.asarray(x)) for x in case.inputs]
             if case.build is None and all(d in NUMPY_DTYPE for d in dtypes):
                 _CASES.setdefault(case.op, []).append(case)
     return _CASES
@@ -304,8 +445,10 @@ def mutated_cases(op, cases):
             rng = np.random.default_rng(seed)
             if not values and mutation not in ("attr", "none"):
                 continue
-            if mutation == "values":
-                values[i] = array_values(values[i].dtype.name, values[i].shape, seed)
+            if mutation == "values" and values[i].dtype == object and seed % 2:
+                values[i] = mutate_strings(values[i], rng)
+            elif mutation == "values":
+                values[i] = array_values(dtype_name(values[i]), values[i].shape, seed)
             elif mutation == "int_nudge" and values[i].dtype.kind in "iu" and values[i].size:
                 flat = values[i].reshape(-1).copy()
                 j = int(rng.integers(flat.size))
@@ -323,17 +466,20 @@ def mutated_cases(op, cases):
                     j = int(rng.integers(len(shape)))
                     shape[j] = 0 if mutation == "dim_zero" else shape[j] + 1
                 if int(np.prod(shape)) <= MAX_ELEMENTS:
-                    values[i] = array_values(values[i].dtype.name, tuple(shape), seed)
+                    values[i] = array_values(dtype_name(values[i]), tuple(shape), seed)
             elif mutation == "attr" and attrs:
                 name = sorted(attrs)[seed % len(attrs)]
                 attrs[name] = _edge_attr(attrs[name], seed)
+            elif mutation == "dtype" and values[i].dtype == object:  # strings become numbers
+                values[i] = array_values(VALUE_DTYPES[seed % len(VALUE_DTYPES)],
+                                         values[i].shape, seed)
             elif mutation == "dtype":  # to a real dtype: a complex value keeps its real part
                 values[i] = np.real(values[i]).astype(
                     NUMPY_DTYPE[VALUE_DTYPES[seed % len(VALUE_DTYPES)]])
         inputs = []
         for value in values:
             kind = draw(st.sampled_from(["const", "feed-exact", "feed-unknown"]))
-            dtype = value.dtype.name
+            dtype = dtype_name(value)
             if kind == "const":
                 inputs.append(Input("const", dtype, value))
             else:
@@ -351,13 +497,14 @@ def _schema_calls(op):
     attr_types = {name: type_name for name, type_name, _ in op_def["attrs"]}
     defaults = op_def["attr_defaults"]
     allowed = op_def["allowed_types"]
-    number_attrs = {number for _, _, _, number in op_def["input_types"] if number}
+    number_attrs = {number for _, _, _, number, _ in op_def["input_types"] if number}
     type_choices = {name: st.sampled_from(allowed[name] or ALL_DTYPES)
                     for name, type_name in attr_types.items() if type_name == "type"}
     # One input in ten gets another dtype than its type attr says (mismatched dtypes).
     mismatch = st.sampled_from([None] * 9 + ["other"])
     other_dtype = st.sampled_from(VALUE_DTYPES)
     list_length = st.sampled_from([0, 1, 1, 2, 2, 3, 5])
+    list_item_dtype = st.sampled_from(VALUE_DTYPES + ["string", "string", "complex64"])
     # Per attr, two ways to draw it. Adversarial: left to the default (or to inference from the
     # inputs), or any value, wrong types included. Gentle: left to the default where there is
     # one, else a well-typed value with small numbers, so that the call often reaches the kernel.
@@ -376,6 +523,8 @@ def _schema_calls(op):
         else:
             gentle[name] = WELL_TYPED.get(type_name, value)
     func_attrs = [name for name, type_name in attr_types.items() if type_name == "func"]
+    type_lists = [name for name, type_name in attr_types.items() if type_name == "list(type)"]
+    shape_lists = [name for name, type_name in attr_types.items() if type_name == "list(shape)"]
     extra_attr = st.sampled_from([False] * 49 + [True])
     gentle_call = st.sampled_from([True, True, True, False, False])
 
@@ -384,13 +533,17 @@ def _schema_calls(op):
         is_gentle = draw(gentle_call)
         chosen_types = {name: draw(s) for name, s in type_choices.items()}
         lengths = {name: draw(list_length) for name in number_attrs}
-        inputs, base_shape = [], None
-        for _, fixed, type_attr, number_attr in op_def["input_types"]:
-            for _ in range(lengths[number_attr] if number_attr else 1):
-                dtype = DTYPE_NAME[fixed or chosen_types.get(type_attr, DTYPE_ENUM["float32"])]
+        inputs, base_shape, listed = [], None, {}
+        for arg_name, fixed, type_attr, number_attr, list_attr in op_def["input_types"]:
+            if list_attr:  # a list of any dtypes (a queue's components): its attr matches them
+                listed[list_attr] = [draw(list_item_dtype) for _ in range(draw(list_length))]
+            for i in range(len(listed[list_attr]) if list_attr else
+                           lengths[number_attr] if number_attr else 1):
+                dtype = (listed[list_attr][i] if list_attr else
+                         DTYPE_NAME[fixed or chosen_types.get(type_attr, DTYPE_ENUM["float32"])])
                 if not is_gentle and draw(mismatch):
                     dtype = draw(other_dtype)
-                item = draw(tensors(dtype, base_shape, len(inputs)))
+                item = draw(tensors(dtype, base_shape, len(inputs), arg_name))
                 if base_shape is None and item.value is not None:
                     base_shape = tuple(np.shape(item.value))
                 inputs.append(item)
@@ -399,6 +552,18 @@ def _schema_calls(op):
             value = draw(strategy)
             if value is not _UNSET:
                 attrs[name] = value
+        for name, dtypes in listed.items():
+            if is_gentle or draw(st.booleans()):
+                attrs[name] = [DTYPE_ENUM[d] for d in dtypes]
+        if is_gentle and len(type_lists) == 1 and isinstance(attrs.get(type_lists[0]), list):
+            # One shape per dtype (a dataset's output_types and output_shapes), unknown.
+            for name in shape_lists:
+                if draw(st.booleans()):
+                    attrs[name] = [None] * len(attrs[type_lists[0]])
+        listed_types = [DTYPE_ENUM[d] for dtypes in listed.values() for d in dtypes]
+        for item in inputs:
+            if item.kind == "op":
+                align_producer(item.call, attrs, listed_types)
         if func_attrs and draw(st.booleans()):
             attrs.update(library_functions(op_def, func_attrs, inputs, draw(st.sampled_from([0, 1]))))
         if not is_gentle and draw(extra_attr):

@@ -288,3 +288,25 @@ def test_a_sorted_segment_id_of_int64_max_is_an_error():
         with pytest.raises(tf.errors.InvalidArgumentError,
                            match="segment id 9223372036854775807 is too large"):
             sess.run(tf.math.segment_min(data, ids), {ids: [2**63 - 1, 2**63 - 1]})
+
+
+@pytest.mark.parametrize("queue_op", ["FIFOQueueV2", "RandomShuffleQueueV2", "PaddingFIFOQueueV2"])
+def test_a_queue_without_components_is_an_error_not_a_segfault(queue_op):
+    # QueueEnqueueManyV2 into a queue of component_types=[] read the first component of an empty
+    # tuple for its batch size: SIGSEGV. As in TensorFlow, such a queue is rejected when built.
+    with pytest.raises(ValueError, match=f"Attr 'component_types' of '{queue_op}' Op passed list "
+                                         f"of length 0 less than minimum 1"):
+        apply_op(queue_op, [], {"component_types": []})
+    queue = tf.FIFOQueue(4, [tf.int32])
+    with tf.Session() as sess:
+        sess.run(queue.enqueue_many([[1, 2]]))
+        assert sess.run(queue.dequeue()) == 1
+
+
+def test_a_zip_of_no_datasets_is_an_error():
+    # ZipDataset with N=0 made an endless dataset of empty tuples; TensorFlow requires N >= 1.
+    with pytest.raises(ValueError, match="Attr 'N' of 'ZipDataset' Op passed 0 less than minimum 1"):
+        apply_op("ZipDataset", [[]], {"output_types": [], "output_shapes": []})
+    zipped = tf.data.Dataset.zip((tf.data.Dataset.range(2), tf.data.Dataset.range(3)))
+    with tf.Session() as sess:
+        assert sess.run(zipped.make_one_shot_iterator().get_next()) == (0, 0)

@@ -16,7 +16,11 @@ CALLS_PER_OP = 5
 
 
 @pytest.mark.parametrize("op", _C.op_names())
-def test_generated_calls_succeed_or_return_a_status_error(op, tmp_path):
+def test_generated_calls_succeed_or_return_a_status_error(op, tmp_path, monkeypatch):
+    # String inputs name the fuzz files, and ops like WriteFile write where a path points: both
+    # in a directory of this test's own.
+    monkeypatch.chdir(tmp_path)
+    fuzz_worker.write_fuzz_files()
     current = os.open(tmp_path / "current", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     try:
         counts = fuzz_worker.fuzz_op(op, CALLS_PER_OP, 1, current)

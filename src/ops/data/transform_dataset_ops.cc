@@ -446,6 +446,14 @@ Status ZipKernel(KernelContext& ctx) {
                                                             std::move(types), std::move(shapes)));
 }
 
+// TensorFlow's op def gives N a minimum of 1: a zip of no datasets would never end.
+Status ZipShape(InferenceContext& ctx) {
+  if (ctx.num_inputs() == 0) {
+    return errors::InvalidArgument("Attr 'N' of 'ZipDataset' Op passed 0 less than minimum 1.");
+  }
+  return shape_fns::Scalar(ctx);
+}
+
 FS_REGISTER_OP(OpBuilder("ZipDataset")
                    .InputList("input_datasets", "variant", "N")
                    .Output("handle", "variant")
@@ -453,7 +461,7 @@ FS_REGISTER_OP(OpBuilder("ZipDataset")
                    .RequiredAttr("output_shapes", AttrType::kShapeList)
                    .Attr("metadata", "")
                    .Stateful()
-                   .Shape(shape_fns::Scalar)
+                   .Shape(ZipShape)
                    .Kernel("CPU", ZipKernel)
                    .NotDifferentiable()
                    .Doc("Tuples of one element of each input, until the shortest one ends."));

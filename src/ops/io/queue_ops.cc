@@ -337,6 +337,18 @@ const QueueRow kQueues[] = {
      "A FIFO queue whose dequeue_many pads elements of varying shape to the batch's largest."},
 };
 
+// TensorFlow's op defs give component_types a minimum length of 1: a queue of empty tuples has
+// no first dimension for EnqueueMany to batch along.
+Status QueueShape(InferenceContext& ctx) {
+  std::vector<DType> dtypes;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("component_types", &dtypes));
+  if (dtypes.empty()) {
+    return errors::InvalidArgument("Attr 'component_types' of '", ctx.op_type(),
+                                   "' Op passed list of length 0 less than minimum 1.");
+  }
+  return shape_fns::Scalar(ctx);
+}
+
 const bool kQueuesRegistered = [] {
   for (const QueueRow& row : kQueues) {
     OpBuilder b(row.name);
@@ -351,7 +363,7 @@ const bool kQueuesRegistered = [] {
     }
     const QueueResource::Kind kind = row.kind;
     b.Stateful()
-        .Shape(shape_fns::Scalar)
+        .Shape(QueueShape)
         .KernelFactory("CPU",
                        [kind](const Node& node, std::unique_ptr<OpKernel>* out) {
                          *out = std::make_unique<QueueOpKernel>(node, kind);
