@@ -138,11 +138,17 @@ def test_weighted_moments():
 # ------------------------------------------------------------------------------------------------
 # Normalization
 
+def _f32(value):
+    """A float attr's value: TensorFlow keeps float attrs in 32 bits."""
+    return float(np.float32(value))
+
+
 def test_lrn():
     x = rand(2, 3, 2, 7)
     out = tf.nn.lrn(x, depth_radius=2, bias=2.0, alpha=0.5, beta=0.6)
     assert out.op.name == "LRN"
-    np.testing.assert_allclose(evaluate(out), lrn_ref(x, 2, 2.0, 0.5, 0.6), rtol=1e-12)
+    # Float attrs are 32-bit, as in TensorFlow: beta=0.6 is float32(0.6).
+    np.testing.assert_allclose(evaluate(out), lrn_ref(x, 2, 2.0, 0.5, _f32(0.6)), rtol=1e-12)
     assert tf.nn.local_response_normalization is tf.nn.lrn
     with pytest.raises(ValueError, match="rank 4"):
         tf.nn.lrn(rand(3, 7))
@@ -157,10 +163,10 @@ def test_fused_batch_norm_training_and_inference(data_format):
     yi, mi, vi = tf.nn.fused_batch_norm(x, scale, offset, mean, var, epsilon=0.01,
                                         data_format=data_format, is_training=False)
     got = evaluate([y, m, v, yi, mi, vi])
-    ref = batch_norm_ref(x, scale, offset, None, None, 1e-3, True, data_format)
+    ref = batch_norm_ref(x, scale, offset, None, None, _f32(1e-3), True, data_format)
     for g, e in zip(got[:3], ref[:3]):
         np.testing.assert_allclose(g, e, rtol=1e-10)
-    ref = batch_norm_ref(x, scale, offset, mean, var, 0.01, False, data_format)
+    ref = batch_norm_ref(x, scale, offset, mean, var, _f32(0.01), False, data_format)
     for g, e in zip(got[3:], ref[:3]):
         np.testing.assert_allclose(g, e, rtol=1e-10)
     assert y.op.type == "FusedBatchNormV3" and y.op.name == "FusedBatchNormV3"
