@@ -38,7 +38,31 @@ def _select(c, t, e):
     return np.where(c, t, e)
 
 
+def _sparse_tokens(rows):
+    """The (indices, values, shape) of a SparseTensor holding each row's tokens."""
+    indices = [[r, j] for r, row in enumerate(rows) for j in range(len(row))]
+    values = [token for row in rows for token in row]
+    return (np.array(indices, np.int64).reshape(-1, 2), np.array(values, dtype=object),
+            np.array([len(rows), max((len(r) for r in rows), default=0)], np.int64))
+
+
 CASES = [
+    # Splitting (results checked with TensorFlow 2.21's raw ops).
+    Case("StringSplit", [_strings(b"a b  c", b"", b"x,y"), _scalar(b" ,")],
+         lambda s, d: _sparse_tokens([[b"a", b"b", b"c"], [], [b"x", b"y"]]), outputs=3),
+    Case("StringSplit", [_strings(b"a b  c", b"", b"x,y"), _scalar(b" ,")],
+         lambda s, d: _sparse_tokens([[b"a", b"b", b"", b"c"], [], [b"x", b"y"]]),
+         attrs={"skip_empty": False}, outputs=3),
+    Case("StringSplit", [_strings(b"abc", "é".encode()), _scalar(b"")],
+         lambda s, d: _sparse_tokens([[b"a", b"b", b"c"], [b"\xc3", b"\xa9"]]), outputs=3),
+    Case("StringSplitV2", [_strings(b"  a  b ", b"a<>b<><>c", b""), _scalar(b"")],
+         lambda s, d: _sparse_tokens([[b"a", b"b"], [b"a<>b<><>c"], []]), outputs=3),
+    Case("StringSplitV2", [_strings(b"a<>b<><>c", b"", b"<>"), _scalar(b"<>")],
+         lambda s, d: _sparse_tokens([[b"a", b"b", b"", b"c"], [b""], [b"", b""]]), outputs=3),
+    # TensorFlow's whitespace split with maxsplit: the rest is one more token, even empty.
+    Case("StringSplitV2", [_strings(b" a  b c ", b"a<>b<><>c"), _scalar(b"")],
+         lambda s, d: _sparse_tokens([[b"a", b"b c "], [b"a<>b<><>c", b""]]),
+         attrs={"maxsplit": 1}, outputs=3),
     Case("Identity", [GRID], lambda x: x),
     Case("Reshape", [WORDS, _i32([3, 2])], lambda x, s: x.reshape(3, 2)),
     Case("ExpandDims", [GRID, _i32(1)], lambda x, d: np.expand_dims(x, 1)),

@@ -147,3 +147,49 @@ def decode_csv(records, record_defaults, field_delim=",", use_quote_delim=True, 
 def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     """Each string's FarmHash Fingerprint64 modulo `num_buckets`: TensorFlow's buckets exactly."""
     return _unary("StringToHashBucketFast", input, name, {"num_buckets": int(num_buckets)})
+
+
+def _split_result(op, result_type):
+    from flowstone.framework.sparse_tensor import SparseTensor
+    if result_type != "SparseTensor":
+        raise NotImplementedError(f"result_type={result_type!r}: Flowstone has no RaggedTensor; "
+                                  "use result_type='SparseTensor'")
+    return SparseTensor(*op.outputs)
+
+
+def _split_source(value):
+    source = _ops.convert_to_tensor(value, dtype=_dtypes.string, name="source")
+    if source.shape.ndims is not None and source.shape.ndims > 1:
+        raise NotImplementedError(f"Flowstone splits vectors of strings (TensorFlow splits higher "
+                                  f"ranks into RaggedTensors); got shape {source.shape}")
+    return source
+
+
+@tf_export("string_split")
+def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type="SparseTensor",
+                 name=None):
+    """The strings of the vector `source` split at any character of `sep` (every byte when
+    empty; default " "), empty tokens dropped unless skip_empty=False, as a SparseTensor
+    [len(source), most tokens]."""
+    if sep is not None and delimiter is not None:
+        raise ValueError("Cannot specify both 'sep' and 'delimiter'")
+    sep = " " if sep is None and delimiter is None else (sep if sep is not None else delimiter)
+    with _ops.name_scope(name, "StringSplit"):
+        op = _ops.apply_op("StringSplit", [_split_source(source),
+                                           _ops.convert_to_tensor(sep, dtype=_dtypes.string)],
+                           {"skip_empty": bool(skip_empty)})
+    return _split_result(op, result_type)
+
+
+@tf_export("strings.split")
+def string_split_v2(input=None, sep=None, maxsplit=-1, result_type="SparseTensor",  # noqa: A002
+                    source=None, name=None):
+    """The strings of the vector `input` split as Python's str.split(sep, maxsplit) splits them
+    (at runs of whitespace when sep is None), as a SparseTensor [len(input), most tokens]."""
+    if input is None:
+        input = source  # noqa: A001 - TensorFlow's older argument name
+    with _ops.name_scope(name, "StringSplit"):
+        op = _ops.apply_op("StringSplitV2", [_split_source(input),
+                                             _ops.convert_to_tensor(sep or "", dtype=_dtypes.string)],
+                           {"maxsplit": int(maxsplit)})
+    return _split_result(op, result_type)

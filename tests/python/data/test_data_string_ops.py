@@ -165,3 +165,29 @@ def test_decode_csv_matches_tensorflow():
     ours = [[v.decode() if isinstance(v, bytes) else v for v in c] for c in _decode_csv_locally()]
     assert ours[:2] == theirs[:2]
     np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-6)
+
+
+def test_string_split_and_strings_split_give_sparse_tensors():
+    lines = tf.constant(["hello world", "a  b", ""])
+    v1 = tf.string_split(lines)  # TF1's default separator " ", empty tokens dropped
+    kept = tf.string_split(lines, delimiter=" ", skip_empty=False)
+    chars = tf.string_split(["ab"], "")
+    v2 = tf.strings.split(["  x y ", "1,2,,3"], sep=None)
+    commas = tf.strings.split(["1,2,,3"], sep=",", maxsplit=2)
+    with tf.Session() as sess:
+        got = sess.run([v1, kept, chars, v2, commas])
+    assert got[0].values.tolist() == [b"hello", b"world", b"a", b"b"]
+    assert got[0].indices.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert got[0].dense_shape.tolist() == [3, 2]
+    assert got[1].values.tolist() == [b"hello", b"world", b"a", b"", b"b"]
+    assert got[2].values.tolist() == [b"a", b"b"]
+    assert got[3].values.tolist() == [b"x", b"y", b"1,2,,3"]
+    assert got[4].values.tolist() == [b"1", b"2", b",3"] and got[4].dense_shape.tolist() == [1, 3]
+    with pytest.raises(ValueError, match="Cannot specify both"):
+        tf.string_split(lines, sep=" ", delimiter=",")
+    with pytest.raises(NotImplementedError, match="RaggedTensor"):
+        tf.strings.split(lines, result_type="RaggedTensor")
+    with pytest.raises(NotImplementedError, match="vectors of strings"):
+        tf.strings.split(tf.constant([["a b"]]))
+    with pytest.raises(ValueError, match="rank 1"):
+        tf.string_split(tf.constant("a b"))
