@@ -47,6 +47,13 @@ def _sparse_tokens(rows):
 
 
 CASES = [
+    # Joining by segment (results checked with TensorFlow 2.21).
+    Case("UnsortedSegmentJoin", [_strings(b"a", b"b", b"c", b"d"), np.array([1, 0, 1, 3], np.int32),
+                                 np.array(4, np.int32)],
+         lambda s, i, n: _strings(b"b", b"a-c", b"", b"d"), attrs={"separator": "-"}),
+    Case("UnsortedSegmentJoin", [_strings([b"a", b"b"], [b"c", b"d"], [b"e", b"f"]),
+                                 np.array([1, 0, 1], np.int64), np.array(2, np.int64)],
+         lambda s, i, n: _strings([b"c", b"d"], [b"a:e", b"b:f"]), attrs={"separator": ":"}),
     # Splitting (results checked with TensorFlow 2.21's raw ops).
     Case("StringSplit", [_strings(b"a b  c", b"", b"x,y"), _scalar(b" ,")],
          lambda s, d: _sparse_tokens([[b"a", b"b", b"c"], [], [b"x", b"y"]]), outputs=3),

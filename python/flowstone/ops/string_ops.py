@@ -193,3 +193,14 @@ def string_split_v2(input=None, sep=None, maxsplit=-1, result_type="SparseTensor
                                              _ops.convert_to_tensor(sep or "", dtype=_dtypes.string)],
                            {"maxsplit": int(maxsplit)})
     return _split_result(op, result_type)
+
+
+@tf_export("strings.unsorted_segment_join")
+def unsorted_segment_join(inputs, segment_ids, num_segments, separator="", name=None):
+    """The strings of `inputs` whose segment_ids are k joined with `separator`, in input order,
+    for each k of [0, num_segments) (the empty string for a segment no id names)."""
+    return _ops.apply_op("UnsortedSegmentJoin", [
+        _ops.convert_to_tensor(inputs, dtype=_dtypes.string, name="inputs"),
+        _ops.convert_to_tensor(segment_ids, name="segment_ids"),
+        _ops.convert_to_tensor(num_segments, name="num_segments")],
+        {"separator": separator}, name=name or "UnsortedSegmentJoin").outputs[0]

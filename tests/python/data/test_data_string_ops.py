@@ -191,3 +191,16 @@ def test_string_split_and_strings_split_give_sparse_tensors():
         tf.strings.split(tf.constant([["a b"]]))
     with pytest.raises(ValueError, match="rank 1"):
         tf.string_split(tf.constant("a b"))
+
+
+def test_unsorted_segment_join_and_its_errors():
+    joined = tf.strings.unsorted_segment_join(["a", "b", "c", "d"], [1, 0, 1, 3], 4, separator="-")
+    ids = tf.placeholder(tf.int32, [2])
+    bad = tf.strings.unsorted_segment_join(["a", "b"], ids, 2)
+    with tf.Session() as sess:
+        assert sess.run(joined).tolist() == [b"b", b"a-c", b"", b"d"]  # as TensorFlow gives
+        for wrong in ([-1, 0], [2, 0]):
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match="segment_ids are not allowed to exceed num_segments"):
+                sess.run(bad, {ids: wrong})
+        assert sess.run(bad, {ids: [1, 1]}).tolist() == [b"", b"ab"]
