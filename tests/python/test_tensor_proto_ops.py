@@ -74,3 +74,31 @@ def test_bytes_cross_with_tensorflow(tmp_path):
     with tf.Session() as sess:
         got = sess.run(tf.io.parse_tensor((tmp_path / "theirs.bin").read_bytes(), tf.string))
     assert got.tolist() == [[b"x", b"yz"]]
+
+
+def test_sparse_tensors_through_serialized_rows_and_a_queue():
+    # TF1 pipelines batch SparseTensors by serializing them for a queue.
+    batch = tf.SparseTensor([[0, 0, 1], [1, 2, 0], [1, 2, 3]], [1.0, 2.0, 3.0], [2, 3, 4])
+    rows = tf.io.serialize_many_sparse(batch)
+    queue = tf.FIFOQueue(4, [tf.string], shapes=[[3]])
+    enqueue = queue.enqueue_many([rows])
+    restored = tf.io.deserialize_many_sparse(queue.dequeue_many(2), tf.float32, rank=3)
+    single = tf.io.deserialize_many_sparse(
+        tf.stack([tf.io.serialize_sparse(tf.SparseTensor([[0]], [1.0], [2])),
+                  tf.io.serialize_sparse(tf.SparseTensor([[2]], [5.0], [4]))]), tf.float32)
+    assert restored.dense_shape.shape.as_list() == [3]
+    with tf.Session() as sess:
+        sess.run(enqueue)
+        got, two = sess.run([restored, single])
+    assert got.indices.tolist() == [[0, 0, 1], [1, 2, 0], [1, 2, 3]]
+    assert got.values.tolist() == [1.0, 2.0, 3.0] and got.dense_shape.tolist() == [2, 3, 4]
+    # The first dimension is the row; the others the largest of the rows' shapes.
+    assert two.indices.tolist() == [[0, 0], [1, 2]] and two.dense_shape.tolist() == [2, 4]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Requested SparseTensor of type int32"):
+            sess.run(tf.io.deserialize_many_sparse(rows, tf.int32))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="Could not parse"):
+            sess.run(tf.io.deserialize_many_sparse([[b"x", b"y", b"z"]], tf.float32))
+    with pytest.raises(TypeError, match="must be a SparseTensor"):
+        tf.io.serialize_sparse(tf.constant([1.0]))
