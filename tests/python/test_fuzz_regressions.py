@@ -310,3 +310,18 @@ def test_a_zip_of_no_datasets_is_an_error():
     zipped = tf.data.Dataset.zip((tf.data.Dataset.range(2), tf.data.Dataset.range(3)))
     with tf.Session() as sess:
         assert sess.run(zipped.make_one_shot_iterator().get_next()) == (0, 0)
+
+
+def test_serialize_many_sparse_with_a_huge_first_dimension_is_resource_exhausted():
+    # dense_shape [2**31, 2**31] made SerializeManySparse size its per-row bookkeeping by the
+    # shape before allocating anything checked: std::bad_alloc. Now the [rows, 3] output is
+    # allocated first, against the memory limit.
+    huge = tf.SparseTensor([[0, 1]], [1.5], [2**31, 2**31])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError):
+            sess.run(tf.io.serialize_many_sparse(huge))
+        negative = tf.SparseTensor(np.zeros([0, 2], np.int64), np.zeros([0], np.float32), [-1, 2])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be non-negative"):
+            sess.run(tf.io.serialize_many_sparse(negative))
+        small = tf.SparseTensor([[1, 0]], [2.0], [2, 3])
+        assert sess.run(tf.io.serialize_many_sparse(small)).shape == (2, 3)

@@ -67,9 +67,16 @@ Status SerializeManySparseKernel(KernelContext& ctx) {
         rank);
   }
   const int64_t rows = shape.data<int64_t>()[0];
+  if (rows < 0) {
+    return errors::InvalidArgument("sparse_shape[0] must be non-negative, got ", rows);
+  }
+  // The output first: its allocation is checked against the memory limits before any
+  // bookkeeping sized by a shape the caller chose.
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{rows, 3}, &out));
   const int64_t n = indices.dim(0);
   const int64_t* idx = indices.data<int64_t>();
-  std::vector<std::vector<int64_t>> members(static_cast<size_t>(std::max<int64_t>(rows, 0)));
+  std::vector<std::vector<int64_t>> members(static_cast<size_t>(rows));
   for (int64_t i = 0; i < n; ++i) {
     if (idx[i * rank] < 0 || idx[i * rank] >= rows) {
       return errors::InvalidArgument("sparse_indices[", i, ", 0] = ", idx[i * rank],
@@ -77,8 +84,6 @@ Status SerializeManySparseKernel(KernelContext& ctx) {
     }
     members[idx[i * rank]].push_back(i);
   }
-  Tensor* out;
-  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{rows, 3}, &out));
   const size_t element = DTypeSize(values.dtype());
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t m = static_cast<int64_t>(members[r].size());
