@@ -127,7 +127,8 @@ def run_worker(cmd, env, current_path, call_timeout, on_results):
     that ops like WriteFile write, go); kills it when one call runs longer than `call_timeout`
     seconds (a hang counts as a crash). `on_results` gets the worker's finished ops as they appear.
     Returns (returncode or "hang", stderr)."""
-    with tempfile.TemporaryFile("w+") as stderr:
+    # Ops such as PrintV2 write the fuzzed bytes to stderr: read it back leniently.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as stderr:
         proc = subprocess.Popen(cmd, env=env, stderr=stderr, text=True,
                                 cwd=os.path.dirname(current_path))
         last, since = None, time.monotonic()
