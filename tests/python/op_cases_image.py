@@ -21,7 +21,25 @@ RGB = _gradient(6, 5, 3)
 RGBA = _gradient(4, 7, 4)
 SMOOTH = np.full((16, 16, 3), 128, np.uint8) + np.arange(16, dtype=np.uint8)[None, :, None]
 
+_NMS_BOXES = np.array([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                       [0, 10.1, 1, 11.1], [0, 100, 1, 101]], np.float32)
+_NMS_SCORES = np.array([0.9, 0.75, 0.6, 0.95, 0.5, 0.3], np.float32)
+
 CASES = [
+    # Greedy non-maximum suppression (indices checked with TensorFlow 2.21).
+    Case("NonMaxSuppressionV3", [_NMS_BOXES, _NMS_SCORES, np.array(3, np.int32),
+                                 np.array(0.5, np.float32), np.array(0.0, np.float32)],
+         lambda *a: np.array([3, 0, 5], np.int32)),
+    Case("NonMaxSuppressionV4", [_NMS_BOXES, _NMS_SCORES, np.array(5, np.int32),
+                                 np.array(0.5, np.float32), np.array(0.4, np.float32)],
+         lambda *a: (np.array([3, 0, 0, 0, 0], np.int32), np.array(2, np.int32)),
+         attrs={"pad_to_max_output_size": True}, outputs=2),
+    Case("NonMaxSuppressionV2", [np.array([[1, 1, 0, 0], [0, 0, 1, 1]], np.float32),
+                                 np.array([0.5, 0.5], np.float32), np.array(2, np.int32),
+                                 np.array(0.5, np.float32)],
+         lambda *a: np.array([0], np.int32)),  # equal scores: the lower index first
+    Case("NonMaxSuppression", [_NMS_BOXES, _NMS_SCORES, np.array(6, np.int32)],
+         lambda *a: np.array([3, 0, 5], np.int32), attrs={"iou_threshold": 0.5}),
     Case("EncodePng", [RGBA], lambda x: x,
          build=lambda x: image_ops.decode_png(image_ops.encode_png(x)).op),
     Case("DecodePng", [RGB], lambda x: x,

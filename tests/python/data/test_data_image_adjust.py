@@ -214,3 +214,26 @@ def test_deterministic_ops_match_tensorflow():
     for key in ("contrast", "std", "hsv", "hue"):
         np.testing.assert_allclose(got[key], np.array(want[key]), rtol=1e-5, atol=1e-5,
                                    err_msg=key)
+
+
+def test_non_max_suppression_and_its_padded_form():
+    boxes = tf.constant([[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11],
+                         [0, 10.1, 1, 11.1], [0, 100, 1, 101]], tf.float32)
+    scores = tf.constant([0.9, 0.75, 0.6, 0.95, 0.5, 0.3])
+    kept = tf.image.non_max_suppression(boxes, scores, 3, iou_threshold=0.5)
+    padded, valid = tf.image.non_max_suppression_padded(boxes, scores, 5, score_threshold=0.4,
+                                                        pad_to_max_output_size=True)
+    assert padded.shape.as_list() == [5]
+    with tf.Session() as sess:
+        got, got_padded, got_valid = sess.run([kept, padded, valid])
+        # The same indices TensorFlow 2.21 gives.
+        assert got.tolist() == [3, 0, 5] and got.dtype == np.int32
+        assert got_padded.tolist() == [3, 0, 0, 0, 0] and got_valid == 2
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"iou_threshold must be in \[0, 1\]"):
+            sess.run(tf.image.non_max_suppression(boxes, scores, 3, iou_threshold=1.5))
+        with pytest.raises(tf.errors.InvalidArgumentError, match="max_output_size must be "
+                                                                 "non-negative"):
+            sess.run(tf.image.non_max_suppression(boxes, scores, -1))
+    with pytest.raises(ValueError, match=r"boxes must be \[num_boxes, 4\]"):
+        tf.image.non_max_suppression(tf.zeros([3, 5]), tf.zeros([3]), 2)
