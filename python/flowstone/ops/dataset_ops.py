@@ -464,6 +464,24 @@ class DatasetV1:
 
     # --- iterators -------------------------------------------------------------------------
 
+    def with_options(self, options):
+        """This dataset carrying `options` (tf.data.Options), merged over those it had."""
+        from flowstone.ops.dataset_options import Options
+        if not isinstance(options, Options):
+            raise TypeError(f"options must be a tf.data.Options, got {type(options).__name__}")
+        dataset = DatasetV1([self], self.element_spec, lambda variant: variant)
+        dataset._own_options = options
+        return dataset
+
+    def options(self):
+        """The options of this dataset and of those it is made from, merged (tf.data.Options)."""
+        from flowstone.ops.dataset_options import Options
+        merged = Options()
+        for dataset in self._inputs:
+            merged = merged.merge(dataset.options())
+        own = getattr(self, "_own_options", None)
+        return merged.merge(own) if own is not None else merged
+
     def make_one_shot_iterator(self):
         """An iterator that needs no initialization (the dataset may not use placeholders);
         while executing eagerly, the iterator `iter(dataset)` gives, as in TF."""

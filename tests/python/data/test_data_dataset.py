@@ -286,3 +286,27 @@ def test_cache_runs_its_input_once_across_epochs():
         assert int(sess.run(counter)) == 4
     with pytest.raises(tf.errors.UnimplementedError, match="only the in-memory cache"):
         _ints(tf.data.Dataset.range(2).cache("/tmp/cache-file"))
+
+
+def test_options_are_carried_merged_and_checked_as_in_tensorflow(caplog):
+    options = tf.data.Options()
+    options.experimental_deterministic = False  # TensorFlow's older name of `deterministic`
+    options.threading.private_threadpool_size = 2
+    dataset = tf.data.Dataset.range(4).with_options(options).map(lambda x: x * 2)
+    got = dataset.options()
+    assert got.deterministic is False and got.threading.private_threadpool_size == 2
+    assert got.experimental_threading.private_threadpool_size == 2
+    again = tf.data.Options()
+    again.deterministic = True
+    with caplog.at_level("WARNING"):
+        assert dataset.with_options(again).options().deterministic is True
+    assert "Changing the value of option deterministic from False to True" in caplog.text
+    with pytest.raises(AttributeError, match="Cannot set the property nonexistent on Options"):
+        options.nonexistent = 1
+    with pytest.raises(TypeError, match="must be a tf.data.Options"):
+        dataset.with_options({"deterministic": False})
+    # The options change no values: the pipeline stays deterministic.
+    element = dataset.make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        assert [sess.run(element) for _ in range(4)] == [0, 2, 4, 6]
+    assert (tf.data.INFINITE_CARDINALITY, tf.data.UNKNOWN_CARDINALITY) == (-1, -2)
