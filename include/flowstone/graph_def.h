@@ -53,6 +53,12 @@ Status TensorToProto(const Tensor& tensor, proto::TensorProto* out);
 // Unimplemented for resource and variant tensors.
 Status TensorFromProto(const proto::TensorProto& in, const std::string& what, Tensor* out);
 
+// A tensor as the bytes of its serialized TensorProto, and back: the form tf.io.serialize_tensor
+// and the SparseTensor serializations store tensors in. Bytes that do not parse are an
+// InvalidArgument naming `what`.
+Status SerializeTensorProto(const Tensor& tensor, std::string* out);
+Status ParseTensorProto(const std::string& bytes, const std::string& what, Tensor* out);
+
 struct ImportGraphDefOptions {
   // Prepended with a "/" to every imported node's name (and to `_class` colocation names); empty
   // for none.

@@ -1272,4 +1272,20 @@ Status TensorFromProto(const proto::TensorProto& in, const std::string& what, Te
   return ImportTensor(in, what, out);
 }
 
+Status SerializeTensorProto(const Tensor& tensor, std::string* out) {
+  proto::TensorProto message;
+  FS_RETURN_IF_ERROR(ExportTensor(tensor, &message));
+  if (!message.SerializeToString(out)) return errors::Internal("a TensorProto did not serialize");
+  return Status::OK();
+}
+
+Status ParseTensorProto(const std::string& bytes, const std::string& what, Tensor* out) {
+  proto::TensorProto message;
+  if (!message.ParseFromString(bytes)) {
+    return errors::InvalidArgument("Could not parse ", what, " as a TensorProto (", bytes.size(),
+                                   " bytes)");
+  }
+  return ImportTensor(message, what, out);
+}
+
 }  // namespace flowstone

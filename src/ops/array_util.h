@@ -94,6 +94,17 @@ inline Status ScalarIndex(const Tensor& t, const char* what, int64_t* out) {
   return Status::OK();
 }
 
+// The string a scalar string tensor holds (a file name, a pattern, a separator); InvalidArgument
+// naming `what` for any other shape.
+inline Status ScalarString(const Tensor& t, const char* what, std::string* out) {
+  if (t.rank() != 0) {
+    return errors::InvalidArgument(what, " must be a scalar string, got shape ",
+                                   t.shape().ToString());
+  }
+  *out = *t.data<std::string>();
+  return Status::OK();
+}
+
 // "[1,2]" for a list of ints, as TensorFlow's messages print index vectors.
 inline std::string JoinInts(const std::vector<int64_t>& values) {
   std::string out = "[";

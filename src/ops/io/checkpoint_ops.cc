@@ -13,18 +13,10 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "flowstone/tensor_bundle.h"
+#include "ops/array_util.h"
 
 namespace flowstone {
 namespace {
-
-Status ScalarString(const Tensor& t, const char* name, std::string* out) {
-  if (t.rank() != 0 || t.dtype() != DType::kString) {
-    return errors::InvalidArgument(name, " must be a string scalar, got shape ",
-                                   t.shape().ToString());
-  }
-  *out = *t.data<std::string>();
-  return Status::OK();
-}
 
 // The tensor names, checked against shape_and_slices: whole tensors only ("" slices).
 Status ReadNames(const Tensor& names, const Tensor& slices, int64_t expected,
@@ -51,7 +43,7 @@ Status ReadNames(const Tensor& names, const Tensor& slices, int64_t expected,
 
 Status RestoreV2Kernel(KernelContext& ctx) {
   std::string prefix;
-  FS_RETURN_IF_ERROR(ScalarString(ctx.input(0), "prefix", &prefix));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(0), "prefix", &prefix));
   std::vector<std::string> names;
   FS_RETURN_IF_ERROR(ReadNames(ctx.input(1), ctx.input(2), ctx.num_outputs(), &names));
   std::vector<Tensor> values;
@@ -85,7 +77,7 @@ FS_REGISTER_OP(OpBuilder("RestoreV2")
 
 Status SaveV2Kernel(KernelContext& ctx) {
   std::string prefix;
-  FS_RETURN_IF_ERROR(ScalarString(ctx.input(0), "prefix", &prefix));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(0), "prefix", &prefix));
   std::vector<std::string> names;
   const int count = ctx.num_inputs() - 3;
   FS_RETURN_IF_ERROR(ReadNames(ctx.input(1), ctx.input(2), count, &names));
@@ -110,7 +102,7 @@ FS_REGISTER_OP(OpBuilder("SaveV2")
 Status MergeV2CheckpointsKernel(KernelContext& ctx) {
   const Tensor& sources = ctx.input(0);
   std::string destination;
-  FS_RETURN_IF_ERROR(ScalarString(ctx.input(1), "destination_prefix", &destination));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(1), "destination_prefix", &destination));
   if (sources.rank() > 1) {
     return errors::InvalidArgument("checkpoint_prefixes must be a vector, got shape ",
                                    sources.shape().ToString());
@@ -156,7 +148,7 @@ FS_REGISTER_OP(OpBuilder("MergeV2Checkpoints")
 
 Status ShardedFilenameKernel(KernelContext& ctx) {
   std::string base;
-  FS_RETURN_IF_ERROR(ScalarString(ctx.input(0), "basename", &base));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(0), "basename", &base));
   const Tensor& shard = ctx.input(1);
   const Tensor& shards = ctx.input(2);
   if (shard.rank() != 0 || shards.rank() != 0) {

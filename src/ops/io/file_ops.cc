@@ -8,23 +8,14 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "io/record_io.h"
+#include "ops/array_util.h"
 
 namespace flowstone {
 namespace {
 
-Status ScalarString(KernelContext& ctx, int index, const char* name, std::string* out) {
-  const Tensor& t = ctx.input(index);
-  if (t.rank() != 0) {
-    return errors::InvalidArgument(ctx.node().op_def().name, ": ", name,
-                                   " must be a scalar string, got shape ", t.shape().ToString());
-  }
-  *out = *t.data<std::string>();
-  return Status::OK();
-}
-
 Status ReadFileKernel(KernelContext& ctx) {
   std::string path;
-  FS_RETURN_IF_ERROR(ScalarString(ctx, 0, "filename", &path));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(0), "filename", &path));
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
   return io::ReadFileToString(path, out->data<std::string>());
@@ -41,8 +32,8 @@ FS_REGISTER_OP(OpBuilder("ReadFile")
 
 Status WriteFileKernel(KernelContext& ctx) {
   std::string path, contents;
-  FS_RETURN_IF_ERROR(ScalarString(ctx, 0, "filename", &path));
-  FS_RETURN_IF_ERROR(ScalarString(ctx, 1, "contents", &contents));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(0), "filename", &path));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(1), "contents", &contents));
   return io::WriteStringToFile(path, contents);
 }
 

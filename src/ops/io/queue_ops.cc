@@ -426,58 +426,41 @@ Status UnknownOutputs(InferenceContext& ctx) {
   return Status::OK();
 }
 
-FS_REGISTER_OP(OpBuilder("QueueEnqueueV2")
-                   .Input("handle", "resource")
-                   .InputTypeList("components", "Tcomponents")
-                   .Attr("timeout_ms", -1)
-                   .Stateful()
-                   .Shape(shape_fns::NoOutputs)
+// The ops that move tuples through a queue share the handle, the components, the timeout and
+// their marks; dequeues of many take a count.
+OpBuilder QueueTupleOp(const char* name, bool enqueue, bool counted) {
+  OpBuilder builder(name);
+  builder.Input("handle", "resource");
+  if (counted) builder.Input("n", "int32");
+  if (enqueue) {
+    builder.InputTypeList("components", "Tcomponents").Shape(shape_fns::NoOutputs);
+  } else {
+    builder.OutputTypeList("components", "component_types").Shape(UnknownOutputs);
+  }
+  builder.Attr("timeout_ms", -1).Stateful().NotDifferentiable();
+  return builder;
+}
+
+FS_REGISTER_OP(QueueTupleOp("QueueEnqueueV2", true, false)
                    .Kernel("CPU", EnqueueKernel<false>)
-                   .NotDifferentiable()
                    .Doc("Adds one tuple to a queue, blocking while it is full."));
 
-FS_REGISTER_OP(OpBuilder("QueueEnqueueManyV2")
-                   .Input("handle", "resource")
-                   .InputTypeList("components", "Tcomponents")
-                   .Attr("timeout_ms", -1)
-                   .Stateful()
-                   .Shape(shape_fns::NoOutputs)
+FS_REGISTER_OP(QueueTupleOp("QueueEnqueueManyV2", true, false)
                    .Kernel("CPU", EnqueueKernel<true>)
-                   .NotDifferentiable()
                    .Doc("Adds the rows (dimension 0) of the components to a queue as tuples."));
 
-FS_REGISTER_OP(OpBuilder("QueueDequeueV2")
-                   .Input("handle", "resource")
-                   .OutputTypeList("components", "component_types")
-                   .Attr("timeout_ms", -1)
-                   .Stateful()
-                   .Shape(UnknownOutputs)
+FS_REGISTER_OP(QueueTupleOp("QueueDequeueV2", false, false)
                    .Kernel("CPU", DequeueKernel<DequeueMode::kOne>)
-                   .NotDifferentiable()
                    .Doc("Removes one tuple from a queue, blocking until there is one; "
                         "OutOfRange once the queue is closed and empty."));
 
-FS_REGISTER_OP(OpBuilder("QueueDequeueManyV2")
-                   .Input("handle", "resource")
-                   .Input("n", "int32")
-                   .OutputTypeList("components", "component_types")
-                   .Attr("timeout_ms", -1)
-                   .Stateful()
-                   .Shape(UnknownOutputs)
+FS_REGISTER_OP(QueueTupleOp("QueueDequeueManyV2", false, true)
                    .Kernel("CPU", DequeueKernel<DequeueMode::kMany>)
-                   .NotDifferentiable()
                    .Doc("Removes n tuples from a queue, stacked; OutOfRange once the queue is "
                         "closed with fewer than n."));
 
-FS_REGISTER_OP(OpBuilder("QueueDequeueUpToV2")
-                   .Input("handle", "resource")
-                   .Input("n", "int32")
-                   .OutputTypeList("components", "component_types")
-                   .Attr("timeout_ms", -1)
-                   .Stateful()
-                   .Shape(UnknownOutputs)
+FS_REGISTER_OP(QueueTupleOp("QueueDequeueUpToV2", false, true)
                    .Kernel("CPU", DequeueKernel<DequeueMode::kUpTo>)
-                   .NotDifferentiable()
                    .Doc("Like QueueDequeueManyV2, but a closed queue gives what it has left."));
 
 Status CloseKernel(KernelContext& ctx) {

@@ -11,7 +11,6 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
-#include "proto/tensor.pb.h"
 
 namespace flowstone {
 namespace {
@@ -31,19 +30,11 @@ Status CheckSparse(const Tensor& indices, const Tensor& values, const Tensor& sh
   return Status::OK();
 }
 
-Status Serialize(const Tensor& t, std::string* out) {
-  proto::TensorProto message;
-  FS_RETURN_IF_ERROR(TensorToProto(t, &message));
-  if (!message.SerializeToString(out)) return errors::Internal("a TensorProto did not serialize");
-  return Status::OK();
-}
-
 Status WriteRow(const Tensor& indices, const Tensor& values, const Tensor& shape,
                 std::string* row) {
-  for (int i = 0; i < 3; ++i) {
-    FS_RETURN_IF_ERROR(Serialize(i == 0 ? indices : i == 1 ? values : shape, &row[i]));
-  }
-  return Status::OK();
+  FS_RETURN_IF_ERROR(SerializeTensorProto(indices, &row[0]));
+  FS_RETURN_IF_ERROR(SerializeTensorProto(values, &row[1]));
+  return SerializeTensorProto(shape, &row[2]);
 }
 
 Status SerializeSparseKernel(KernelContext& ctx) {
@@ -104,14 +95,6 @@ Status SerializeManySparseKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
-Status Parse(const std::string& bytes, const std::string& what, Tensor* out) {
-  proto::TensorProto message;
-  if (!message.ParseFromString(bytes)) {
-    return errors::InvalidArgument("Could not parse ", what, " as a TensorProto");
-  }
-  return TensorFromProto(message, what, out);
-}
-
 // Rows [N, 3] (or one row [3]) back into one SparseTensor.
 Status DeserializeKernel(KernelContext& ctx) {
   const Tensor& serialized = ctx.input(0);
@@ -130,9 +113,9 @@ Status DeserializeKernel(KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     const std::string* row = serialized.data<std::string>() + r * 3;
     const std::string where = "serialized_sparse[" + std::to_string(r) + "]";
-    FS_RETURN_IF_ERROR(Parse(row[0], where + "'s indices", &indices[r]));
-    FS_RETURN_IF_ERROR(Parse(row[1], where + "'s values", &values[r]));
-    FS_RETURN_IF_ERROR(Parse(row[2], where + "'s shape", &shapes[r]));
+    FS_RETURN_IF_ERROR(ParseTensorProto(row[0], where + "'s indices", &indices[r]));
+    FS_RETURN_IF_ERROR(ParseTensorProto(row[1], where + "'s values", &values[r]));
+    FS_RETURN_IF_ERROR(ParseTensorProto(row[2], where + "'s shape", &shapes[r]));
     if (indices[r].dtype() != DType::kInt64 || shapes[r].dtype() != DType::kInt64) {
       return errors::InvalidArgument(where, ": indices and shape must be int64");
     }

@@ -7,20 +7,14 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
-#include "proto/tensor.pb.h"
 
 namespace flowstone {
 namespace {
 
 Status SerializeTensorKernel(KernelContext& ctx) {
-  proto::TensorProto message;
-  FS_RETURN_IF_ERROR(TensorToProto(ctx.input(0), &message));
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
-  if (!message.SerializeToString(out->data<std::string>())) {
-    return errors::Internal("SerializeTensor: the TensorProto could not be serialized");
-  }
-  return Status::OK();
+  return SerializeTensorProto(ctx.input(0), out->data<std::string>());
 }
 
 FS_REGISTER_OP(OpBuilder("SerializeTensor")
@@ -38,18 +32,13 @@ Status ParseTensorKernel(KernelContext& ctx) {
     return errors::InvalidArgument("Expected `serialized` to be a scalar, got shape: ",
                                    serialized.shape().ToString());
   }
-  proto::TensorProto message;
-  if (!message.ParseFromString(*serialized.data<std::string>())) {
-    return errors::InvalidArgument("Could not parse `serialized` as TensorProto (",
-                                   serialized.data<std::string>()->size(), " bytes)");
-  }
   Tensor parsed;
-  FS_RETURN_IF_ERROR(TensorFromProto(message, "ParseTensor", &parsed));
+  FS_RETURN_IF_ERROR(ParseTensorProto(*serialized.data<std::string>(), "`serialized`", &parsed));
   const DType expected = ctx.output_type(0);
   if (parsed.dtype() != expected) {
     return errors::InvalidArgument("Type mismatch between parsed tensor (",
-                                   DTypeName(parsed.dtype()), ") and dtype (",
-                                   DTypeName(expected), ")");
+                                   DTypeName(parsed.dtype()), ") and dtype (", DTypeName(expected),
+                                   ")");
   }
   ctx.SetOutput(0, std::move(parsed));
   return Status::OK();

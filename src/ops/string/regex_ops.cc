@@ -8,6 +8,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/array_util.h"
 
 namespace flowstone {
 namespace {
@@ -18,15 +19,6 @@ Status Compile(const std::string& pattern, std::unique_ptr<RE2>* out) {
     return errors::InvalidArgument("Invalid pattern: ", pattern, ", error: ", re->error());
   }
   *out = std::move(re);
-  return Status::OK();
-}
-
-Status ScalarStringInput(KernelContext& ctx, int index, const char* name, std::string* out) {
-  const Tensor& t = ctx.input(index);
-  if (t.rank() != 0) {
-    return errors::InvalidArgument(name, " must be a scalar, got shape ", t.shape().ToString());
-  }
-  *out = *t.data<std::string>();
   return Status::OK();
 }
 
@@ -62,8 +54,8 @@ Status FullMatch(KernelContext& ctx, const RE2& re) {
 
 Status RegexReplaceKernel(KernelContext& ctx) {
   std::string pattern, rewrite;
-  FS_RETURN_IF_ERROR(ScalarStringInput(ctx, 1, "Pattern", &pattern));
-  FS_RETURN_IF_ERROR(ScalarStringInput(ctx, 2, "Rewrite", &rewrite));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(1), "Pattern", &pattern));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(2), "Rewrite", &rewrite));
   std::unique_ptr<RE2> re;
   FS_RETURN_IF_ERROR(Compile(pattern, &re));
   return Replace(ctx, *re, rewrite, ctx.attrs().GetOr<bool>("replace_global", true));
@@ -82,7 +74,7 @@ FS_REGISTER_OP(OpBuilder("RegexReplace")
 
 Status RegexFullMatchKernel(KernelContext& ctx) {
   std::string pattern;
-  FS_RETURN_IF_ERROR(ScalarStringInput(ctx, 1, "Pattern", &pattern));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(1), "Pattern", &pattern));
   std::unique_ptr<RE2> re;
   FS_RETURN_IF_ERROR(Compile(pattern, &re));
   return FullMatch(ctx, *re);

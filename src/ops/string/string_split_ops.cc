@@ -12,6 +12,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/array_util.h"
 
 namespace flowstone {
 namespace {
@@ -72,14 +73,6 @@ Tokens SplitLikePython(std::string_view text, std::string_view sep, int64_t maxs
   return tokens;
 }
 
-Status ScalarString(const Tensor& t, const char* name, std::string* out) {
-  if (t.rank() != 0) {
-    return errors::InvalidArgument(name, " must be a scalar, got shape ", t.shape().ToString());
-  }
-  *out = *t.data<std::string>();
-  return Status::OK();
-}
-
 // The rows' tokens as the three tensors of a SparseTensor.
 Status WriteSparse(KernelContext& ctx, const std::vector<Tokens>& rows) {
   int64_t total = 0, widest = 0;
@@ -115,7 +108,7 @@ Status StringSplitKernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   FS_RETURN_IF_ERROR(CheckInputVector(input));
   std::string delimiters;
-  FS_RETURN_IF_ERROR(ScalarString(ctx.input(1), "delimiter", &delimiters));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(1), "delimiter", &delimiters));
   const bool skip_empty = ctx.attrs().GetOr<bool>("skip_empty", true);
   std::vector<Tokens> rows;
   for (int64_t i = 0; i < input.num_elements(); ++i) {
@@ -128,7 +121,7 @@ Status StringSplitV2Kernel(KernelContext& ctx) {
   const Tensor& input = ctx.input(0);
   FS_RETURN_IF_ERROR(CheckInputVector(input));
   std::string sep;
-  FS_RETURN_IF_ERROR(ScalarString(ctx.input(1), "sep", &sep));
+  FS_RETURN_IF_ERROR(array_util::ScalarString(ctx.input(1), "sep", &sep));
   const int64_t maxsplit = ctx.attrs().GetOr<int64_t>("maxsplit", -1);
   std::vector<Tokens> rows;
   for (int64_t i = 0; i < input.num_elements(); ++i) {
