@@ -16,9 +16,12 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/array_util.h"
 
 namespace flowstone {
 namespace {
+
+using array_util::JoinInts;
 
 const std::vector<DType> kSetTypes = {DType::kInt32, DType::kInt64, DType::kUInt8, DType::kString};
 
@@ -27,17 +30,11 @@ using GroupKey = std::vector<int64_t>;
 template <typename T>
 using Groups = std::map<GroupKey, std::set<T>>;
 
-std::string JoinDims(const std::vector<int64_t>& dims) {
-  std::string out = "[";
-  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + std::to_string(dims[i]);
-  return out + "]";
-}
-
 // The shape of a set input: at least a matrix, since the last dimension holds the sets.
 Status CheckSetRank(const std::vector<int64_t>& shape, const char* name) {
   if (shape.size() < 2) {
     return errors::InvalidArgument(name, " must have rank 2 or more (its last dimension holds ",
-                                   "the sets), got shape ", JoinDims(shape));
+                                   "the sets), got shape ", JoinInts(shape));
   }
   return Status::OK();
 }
@@ -45,7 +42,7 @@ Status CheckSetRank(const std::vector<int64_t>& shape, const char* name) {
 // Both inputs must have the same groups: the same rank and the same dimensions but the last.
 Status CheckSameGroups(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
   if (a.size() != b.size() || !std::equal(a.begin(), a.end() - 1, b.begin())) {
-    return errors::InvalidArgument("set1 has shape ", JoinDims(a), " and set2 ", JoinDims(b),
+    return errors::InvalidArgument("set1 has shape ", JoinInts(a), " and set2 ", JoinInts(b),
                                    ": their ranks and all dimensions but the last (the groups) ",
                                    "must match");
   }
@@ -88,7 +85,7 @@ Status ReadSparseShape(const Tensor& indices, const Tensor& values, const Tensor
   dims->assign(shape.data<int64_t>(), shape.data<int64_t>() + shape.num_elements());
   FS_RETURN_IF_ERROR(CheckSetRank(*dims, (name + "_shape").c_str()));
   for (int64_t d : *dims) {
-    if (d < 0) return errors::InvalidArgument(name, "_shape ", JoinDims(*dims), " is negative");
+    if (d < 0) return errors::InvalidArgument(name, "_shape ", JoinInts(*dims), " is negative");
   }
   if (indices.rank() != 2 || indices.dim(1) != static_cast<int64_t>(dims->size())) {
     return errors::InvalidArgument(name, "_indices must be a matrix [N, ", dims->size(),
@@ -116,15 +113,15 @@ Status SparseGroups(const Tensor& indices, const Tensor& values, const std::vect
     for (int64_t d = 0; d < rank; ++d) {
       if (row[d] < 0 || row[d] >= dims[d]) {
         return errors::InvalidArgument(name, "_indices[", i,
-                                       "] = ", JoinDims(std::vector<int64_t>(row, row + rank)),
-                                       " is out of bounds for shape ", JoinDims(dims));
+                                       "] = ", JoinInts(std::vector<int64_t>(row, row + rank)),
+                                       " is out of bounds for shape ", JoinInts(dims));
       }
     }
     if (validate && i > 0 && !std::lexicographical_compare(row - rank, row, row, row + rank)) {
       return errors::InvalidArgument(
-          name, "_indices[", i, "] = ", JoinDims(std::vector<int64_t>(row, row + rank)),
+          name, "_indices[", i, "] = ", JoinInts(std::vector<int64_t>(row, row + rank)),
           " does not come after the previous index ",
-          JoinDims(std::vector<int64_t>(row - rank, row)),
+          JoinInts(std::vector<int64_t>(row - rank, row)),
           ": indices must be in row-major order without repeats (or pass validate_indices=False)");
     }
     (*groups)[GroupKey(row, row + rank - 1)].insert(vals[i]);
