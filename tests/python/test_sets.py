@@ -4,14 +4,12 @@ TensorFlow's results, and the errors for bad inputs."""
 import contextlib
 import io
 import json
-import subprocess
-import textwrap
 
 import numpy as np
 import pytest
 
 import flowstone as tf
-from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
+from peers import HAVE_PEER, SKIP_REASON, run_tensorflow
 
 A = [[1, 2, 3, 3], [4, 5, 4, 6], [7, 7, 7, 7]]
 B = [[2, 3, 9, 9], [8, 8, 8, 8], [7, 1, 0, 7]]
@@ -74,12 +72,9 @@ def test_results_against_numpy_sets():
 
 @pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
 def test_every_combination_matches_tensorflow():
-    program = run_program("import tensorflow.compat.v1 as tf\ntf.disable_eager_execution()")
-    proc = subprocess.run([PEER_PYTHON, "-c", textwrap.dedent(program)], capture_output=True,
-                          text=True, timeout=300,
-                          env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
-    assert proc.returncode == 0, proc.stderr
-    assert flowstone_results() == json.loads(proc.stdout.splitlines()[-1])
+    printed = run_tensorflow(run_program("import tensorflow.compat.v1 as tf\n"
+                                         "tf.disable_eager_execution()"))
+    assert flowstone_results() == json.loads(printed.splitlines()[-1])
 
 
 def test_strings_and_empty_results():
