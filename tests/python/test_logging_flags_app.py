@@ -109,7 +109,8 @@ def test_flag_errors_read_as_absl_writes_them(flags):
     cases = {"--steps=abc": "flag --steps=abc: invalid literal for int() with base 10: 'abc'",
              "--steps=-3": "flag --steps=-3: -3 is not a non-negative integer",
              "--mode=x": "flag --mode=x: value should be one of <train|eval>",
-             "--debug=maybe": "flag --debug=maybe: Non-boolean argument to boolean flag"}
+             "--debug=maybe": ("flag --debug=maybe: ('Non-boolean argument to boolean flag', "
+                               "'maybe')")}
     for arg, message in cases.items():
         with pytest.raises(flags_module.IllegalFlagValueError) as info:
             flags(["prog", arg])
@@ -144,7 +145,12 @@ def test_required_flags_and_multi_integers(flags):
 
 
 def test_reading_a_flag_parses_sys_argv_first(monkeypatch, flags):
+    """TensorFlow's FLAGS parse sys.argv on the first read; absl's own FlagValues raise."""
     flags, _ = flags
+    with pytest.raises(flags_module.UnparsedFlagAccessError,
+                       match="Trying to access flag --steps before flags were parsed"):
+        flags.steps
+    flags = flags_module._ParsingOnReadFlagValues(flags)
     monkeypatch.setattr(sys, "argv", ["prog", "--steps=42"])
     assert not flags.is_parsed()
     assert flags.steps == 42 and flags.is_parsed()
@@ -152,6 +158,67 @@ def test_reading_a_flag_parses_sys_argv_first(monkeypatch, flags):
     monkeypatch.setattr(sys, "argv", ["prog", "--unknown=1"])
     with pytest.raises(flags_module.UnrecognizedFlagError):
         flags.steps
+
+
+def test_validators_and_mutual_exclusion(flags, tmp_path):
+    flags, define = flags
+    flags_module.register_validator("steps", lambda value: value % 2 == 0,
+                                    message="--steps must be even", flag_values=flags)
+    with pytest.raises(flags_module.IllegalFlagValueError, match="--steps must be even"):
+        flags(["prog", "--steps=3"])
+    flags(["prog", "--steps=4"])
+    assert flags.steps == 4
+
+    @flags_module.multi_flags_validator(["lr", "steps"], flag_values=flags,
+                                        message="lr*steps must stay below 10")
+    def _small_product(values):
+        return values["lr"] * values["steps"] < 10
+
+    with pytest.raises(flags_module.IllegalFlagValueError, match="lr.steps must stay below 10"):
+        flags(["prog", "--lr=5", "--steps=4"])
+    define("string", "a", None, "a")
+    define("string", "b", None, "b")
+    flags_module.mark_flags_as_mutual_exclusive(["a", "b"], flag_values=flags)
+    with pytest.raises(flags_module.IllegalFlagValueError, match=r"At most one of \(a, b\) must have a value"):
+        flags(["prog", "--a=1", "--b=2", "--lr=0.1"])
+
+
+def test_flagfile_enum_class_multi_enum_alias_and_holder(flags, tmp_path):
+    import enum
+
+    class Color(enum.Enum):
+        RED = 1
+        BLUE = 2
+
+    flags, define = flags
+    holder = define("enum_class", "color", "RED", Color, "a color")
+    define("multi_enum", "modes", ["a"], ["a", "b", "c"], "modes")
+    flags_module.DEFINE_alias("n", "name", flag_values=flags)
+    flagfile = tmp_path / "run.flags"
+    flagfile.write_text("--color=blue\n--modes=b\n--modes=c\n--n=from-file\n")
+    flags(["prog", f"--flagfile={flagfile}"])
+    assert holder.value is Color.BLUE and isinstance(holder, flags_module.FlagHolder)
+    assert flags.modes == ["b", "c"] and flags.name == "from-file"
+    with pytest.raises(flags_module.CantOpenFlagFileError):
+        flags(["prog", f"--flagfile={tmp_path / 'missing.flags'}"])
+
+
+def test_tf_one_zero_keyword_names_still_define_flags(caplog):
+    values = flags_module.FlagValues()
+    flags_module.DEFINE_integer(flag_name="k", default_value=3, docstring="old names",
+                                flag_values=values)
+    values(["prog"])
+    assert values.k == 3 and values["k"].help == "old names"
+    assert "keyword argument names (flag_name, default_value, docstring) is deprecated" in (
+        caplog.text)
+
+
+def test_tf_flags_has_absl_public_surface():
+    from absl import flags as absl_flags
+    public = absl_flags.__all__
+    missing = [name for name in public if not hasattr(tf.flags, name)]
+    assert not missing
+    assert tf.flags.FlagValues is absl_flags.FlagValues
 
 
 def test_tf_flags_and_app_flags_are_one_module():
@@ -188,7 +255,7 @@ def test_app_run_reports_bad_flags_and_help():
     assert "FATAL Flags parsing error: flag --steps=-1: -1 is not a non-negative integer" in err
     code, out, err = _run_program(APP_PROGRAM, "--help")
     assert code == 0
-    assert "--steps: how many steps" in out and "(default: 3)" in out
+    assert "--steps: how many steps" in out and "(default: '3')" in out
     assert "(default: 'net')" in out
 
 
