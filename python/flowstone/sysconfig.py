@@ -4,7 +4,7 @@ import os
 
 from flowstone import _C
 
-__all__ = ["get_build_info", "get_include", "get_lib"]
+__all__ = ["get_build_info", "get_compile_flags", "get_include", "get_lib", "get_link_flags"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -40,3 +40,17 @@ def get_include():
 def get_lib():
     """The directory holding libflowstone.so, to link C++ programs against the core."""
     return _PACKAGE_DIR
+
+
+def get_compile_flags():
+    """The compiler flags for a custom op library (see tf.load_op_library): the headers, and the
+    C++ standard and ABI the core was built with."""
+    info = _C.build_info()
+    return [f"-I{get_include()}", f"-D_GLIBCXX_USE_CXX11_ABI={info['cxx11_abi']}",
+            f"-std=c++{str(info['cxx_version'])[2:4]}"]
+
+
+def get_link_flags():
+    """The linker flags for a custom op library: libflowstone.so, found at run time as the one
+    the Python package has already loaded (its soname)."""
+    return [f"-L{get_lib()}", "-l:libflowstone.so"]

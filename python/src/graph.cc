@@ -9,6 +9,7 @@
 #include "common.h"
 #include "flowstone/function.h"
 #include "flowstone/gradients.h"
+#include "flowstone/op_library.h"
 #include "numpy_conversion.h"
 
 namespace flowstone::python {
@@ -375,6 +376,14 @@ void RegisterGraph(nb::module_& m) {
       },
       "Adds the ops computing d(ys)/d(xs); returns (node, index) per x, or None.");
 
+  m.def(
+      "load_op_library",
+      [](const std::string& path) {
+        std::vector<std::string> names;
+        ThrowIfError(LoadOpLibrary(path, &names));
+        return names;
+      },
+      "Loads a custom op library; returns the names of the ops it registered.");
   m.def("op_names", [] {
     std::vector<std::string> names;
     for (const OpDef* op : OpRegistry::Global().ListOps()) names.push_back(op->name);

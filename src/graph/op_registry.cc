@@ -6,6 +6,7 @@
 #include <shared_mutex>
 
 #include "flowstone/kernel.h"
+#include "graph/op_library_load.h"
 
 namespace flowstone {
 
@@ -70,16 +71,28 @@ OpRegistry& OpRegistry::Global() {
 
 void OpRegistry::Register(std::unique_ptr<OpDef> op) {
   std::lock_guard<std::mutex> lock(mu_);
+  // A custom op library's mistakes are its loader's errors; the core's own are bugs found at
+  // start-up.
+  internal::LibraryLoad* library = internal::CurrentLibraryLoad();
   for (const auto& existing : ops_) {
     if (existing->name == op->name) {
+      if (library != nullptr) {
+        library->already_registered.push_back(op->name);
+        return;
+      }
       std::fprintf(stderr, "flowstone: op %s registered twice\n", op->name.c_str());
       std::abort();
     }
   }
   if (!op->shape_fn) {
+    if (library != nullptr) {
+      library->without_shape_fn.push_back(op->name);
+      return;
+    }
     std::fprintf(stderr, "flowstone: op %s has no shape function\n", op->name.c_str());
     std::abort();
   }
+  if (library != nullptr) library->registered.push_back(op->name);
   ops_.push_back(std::move(op));
 }
 
@@ -110,6 +123,24 @@ std::vector<const OpDef*> OpRegistry::ListOps() const {
             [](const OpDef* a, const OpDef* b) { return a->name < b->name; });
   return out;
 }
+
+namespace {
+
+// Adds `attr` to `attrs`, or replaces the declaration of the same name: a list argument declares
+// its length or type-list attr when the op has not yet, and the op's own declaration, made
+// later, takes its place rather than standing beside it.
+AttrDef& PlaceAttr(std::vector<AttrDef>& attrs, AttrDef attr) {
+  for (AttrDef& existing : attrs) {
+    if (existing.name == attr.name) {
+      existing = std::move(attr);
+      return existing;
+    }
+  }
+  attrs.push_back(std::move(attr));
+  return attrs.back();
+}
+
+}  // namespace
 
 OpBuilder::OpBuilder(std::string name) : op_(std::make_unique<OpDef>()) {
   op_->name = std::move(name);
@@ -176,15 +207,19 @@ OpBuilder& OpBuilder::TypeAttr(const std::string& name, const std::vector<DType>
   attr.name = name;
   attr.type = AttrType::kType;
   attr.allowed_types = allowed;
-  op_->attrs.push_back(std::move(attr));
+  PlaceAttr(op_->attrs, std::move(attr));
   return *this;
 }
 
 OpBuilder& OpBuilder::TypeAttr(const std::string& name, const std::vector<DType>& allowed,
                                DType default_value) {
-  TypeAttr(name, allowed);
-  op_->attrs.back().has_default = true;
-  op_->attrs.back().default_value = default_value;
+  AttrDef attr;
+  attr.name = name;
+  attr.type = AttrType::kType;
+  attr.allowed_types = allowed;
+  attr.has_default = true;
+  attr.default_value = default_value;
+  PlaceAttr(op_->attrs, std::move(attr));
   return *this;
 }
 
@@ -192,7 +227,7 @@ OpBuilder& OpBuilder::RequiredAttr(const std::string& name, AttrType type) {
   AttrDef attr;
   attr.name = name;
   attr.type = type;
-  op_->attrs.push_back(std::move(attr));
+  PlaceAttr(op_->attrs, std::move(attr));
   return *this;
 }
 
@@ -202,7 +237,7 @@ OpBuilder& OpBuilder::Attr(const std::string& name, AttrValue default_value) {
   attr.type = AttrValueType(default_value);
   attr.has_default = true;
   attr.default_value = std::move(default_value);
-  op_->attrs.push_back(std::move(attr));
+  PlaceAttr(op_->attrs, std::move(attr));
   return *this;
 }
 
