@@ -102,3 +102,57 @@ class Coordinator:
             exc_info = self._exc_info_to_raise
         if exc_info is not None:
             raise exc_info[1].with_traceback(exc_info[2])
+
+
+@tf_export("train.LooperThread")
+class LooperThread(threading.Thread):
+    """A thread that calls `target` (or its own run_loop) until the coordinator stops: every
+    `timer_interval_secs` seconds, the first call at once, or back to back when that is None.
+    An exception in the loop requests a stop with it."""
+
+    def __init__(self, coord, timer_interval_secs, target=None, args=None, kwargs=None):
+        if not isinstance(coord, Coordinator):
+            raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
+        super().__init__()
+        self.daemon = True
+        self._coord = coord
+        self._timer_interval_secs = timer_interval_secs
+        self._target = target
+        self._args = args or ()
+        self._kwargs = kwargs or {}
+        if target is not None:
+            self.run_loop = self._run_target
+        coord.register_thread(self)
+
+    @staticmethod
+    def loop(coord, timer_interval_secs, target, args=None, kwargs=None):
+        """Starts and returns a LooperThread calling `target(*args, **kwargs)`."""
+        looper = LooperThread(coord, timer_interval_secs, target=target, args=args,
+                              kwargs=kwargs)
+        looper.start()
+        return looper
+
+    def _run_target(self):
+        self._target(*self._args, **self._kwargs)
+
+    def run(self):
+        with self._coord.stop_on_exception():
+            self.start_loop()
+            if self._timer_interval_secs is None:
+                while not self._coord.should_stop():
+                    self.run_loop()
+            else:
+                next_time = time.time()
+                while not self._coord.wait_for_stop(max(0.0, next_time - time.time())):
+                    next_time += self._timer_interval_secs
+                    self.run_loop()
+            self.stop_loop()
+
+    def start_loop(self):
+        """Called once before the loop starts (subclasses override it)."""
+
+    def stop_loop(self):
+        """Called once after the loop ends (subclasses override it)."""
+
+    def run_loop(self):
+        """One iteration (subclasses override it, or pass `target`)."""
