@@ -22,6 +22,14 @@ Status MoveToDevice(Var* var, Device* device) {
   return MoveVarToMemoryOf(var, device);
 }
 
+// What a resource variable may hold: kAllTypes and strings (TensorFlow's string variables,
+// such as tf.train.match_filenames_once's). Reads share the value's buffer and assignments replace
+// it, so no kernel here depends on the element type.
+const std::vector<DType> kVariableTypes = {DType::kFloat32,    DType::kFloat64,  DType::kInt32,
+                                           DType::kInt64,      DType::kUInt8,    DType::kBool,
+                                           DType::kFloat16,    DType::kBFloat16, DType::kComplex64,
+                                           DType::kComplex128, DType::kString};
+
 // Looks up the variable once per session (kernels are per session), then hands out the handle.
 class VarHandleKernel final : public OpKernel {
  public:
@@ -47,7 +55,7 @@ class VarHandleKernel final : public OpKernel {
 
 FS_REGISTER_OP(OpBuilder("VarHandleOp")
                    .Output("resource", "resource")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kVariableTypes)
                    .RequiredAttr("shape", AttrType::kShape)
                    .Attr("shared_name", "")
                    .Attr("container", "")
@@ -91,7 +99,7 @@ Status ReadVariableGrad(GradientContext& ctx) {
 FS_REGISTER_OP(OpBuilder("ReadVariableOp")
                    .Input("resource", "resource")
                    .Output("value", "dtype")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kVariableTypes)
                    .Attr("value_shape", AttrValue(PartialShape::Unknown()))
                    .Shape(ReadVariableShape)
                    .Kernel("CPU", ReadVariable)
@@ -128,7 +136,7 @@ Status NoOutputShape(InferenceContext&) { return Status::OK(); }
 FS_REGISTER_OP(OpBuilder("AssignVariableOp")
                    .Input("resource", "resource")
                    .Input("value", "dtype")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kVariableTypes)
                    .Stateful()
                    .Shape(NoOutputShape)
                    .Kernel("CPU", AssignVariable)

@@ -2,45 +2,30 @@
 model's checkpoint."""
 
 import os
-import re
 
 import flowstone as tf
-from flowstone.util.tf_export import tf_export
+from flowstone.util.tf_export import export_value, tf_export
+
+# tf.estimator.VocabInfo is tf.train.VocabInfo, as in TensorFlow.
+export_value("estimator.VocabInfo", tf.train.VocabInfo)
 
 
 @tf_export("estimator.WarmStartSettings")
 class WarmStartSettings:
-    """Where a new model's variables start from: the variables matching `vars_to_warm_start`
-    (a regex or a list of names) take their values from `ckpt_to_initialize_from`."""
+    """Where a new model's variables start from: tf.train.warm_start's arguments, applied when
+    the Estimator builds its training graph without a checkpoint of its own."""
 
     def __init__(self, ckpt_to_initialize_from, vars_to_warm_start=".*",
                  var_name_to_vocab_info=None, var_name_to_prev_var_name=None):
-        if var_name_to_vocab_info:
-            raise NotImplementedError("WarmStartSettings(var_name_to_vocab_info=...) is not "
-                                      "supported.")
         self.ckpt_to_initialize_from = os.fspath(ckpt_to_initialize_from)
         self.vars_to_warm_start = vars_to_warm_start
+        self.var_name_to_vocab_info = dict(var_name_to_vocab_info or {})
         self.var_name_to_prev_var_name = dict(var_name_to_prev_var_name or {})
 
     def apply(self):
-        """Adds the restoring initializers to the default graph's matching variables."""
-        pattern = self.vars_to_warm_start
-        in_checkpoint = {name for name, _ in tf.train.list_variables(
-            self.ckpt_to_initialize_from)}
-        assignment = {}
-        for variable in tf.trainable_variables():
-            name = variable.op.name
-            if isinstance(pattern, str):
-                wanted = re.match(pattern, name) is not None
-            else:
-                wanted = name in (pattern or ())
-            previous = self.var_name_to_prev_var_name.get(name, name)
-            if wanted and previous in in_checkpoint:
-                assignment[previous] = variable
-        tf.logging.info("Warm-starting %d variables from %s.", len(assignment),
-                        self.ckpt_to_initialize_from)
-        if assignment:
-            tf.train.init_from_checkpoint(self.ckpt_to_initialize_from, assignment)
+        """Replaces the initializers of the default graph's chosen variables."""
+        tf.train.warm_start(self.ckpt_to_initialize_from, self.vars_to_warm_start,
+                            self.var_name_to_vocab_info, self.var_name_to_prev_var_name)
 
 
 def warm_start_settings(warm_start_from):

@@ -121,3 +121,14 @@ def write_file(filename, contents, name=None):
 def matching_files(pattern, name=None):
     return _ops.apply_op("MatchingFiles", [_ops.convert_to_tensor(pattern, dtype=_dtypes.string)],
                          name=name or "MatchingFiles").outputs[0]
+
+
+@tf_export("io.match_filenames_once", "train.match_filenames_once")
+def match_filenames_once(pattern, name=None):
+    """A local variable holding the files that match `pattern` (a glob or a list of them), found
+    once, when local variables are initialized."""
+    from flowstone.ops import variables
+    with _ops.name_scope(name, "matching_filenames", [pattern]) as scope:
+        return variables.Variable(initial_value=matching_files(pattern), name=scope,
+                                  trainable=False, validate_shape=False,
+                                  collections=[_ops.GraphKeys.LOCAL_VARIABLES])

@@ -34,7 +34,7 @@ from flowstone.train import meta_graph_export as _meta_graph_export
 __all__ = [
     "Saver", "CheckpointState", "latest_checkpoint", "get_checkpoint_state",
     "update_checkpoint_state", "checkpoint_exists", "list_variables", "load_variable",
-    "load_checkpoint", "NewCheckpointReader",
+    "load_checkpoint", "NewCheckpointReader", "generate_checkpoint_state_proto",
 ]
 
 _logger = logging.getLogger(__name__)
@@ -499,3 +499,27 @@ class Saver:
             raise _invalid_checkpoint_error(save_path)
         _note_if_old_format(save_path)
         _call(_C.restore_checkpoint, sess._c, self._c_vars, save_path)
+
+
+def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,
+                                    all_model_checkpoint_paths=None,
+                                    all_model_checkpoint_timestamps=None,
+                                    last_preserved_timestamp=None):
+    """A CheckpointState naming `model_checkpoint_path` as the newest checkpoint (appended to the
+    list if it is not last). When `save_dir` is relative, relative paths are rewritten relative
+    to it, as in TensorFlow. Timestamps are checked for length and not recorded (see
+    update_checkpoint_state)."""
+    save_dir = os.fspath(save_dir)
+    model_path = os.fspath(model_checkpoint_path)
+    all_paths = [os.fspath(p) for p in (all_model_checkpoint_paths or [])]
+    if not all_paths or all_paths[-1] != model_path:
+        all_paths.append(model_path)
+    if all_model_checkpoint_timestamps and (len(all_model_checkpoint_timestamps)
+                                            != len(all_paths)):
+        raise ValueError(f"Checkpoint timestamps, if provided, must match checkpoint paths "
+                         f"({len(all_model_checkpoint_timestamps)} vs {len(all_paths)})")
+    if not os.path.isabs(save_dir):
+        model_path = model_path if os.path.isabs(model_path) else _relative_to(model_path,
+                                                                                save_dir)
+        all_paths = [p if os.path.isabs(p) else _relative_to(p, save_dir) for p in all_paths]
+    return CheckpointState(model_path, all_paths)
