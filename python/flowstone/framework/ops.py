@@ -12,7 +12,7 @@ from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
 from flowstone.framework import context as _context
 from flowstone.framework import tf_protos as _tf_protos
-from flowstone.framework.tensor_shape import TensorShape, as_shape
+from flowstone.framework.tensor_shape import Dimension, TensorShape, as_shape
 from flowstone.util.tf_export import tf_export
 
 __all__ = [
@@ -900,10 +900,27 @@ def _string_array(value):
     return out
 
 
+def _dimension_value(dim):
+    if dim.value is None:
+        raise ValueError(f"Cannot convert an unknown Dimension to a Tensor: {dim}")
+    return dim.value
+
+
+def _without_dimensions(value):
+    """A Dimension, or a shape list holding some (TF1's `[-1, x.shape[1]]` after
+    tf.disable_v2_tensorshape()), as ints."""
+    if isinstance(value, Dimension):
+        return _dimension_value(value)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, Dimension) for v in value):
+        return [_dimension_value(v) if isinstance(v, Dimension) else v for v in value]
+    return value
+
+
 def _infer_numpy(value, dtype):
     """The numpy array for a Python or numpy value, with TensorFlow's default dtypes: Python
     floats become float32 and Python ints int32 (int64 if they do not fit); bytes and str become
     an object array of bytes (tf.string)."""
+    value = _without_dimensions(value)
     if dtype is not None and dtype == _dtypes.string:
         arr = _string_array(value)
         if arr is None:

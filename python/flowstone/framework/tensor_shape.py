@@ -1,8 +1,75 @@
 """TensorShape and Dimension: static shapes that may be partly unknown."""
 
+import operator
+import sys
+
 from flowstone.util.tf_export import tf_export
 
 __all__ = ["Dimension", "TensorShape", "as_shape", "unknown_shape", "dimension_value"]
+
+# TensorFlow 2's behaviour (the default here, as in TensorFlow 2's compat.v1): indexing or
+# iterating a TensorShape gives ints and None. tf.disable_v2_tensorshape() (also run by
+# tf.compat.v1.disable_v2_behavior()) brings back TF 1.x's Dimension objects, whose `.value`
+# TF1 programs read (`x.get_shape()[1].value`).
+_V2_BEHAVIOR = True
+
+
+def _dimensions_for_caller():
+    """Whether indexing gives the caller Dimension objects: in TF1 mode, to user code only.
+    Flowstone's own modules are written against TensorFlow 2's ints and None (`dim is None`), so
+    they see those whichever mode the program chose."""
+    if _V2_BEHAVIOR:
+        return False
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return not (caller == "flowstone" or caller.startswith("flowstone."))
+
+
+@tf_export("enable_v2_tensorshape")
+def enable_v2_tensorshape():
+    """TensorShape indexing and iteration give ints and None (TensorFlow 2)."""
+    global _V2_BEHAVIOR
+    _V2_BEHAVIOR = True
+
+
+@tf_export("disable_v2_tensorshape")
+def disable_v2_tensorshape():
+    """TensorShape indexing and iteration give Dimension objects (TensorFlow 1.x)."""
+    global _V2_BEHAVIOR
+    _V2_BEHAVIOR = False
+
+
+def _binary(op):
+    """A Dimension operator: unknown if either side is, as TensorFlow's Dimension."""
+
+    def apply(self, other):
+        try:
+            other = as_dimension(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        if self._value is None or other.value is None:
+            return Dimension(None)
+        return Dimension(op(self._value, other.value))
+
+    def reflected(self, other):
+        try:
+            other = as_dimension(other)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return apply(other, self)
+
+    return apply, reflected
+
+
+def _comparison(op):
+    """A Dimension comparison: None (unknown) if either side is unknown."""
+
+    def compare(self, other):
+        other = as_dimension(other)
+        if self._value is None or other.value is None:
+            return None
+        return op(self._value, other.value)
+
+    return compare
 
 
 class Dimension:
@@ -40,6 +107,10 @@ class Dimension:
             return None
         return self._value == other.value
 
+    def __ne__(self, other):
+        equal = self.__eq__(other)
+        return equal if equal is None or equal is NotImplemented else not equal
+
     def __hash__(self):
         return hash(self._value)
 
@@ -47,6 +118,19 @@ class Dimension:
         return self._value
 
     __index__ = __int__
+
+    __add__, __radd__ = _binary(operator.add)
+    __sub__, __rsub__ = _binary(operator.sub)
+    __mul__, __rmul__ = _binary(operator.mul)
+    __floordiv__, __rfloordiv__ = _binary(operator.floordiv)
+    __mod__, __rmod__ = _binary(operator.mod)
+    __lt__ = _comparison(operator.lt)
+    __le__ = _comparison(operator.le)
+    __gt__ = _comparison(operator.gt)
+    __ge__ = _comparison(operator.ge)
+
+    def __reduce__(self):
+        return Dimension, (self._value,)
 
     def __repr__(self):
         return f"Dimension({self._value})"
@@ -161,14 +245,18 @@ class TensorShape:
     def __iter__(self):
         if self._dims is None:
             raise ValueError("Cannot iterate over a shape with unknown rank.")
-        return iter(self._dims)
+        if not _dimensions_for_caller():
+            return iter(self._dims)
+        return iter([Dimension(d) for d in self._dims])
 
     def __getitem__(self, key):
         if self._dims is None:
-            return TensorShape(None) if isinstance(key, slice) else None
+            if isinstance(key, slice):
+                return TensorShape(None)
+            return Dimension(None) if _dimensions_for_caller() else None
         if isinstance(key, slice):
             return TensorShape(self._dims[key])
-        return self._dims[key]
+        return Dimension(self._dims[key]) if _dimensions_for_caller() else self._dims[key]
 
     def __eq__(self, other):
         try:

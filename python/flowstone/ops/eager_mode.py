@@ -5,6 +5,7 @@ from flowstone import _C
 from flowstone.framework import context as _context
 from flowstone.framework import eager as _eager  # noqa: F401 - installs the eager executor
 from flowstone.framework import ops as _ops
+from flowstone.framework import tensor_shape as _tensor_shape
 from flowstone.util.tf_export import tf_export
 
 
@@ -21,7 +22,9 @@ def enable_eager_execution(config=None, device_policy=None, execution_mode=None)
 
 @tf_export("enable_v2_behavior")
 def enable_v2_behavior():
-    """TF2's behaviour, as far as Flowstone has it: eager execution."""
+    """TF2's behaviour, as far as Flowstone has it: eager execution and TensorShapes that index
+    to ints."""
+    _tensor_shape.enable_v2_tensorshape()
     enable_eager_execution()
 
 
@@ -33,7 +36,8 @@ def disable_eager_execution():
 
 @tf_export("disable_v2_behavior")
 def disable_v2_behavior():
-    """Back to TF1 behaviour: graph mode."""
+    """Back to TF1 behaviour: graph mode, and TensorShapes that index to Dimension objects."""
+    _tensor_shape.disable_v2_tensorshape()
     disable_eager_execution()
 
 
