@@ -51,6 +51,13 @@ def _shuffled_single_row(x):
     return tf.identity(_after(q.enqueue_many([x[:1]]), q.dequeue)).op
 
 
+def _by_priority(x):
+    """Rows enqueued with priorities [2, 0, 3, 1] come out as rows 1, 3, 0, 2."""
+    q = tf.PriorityQueue(10, [tf.float64], shapes=[[3]])
+    enqueue = q.enqueue_many([tf.constant([2, 0, 3, 1], tf.int64), x])
+    return tf.identity(_after(enqueue, lambda: q.dequeue_many(4))[1]).op
+
+
 CASES = [
     Case("FIFOQueueV2", [X], lambda x: x, build=_round_trip(tf.FIFOQueue, capacity=10)),
     Case("PaddingFIFOQueueV2", [X], lambda x: x,
@@ -64,6 +71,7 @@ CASES = [
     Case("QueueCloseV2", [X], lambda x: x, build=_up_to_after_close),
     Case("QueueSizeV2", [X], lambda x: np.int32(4), build=_size),
     Case("QueueIsClosedV2", [X], lambda x: np.bool_(True), build=_is_closed),
+    Case("PriorityQueueV2", [X], lambda x: x[[1, 3, 0, 2]], build=_by_priority),
 ]
 
 _READERS = "tests/python/test_queues.py (readers over queues of files the test writes)"

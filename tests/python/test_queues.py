@@ -104,6 +104,53 @@ def test_enqueue_checks_dtypes_and_shapes():
         assert sess.run(q.size()) == 0
 
 
+def test_priority_queue_dequeues_the_lowest_priority_first():
+    q = tf.PriorityQueue(10, [tf.string], shapes=[()], names=["word"])
+    assert q.dtypes == [tf.int64, tf.string] and q.names == ["priority", "word"]
+    enqueue = q.enqueue_many({"priority": [3, 1, 2, 1], "word": [b"c", b"a", b"b", b"a2"]})
+    one = q.enqueue({"priority": np.int64(0), "word": b"first"})
+    batch = q.dequeue_many(5)
+    with tf.Session() as sess:
+        sess.run(enqueue)
+        sess.run(one)
+        out = sess.run(batch, options=LONG)
+    np.testing.assert_array_equal(out["priority"], [0, 1, 1, 2, 3])
+    assert list(out["word"]) == [b"first", b"a", b"a2", b"b", b"c"]  # equal ones in order
+    with pytest.raises(ValueError, match="PriorityQueue requires shapes"):
+        tf.PriorityQueue(10, [tf.float32])
+    floats = tf.PriorityQueue(10, [tf.float32], shapes=[()])
+    with pytest.raises(TypeError, match="Expected int64"):
+        floats.enqueue([1.5, 1.0])  # a priority is an int64
+    raw = tf.raw_ops.QueueEnqueueV2(handle=floats.queue_ref,
+                                    components=[tf.constant(1, tf.int32), tf.constant(1.0)])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="component 0 expects int64"):
+            sess.run(raw)
+
+
+@pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
+def test_priority_queue_order_equals_tensorflows():
+    script = textwrap.dedent("""
+        import tensorflow.compat.v1 as tf
+        tf.disable_eager_execution()
+        q = tf.PriorityQueue(20, [tf.int32], shapes=[()])
+        enqueue = q.enqueue_many(([5, 3, 9, 1, 3, 7, 1], [0, 1, 2, 3, 4, 5, 6]))
+        with tf.Session() as sess:
+            sess.run(enqueue)
+            p, v = sess.run(q.dequeue_many(7))
+        print(p.tolist(), v.tolist())
+    """)
+    done = subprocess.run([PEER_PYTHON, "-c", script], capture_output=True, text=True,
+                          timeout=300, env={"TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert done.returncode == 0, done.stderr
+    q = tf.PriorityQueue(20, [tf.int32], shapes=[()])
+    enqueue = q.enqueue_many(([5, 3, 9, 1, 3, 7, 1], [0, 1, 2, 3, 4, 5, 6]))
+    with tf.Session() as sess:
+        sess.run(enqueue)
+        p, v = sess.run(q.dequeue_many(7))
+    assert f"{p.tolist()} {v.tolist()}" == done.stdout.strip().splitlines()[-1]
+
+
 def test_random_shuffle_queue_is_a_seeded_permutation():
     def drain(seed):
         graph = tf.Graph()

@@ -208,6 +208,24 @@ class PaddingFIFOQueue(QueueBase):
         super().__init__(dtypes, shapes, names, ref)
 
 
+@tf_export("queue.PriorityQueue", "io.PriorityQueue", "PriorityQueue")
+class PriorityQueue(QueueBase):
+    """Tuples of an int64 scalar priority and `types` components; the lowest priority comes out
+    first (equal priorities in the order they went in). Every component needs a shape."""
+
+    def __init__(self, capacity, types, shapes=None, names=None, shared_name=None,
+                 name="priority_queue"):
+        types, names = _dtypes_of(types, names)
+        if shapes is None:
+            raise ValueError("PriorityQueue requires shapes, one per type (the priority's is "
+                             "added)")
+        shapes = _as_shapes(shapes, len(types))
+        ref = _queue_op("PriorityQueueV2", types, shapes, capacity, shared_name, name)
+        if names is not None:
+            names = ["priority"] + list(names)  # as the components that come out
+        super().__init__([_dtypes.int64] + types, [TensorShape([])] + shapes, names, ref)
+
+
 @tf_export("queue.RandomShuffleQueue", "io.RandomShuffleQueue", "RandomShuffleQueue")
 class RandomShuffleQueue(QueueBase):
     """Elements come out in a random order; while open, the queue keeps at least

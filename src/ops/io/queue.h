@@ -1,7 +1,8 @@
-// TF1's queues (tf.FIFOQueue, RandomShuffleQueue, PaddingFIFOQueue): bounded buffers of tuples of
-// tensors shared by the runs of one session, which block until they can go on. The queue lives in
-// the session's ResourceMgr under "queue:<shared_name or node name>" (as iterators do), so two
-// sessions on one graph hold separate queues. Readers (reader_ops.cc) dequeue file names from one.
+// TF1's queues (tf.FIFOQueue, RandomShuffleQueue, PaddingFIFOQueue, PriorityQueue): bounded buffers
+// of tuples of tensors shared by the runs of one session, which block until they can go on. The
+// queue lives in the session's ResourceMgr under "queue:<shared_name or node name>" (as iterators
+// do), so two sessions on one graph hold separate queues. Readers (reader_ops.cc) dequeue file
+// names from one.
 #pragma once
 
 #include <condition_variable>
@@ -21,7 +22,9 @@ using QueueTuple = std::vector<Tensor>;
 
 class QueueResource {
  public:
-  enum class Kind { kFifo, kRandomShuffle, kPadding };
+  // A priority queue's first component is its int64 scalar priority; the lowest comes out first,
+  // and equal priorities in the order they went in.
+  enum class Kind { kFifo, kRandomShuffle, kPadding, kPriority };
   struct Options {
     std::string name;  // for messages, as TF names queues
     Kind kind = Kind::kFifo;
@@ -55,6 +58,7 @@ class QueueResource {
   // How many elements a dequeue may take now (a shuffle queue keeps min_after_dequeue while open).
   int64_t Available() const;
   QueueTuple TakeOne();
+  void Insert(QueueTuple element);
   Status Batch(std::vector<QueueTuple>& rows, QueueTuple* out) const;
 
   const Options o_;

@@ -1,4 +1,5 @@
-// Queue ops (TF1's input queues): FIFOQueueV2, RandomShuffleQueueV2 and PaddingFIFOQueueV2 make
+// Queue ops (TF1's input queues): FIFOQueueV2, RandomShuffleQueueV2, PaddingFIFOQueueV2 and
+// PriorityQueueV2 make
 // a queue in the session on first run and output its handle; QueueEnqueue(Many)V2,
 // QueueDequeue(Many|UpTo)V2, QueueCloseV2, QueueSizeV2 and QueueIsClosedV2 act on it.
 #include <algorithm>
@@ -46,6 +47,8 @@ const char* QueueResource::KindName() const {
       return "RandomShuffleQueue";
     case Kind::kPadding:
       return "PaddingFIFOQueue";
+    case Kind::kPriority:
+      return "PriorityQueue";
     default:
       return "FIFOQueue";
   }
@@ -109,7 +112,7 @@ Status QueueResource::Enqueue(KernelContext& ctx, const QueueTuple& tuple, bool 
     }
     QueueTuple element;
     for (const Tensor& t : tuple) element.push_back(many ? Row(t, r) : t);
-    elements_.push_back(std::move(element));
+    Insert(std::move(element));
     cv_.notify_all();
   }
   return Status::OK();
@@ -119,6 +122,19 @@ int64_t QueueResource::Available() const {
   const int64_t size = static_cast<int64_t>(elements_.size());
   if (o_.kind != Kind::kRandomShuffle || closed_) return size;
   return std::max<int64_t>(0, size - o_.min_after_dequeue);
+}
+
+void QueueResource::Insert(QueueTuple element) {
+  if (o_.kind != Kind::kPriority) {
+    elements_.push_back(std::move(element));
+    return;
+  }
+  // After every element of a lower or equal priority, so that equal priorities stay in order.
+  const int64_t priority = element[0].data<int64_t>()[0];
+  auto position =
+      std::upper_bound(elements_.begin(), elements_.end(), priority,
+                       [](int64_t p, const QueueTuple& e) { return p < e[0].data<int64_t>()[0]; });
+  elements_.insert(position, std::move(element));
 }
 
 QueueTuple QueueResource::TakeOne() {
@@ -284,6 +300,18 @@ class QueueOpKernel final : public OpKernel {
     o.kind = kind_;
     FS_RETURN_IF_ERROR(attrs.Get("component_types", &o.dtypes));
     o.shapes = attrs.GetOr<std::vector<PartialShape>>("shapes", {});
+    if (kind_ == QueueResource::Kind::kPriority) {
+      // TensorFlow's PriorityQueueV2: the int64 scalar priority comes before the components.
+      if (o.shapes.size() != o.dtypes.size()) {
+        return errors::InvalidArgument(node().type(), " '", node().name(), "': shapes has ",
+                                       o.shapes.size(), " entries but component_types has ",
+                                       o.dtypes.size(),
+                                       "; a PriorityQueue needs a shape for "
+                                       "every component");
+      }
+      o.dtypes.insert(o.dtypes.begin(), DType::kInt64);
+      o.shapes.insert(o.shapes.begin(), PartialShape(Dims{}));
+    }
     o.capacity = attrs.GetOr<int64_t>("capacity", -1);
     o.min_after_dequeue = attrs.GetOr<int64_t>("min_after_dequeue", 0);
     o.seed = static_cast<uint64_t>(attrs.GetOr<int64_t>("seed", 0));
@@ -335,6 +363,9 @@ const QueueRow kQueues[] = {
      "A queue that dequeues elements in a random order, keeping min_after_dequeue while open."},
     {"PaddingFIFOQueueV2", QueueResource::Kind::kPadding,
      "A FIFO queue whose dequeue_many pads elements of varying shape to the batch's largest."},
+    {"PriorityQueueV2", QueueResource::Kind::kPriority,
+     "A queue of (int64 priority, components...) tuples that dequeues the lowest priority "
+     "first."},
 };
 
 // TensorFlow's op defs give component_types a minimum length of 1: a queue of empty tuples has
@@ -342,7 +373,8 @@ const QueueRow kQueues[] = {
 Status QueueShape(InferenceContext& ctx) {
   std::vector<DType> dtypes;
   FS_RETURN_IF_ERROR(ctx.GetAttr("component_types", &dtypes));
-  if (dtypes.empty()) {
+  // A priority queue's tuples always hold the priority, so its own components may be none.
+  if (dtypes.empty() && ctx.op_type() != "PriorityQueueV2") {
     return errors::InvalidArgument("Attr 'component_types' of '", ctx.op_type(),
                                    "' Op passed list of length 0 less than minimum 1.");
   }
