@@ -105,3 +105,99 @@ def convert_variables_to_constants(sess, input_graph_def, output_node_names,
     out.versions.CopyFrom(graph_def.versions)
     _logger.info("Froze %d variables.", len(frozen))
     return out
+
+
+def _colocation_targets(graph_def):
+    """Names the `_class` colocation attrs point at (`loc:@name`)."""
+    targets = set()
+    for node in graph_def.node:
+        if "_class" in node.attr:
+            for entry in node.attr["_class"].list.s:
+                text = entry.decode() if isinstance(entry, bytes) else entry
+                if text.startswith("loc:@"):
+                    targets.add(text[len("loc:@"):])
+    return targets
+
+
+def _rewired(graph_def, skipped, forward):
+    """A GraphDef without the nodes in `skipped`, every input naming a node in `forward` moved
+    to what that node forwards (followed through chains), inputs from dropped nodes removed."""
+    out = tf_protos.GraphDef()
+    out.versions.CopyFrom(graph_def.versions)
+    out.library.CopyFrom(graph_def.library)
+    for node in graph_def.node:
+        if node.name in skipped:
+            continue
+        copy = out.node.add()
+        copy.CopyFrom(node)
+        del copy.input[:]
+        for input_name in node.input:
+            while _node_name(input_name) in forward:
+                input_name = forward[_node_name(input_name)]
+            if _node_name(input_name) in skipped and _node_name(input_name) not in forward:
+                continue
+            copy.input.append(input_name)
+    return out
+
+
+@tf_export("graph_util.remove_training_nodes")
+def remove_training_nodes(input_graph, protected_nodes=None):
+    """The GraphDef without what only training needs, as TensorFlow prunes it before inference:
+    CheckNumerics nodes are dropped (and the inputs naming them), and Identity nodes are spliced
+    out (their consumers read the Identity's input), except protected ones, those with or used as
+    control inputs, and those other nodes are colocated with."""
+    _check_graph_def(input_graph)
+    protected = set(protected_nodes or [])
+    dropped = {n.name for n in input_graph.node
+               if n.op == "CheckNumerics" and n.name not in protected}
+    graph = _rewired(input_graph, dropped, {})
+    with_control_inputs = {n.name for n in graph.node if any(i.startswith("^") for i in n.input)}
+    control_sources = {_node_name(i) for n in graph.node for i in n.input if i.startswith("^")}
+    colocated = _colocation_targets(graph)
+    splice = {n.name: n.input[0] for n in graph.node
+              if n.op == "Identity" and n.input and n.name not in protected
+              and n.name not in with_control_inputs and n.name not in control_sources
+              and n.name not in colocated}
+    return _rewired(graph, set(splice), splice)
+
+
+@tf_export("graph_util.tensor_shape_from_node_def_name")
+def tensor_shape_from_node_def_name(graph, input_name):
+    """The static shape of the tensor `input_name` ("node" means "node:0") in `graph`."""
+    name = input_name if ":" in input_name else input_name + ":0"
+    return graph.get_tensor_by_name(name).get_shape()
+
+
+# TensorFlow's DataType numbers (types.proto) for the placement rule below.
+_DT_INT32 = 3
+_DT_STRING = 7
+_VARIABLE_OPS = {"Variable", "VariableV2", "AutoReloadVariable", "VarHandleOp",
+                 "MutableHashTable", "MutableHashTableV2", "MutableHashTableOfTensors",
+                 "MutableHashTableOfTensorsV2", "MutableDenseHashTable",
+                 "MutableDenseHashTableV2"}
+
+
+@tf_export("graph_util.must_run_on_cpu")
+def must_run_on_cpu(node, pin_variables_on_cpu=False):
+    """Whether TensorFlow's placement rule keeps `node` (an Operation or NodeDef) on the CPU:
+    string and int32 constants, int32 DynamicStitch and casts from int32 (shape arithmetic), and
+    variables when `pin_variables_on_cpu`."""
+    if hasattr(node, "get_attr"):  # an Operation
+        op_type = node.type
+
+        def dtype_attr(name):
+            return node.get_attr(name).as_datatype_enum
+    else:  # a NodeDef message
+        op_type = node.op
+
+        def dtype_attr(name):
+            return node.attr[name].type
+    if pin_variables_on_cpu and op_type in _VARIABLE_OPS:
+        return True
+    if op_type == "Const":
+        return dtype_attr("dtype") in (_DT_STRING, _DT_INT32)
+    if op_type in ("DynamicStitch", "ParallelDynamicStitch"):
+        return dtype_attr("T") == _DT_INT32
+    if op_type == "Cast":
+        return dtype_attr("SrcT") == _DT_INT32
+    return False
