@@ -75,6 +75,7 @@ for _symbol, _value in dict(
     he_normal=_init_ops.he_normal, he_uniform=_init_ops.he_uniform,
     lecun_normal=_init_ops.lecun_normal, lecun_uniform=_init_ops.lecun_uniform,
     global_variables=global_variables_initializer,  # noqa: F405
+    local_variables=local_variables_initializer,  # noqa: F405
     variables=variables_initializer,  # noqa: F405
 ).items():
     _tf_export.export_value(f"initializers.{_symbol}", _value)

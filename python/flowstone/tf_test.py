@@ -16,7 +16,8 @@ __all__ = ["is_gpu_available", "is_built_with_cuda", "is_built_with_gpu_support"
            "gpu_device_name", "is_built_with_rocm", "is_built_with_xla", "get_temp_dir", "main",
            "assert_equal_graph_def", "disable_with_predicate", "with_eager_op_as_function",
            "benchmark_config", "Benchmark", "TestCase", "compute_gradient",
-           "compute_gradient_error", "mock"]
+           "compute_gradient_error", "mock", "StubOutForTesting", "is_cpu_target_available",
+           "test_src_dir_path", "create_local_cluster"]
 
 # Names defined in other modules, loaded on first access (PEP 562).
 _LAZY = {
@@ -24,6 +25,7 @@ _LAZY = {
     "compute_gradient": ("flowstone.testing.gradient_checker", "compute_gradient"),
     "compute_gradient_error": ("flowstone.testing.gradient_checker", "compute_gradient_error"),
     "mock": ("unittest.mock", None),
+    "StubOutForTesting": ("flowstone.testing.stubout", "StubOutForTesting"),
 }
 
 
@@ -53,6 +55,35 @@ def main(argv=None):
     """Runs the tests of the __main__ module (unittest's runner)."""
     import unittest
     unittest.main(module="__main__", argv=argv)
+
+
+def is_cpu_target_available(target):
+    """Whether this build runs code for the CPU `target` ("x86" here: Flowstone compiles for the
+    machine it is built on, and has no ahead-of-time targets)."""
+    import platform
+    machine = platform.machine().lower()
+    return target.lower() in ("x86", "x86_64", "amd64") and machine in ("x86_64", "amd64") \
+        or target.lower() in ("aarch64", "arm64") and machine in ("aarch64", "arm64")
+
+
+def test_src_dir_path(relative_path):
+    """`relative_path` below the directory holding the flowstone package, as TensorFlow's
+    resolves "tensorflow/..." paths next to its installed package ("flowstone/include/..."
+    names a file the package ships)."""
+    import os
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.join(package_parent, relative_path)
+
+
+def create_local_cluster(num_workers, num_ps, protocol="grpc", worker_config=None,
+                         ps_config=None):
+    """TensorFlow's in-process gRPC cluster: Flowstone's distributed training is
+    flowstone.horovod over MPI, so this raises UnimplementedError as tf.train.Server does."""
+    from flowstone import errors
+    raise errors.UnimplementedError(
+        None, None, "tf.test.create_local_cluster needs TensorFlow's gRPC servers, which "
+        "Flowstone does not have; test data-parallel code with flowstone.horovod under "
+        "`mpirun -np N` (see docs/architecture/distributed.md).")
 
 
 def is_built_with_rocm():

@@ -1,7 +1,8 @@
-"""The TF1 initializers beyond init_ops.py: orthogonal and uniform unit scaling."""
+"""The TF1 initializers beyond init_ops.py: orthogonal, uniform unit scaling and identity."""
 
 import math
 
+from flowstone import dtypes as _dtypes
 from flowstone.ops import array_ops, linalg_ops, math_ops, random_ops
 from flowstone.ops.init_ops import Initializer, _full_shape
 from flowstone.util.tf_export import tf_export
@@ -54,3 +55,22 @@ class UniformUnitScaling(Initializer):
 
     def get_config(self):
         return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
+
+
+@tf_export("initializers.identity", "identity_initializer")
+class Identity(Initializer):
+    """`gain` times the identity matrix (IRNN's recurrent kernel); 2-D shapes only."""
+
+    def __init__(self, gain=1.0, dtype=_dtypes.float32):
+        super().__init__(dtype)
+        self.gain = gain
+
+    def __call__(self, shape, dtype=None, partition_info=None):
+        dims = list(shape) if shape is not None else []
+        if len(dims) != 2:
+            raise ValueError("Identity matrix initializer can only be used for 2D matrices.")
+        dtype = self._dtype(dtype)
+        return linalg_ops.eye(int(dims[0]), int(dims[1]), dtype=dtype) * self.gain
+
+    def get_config(self):
+        return {"gain": self.gain, "dtype": self.dtype.name}

@@ -55,7 +55,7 @@ def string_to_number(string_tensor, out_type=_dtypes.float32, name=None):
                          name=name or "StringToNumber").outputs[0]
 
 
-@tf_export("strings.as_string", "as_string")
+@tf_export("strings.as_string", "as_string", "dtypes.as_string")
 def as_string(input, precision=-1, scientific=False, shortest=False, width=-1,  # noqa: A002
               fill="", name=None):
     return _ops.apply_op("AsString", [_ops.convert_to_tensor(input, name="input")], {
