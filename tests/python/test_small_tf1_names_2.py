@@ -23,7 +23,6 @@ def test_identity_initializer_and_local_variables_initializer():
         sess.run([w.initializer, tf.initializers.local_variables()])
         np.testing.assert_array_equal(sess.run(w), 2.0 * np.eye(3, 4))
         assert sess.run(local) == 5.0
-    assert tf.identity_initializer is tf.initializers.identity
     with pytest.raises(ValueError, match="only be used for 2D matrices"):
         tf.initializers.identity()([2, 2, 2])
     assert tf.dtypes.as_string is tf.strings.as_string

@@ -57,7 +57,7 @@ class UniformUnitScaling(Initializer):
         return {"factor": self.factor, "seed": self.seed, "dtype": self.dtype.name}
 
 
-@tf_export("initializers.identity", "identity_initializer")
+@tf_export("initializers.identity")
 class Identity(Initializer):
     """`gain` times the identity matrix (IRNN's recurrent kernel); 2-D shapes only."""
 
