@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -32,7 +33,11 @@ Status EventsWriter::Open(const std::string& logdir, const std::string& suffix,
   std::snprintf(stamp, sizeof(stamp), "%010" PRId64, static_cast<int64_t>(now));
   std::string dir = logdir;
   if (!dir.empty() && dir.back() != '/') dir += '/';
-  const std::string path = dir + "events.out.tfevents." + stamp + "." + Hostname() + suffix;
+  // TensorFlow's name: seconds, host, process id and a per-process count, so that two writers
+  // opened in one second (a writer closed and reopened) never write the same file.
+  static std::atomic<int64_t> files_opened{0};
+  const std::string path = dir + "events.out.tfevents." + stamp + "." + Hostname() + "." +
+                           std::to_string(getpid()) + "." + std::to_string(files_opened++) + suffix;
   std::unique_ptr<RecordWriter> writer;
   FS_RETURN_IF_ERROR(RecordWriter::Open(path, Compression::kNone, &writer));
   out->reset(new EventsWriter(path, std::move(writer)));

@@ -1,7 +1,7 @@
 // TensorBoard event files: TFRecord files (io/record_io.h, masked CRC-32C framing) of serialized
 // `Event` protos (proto/event.proto), named
 //
-//   <logdir>/events.out.tfevents.<10-digit seconds since the epoch>.<hostname><suffix>
+//   <logdir>/events.out.tfevents.<10-digit seconds since the epoch>.<hostname>.<pid>.<n><suffix>
 //
 // whose first record is an Event with file_version "brain.Event:2", as TensorFlow writes them.
 // Internal to the core; tf.summary.FileWriter uses EventFileWriter through the bindings

@@ -170,9 +170,10 @@ from op_cases_sequence import CASES as _SEQUENCE_CASES, EXEMPT as _SEQUENCE_EXEM
 CASES += _SEQUENCE_CASES
 EXEMPT.update(_SEQUENCE_EXEMPT)
 
-from op_cases_summary import CASES as _SUMMARY_CASES  # noqa: E402
+from op_cases_summary import CASES as _SUMMARY_CASES, EXEMPT as _SUMMARY_EXEMPT  # noqa: E402
 
 CASES += _SUMMARY_CASES
+EXEMPT.update(_SUMMARY_EXEMPT)
 
 from op_cases_complex import CASES as _COMPLEX_CASES  # noqa: E402
 

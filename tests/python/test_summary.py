@@ -304,8 +304,10 @@ def test_event_file_name_first_record_and_framing(tmp_path):
     writer.close()
     assert writer.get_logdir() == str(tmp_path / "run")
     (path,) = _event_files(str(tmp_path / "run"))
-    match = re.fullmatch(r"events\.out\.tfevents\.(\d{10})\.(.+)\.v2", os.path.basename(path))
+    match = re.fullmatch(r"events\.out\.tfevents\.(\d{10})\.(.+)\.(\d+)\.(\d+)\.v2",
+                         os.path.basename(path))
     assert match and match.group(2) == socket.gethostname()
+    assert int(match.group(3)) == os.getpid()
     assert before <= int(match.group(1)) <= int(time.time())
     events = [tf.Event.FromString(r) for r in _records_by_hand(path)]
     assert events[0].file_version == "brain.Event:2"

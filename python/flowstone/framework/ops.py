@@ -755,24 +755,50 @@ def _name_scope_v1(name, default_name=None, values=None):
         yield scope
 
 
+class _EagerScopes(threading.local):
+    def __init__(self):
+        self.stack = []
+
+
+_eager_scopes = _EagerScopes()
+
+
+def eager_name_scope():
+    """The name scope eager code is in ("a/b/"), as TensorFlow 2 tracks it for summary tags."""
+    return _eager_scopes.stack[-1] if _eager_scopes.stack else ""
+
+
 class name_scope:  # noqa: N801 - TensorFlow's name
     """`with tf.name_scope("layer1") as scope:` prefixes op names with 'layer1/'."""
 
     def __init__(self, name, default_name=None, values=None):
         self._args = (name, default_name, values)
         self._cm = None
+        self._pushed = False
 
     def __enter__(self):
         if _context.state.on() and executing_eagerly():
-            # Eager ops have no names to make unique: the scope is only a string, as in TF.
+            # Eager ops have no names to make unique: the scope is only a string that nests
+            # (TensorFlow 2 keeps the stack for tf.summary tags), "" or "x/" restarting it.
             self._cm = None
             name, default_name, _ = self._args
             scope = default_name if name is None else name
-            return scope + "/" if scope else ""
+            if not scope:
+                full = ""
+            elif scope.endswith("/"):
+                full = scope
+            else:
+                full = eager_name_scope() + scope + "/"
+            _eager_scopes.stack.append(full)
+            self._pushed = True
+            return full
         self._cm = _name_scope_v1(*self._args)
         return self._cm.__enter__()
 
     def __exit__(self, *exc):
+        if self._pushed:
+            _eager_scopes.stack.pop()
+            self._pushed = False
         return False if self._cm is None else self._cm.__exit__(*exc)
 
 

@@ -1,7 +1,8 @@
 """tf.summary.scalar/histogram/image/audio/text/tensor_summary/merge/merge_all: thin wrappers
 over the summary ops of src/ops/summary/summary_ops.cc. The tag of a summary is its scoped name
 (with `family` in front), as TensorFlow 1.15 makes it, and each summary joins
-GraphKeys.SUMMARIES unless `collections` says otherwise."""
+GraphKeys.SUMMARIES unless `collections` says otherwise. The shared names also take TensorFlow
+2's form (a step, or a default writer): see summary_v2.py."""
 
 import contextlib
 import re
@@ -10,6 +11,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos as _protos
 from flowstone.platform import tf_logging as _logging
+from flowstone.summary import summary_v2 as _summary_v2
 from flowstone.util.tf_export import tf_export
 
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w\.]")
@@ -56,9 +58,23 @@ def _summary(op_type, name, family, collections, inputs, attrs=None):
     return value
 
 
+def _v2_call(collections, step, data, tensor, v2_keywords):
+    """(whether the call is TensorFlow 2's, its data, its step): a third positional argument
+    that is not a list of collections is v2's step (`scalar("loss", loss, epoch)`)."""
+    if collections is not None and not isinstance(collections, (list, tuple, set)):
+        step, collections = collections, None
+    data = tensor if data is None else data
+    return _summary_v2.uses_v2(step, v2_keywords), data, step
+
+
 @tf_export("summary.scalar")
-def scalar(name, tensor, collections=None, family=None):
-    """A Summary with the value of the real scalar `tensor`, tagged by the scoped `name`."""
+def scalar(name, tensor=None, collections=None, family=None, *, data=None, step=None,
+           description=None):
+    """TF1: a Summary op with the value of the real scalar `tensor`, tagged by the scoped
+    `name`. TF2 (a step, a default writer, or eager): writes `data` at `step`."""
+    v2, data, step = _v2_call(collections, step, data, tensor, description is not None)
+    if v2:
+        return _summary_v2.scalar_v2(name, data, step, description)
     tensor = _ops.convert_to_tensor(tensor)
     shape = tensor.shape
     if shape.ndims is not None and shape.ndims != 0:
@@ -68,24 +84,41 @@ def scalar(name, tensor, collections=None, family=None):
 
 
 @tf_export("summary.histogram")
-def histogram(name, values, collections=None, family=None):
-    """A Summary with a histogram of `values` (any shape) over TensorFlow's default buckets."""
+def histogram(name, values=None, collections=None, family=None, *, data=None, step=None,
+              buckets=None, description=None):
+    """A Summary with a histogram of `values` (any shape) over TensorFlow's default buckets
+    (TF2: written at `step`, see scalar)."""
+    v2, data, step = _v2_call(collections, step, data, values,
+                              description is not None or buckets is not None)
+    if v2:
+        return _summary_v2.histogram_v2(name, data, step, buckets, description)
     return _summary("HistogramSummary", name, family, collections,
                     [_ops.convert_to_tensor(values)])
 
 
 @tf_export("summary.image")
-def image(name, tensor, max_outputs=3, collections=None, family=None):
+def image(name, tensor=None, max_outputs=3, collections=None, family=None, *, data=None,
+          step=None, description=None):
     """A Summary with up to `max_outputs` PNG images of a [batch, height, width, 1|3|4] uint8 or
-    float tensor (floats are scaled into [0, 255] as TensorFlow does)."""
+    float tensor (floats are scaled into [0, 255] as TensorFlow does); TF2: written at `step`."""
+    if not isinstance(max_outputs, int) and step is None and data is None:
+        step, max_outputs = max_outputs, 3  # TF2's image(name, data, step, max_outputs)
+    v2, data, step = _v2_call(collections, step, data, tensor, description is not None)
+    if v2:
+        return _summary_v2.image_v2(name, data, step, max_outputs, description)
     return _summary("ImageSummary", name, family, collections, [_ops.convert_to_tensor(tensor)],
                     {"max_images": max_outputs})
 
 
 @tf_export("summary.audio")
-def audio(name, tensor, sample_rate, max_outputs=3, collections=None, family=None):
+def audio(name, tensor=None, sample_rate=None, max_outputs=3, collections=None, family=None, *,
+          data=None, step=None, encoding=None, description=None):
     """A Summary with up to `max_outputs` WAV clips of a [batch, frames(, channels)] float
-    tensor with values in [-1, 1]."""
+    tensor with values in [-1, 1]; TF2: written at `step`."""
+    v2, data, step = _v2_call(collections, step, data, tensor, description is not None)
+    if v2:
+        return _summary_v2.audio_v2(name, data, sample_rate, step, max_outputs, encoding,
+                                    description)
     tensor = _ops.convert_to_tensor(tensor, dtype=_dtypes.float32)
     rate = _ops.convert_to_tensor(sample_rate, dtype=_dtypes.float32, name="sample_rate")
     return _summary("AudioSummaryV2", name, family, collections, [tensor, rate],
@@ -110,8 +143,11 @@ def tensor_summary(name, tensor, summary_description=None, collections=None,
 
 
 @tf_export("summary.text")
-def text(name, tensor, collections=None):
-    """A Summary of a string tensor for TensorBoard's text plugin."""
+def text(name, tensor=None, collections=None, *, data=None, step=None, description=None):
+    """A Summary of a string tensor for TensorBoard's text plugin; TF2: written at `step`."""
+    v2, data, step = _v2_call(collections, step, data, tensor, description is not None)
+    if v2:
+        return _summary_v2.text_v2(name, data, step, description)
     tensor = _ops.convert_to_tensor(tensor)
     if tensor.dtype != _dtypes.string:
         raise ValueError(f"Expected tensor {tensor.name} to have dtype string, got "
@@ -164,8 +200,8 @@ def get_summary_description(node_def):
 
 @tf_export("summary.all_v2_summary_ops")
 def all_v2_summary_ops():
-    """The TF2-style summary ops of the graph: Flowstone builds none, so an empty list (None
-    when executing eagerly), as TensorFlow returns for a graph without them."""
+    """The TF2-style summary writes of the graph (summary_v2.py), None when executing
+    eagerly, as TensorFlow's."""
     if _ops.executing_eagerly():
         return None
     return _ops.get_collection("_SUMMARY_V2")
