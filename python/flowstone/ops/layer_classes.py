@@ -8,6 +8,7 @@ that scope, with its ops under the scope's original name scope, as TensorFlow's 
 
 from flowstone import layers as _layers
 from flowstone.framework import ops as _ops
+from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import conv_layers, init_ops, variable_scope
 from flowstone.util.naming import to_snake_case
 from flowstone.util.tf_export import tf_export
@@ -178,6 +179,14 @@ class Dense(Layer):
         self._track(self.kernel, True)
         self._track(self.bias, True)
         return outputs
+
+    def compute_output_shape(self, input_shape):
+        """The input's shape with its last dimension made `units`."""
+        input_shape = TensorShape(input_shape)
+        if input_shape.rank is not None and input_shape[-1] is None:
+            raise ValueError(f"The innermost dimension of input_shape must be defined, but saw: "
+                             f"{input_shape}")
+        return input_shape[:-1].concatenate([self.units])
 
 
 class _Conv(Layer):

@@ -1,4 +1,4 @@
-"""tf.contrib.seq2seq: sequence_loss (the decoders and attention are not provided)."""
+"""tf.contrib.seq2seq.sequence_loss: the weighted cross-entropy of sequences of logits."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
