@@ -46,3 +46,33 @@ CASES = [
     Case("EditDistance", _H + _T, edit_distance_reference(True)),
     Case("EditDistance", _H + _T, edit_distance_reference(False), attrs={"normalize": False}),
 ]
+
+
+def gather_tree_reference(step_ids, parent_ids, lengths, end_token):
+    """Backtracks each beam through its parents; end_token past the length and after the first
+    end_token."""
+    out = np.full_like(step_ids, end_token)
+    for b in range(step_ids.shape[1]):
+        n = min(step_ids.shape[0], max(0, int(lengths[b])))
+        for k in range(step_ids.shape[2]):
+            parent = k
+            for t in range(n - 1, -1, -1):
+                out[t, b, k] = step_ids[t, b, parent]
+                parent = parent_ids[t, b, parent]
+            ended = False
+            for t in range(n):
+                if ended:
+                    out[t, b, k] = end_token
+                ended = ended or out[t, b, k] == end_token
+    return out
+
+
+_STEP_IDS = np.array([[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]],
+                      [[13, 14, 15], [16, 17, 18]]], np.int32)
+_PARENTS = np.array([[[0, 0, 0], [0, 0, 0]], [[2, 1, 0], [1, 1, 2]],
+                     [[0, 2, 1], [0, 0, 0]]], np.int32)
+CASES.append(Case("GatherTree", [_STEP_IDS, _PARENTS, np.array([3, 2], np.int32),
+                                 np.int32(10)], gather_tree_reference))
+CASES.append(Case("GatherTree", [_STEP_IDS.astype(np.int64), _PARENTS.astype(np.int64),
+                                 np.array([2, 0], np.int32), np.int64(5)],
+                  gather_tree_reference))

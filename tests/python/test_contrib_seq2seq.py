@@ -166,3 +166,104 @@ def test_an_attention_model_learns_to_reverse_sequences():
         last, ids = sess.run([loss, outputs.sample_id])
     assert first > 1.5 and last < 0.2
     assert (ids == target).mean() > 0.95
+
+
+# --- beam search ------------------------------------------------------------------------------
+VOCAB, END = 5, 4
+BIGRAM = RNG.normal(size=(VOCAB, VOCAB)).astype(np.float32) * 2.0
+
+
+def _bigram_decoder(make_decoder):
+    """A decoder whose logits depend on the previous token only: BIGRAM[previous]."""
+    embedding = tf.constant(np.eye(VOCAB), tf.float32)
+    cell = tf.nn.rnn_cell.BasicRNNCell(VOCAB, activation=tf.identity)
+    layer = tf.layers.Dense(VOCAB, use_bias=False,
+                            kernel_initializer=tf.constant_initializer(BIGRAM))
+    decoder = make_decoder(cell, embedding, layer)
+    return decoder, cell
+
+
+def _run_decoder(decoder, max_steps):
+    outputs, state, lengths = s2s.dynamic_decode(decoder, maximum_iterations=max_steps)
+    with tf.Session() as sess:
+        kernel, bias = [v for v in tf.global_variables() if "basic_rnn_cell" in v.name]
+        sess.run(tf.global_variables_initializer())
+        sess.run([kernel.assign(np.vstack([np.eye(VOCAB), np.zeros((VOCAB, VOCAB))])),
+                  bias.assign(np.zeros(VOCAB))])
+        return sess.run([outputs, state, lengths])
+
+
+def _reference_beam_search(start, beam, steps, penalty=0.0):
+    """TensorFlow's beam search on the bigram model, in numpy."""
+    log_softmax = BIGRAM - np.log(np.exp(BIGRAM).sum(1, keepdims=True))
+    beams = [([start], 0.0, False, 0)] + [([start], -np.inf, True, 0)] * (beam - 1)
+    for t in range(steps):
+        candidates = []
+        for index, (seq, logp, finished, length) in enumerate(beams):
+            for word in range(VOCAB):
+                if finished:
+                    step = 0.0 if word == END else np.finfo(np.float32).min
+                else:
+                    step = log_softmax[seq[-1], word]
+                new_len = length + (0 if finished or word == END else 1)
+                score = (logp + step) / (((5.0 + new_len) / 6.0) ** penalty if penalty else 1.0)
+                candidates.append((score, index, word, logp + step))
+            if t == 0:
+                break  # only the first beam's continuations at the first step
+        candidates.sort(key=lambda c: -c[0])
+        new = []
+        for score, index, word, logp in candidates[:beam]:
+            seq, _, finished, length = beams[index]
+            new.append((seq + [word], logp, finished or word == END,
+                        length + (0 if finished else 1)))
+        beams = new
+        if all(b[2] for b in beams):
+            break
+    return beams
+
+
+def test_gather_tree_follows_parents_and_pads_with_end_token():
+    ids = np.array([[[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [10, 11, 12]],
+                    [[13, 14, 15], [16, 17, 18]]], np.int32)
+    parents = np.array([[[0, 0, 0], [0, 0, 0]], [[2, 1, 0], [1, 1, 2]],
+                        [[0, 2, 1], [0, 0, 0]]], np.int32)
+    beams = s2s.gather_tree(ids, parents, [3, 2], end_token=10)
+    with tf.Session() as sess:
+        out = sess.run(beams)
+    np.testing.assert_array_equal(out[:, 0, :], [[3, 1, 2], [7, 9, 8], [13, 14, 15]])
+    np.testing.assert_array_equal(out[:, 1, :], [[5, 5, 6], [10, 11, 12], [10, 10, 10]])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="invalid parent id 7"):
+        with tf.Session() as sess:
+            sess.run(s2s.gather_tree(ids, np.full_like(parents, 7), [3, 3], end_token=10))
+
+
+def test_beam_width_one_is_greedy_decoding():
+    greedy, _ = _bigram_decoder(lambda cell, emb, layer: s2s.BasicDecoder(
+        cell, s2s.GreedyEmbeddingHelper(emb, [0, 1], END), cell.zero_state(2, tf.float32),
+        output_layer=layer))
+    greedy_out, _, greedy_lengths = _run_decoder(greedy, 6)
+    tf.reset_default_graph()
+    beam, _ = _bigram_decoder(lambda cell, emb, layer: s2s.BeamSearchDecoder(
+        cell, emb, [0, 1], END, cell.zero_state(2, tf.float32), beam_width=1,
+        output_layer=layer))
+    beam_out, _, _ = _run_decoder(beam, 6)
+    ids = beam_out.predicted_ids[:, :, 0]
+    for b, length in enumerate(greedy_lengths):  # greedy goes on decoding after its end token
+        np.testing.assert_array_equal(ids[b, :length], greedy_out.sample_id[b, :length])
+
+
+@pytest.mark.parametrize("penalty", [0.0, 0.6])
+def test_beam_search_equals_the_reference(penalty):
+    beam_width, steps = 3, 5
+    decoder, _ = _bigram_decoder(lambda cell, emb, layer: s2s.BeamSearchDecoder(
+        cell, emb, [2], END, s2s.tile_batch(cell.zero_state(1, tf.float32), beam_width),
+        beam_width=beam_width, output_layer=layer, length_penalty_weight=penalty))
+    outputs, state, _ = _run_decoder(decoder, steps)
+    reference = _reference_beam_search(2, beam_width, steps, penalty)
+    for k, (seq, logp, finished, length) in enumerate(reference):
+        got = list(outputs.predicted_ids[0, :, k])
+        want = seq[1:]
+        assert got[:len(want)] == want
+        assert all(token == END for token in got[len(want):])
+        np.testing.assert_allclose(state.log_probs[0, k], logp, rtol=1e-5)
+        assert state.lengths[0, k] == length
