@@ -1,12 +1,12 @@
 """tf.contrib: the parts of TF1's contrib that programs use most.
 
-Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once), crf and eager (the
+Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once), crf, opt and eager (the
 last filled by tf_export from the eager modules). Any other tf.contrib module raises an
 AttributeError (ImportError when imported) that says it is not provided and names its
 replacement, from UNPROVIDED below.
 """
 
-from flowstone.contrib import crf, framework, layers, rnn, seq2seq, training  # noqa: F401
+from flowstone.contrib import crf, framework, layers, opt, rnn, seq2seq, training  # noqa: F401
 
 # Modules of TF 1.15's tf.contrib that Flowstone does not provide, with where their users should
 # go instead (None: no replacement in Flowstone).
@@ -21,7 +21,7 @@ UNPROVIDED = {
     "legacy_seq2seq": "tf.contrib.seq2seq.sequence_loss and tf.nn.dynamic_rnn",
     "distributions": "tf.distributions",
     "bayesflow": "the tensorflow_probability package",
-    "lite": None, "tpu": None, "opt": None, "quantize": None,
+    "lite": None, "tpu": None, "quantize": None,
     "factorization": None, "tensor_forest": None, "boosted_trees": None,
     "graph_editor": None, "predictor": "tf.saved_model.loader.load", "text": None,
     "timeseries": None, "util": None, "compiler": None, "memory_stats": None, "ffmpeg": None,
@@ -40,7 +40,7 @@ UNPROVIDED = {
 
 def not_provided_message(name):
     """Why tf.contrib.<name> is missing and what to use instead."""
-    provided = "layers, framework, rnn, seq2seq, training, crf, eager"
+    provided = "layers, framework, rnn, seq2seq, training, crf, opt, eager"
     if name in UNPROVIDED:
         replacement = UNPROVIDED[name]
         instead = f"; use {replacement} instead" if replacement else ""
