@@ -1,12 +1,13 @@
 """tf.contrib: the parts of TF1's contrib that programs use most.
 
-Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once), crf, opt and eager (the
-last filled by tf_export from the eager modules). Any other tf.contrib module raises an
-AttributeError (ImportError when imported) that says it is not provided and names its
+Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once), crf, opt, metrics
+and eager (the last filled by tf_export from the eager modules). Any other tf.contrib module
+raises an AttributeError (ImportError when imported) that says it is not provided and names its
 replacement, from UNPROVIDED below.
 """
 
-from flowstone.contrib import crf, framework, layers, opt, rnn, seq2seq, training  # noqa: F401
+from flowstone.contrib import (crf, framework, layers, metrics, opt, rnn,  # noqa: F401
+                               seq2seq, training)
 
 # Modules of TF 1.15's tf.contrib that Flowstone does not provide, with where their users should
 # go instead (None: no replacement in Flowstone).
@@ -15,7 +16,7 @@ UNPROVIDED = {
             "`python -m flowstone run` or flowstone.install_as_tensorflow()",
     "learn": "tf.estimator", "estimator": "tf.estimator", "keras": "tf.keras",
     "data": "tf.data", "summary": "tf.summary", "tensorboard": "tf.summary",
-    "losses": "tf.losses", "metrics": "tf.metrics", "image": "tf.image", "signal": "tf.signal",
+    "losses": "tf.losses", "image": "tf.image", "signal": "tf.signal",
     "nn": "tf.nn", "distribute": "tf.distribute", "checkpoint": "tf.train.Checkpoint",
     "autograph": "tf.function", "cudnn_rnn": "tf.contrib.rnn or tf.keras.layers.LSTM",
     "legacy_seq2seq": "tf.contrib.seq2seq.sequence_loss and tf.nn.dynamic_rnn",
@@ -40,7 +41,7 @@ UNPROVIDED = {
 
 def not_provided_message(name):
     """Why tf.contrib.<name> is missing and what to use instead."""
-    provided = "layers, framework, rnn, seq2seq, training, crf, opt, eager"
+    provided = "layers, framework, rnn, seq2seq, training, crf, opt, metrics, eager"
     if name in UNPROVIDED:
         replacement = UNPROVIDED[name]
         instead = f"; use {replacement} instead" if replacement else ""
