@@ -37,6 +37,8 @@ _state = {
     "memory_growth": {},
     "intra_op": 0,
     "inter_op": 0,
+    "optimizer": {},          # tf.config.optimizer.set_experimental_options
+    "jit": False,
 }
 
 
@@ -200,6 +202,57 @@ experimental = _namespace(
 def _set_threads(key, n):
     _check_not_initialized("Thread pools")
     _state[key] = int(n)
+
+
+# TensorFlow's optimizer option names (tf.config.optimizer.set_experimental_options). Flowstone's
+# plan optimizer acts on those of _REWRITE_TOGGLES (docs/architecture/graph-optimizer.md); the
+# others are kept and reported, as TensorFlow keeps those its Grappler build lacks.
+_OPTIMIZER_OPTIONS = (
+    "layout_optimizer", "constant_folding", "shape_optimization", "remapping",
+    "arithmetic_optimization", "dependency_optimization", "loop_optimization",
+    "function_optimization", "debug_stripper", "disable_model_pruning",
+    "scoped_allocator_optimization", "pin_to_host_optimization", "implementation_selector",
+    "auto_mixed_precision", "auto_mixed_precision_onednn_bfloat16", "disable_meta_optimizer",
+    "min_graph_nodes", "common_subgraph_elimination", "auto_parallel")
+_REWRITE_TOGGLES = ("constant_folding", "arithmetic_optimization", "dependency_optimization",
+                    "common_subgraph_elimination", "remapping")
+_ON, _OFF = 1, 2  # RewriterConfig.Toggle
+
+
+def _set_optimizer_options(options):
+    unknown = sorted(set(options) - set(_OPTIMIZER_OPTIONS))
+    if unknown:
+        raise ValueError(f"Unknown optimizer options {unknown}; TensorFlow's are "
+                         f"{sorted(_OPTIMIZER_OPTIONS)}")
+    _state["optimizer"].update(options)
+
+
+def _rewrite_overrides():
+    """The session options (client/session.py's names) that set_experimental_options chose for
+    the rewrites a ConfigProto leaves at DEFAULT: {"constant_folding": ON or OFF, ...}."""
+    chosen = _state["optimizer"]
+    overrides = {name: _ON if chosen[name] else _OFF for name in _REWRITE_TOGGLES
+                 if name in chosen}
+    if "disable_meta_optimizer" in chosen:
+        overrides["disable_meta_optimizer"] = bool(chosen["disable_meta_optimizer"])
+    return overrides
+
+
+def _set_jit(enabled):
+    """Flowstone has no XLA: the setting is kept and reported, and changes nothing."""
+    if enabled not in (True, False, "autoclustering"):
+        raise ValueError(f"tf.config.optimizer.set_jit takes True, False or "
+                         f"'autoclustering', got {enabled!r}")
+    _state["jit"] = enabled
+
+
+optimizer = _namespace(
+    "optimizer",
+    set_experimental_options=_set_optimizer_options,
+    get_experimental_options=lambda: dict(_state["optimizer"]),
+    set_jit=_set_jit,
+    get_jit=lambda: _state["jit"],
+)
 
 
 threading = _namespace(

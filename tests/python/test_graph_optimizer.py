@@ -355,3 +355,29 @@ def test_folding_stops_at_its_time_budget_and_leaves_the_rest_to_the_run():
     assert ran["last"] == "Neg"  # not folded: the budget ran out before it
     assert "Const" in ran.values()    # the first products were folded
     np.testing.assert_array_equal(out, traced(graph, y, cfg=OFF)[0])
+
+
+def test_tf_config_optimizer_options_fill_in_what_the_config_leaves_default():
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3), name="a")
+        m = tf.multiply(a, 2.0, name="m")
+        x = tf.placeholder(tf.float32, [2, 3], name="x")
+        y = tf.add(m, x, name="y")
+    feed = {x: np.ones((2, 3), np.float32)}
+    try:
+        tf.config.optimizer.set_experimental_options({"constant_folding": False})
+        assert tf.config.optimizer.get_experimental_options() == {"constant_folding": False}
+        assert traced(graph, y, feed)[1]["m"] == "Mul"  # not folded
+        # An explicit ConfigProto setting wins over the global option.
+        explicit = config(constant_folding=RewriterConfig.ON)
+        assert traced(graph, y, feed, explicit)[1]["m"] == "Const"
+        tf.config.optimizer.set_jit(True)
+        assert tf.config.optimizer.get_jit() is True
+        with pytest.raises(ValueError, match="Unknown optimizer options"):
+            tf.config.optimizer.set_experimental_options({"constant_foldin": True})
+    finally:
+        from flowstone import tf_config
+        tf_config._state["optimizer"].clear()  # no public way back to "never set"
+        tf.config.optimizer.set_jit(False)
+    assert traced(graph, y, feed)[1]["m"] == "Const"

@@ -52,6 +52,20 @@ def _run_using_default_session(operation, feed_dict, graph, session=None):
     _session_for_eval(graph, session, "execute operation").run(operation, feed_dict)
 
 
+# The rewrite options a session takes, at DEFAULT (graph functions start from these).
+DEFAULT_REWRITE_OPTIONS = {"constant_folding": 0, "arithmetic_optimization": 0,
+                           "dependency_optimization": 0, "common_subgraph_elimination": 0,
+                           "disable_meta_optimizer": False}
+
+
+def rewrite_overrides(options):
+    """What tf.config.optimizer.set_experimental_options sets among the rewrite options that
+    `options` (a session's) has and leaves at DEFAULT."""
+    from flowstone import tf_config
+    return {name: value for name, value in tf_config._rewrite_overrides().items()
+            if name in options and not options[name]}
+
+
 def _config_to_options(config):
     options = {
         "inter_op_threads": config.inter_op_parallelism_threads,
@@ -67,6 +81,8 @@ def _config_to_options(config):
                    "common_subgraph_elimination"):
         options[toggle] = int(getattr(rewrites, toggle))
     options["disable_meta_optimizer"] = bool(rewrites.disable_meta_optimizer)
+    # tf.config.optimizer.set_experimental_options fills in what the ConfigProto left at DEFAULT.
+    options.update(rewrite_overrides(options))
     if int(rewrites.meta_optimizer_timeout_ms) > 0:
         options["fold_time_budget_ms"] = int(rewrites.meta_optimizer_timeout_ms)
     max_folded = int(config.graph_options.optimizer_options.max_folded_constant_in_bytes)

@@ -98,7 +98,9 @@ class ConcreteFunction:
             call = _ops.apply_op(call_type, [feeds], {
                 "Tout": [t.dtype for t in rets], "f": self.graph.name}, name=call_type)
         try:
-            self._session = _C.Session.create(self._outer._c, {})
+            from flowstone.client import session as _session
+            self._session = _C.Session.create(
+                self._outer._c, _session.rewrite_overrides(_session.DEFAULT_REWRITE_OPTIONS))
             self._callable = self._session.make_callable(
                 [f._as_node_output() for f in feeds],
                 [t._as_node_output() for t in call.outputs], [])
