@@ -136,3 +136,30 @@ def test_errors_and_the_kl_registry():
         assert sess.run(kl) == 0.5 and sess.run(own) == 42.0
     with pytest.raises(NotImplementedError, match="quantile is not implemented: Bernoulli"):
         tf.distributions.Bernoulli(probs=0.5).quantile(0.5)
+
+
+def test_contrib_distributions_and_multivariate_normal_diag():
+    tfd = tf.contrib.distributions
+    assert tfd.Normal is tf.distributions.Normal
+    loc = np.array([[0.5, -1.0], [2.0, 0.0]], np.float32)
+    scale = np.array([[1.0, 2.0], [0.5, 1.5]], np.float32)
+    mvn = tfd.MultivariateNormalDiag(loc=loc, scale_diag=scale)
+    x = np.array([[0.0, 1.0], [1.0, -1.0]], np.float32)
+    assert mvn.batch_shape.as_list() == [2] and mvn.event_shape.as_list() == [2]
+    other = tfd.MultivariateNormalDiag(loc=np.zeros(2, np.float32))
+    samples = mvn.sample(20000, seed=4)
+    with tf.Session() as sess:
+        log_prob, entropy, kl, draws = sess.run([mvn.log_prob(x), mvn.entropy(),
+                                                 tfd.kl_divergence(mvn, other), samples])
+    z = (x - loc) / scale
+    np.testing.assert_allclose(log_prob, np.sum(-0.5 * z ** 2 - np.log(scale)
+                                                 - 0.5 * np.log(2 * np.pi), -1), rtol=1e-5)
+    np.testing.assert_allclose(entropy, np.sum(0.5 * np.log(2 * np.pi * np.e) + np.log(scale),
+                                                -1), rtol=1e-5)
+    np.testing.assert_allclose(kl, np.sum(0.5 * (scale ** 2 + loc ** 2 - 1) - np.log(scale), -1),
+                               rtol=1e-5)
+    assert draws.shape == (20000, 2, 2)
+    np.testing.assert_allclose(draws.mean(0), loc, atol=0.05)
+    np.testing.assert_allclose(draws.std(0), scale, rtol=0.05)
+    with pytest.raises(AttributeError, match="tensorflow_probability"):
+        tfd.Bijector
