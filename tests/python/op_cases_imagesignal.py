@@ -9,6 +9,7 @@ import base64
 import numpy as np
 
 import flowstone as tf
+from flowstone.framework.ops import apply_op
 from op_cases import Case
 
 RNG = np.random.default_rng(99)
@@ -291,3 +292,163 @@ def _box_gradient(grads, image, boxes, box_ind):
                 out[b, 1] += np.sum(grad_x * (f(width - 1) - f(x) * ratio_x))
                 out[b, 3] += np.sum(grad_x * (f(x) * ratio_x))
     return out
+
+
+# --- codecs -------------------------------------------------------------------------------------
+
+
+def bmp(image, bits=24, top_down=False):
+    """A BMP file of `image` ([h, w, 1 | 3 | 4] uint8): BGR(A) rows padded to 4 bytes."""
+    height, width, channels = image.shape
+    row = (channels * width + 3) // 4 * 4
+    pixels = image[..., [2, 1, 0, 3][:channels]] if channels > 1 else image
+    rows = [np.pad(r.reshape(-1), (0, row - channels * width)).tobytes()
+            for r in (pixels if top_down else pixels[::-1])]
+    body = b"".join(rows)
+    info = np.array([40, width, -height if top_down else height], np.int32).tobytes() + \
+        np.array([1, bits], np.int16).tobytes() + np.zeros(6, np.int32).tobytes()
+    header = b"BM" + np.array([54 + len(body), 0, 54], np.int32).tobytes()
+    return header + info + body
+
+
+BMP_IMAGE = RNG.integers(0, 256, (3, 5, 3), dtype=np.uint8)
+BMP_RGBA = RNG.integers(0, 256, (4, 3, 4), dtype=np.uint8)
+BMP_GREY = RNG.integers(0, 256, (2, 7, 1), dtype=np.uint8)
+JPEG_SOURCE = (np.full((16, 24, 3), 100) + np.arange(24)[None, :, None] * 4).astype(np.uint8)
+
+
+def _image_ops():
+    from flowstone.ops import image_ops
+    return image_ops
+
+
+def _composites():
+    from flowstone.ops import image_composites
+    return image_composites
+
+
+# --- non-maximum suppression ----------------------------------------------------------------
+
+
+def iou(a, b):
+    a = [min(a[0], a[2]), min(a[1], a[3]), max(a[0], a[2]), max(a[1], a[3])]
+    b = [min(b[0], b[2]), min(b[1], b[3]), max(b[0], b[2]), max(b[1], b[3])]
+    area_a, area_b = (a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])
+    if area_a <= 0 or area_b <= 0:
+        return 0.0
+    inter = max(min(a[2], b[2]) - max(a[0], b[0]), 0) * max(min(a[3], b[3]) - max(a[1], b[1]), 0)
+    return inter / (area_a + area_b - inter)
+
+
+def greedy(similarity, scores, max_output, threshold, score_threshold, sigma=0.0):
+    """Soft-NMS as Bodla et al. describe it, with hard suppression above `threshold`."""
+    scale = -0.5 / sigma if sigma > 0 else 0.0
+    candidates = [[float(s), i, 0] for i, s in enumerate(scores) if s > score_threshold]
+    kept, kept_scores = [], []
+    while candidates and len(kept) < max_output:
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+        score, index, checked = candidates.pop(0)
+        original, dropped = score, False
+        for j in range(len(kept) - 1, checked - 1, -1):
+            s = similarity(index, kept[j])
+            if s > threshold:
+                dropped = True
+                break
+            score *= np.float32(np.exp(scale * s * s))
+            if score <= score_threshold:
+                break
+        if dropped:
+            continue
+        if score == original:
+            kept.append(index)
+            kept_scores.append(score)
+        elif score > score_threshold:
+            candidates.append([score, index, len(kept)])
+    return kept, kept_scores
+
+
+NMS_BOXES = RNG.uniform(0, 1, (12, 4)).astype(np.float32)
+NMS_BOXES[:, 2:] = NMS_BOXES[:, :2] + RNG.uniform(0.2, 0.5, (12, 2)).astype(np.float32)
+NMS_SCORES = RNG.permutation(np.linspace(0.05, 0.95, 12)).astype(np.float32)
+OVERLAPS = RNG.uniform(0, 1, (8, 8)).astype(np.float32)
+
+
+def _v5(boxes, scores, max_output, threshold, score_threshold, sigma, pad):
+    kept, kept_scores = greedy(lambda i, j: iou(boxes[i], boxes[j]), scores, int(max_output),
+                               float(threshold), float(score_threshold), float(sigma))
+    length = int(max_output) if pad else len(kept)
+    indices = np.zeros(length, np.int32)
+    values = np.zeros(length, np.float32)
+    indices[:len(kept)], values[:len(kept)] = kept, kept_scores
+    return indices, values, np.array(len(kept), np.int32)
+
+
+def combined(boxes, scores, per_class, total, threshold, score_threshold, pad_per_class=False,
+             clip=True):
+    batch, num_boxes, q, _ = boxes.shape
+    classes = scores.shape[2]
+    detections = min(per_class * classes, total) if pad_per_class else total
+    out_boxes = np.zeros((batch, detections, 4), np.float32)
+    out_scores = np.zeros((batch, detections), np.float32)
+    out_classes = np.zeros((batch, detections), np.float32)
+    valid = np.zeros(batch, np.int32)
+    for b in range(batch):
+        kept = []
+        for c in range(classes):
+            class_boxes = boxes[b, :, 0 if q == 1 else c]
+            indices, values = greedy(lambda i, j: iou(class_boxes[i], class_boxes[j]),
+                                     scores[b, :, c], per_class, threshold, score_threshold)
+            kept += [(v, c, class_boxes[i]) for i, v in zip(indices, values)]
+        kept.sort(key=lambda k: -k[0])  # stable: lower class first among equal scores
+        kept = kept[:detections]
+        for k, (v, c, box) in enumerate(kept):
+            out_boxes[b, k] = np.clip(box, 0, 1) if clip else box
+            out_scores[b, k], out_classes[b, k] = v, c
+        valid[b] = len(kept)
+    return out_boxes, out_scores, out_classes, valid
+
+
+COMBINED_BOXES = RNG.uniform(-0.1, 0.8, (2, 6, 3, 4)).astype(np.float32)
+COMBINED_BOXES[..., 2:] = COMBINED_BOXES[..., :2] + 0.3
+COMBINED_SCORES = RNG.uniform(0, 1, (2, 6, 3)).astype(np.float32)
+
+CASES += [
+    Case("DecodeBmp", [np.array(bmp(BMP_IMAGE), dtype=object)], lambda c: BMP_IMAGE),
+    Case("DecodeBmp", [np.array(bmp(BMP_RGBA, 32, top_down=True), dtype=object)],
+         lambda c: BMP_RGBA, attrs={"channels": 4}),
+    Case("DecodeBmp", [np.array(bmp(BMP_GREY, 8), dtype=object)], lambda c: BMP_GREY),
+    Case("ExtractJpegShape", [JPEG_SOURCE], lambda x: np.array([16, 24, 3], np.int64),
+         build=lambda x: _composites().extract_jpeg_shape(_image_ops().encode_jpeg(x),
+                                                          output_type=tf.int64).op),
+    Case("DecodeAndCropJpeg", [JPEG_SOURCE], lambda x: x[3:11, 5:22], atol=4,
+         build=lambda x: _composites().decode_and_crop_jpeg(
+             _image_ops().encode_jpeg(x, quality=100), [3, 5, 8, 17],
+             dct_method="INTEGER_ACCURATE").op),
+    Case("EncodeJpegVariableQuality", [JPEG_SOURCE], lambda x: x, atol=4,
+         build=lambda x: _image_ops().decode_jpeg(apply_op(
+             "EncodeJpegVariableQuality", [x, tf.constant(100)]).outputs[0]).op),
+    Case("NonMaxSuppressionV5",
+         [NMS_BOXES, NMS_SCORES, np.array(8, np.int32), np.array(0.6, np.float32),
+          np.array(0.1, np.float32), np.array(0.5, np.float32)],
+         lambda *a: _v5(*a, pad=False), outputs=3, rtol=1e-5, atol=1e-6),
+    Case("NonMaxSuppressionV5",
+         [NMS_BOXES, NMS_SCORES, np.array(10, np.int32), np.array(0.4, np.float32),
+          np.array(0.0, np.float32), np.array(0.0, np.float32)],
+         lambda *a: _v5(*a, pad=True), attrs={"pad_to_max_output_size": True}, outputs=3),
+    Case("NonMaxSuppressionWithOverlaps",
+         [OVERLAPS, NMS_SCORES[:8], np.array(5, np.int32), np.array(0.7, np.float32),
+          np.array(0.2, np.float32)],
+         lambda o, s, m, t, st: np.array(greedy(lambda i, j: o[i, j], s, int(m), float(t),
+                                                float(st))[0], np.int32)),
+    Case("CombinedNonMaxSuppression",
+         [COMBINED_BOXES, COMBINED_SCORES, np.array(3, np.int32), np.array(5, np.int32),
+          np.array(0.5, np.float32), np.array(0.2, np.float32)],
+         lambda b, s, p, t, i, st: combined(b, s, int(p), int(t), float(i), float(st)),
+         outputs=4),
+    Case("CombinedNonMaxSuppression",
+         [COMBINED_BOXES[:, :, :1], COMBINED_SCORES, np.array(2, np.int32),
+          np.array(20, np.int32), np.array(0.3, np.float32), np.array(0.0, np.float32)],
+         lambda b, s, p, t, i, st: combined(b, s, int(p), int(t), float(i), float(st), True,
+                                            False),
+         attrs={"pad_per_class": True, "clip_boxes": False}, outputs=4),
+]
