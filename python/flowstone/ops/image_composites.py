@@ -14,7 +14,7 @@ import numpy as np
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.ops import (array_ops, conv_ops, image_adjust_ops, image_ops, math_ops,
-                           random_ops, reduction_ops, string_ops)
+                           matmul_ops, random_ops, reduction_ops, string_ops)
 from flowstone.util.tf_export import tf_export
 
 # --- colour spaces ------------------------------------------------------------------------------
@@ -35,7 +35,7 @@ def _mix_channels(images, kernel, name):
         if not images.dtype.is_floating:
             raise TypeError(f"{name} takes float images, got {images.dtype.name}")
         matrix = _ops.constant(kernel, dtype=images.dtype, name="kernel")
-        flat = math_ops.matmul(array_ops.reshape(images, [-1, 3]), matrix)
+        flat = matmul_ops.matmul(array_ops.reshape(images, [-1, 3]), matrix)
         result = array_ops.reshape(flat, array_ops.shape(images))
         result.set_shape(images.shape)
         return result

@@ -89,26 +89,30 @@ Status DecodeJpeg(const std::string& data, const JpegFlags& flags, Allocate allo
     status = allocate(static_cast<unsigned>(out_height), static_cast<unsigned>(out_width), channels,
                       &out);
   }
-  if (status.ok()) {
-    // Whole rows are decoded; a crop copies its columns from a row buffer that libjpeg's
-    // memory manager owns (a longjmp out of libjpeg must not skip a destructor).
+  if (status.ok() && !crop) {
     const size_t stride = static_cast<size_t>(width) * channels;
-    const size_t out_stride = static_cast<size_t>(out_width) * channels;
-    JSAMPARRAY row = (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
-                                                static_cast<JDIMENSION>(stride), 1);
     while (cinfo.output_scanline < cinfo.output_height) {
-      const int64_t y = cinfo.output_scanline;
-      if (!crop) {
-        JSAMPROW direct = out + stride * y;
-        jpeg_read_scanlines(&cinfo, &direct, 1);
-        continue;
-      }
-      jpeg_read_scanlines(&cinfo, row, 1);
-      if (y >= top && y < top + out_height) {
-        std::memcpy(out + out_stride * (y - top), row[0] + left * channels, out_stride);
-      }
+      JSAMPROW row = out + stride * cinfo.output_scanline;
+      jpeg_read_scanlines(&cinfo, &row, 1);
     }
     jpeg_finish_decompress(&cinfo);
+  } else if (status.ok()) {
+    // As TensorFlow decodes a crop: libjpeg-turbo decodes only the rows of the window and the
+    // columns of the iMCUs it touches (the first moved left to an iMCU boundary), so pixels at
+    // the window's edges are upsampled from the window's own samples. The row buffer belongs to
+    // libjpeg's memory manager: a longjmp out of libjpeg must not skip a destructor.
+    JDIMENSION x = static_cast<JDIMENSION>(left), w = static_cast<JDIMENSION>(out_width);
+    jpeg_crop_scanline(&cinfo, &x, &w);
+    jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(top));
+    const size_t skip = (static_cast<size_t>(left) - x) * channels;
+    const size_t out_stride = static_cast<size_t>(out_width) * channels;
+    JSAMPARRAY row = (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+                                                cinfo.output_width * channels, 1);
+    for (int64_t y = 0; y < out_height; ++y) {
+      jpeg_read_scanlines(&cinfo, row, 1);
+      std::memcpy(out + out_stride * y, row[0] + skip, out_stride);
+    }
+    jpeg_abort_decompress(&cinfo);
   }
   jpeg_destroy_decompress(&cinfo);
   return status;
