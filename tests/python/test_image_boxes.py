@@ -327,3 +327,23 @@ def test_sampling_errors():
     with pytest.raises(tf.errors.InvalidArgumentError, match="area_range"):
         _run(lambda: tf.image.sample_distorted_bounding_box(
             [4, 4, 1], [[[0, 0, 1, 1]]], seed=1, area_range=[0.5, 0.2]))
+
+
+def test_mutated_gifs_decode_or_fail_cleanly():
+    """Random byte flips and truncations of a valid GIF: pixels or InvalidArgumentError."""
+    rng = np.random.default_rng(17)
+    graph = tf.Graph()
+    with graph.as_default():
+        contents = tf.placeholder(tf.string, [])
+        frames = tf.io.decode_gif(contents)
+        with tf.Session() as sess:
+            for _ in range(300):
+                data = bytearray(GIF)
+                for position in rng.integers(6, len(data), rng.integers(1, 6)):
+                    data[position] = rng.integers(0, 256)
+                data = bytes(data[:rng.integers(6, len(data) + 1)])
+                try:
+                    out = sess.run(frames, {contents: data})
+                    assert out.ndim == 4 and out.shape[-1] == 3
+                except tf.errors.InvalidArgumentError:
+                    pass

@@ -204,3 +204,24 @@ def test_random_jpeg_quality_runs_in_range():
     for image in out:
         assert image.shape == IMAGES[0].shape and image.dtype == np.float32
         assert np.abs(image - IMAGES[0]).mean() < 0.2
+
+
+def test_mutated_bmps_decode_or_fail_cleanly():
+    """Random changes to a BMP's header fields and truncations: pixels or InvalidArgumentError,
+    never a read past the data."""
+    rng = np.random.default_rng(23)
+    source = bmp(BMP_IMAGE)
+    graph = tf.Graph()
+    with graph.as_default():
+        contents = tf.placeholder(tf.string, [])
+        image = tf.io.decode_bmp(contents)
+        with tf.Session() as sess:
+            for _ in range(300):
+                data = bytearray(source)
+                for position in rng.integers(2, 34, rng.integers(1, 4)):
+                    data[position] = rng.integers(0, 256)
+                data = bytes(data[:rng.integers(20, len(data) + 1)])
+                try:
+                    assert sess.run(image, {contents: data}).ndim == 3
+                except tf.errors.InvalidArgumentError:
+                    pass

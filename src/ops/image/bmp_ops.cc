@@ -47,10 +47,13 @@ Status DecodeBmpImage(const std::string& data, int64_t channels,
   }
   const int64_t height = std::abs(signed_height);
   const int64_t row_size = (channels * width + 3) / 4 * 4;  // rows are padded to 4 bytes
-  const int64_t needed = offset + (height - 1) * row_size + width * channels;
-  if (needed > static_cast<int64_t>(data.size())) {
-    return errors::InvalidArgument("Incomplete BMP content: ", width, " x ", height,
-                                   " pixels need ", needed, " bytes, got ", data.size());
+  // In 128 bits: a forged header's sizes may multiply past 2^63.
+  const __int128 needed = static_cast<__int128>(offset) +
+                          static_cast<__int128>(height - 1) * row_size + width * channels;
+  if (needed > static_cast<__int128>(data.size())) {
+    return errors::InvalidArgument("Incomplete BMP content: ", width, " x ", height, " pixels of ",
+                                   channels, " bytes at offset ", offset, " need more than the ",
+                                   data.size(), " bytes given");
   }
   uint8_t* out = nullptr;
   FS_RETURN_IF_ERROR(allocate(height, width, channels, &out));

@@ -112,11 +112,11 @@ class SampleDistortedBoundingBoxKernel final : public OpKernel {
     FS_RETURN_IF_ERROR(
         FloatPair(op, attrs, "aspect_ratio_range", {0.75, 1.33}, &min_ratio_, &max_ratio_));
     FS_RETURN_IF_ERROR(FloatPair(op, attrs, "area_range", {0.05, 1.0}, &min_area_, &max_area_));
-    if (min_ratio_ <= 0 || min_ratio_ > max_ratio_) {
+    if (!(min_ratio_ > 0) || !(min_ratio_ <= max_ratio_) || !std::isfinite(max_ratio_)) {
       return errors::InvalidArgument(op, ": aspect_ratio_range must be positive and ascending, ",
                                      "got [", min_ratio_, ", ", max_ratio_, "]");
     }
-    if (min_area_ <= 0 || max_area_ > 1 || min_area_ > max_area_) {
+    if (!(min_area_ > 0) || !(max_area_ <= 1) || !(min_area_ <= max_area_)) {
       return errors::InvalidArgument(op, ": area_range must be ascending within (0, 1], got [",
                                      min_area_, ", ", max_area_, "]");
     }
@@ -314,10 +314,15 @@ void DrawBoxes(const Tensor& boxes, const std::vector<std::vector<float>>& color
     for (int64_t i = 0; i < per_image; ++i) {
       const float* box = b + (image * per_image + i) * 4;
       const std::vector<float>& color = colors[i % colors.size()];
-      const auto top = static_cast<int64_t>(box[0] * static_cast<float>(height - 1));
-      const auto left = static_cast<int64_t>(box[1] * static_cast<float>(width - 1));
-      const auto bottom = static_cast<int64_t>(box[2] * static_cast<float>(height - 1));
-      const auto right = static_cast<int64_t>(box[3] * static_cast<float>(width - 1));
+      // Truncated toward zero as TensorFlow does; coordinates far outside the image (or NaN)
+      // are clamped first so the conversion is defined.
+      auto scaled = [](float v, int64_t size) {
+        const float x = v * static_cast<float>(size - 1);
+        return std::isnan(x) ? -(int64_t{1} << 40)
+                             : static_cast<int64_t>(std::clamp(x, -0x1p40f, 0x1p40f));
+      };
+      const int64_t top = scaled(box[0], height), left = scaled(box[1], width);
+      const int64_t bottom = scaled(box[2], height), right = scaled(box[3], width);
       if (top > bottom || left > right) continue;
       if (top >= height || bottom < 0 || left >= width || right < 0) continue;
       const int64_t top_c = std::max<int64_t>(top, 0), bottom_c = std::min(bottom, height - 1);

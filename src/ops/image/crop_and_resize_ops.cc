@@ -145,6 +145,7 @@ Status CropAndResizeTyped(KernelContext& ctx, const Geometry& g) {
   Tensor* out;
   FS_RETURN_IF_ERROR(
       ctx.AllocateOutput(0, TensorShape{g.boxes, g.crop_height, g.crop_width, g.depth}, &out));
+  if (out->num_elements() == 0) return Status::OK();
   const float extrapolation =
       static_cast<float>(ctx.attrs().GetOr<double>("extrapolation_value", 0));
   const T* image = ctx.input(0).data<T>();
@@ -198,11 +199,15 @@ template <typename T>
 Status GradImageTyped(KernelContext& ctx, const Geometry& g) {
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{g.batch, g.height, g.width, g.depth}, &out));
+  if (out->num_elements() == 0) return Status::OK();
   // Accumulated in float, as TensorFlow does, then converted.
-  std::vector<float> sums(static_cast<size_t>(g.batch * g.height * g.width * g.depth), 0.0f);
+  Tensor temp;
+  FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32, out->shape(), &temp));
+  float* sums = temp.data<float>();
+  std::fill_n(sums, temp.num_elements(), 0.0f);
   const float* grads = ctx.input(0).data<float>();
   auto at = [&](int64_t index, int64_t y, int64_t x) {
-    return sums.data() + ((index * g.height + y) * g.width + x) * g.depth;
+    return sums + ((index * g.height + y) * g.width + x) * g.depth;
   };
   ForEachSample(
       g, ctx.input(1).data<float>(), ctx.input(2).data<int32_t>(),
@@ -230,7 +235,7 @@ Status GradImageTyped(KernelContext& ctx, const Geometry& g) {
       },
       [](int64_t) {});
   T* dst = out->data<T>();
-  for (size_t i = 0; i < sums.size(); ++i) dst[i] = static_cast<T>(sums[i]);
+  for (int64_t i = 0; i < temp.num_elements(); ++i) dst[i] = static_cast<T>(sums[i]);
   return Status::OK();
 }
 
@@ -257,6 +262,12 @@ Status GradImageKernel(KernelContext& ctx) {
     return errors::InvalidArgument(op, ": image_size must be 1-D with 4 elements, got shape ",
                                    image_size.shape().ToString());
   }
+  for (int i = 0; i < 4; ++i) {
+    if (image_size.ElementAsInt64(i) < 0) {
+      return errors::InvalidArgument(op, ": image_size must be non-negative, got dimension ", i,
+                                     " = ", image_size.ElementAsInt64(i));
+    }
+  }
   TensorShape image{image_size.ElementAsInt64(0), image_size.ElementAsInt64(1),
                     image_size.ElementAsInt64(2), image_size.ElementAsInt64(3)};
   FS_RETURN_IF_ERROR(CheckImage(op, image));
@@ -280,6 +291,7 @@ Status GradBoxesTyped(KernelContext& ctx, const Geometry& g) {
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{g.boxes, 4}, &out));
   float* dst = out->data<float>();
   std::fill_n(dst, g.boxes * 4, 0.0f);
+  if (ctx.input(0).num_elements() == 0) return Status::OK();
   const float* grads = ctx.input(0).data<float>();
   const T* image = ctx.input(1).data<T>();
   const float height_ratio =

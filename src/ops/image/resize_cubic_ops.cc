@@ -123,6 +123,10 @@ Status BicubicGradTyped(KernelContext& ctx, const ResizeGeometry& g, bool half_p
   Tensor* out;
   FS_RETURN_IF_ERROR(
       ctx.AllocateOutput(0, TensorShape{g.batch, g.in_height, g.in_width, g.channels}, &out));
+  if (ctx.input(0).num_elements() == 0) {
+    std::fill_n(out->data<T>(), out->num_elements(), T(0));
+    return Status::OK();
+  }
   const auto ys = CubicAxis(g.out_height, g.in_height, g.height_scale, half_pixel);
   const auto xs = CubicAxis(g.out_width, g.in_width, g.width_scale, half_pixel);
   const float* grads = ctx.input(0).data<float>();

@@ -71,6 +71,12 @@ inline Status ReadGradGeometry(const char* op, const Tensor& grads, int64_t in_h
     return errors::InvalidArgument(op, ": the original image must be of non-zero size, got ",
                                    in_height, " x ", in_width);
   }
+  if (grads.dim(1) > (1 << 24) || grads.dim(2) > (1 << 24) || in_height > (1 << 24) ||
+      in_width > (1 << 24)) {
+    return errors::InvalidArgument(op, ": image dimensions are too large: grads ",
+                                   grads.shape().ToString(), ", original ", in_height, " x ",
+                                   in_width);
+  }
   *g = {grads.dim(0),
         in_height,
         in_width,
