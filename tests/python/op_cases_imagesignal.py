@@ -452,3 +452,52 @@ CASES += [
                                             False),
          attrs={"pad_per_class": True, "clip_boxes": False}, outputs=4),
 ]
+
+
+# --- glimpses -------------------------------------------------------------------------------
+
+
+def glimpse(images, size, offsets, centered, normalized, v1):
+    """TensorFlow's window placement (see glimpse_ops.cc), zero noise."""
+    f = np.float32
+    batch, height, width, channels = images.shape
+    out = np.zeros((batch, size[0], size[1], channels), np.float32)
+    for b in range(batch):
+        corner = []
+        for position, extent, window in ((offsets[b, 0], height, size[0]),
+                                         (offsets[b, 1], width, size[1])):
+            position, extent, half = f(position), f(extent), f(window) / f(2)
+            if normalized:
+                position = position * extent
+            if v1:
+                if centered:
+                    position = position / f(2) + extent / f(2)
+                position = position - half
+            elif normalized and centered:
+                position = position / f(2) + extent / f(2) - half
+            elif centered:
+                position = position + extent / f(2)
+            corner.append(int(position))  # toward zero
+        for y in range(size[0]):
+            for x in range(size[1]):
+                sy, sx = corner[0] + y, corner[1] + x
+                if 0 <= sy < height and 0 <= sx < width:
+                    out[b, y, x] = images[b, sy, sx]
+    return out
+
+
+GLIMPSE_IMAGES = RNG.uniform(0, 1, (3, 7, 9, 2)).astype(np.float32)
+GLIMPSE_OFFSETS = {True: np.array([[0.3, -0.2], [-0.9, 0.7], [0.05, 0.1]], np.float32),
+                   False: np.array([[1.0, -2.0], [3.0, 4.5], [6.5, 8.0]], np.float32)}
+
+for _v1 in (True, False):
+    for _centered in (True, False):
+        for _normalized in (True, False):
+            _offsets = GLIMPSE_OFFSETS[_normalized] if _centered or not _normalized else \
+                np.abs(GLIMPSE_OFFSETS[True])
+            CASES.append(Case(
+                "ExtractGlimpse" if _v1 else "ExtractGlimpseV2",
+                [GLIMPSE_IMAGES, np.array([4, 5], np.int32), _offsets],
+                lambda x, s, o, c=_centered, n=_normalized, v=_v1: glimpse(x, s, o, c, n, v),
+                attrs={"centered": _centered, "normalized": _normalized,
+                       "uniform_noise": False, "noise": "zero"}))

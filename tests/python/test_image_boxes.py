@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone.framework.ops import apply_op
 from peers import HAVE_PEER, SKIP_REASON, run_tensorflow
 
 import op_cases  # noqa: F401 - loads the case modules in their order
@@ -347,3 +348,35 @@ def test_mutated_gifs_decode_or_fail_cleanly():
                     assert out.ndim == 4 and out.shape[-1] == 3
                 except tf.errors.InvalidArgumentError:
                     pass
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_glimpse_noise_stays_in_the_images_range(uniform):
+    # Channel 0 in [0, 1), channel 1 in [10, 11): uniform noise spans the whole image's range,
+    # Gaussian noise each channel's.
+    images = np.stack([RNG.uniform(0, 1, (2, 8, 8)), 10 + RNG.uniform(0, 1, (2, 8, 8))],
+                      -1).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        out = apply_op("ExtractGlimpseV2", [tf.constant(images), tf.constant([20, 20]),
+                                            tf.constant(np.zeros((2, 2), np.float32))],
+                       {"uniform_noise": False,
+                        "noise": "uniform" if uniform else "gaussian"}).outputs[0]
+        with tf.Session() as sess:
+            first, second = sess.run(out), sess.run(out)
+    noise = np.ones((20, 20), bool)
+    noise[6:14, 6:14] = False  # the image sits in the middle of the window
+    np.testing.assert_array_equal(first[:, 6:14, 6:14], images)
+    values = first[:, noise]
+    assert values.min() >= 0 and values.max() <= 11
+    if uniform:
+        assert values[..., 0].max() > 5  # the whole image's range
+    else:
+        assert values[..., 0].max() <= 1 and values[..., 1].min() >= 10
+    assert not np.array_equal(first, second)  # fresh noise each run
+
+
+def test_extract_glimpse_python_function():
+    got = _run(lambda: tf.image.extract_glimpse(IMAGE, [3, 4], [[0.0, 0.0], [0.1, -0.1]]))
+    assert got.shape == (2, 3, 4, 3)
+    np.testing.assert_array_equal(got[0], IMAGE[0, 2:5, 2:6])

@@ -1,5 +1,5 @@
-"""tf.image's box ops over the C++ kernels of src/ops/image: crop_and_resize,
-sample_distorted_bounding_box and draw_bounding_boxes (TF1's signatures)."""
+"""tf.image's box and window ops over the C++ kernels of src/ops/image: crop_and_resize,
+sample_distorted_bounding_box, draw_bounding_boxes and extract_glimpse (TF1's signatures)."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -68,3 +68,20 @@ def draw_bounding_boxes(images, boxes, name=None, colors=None):
     inputs.append(_ops.convert_to_tensor(colors, dtype=_dtypes.float32, name="colors"))
     return _ops.apply_op("DrawBoundingBoxesV2", inputs,
                          name=name or "DrawBoundingBoxesV2").outputs[0]
+
+
+@tf_export("image.extract_glimpse")
+def extract_glimpse(input, size, offsets, centered=True, normalized=True,  # noqa: A002
+                    uniform_noise=True, name=None):
+    """[batch, size[0], size[1], channels] windows of the float images `input` centred at
+    `offsets` ([batch, 2] (y, x): pixels, or normalized to [0, 1], or to [-1, 1] about the
+    centre when `centered`), pixels outside an image filled with uniform noise over its range.
+    TF1's op (ExtractGlimpse); as in TensorFlow its `noise` attr stays "uniform", so
+    uniform_noise=False changes nothing."""
+    inputs = [_ops.convert_to_tensor(input, dtype=_dtypes.float32, name="input"),
+              _ops.convert_to_tensor(size, dtype=_dtypes.int32, name="size"),
+              _ops.convert_to_tensor(offsets, dtype=_dtypes.float32, name="offsets")]
+    return _ops.apply_op("ExtractGlimpse", inputs, {
+        "centered": bool(centered), "normalized": bool(normalized),
+        "uniform_noise": bool(uniform_noise)},
+        name=name or "ExtractGlimpse").outputs[0]
