@@ -225,3 +225,48 @@ def test_mutated_bmps_decode_or_fail_cleanly():
                     assert sess.run(image, {contents: data}).ndim == 3
                 except tf.errors.InvalidArgumentError:
                     pass
+
+
+HSV_PIXELS = RNG.uniform(0.05, 0.95, (4, 5, 3)).astype(np.float32)
+
+
+def test_rgb_to_hsv_gradient_matches_finite_differences_and_tensorflow():
+    weights = RNG.uniform(0.5, 1.5, HSV_PIXELS.shape).astype(np.float32)
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, HSV_PIXELS.shape)
+        loss = tf.reduce_sum(tf.image.rgb_to_hsv(x) * weights)
+        grad = tf.gradients(loss, x)[0]
+        with tf.Session() as sess:
+            symbolic = sess.run(grad, {x: HSV_PIXELS})
+            numeric = np.zeros(HSV_PIXELS.shape)
+            for idx in np.ndindex(HSV_PIXELS.shape):
+                up, down = HSV_PIXELS.copy(), HSV_PIXELS.copy()
+                up[idx] += 1e-3
+                down[idx] -= 1e-3
+                numeric[idx] = (sess.run(loss, {x: up}) - sess.run(loss, {x: down})) / 2e-3
+    np.testing.assert_allclose(symbolic, numeric, rtol=2e-2, atol=2e-2)
+    if HAVE_PEER:
+        expected = run_tensorflow(f"""
+            import numpy as np, tensorflow as tf
+            x = tf.constant(np.array({HSV_PIXELS.tolist()}, np.float32))
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(tf.image.rgb_to_hsv(x) *
+                                     np.array({weights.tolist()}, np.float32))
+            print(repr(tape.gradient(loss, x).numpy().tolist()))
+        """)
+        np.testing.assert_allclose(symbolic, np.array(eval(expected.strip().splitlines()[-1])),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_rgb_to_hsv_gradient_of_greys_and_black_is_finite():
+    pixels = np.array([[0.5, 0.5, 0.5], [0, 0, 0], [0.2, 0.7, 0.7]], np.float32)
+
+    def build():
+        x = tf.constant(pixels)
+        return tf.gradients(tf.reduce_sum(tf.image.rgb_to_hsv(x)), x)[0]
+
+    got = _run(build)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got[1], [1, 0, 0])  # black: only the value, through red

@@ -99,8 +99,9 @@ Status ReadCropSize(const std::string& op, const Tensor& size, int64_t* height, 
   return Status::OK();
 }
 
-// Calls visit(box, y, x, sample_index, image_offset_of_row(top, bottom), left, right, y_lerp,
-// x_lerp) for every crop sample inside its image, and outside(sample_index) for the others.
+// Calls visit(box, crop_row, image_index, sample_index, in_y, in_x) for every crop sample inside
+// its image (in_y, in_x: its position there), and outside(sample_index) for the others; a
+// sample's index is (box * crop_height + row) * crop_width + column.
 template <typename Visit, typename Outside>
 void ForEachSample(const Geometry& g, const float* boxes, const int32_t* box_ind, Visit&& visit,
                    Outside&& outside) {
