@@ -43,7 +43,8 @@ def crop_and_resize(image, boxes, box_ind, crop_size, method="bilinear", extrapo
                     out[b, y, x] = extrapolation
                     continue
                 if method == "nearest":
-                    out[b, y, x] = img[int(np.floor(in_y + 0.5)), int(np.floor(in_x + 0.5))]  # roundf
+                    # roundf: halves away from zero
+                    out[b, y, x] = img[int(np.floor(in_y + 0.5)), int(np.floor(in_x + 0.5))]
                     continue
                 top, left = int(np.floor(in_y)), int(np.floor(in_x))
                 bottom, right = int(np.ceil(in_y)), int(np.ceil(in_x))

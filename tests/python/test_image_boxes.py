@@ -61,7 +61,8 @@ for name, fn in (("bicubic", v1.resize_bicubic), ("bilinear", v1.resize_bilinear
                 tape.watch(x)
                 y = fn(x, size, align_corners=align, half_pixel_centers=half)
                 loss = tf.reduce_sum(tf.cast(y, tf.float32) *
-                                     np.linspace(-1, 1, int(np.prod(y.shape))).reshape(y.shape).astype(np.float32))
+                                     np.linspace(-1, 1, int(np.prod(y.shape)))
+                                     .reshape(y.shape).astype(np.float32))
             out[key] = y.numpy()
             out[key + "_grad"] = tape.gradient(loss, x).numpy()
 for size in ((3, 4), (11, 13), (7, 9)):

@@ -12,8 +12,8 @@ import numpy as np
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
-from flowstone.ops import (array_composites, array_ops, complex_ops, fft_ops, math_functions, math_ops,
-                           reduction_ops, scan_ops)
+from flowstone.ops import (array_composites, array_ops, complex_ops, fft_ops,
+                           math_functions, math_ops, reduction_ops, scan_ops)
 from flowstone.util.tf_export import tf_export
 
 
