@@ -191,3 +191,7 @@ EXEMPT.update(_QUEUE_EXEMPT)
 from op_cases_rnn import CASES as _RNN_CASES  # noqa: E402
 
 CASES += _RNN_CASES
+
+from op_cases_imagesignal import CASES as _IMAGESIGNAL_CASES  # noqa: E402
+
+CASES += _IMAGESIGNAL_CASES

@@ -1,4 +1,5 @@
-"""tf.image's codecs (over the C++ ops of src/ops/image: libjpeg-turbo and libpng) and flips."""
+"""tf.image's codecs (over the C++ ops of src/ops/image: libjpeg-turbo, libpng and giflib),
+flips and resizes."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -24,6 +25,12 @@ def decode_png(contents, channels=0, dtype=_dtypes.uint8, name=None):
     return _ops.apply_op("DecodePng", [_contents(contents)], {
         "channels": channels, "dtype": _dtypes.as_dtype(dtype)},
         name=name or "DecodePng").outputs[0]
+
+
+@tf_export("image.decode_gif", "io.decode_gif")
+def decode_gif(contents, name=None):
+    """Every frame of a GIF, [num_frames, height, width, 3] uint8."""
+    return _ops.apply_op("DecodeGif", [_contents(contents)], name=name or "DecodeGif").outputs[0]
 
 
 @tf_export("image.decode_image", "io.decode_image")
@@ -86,15 +93,18 @@ class ResizeMethod:
 
 _RESIZE_OPS = {ResizeMethod.BILINEAR: "ResizeBilinear",
                ResizeMethod.NEAREST_NEIGHBOR: "ResizeNearestNeighbor",
-               "bilinear": "ResizeBilinear", "nearest": "ResizeNearestNeighbor"}
+               ResizeMethod.BICUBIC: "ResizeBicubic", ResizeMethod.AREA: "ResizeArea",
+               "bilinear": "ResizeBilinear", "nearest": "ResizeNearestNeighbor",
+               "bicubic": "ResizeBicubic", "area": "ResizeArea"}
 
 
 def _resize(op_type, images, size, align_corners, half_pixel_centers, name):
     images = _ops.convert_to_tensor(images, name="images")
     size = _ops.convert_to_tensor(size, dtype=_dtypes.int32, name="size")
-    return _ops.apply_op(op_type, [images, size], {
-        "align_corners": align_corners, "half_pixel_centers": half_pixel_centers},
-        name=name or op_type).outputs[0]
+    attrs = {"align_corners": align_corners}
+    if op_type != "ResizeArea":  # the one resize without half-pixel centers
+        attrs["half_pixel_centers"] = half_pixel_centers
+    return _ops.apply_op(op_type, [images, size], attrs, name=name or op_type).outputs[0]
 
 
 @tf_export("image.resize_bilinear")
@@ -109,6 +119,16 @@ def resize_nearest_neighbor(images, size, align_corners=False, name=None,
                    name)
 
 
+@tf_export("image.resize_bicubic")
+def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    return _resize("ResizeBicubic", images, size, align_corners, half_pixel_centers, name)
+
+
+@tf_export("image.resize_area")
+def resize_area(images, size, align_corners=False, name=None):
+    return _resize("ResizeArea", images, size, align_corners, False, name)
+
+
 @tf_export("image.resize_images", "image.resize")
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False,
                   preserve_aspect_ratio=False, name=None):
@@ -119,8 +139,8 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
                                   "Flowstone yet.")
     op_type = _RESIZE_OPS.get(method)
     if op_type is None:
-        raise ValueError(f"Resize method {method!r} is not in Flowstone yet: bilinear and "
-                         "nearest neighbor are.")
+        raise ValueError(f"Resize method {method!r} is not one of bilinear, nearest, bicubic "
+                         "or area (tf.image.ResizeMethod).")
     images = _ops.convert_to_tensor(images, name="images")
     single = images.shape.ndims == 3
     with _ops.name_scope(name or "resize"):

@@ -1,5 +1,6 @@
-"""tf.image.non_max_suppression and non_max_suppression_padded over the C++
-NonMaxSuppressionV3 / V4 ops (greedy NMS by decreasing score)."""
+"""tf.image's non-maximum suppressions over the C++ NonMaxSuppression ops (greedy NMS by
+decreasing score): non_max_suppression, _padded, _with_scores (V5, soft NMS), _overlaps and
+combined_non_max_suppression."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -43,3 +44,49 @@ def non_max_suppression_padded(boxes, scores, max_output_size, iou_threshold=0.5
             boxes, scores, max_output_size, iou_threshold, score_threshold),
             {"pad_to_max_output_size": bool(pad_to_max_output_size)}).outputs
     return outputs[0], outputs[1]
+
+
+@tf_export("image.non_max_suppression_with_scores")
+def non_max_suppression_with_scores(boxes, scores, max_output_size, iou_threshold=0.5,
+                                    score_threshold=float("-inf"), soft_nms_sigma=0.0,
+                                    name=None):
+    """(selected_indices, selected_scores): non_max_suppression with the kept boxes' scores,
+    and with soft_nms_sigma > 0 Soft-NMS's Gaussian decay of overlapping boxes' scores instead
+    of dropping them."""
+    with _ops.name_scope(name, "non_max_suppression_with_scores"):
+        inputs = _inputs(boxes, scores, max_output_size, iou_threshold, score_threshold)
+        inputs.append(_ops.convert_to_tensor(soft_nms_sigma, dtype=_dtypes.float32,
+                                             name="soft_nms_sigma"))
+        outputs = _ops.apply_op("NonMaxSuppressionV5", inputs,
+                                {"pad_to_max_output_size": False}).outputs
+    return outputs[0], outputs[1]
+
+
+@tf_export("image.non_max_suppression_overlaps")
+def non_max_suppression_overlaps(overlaps, scores, max_output_size, overlap_threshold=0.5,
+                                 score_threshold=float("-inf"), name=None):
+    """non_max_suppression by a given [n, n] overlap matrix instead of the boxes' IoU."""
+    with _ops.name_scope(name, "non_max_suppression_overlaps"):
+        return _ops.apply_op("NonMaxSuppressionWithOverlaps", _inputs(
+            overlaps, scores, max_output_size, overlap_threshold, score_threshold)).outputs[0]
+
+
+@tf_export("image.combined_non_max_suppression")
+def combined_non_max_suppression(boxes, scores, max_output_size_per_class, max_total_size,
+                                 iou_threshold=0.5, score_threshold=float("-inf"),
+                                 pad_per_class=False, clip_boxes=True, name=None):
+    """Batched NMS per class, then across classes: (nmsed_boxes [batch, max_detections, 4],
+    nmsed_scores, nmsed_classes [batch, max_detections], valid_detections [batch])."""
+    with _ops.name_scope(name, "combined_non_max_suppression"):
+        inputs = [_ops.convert_to_tensor(boxes, dtype=_dtypes.float32, name="boxes"),
+                  _ops.convert_to_tensor(scores, dtype=_dtypes.float32, name="scores"),
+                  _ops.convert_to_tensor(max_output_size_per_class, dtype=_dtypes.int32,
+                                         name="max_output_size_per_class"),
+                  _ops.convert_to_tensor(max_total_size, dtype=_dtypes.int32,
+                                         name="max_total_size"),
+                  _ops.convert_to_tensor(iou_threshold, dtype=_dtypes.float32,
+                                         name="iou_threshold"),
+                  _ops.convert_to_tensor(score_threshold, dtype=_dtypes.float32,
+                                         name="score_threshold")]
+        return tuple(_ops.apply_op("CombinedNonMaxSuppression", inputs, {
+            "pad_per_class": bool(pad_per_class), "clip_boxes": bool(clip_boxes)}).outputs)

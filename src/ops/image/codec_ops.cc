@@ -13,6 +13,8 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/image/bmp_codec.h"
+#include "ops/image/gif_codec.h"
 #include "ops/image/png_codec.h"
 
 namespace flowstone {
@@ -39,6 +41,8 @@ struct JpegFlags {
   int ratio = 1;
   bool fancy_upscaling = true;
   std::string dct_method;
+  // DecodeAndCropJpeg's window [y, x, height, width] of the decoded image; height < 0: none.
+  int64_t crop[4] = {0, 0, -1, -1};
 };
 
 // Decodes into a tensor allocated through `allocate(height, width, channels)`. No C++ object
@@ -69,18 +73,72 @@ Status DecodeJpeg(const std::string& data, const JpegFlags& flags, Allocate allo
   cinfo.do_fancy_upsampling = flags.fancy_upscaling ? TRUE : FALSE;
   cinfo.dct_method = flags.dct_method == "INTEGER_ACCURATE" ? JDCT_ISLOW : JDCT_IFAST;
   jpeg_start_decompress(&cinfo);
+  const int64_t height = cinfo.output_height, width = cinfo.output_width;
+  const bool crop = flags.crop[2] >= 0;
+  const int64_t top = crop ? flags.crop[0] : 0, left = crop ? flags.crop[1] : 0;
+  const int64_t out_height = crop ? flags.crop[2] : height;
+  const int64_t out_width = crop ? flags.crop[3] : width;
+  if (crop && (top < 0 || left < 0 || out_height <= 0 || out_width <= 0 ||
+               top + out_height > height || left + out_width > width)) {
+    status =
+        errors::InvalidArgument("crop_window [", top, ", ", left, ", ", out_height, ", ", out_width,
+                                "] is not inside the ", height, " x ", width, " image");
+  }
   unsigned char* out = nullptr;
-  status = allocate(cinfo.output_height, cinfo.output_width, channels, &out);
   if (status.ok()) {
-    const size_t stride = static_cast<size_t>(cinfo.output_width) * channels;
+    status = allocate(static_cast<unsigned>(out_height), static_cast<unsigned>(out_width), channels,
+                      &out);
+  }
+  if (status.ok() && !crop) {
+    const size_t stride = static_cast<size_t>(width) * channels;
     while (cinfo.output_scanline < cinfo.output_height) {
       JSAMPROW row = out + stride * cinfo.output_scanline;
       jpeg_read_scanlines(&cinfo, &row, 1);
     }
     jpeg_finish_decompress(&cinfo);
+  } else if (status.ok()) {
+    // As TensorFlow decodes a crop: libjpeg-turbo decodes only the rows of the window and the
+    // columns of the iMCUs it touches (the first moved left to an iMCU boundary), so pixels at
+    // the window's edges are upsampled from the window's own samples. The row buffer belongs to
+    // libjpeg's memory manager: a longjmp out of libjpeg must not skip a destructor.
+    JDIMENSION x = static_cast<JDIMENSION>(left), w = static_cast<JDIMENSION>(out_width);
+    jpeg_crop_scanline(&cinfo, &x, &w);
+    jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(top));
+    const size_t skip = (static_cast<size_t>(left) - x) * channels;
+    const size_t out_stride = static_cast<size_t>(out_width) * channels;
+    JSAMPARRAY row = (*cinfo.mem->alloc_sarray)(reinterpret_cast<j_common_ptr>(&cinfo), JPOOL_IMAGE,
+                                                cinfo.output_width * channels, 1);
+    for (int64_t y = 0; y < out_height; ++y) {
+      jpeg_read_scanlines(&cinfo, row, 1);
+      std::memcpy(out + out_stride * y, row[0] + skip, out_stride);
+    }
+    jpeg_abort_decompress(&cinfo);
   }
   jpeg_destroy_decompress(&cinfo);
   return status;
+}
+
+// The height, width and components of a JPEG, from its header.
+Status JpegShape(const std::string& data, int64_t shape[3]) {
+  jpeg_decompress_struct cinfo;
+  JpegError error;
+  cinfo.err = jpeg_std_error(&error.manager);
+  error.manager.error_exit = JpegErrorExit;
+  error.manager.emit_message = JpegSilence;
+  error.message[0] = '\0';
+  if (setjmp(error.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    return errors::InvalidArgument("Invalid JPEG data, size ", data.size(), ": ", error.message);
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(data.data()),
+               static_cast<unsigned long>(data.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  shape[0] = cinfo.image_height;
+  shape[1] = cinfo.image_width;
+  shape[2] = cinfo.num_components;
+  jpeg_destroy_decompress(&cinfo);
+  return Status::OK();
 }
 
 struct JpegEncodeFlags {
@@ -192,13 +250,15 @@ Status EncodePng(const unsigned char* pixels, int height, int width, int channel
 
 // --- Kernels --------------------------------------------------------------------------------
 
-enum class Format { kJpeg, kPng, kUnknown };
+enum class Format { kJpeg, kPng, kGif, kBmp, kUnknown };
 
 Format Sniff(const std::string& data) {
   if (data.size() >= 3 && std::memcmp(data.data(), "\xff\xd8\xff", 3) == 0) return Format::kJpeg;
   if (data.size() >= 8 && std::memcmp(data.data(), "\x89PNG\r\n\x1a\n", 8) == 0) {
     return Format::kPng;
   }
+  if (IsGif(data)) return Format::kGif;
+  if (data.size() >= 2 && std::memcmp(data.data(), "BM", 2) == 0) return Format::kBmp;
   return Format::kUnknown;
 }
 
@@ -218,8 +278,26 @@ Status CheckChannels(int64_t channels, std::initializer_list<int64_t> allowed) {
   return errors::InvalidArgument("channels must be 0, 1, 3 or 4 (JPEG: 0, 1 or 3), got ", channels);
 }
 
+// DecodeImage's GIFs: every frame ([frames, height, width, 3]) with expand_animations, else the
+// first ([height, width, 3]).
+Status DecodeGifImage(KernelContext& ctx, const std::string& data, int64_t channels) {
+  if (channels != 0 && channels != 3) {
+    return errors::InvalidArgument("channels must be 0 or 3 for GIF, got ", channels);
+  }
+  const bool animations = ctx.attrs().GetOr<bool>("expand_animations", true);
+  return DecodeGifFrames(
+      data, animations, [&](int64_t frames, int64_t height, int64_t width, uint8_t** out) {
+        Tensor* image;
+        FS_RETURN_IF_ERROR(ctx.AllocateOutput(
+            0, animations ? TensorShape{frames, height, width, 3} : TensorShape{height, width, 3},
+            &image));
+        *out = image->data<uint8_t>();
+        return Status::OK();
+      });
+}
+
 // Decodes by the data's own format: like TensorFlow's, DecodeJpeg and DecodePng also read the
-// other format.
+// other format, and DecodeImage reads GIF and BMP too.
 Status DecodeKernel(KernelContext& ctx) {
   const std::string* data;
   FS_RETURN_IF_ERROR(ReadContents(ctx, &data));
@@ -232,11 +310,25 @@ Status DecodeKernel(KernelContext& ctx) {
   if (flags.ratio != 1 && flags.ratio != 2 && flags.ratio != 4 && flags.ratio != 8) {
     return errors::InvalidArgument("ratio must be 1, 2, 4, or 8, got ", flags.ratio);
   }
+  if (ctx.node().type() == "DecodeAndCropJpeg") {
+    const Tensor& window = ctx.input(1);
+    if (window.rank() != 1 || window.num_elements() != 4) {
+      return errors::InvalidArgument("crop_window must be 1-D with 4 elements [y, x, height, ",
+                                     "width], got shape ", window.shape().ToString());
+    }
+    for (int i = 0; i < 4; ++i) flags.crop[i] = window.ElementAsInt64(i);
+    if (flags.crop[2] < 0 || flags.crop[3] < 0) {
+      return errors::InvalidArgument("crop_window's height and width must be non-negative, got ",
+                                     flags.crop[2], " and ", flags.crop[3]);
+    }
+  }
   Format format = Sniff(*data);
-  if (format == Format::kUnknown) {
+  const bool any_format = ctx.node().type() == "DecodeImage";
+  if (format == Format::kUnknown ||
+      (!any_format && (format == Format::kGif || format == Format::kBmp))) {
     return errors::InvalidArgument(
-        "Unknown image file format. One of JPEG, PNG, GIF, BMP required. (Only JPEG and PNG "
-        "are decoded by Flowstone.)");
+        "Unknown image file format. One of JPEG, PNG, GIF, BMP required. (", ctx.node().type(),
+        any_format ? " reads all four.)" : " reads JPEG and PNG; decode_image reads all four.)");
   }
   auto allocate = [&](unsigned height, unsigned width, int channels, unsigned char** out) {
     Tensor* image;
@@ -246,6 +338,14 @@ Status DecodeKernel(KernelContext& ctx) {
     *out = image->data<uint8_t>();
     return Status::OK();
   };
+  if (format == Format::kGif) return DecodeGifImage(ctx, *data, flags.channels);
+  if (format == Format::kBmp) {
+    return DecodeBmpImage(*data, flags.channels,
+                          [&](int64_t h, int64_t w, int64_t c, uint8_t** out) {
+                            return allocate(static_cast<unsigned>(h), static_cast<unsigned>(w),
+                                            static_cast<int>(c), out);
+                          });
+  }
   if (format == Format::kJpeg) {
     FS_RETURN_IF_ERROR(CheckChannels(flags.channels, {0, 1, 3}));
     return DecodeJpeg(*data, flags, allocate);
@@ -259,6 +359,71 @@ Status DecodeShape(InferenceContext& ctx) {
   ctx.set_output(0, PartialShape{-1, -1, channels == 0 ? -1 : channels});
   return Status::OK();
 }
+
+// DecodeImage: a GIF gives every frame (rank 4) unless expand_animations is off, so the rank is
+// known only then, as in TensorFlow.
+Status DecodeImageShape(InferenceContext& ctx) {
+  if (ctx.attrs().GetOr<bool>("expand_animations", true)) {
+    ctx.set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  return DecodeShape(ctx);
+}
+
+// DecodeAndCropJpeg: the crop window's height and width when it is a constant.
+Status DecodeAndCropShape(InferenceContext& ctx) {
+  const int64_t channels = ctx.attrs().GetOr<int64_t>("channels", 0);
+  const Tensor* window = ctx.input_value(1);
+  const bool known = window != nullptr && window->num_elements() == 4;
+  ctx.set_output(
+      0, PartialShape{known ? window->ElementAsInt64(2) : -1,
+                      known ? window->ElementAsInt64(3) : -1, channels == 0 ? -1 : channels});
+  return Status::OK();
+}
+
+Status ExtractJpegShapeKernel(KernelContext& ctx) {
+  const std::string* data;
+  FS_RETURN_IF_ERROR(ReadContents(ctx, &data));
+  int64_t shape[3];
+  FS_RETURN_IF_ERROR(JpegShape(*data, shape));
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{3}, &out));
+  for (int i = 0; i < 3; ++i) {
+    if (out->dtype() == DType::kInt64) {
+      out->data<int64_t>()[i] = shape[i];
+    } else {
+      out->data<int32_t>()[i] = static_cast<int32_t>(shape[i]);
+    }
+  }
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("ExtractJpegShape")
+                   .Input("contents", "string")
+                   .Output("image_shape", "output_type")
+                   .TypeAttr("output_type", {DType::kInt32, DType::kInt64}, DType::kInt32)
+                   .Shape([](InferenceContext& ctx) {
+                     ctx.set_output(0, PartialShape{3});
+                     return Status::OK();
+                   })
+                   .Kernel("CPU", ExtractJpegShapeKernel)
+                   .NotDifferentiable()
+                   .Doc("A JPEG's [height, width, components], from its header alone."));
+
+FS_REGISTER_OP(OpBuilder("DecodeAndCropJpeg")
+                   .Input("contents", "string")
+                   .Input("crop_window", "int32")
+                   .Output("image", "uint8")
+                   .Attr("channels", 0)
+                   .Attr("ratio", 1)
+                   .Attr("fancy_upscaling", true)
+                   .Attr("try_recover_truncated", false)
+                   .Attr("acceptable_fraction", 1.0f)
+                   .Attr("dct_method", "")
+                   .Shape(DecodeAndCropShape)
+                   .Kernel("CPU", DecodeKernel)
+                   .NotDifferentiable()
+                   .Doc("The [y, x, height, width] crop_window of a JPEG image's pixels."));
 
 const std::vector<DType> kImageTypes = {DType::kUInt8};
 
@@ -292,10 +457,10 @@ FS_REGISTER_OP(OpBuilder("DecodeImage")
                    .Attr("channels", 0)
                    .TypeAttr("dtype", kImageTypes, DType::kUInt8)
                    .Attr("expand_animations", true)
-                   .Shape(DecodeShape)
+                   .Shape(DecodeImageShape)
                    .Kernel("CPU", DecodeKernel)
                    .NotDifferentiable()
-                   .Doc("A JPEG or PNG image's pixels, by the data's format."));
+                   .Doc("A JPEG, PNG, GIF or BMP image's pixels, by the data's format."));
 
 Status CheckImage(const Tensor& image, std::initializer_list<int64_t> channels) {
   if (image.rank() != 3) {
@@ -314,11 +479,21 @@ Status CheckImage(const Tensor& image, std::initializer_list<int64_t> channels) 
                                  " channels, which this format cannot encode");
 }
 
+// EncodeJpeg, and EncodeJpegVariableQuality (quality an input, TensorFlow's defaults for the
+// rest; tf.image.adjust_jpeg_quality).
 Status EncodeJpegKernel(KernelContext& ctx) {
   const Tensor& image = ctx.input(0);
   FS_RETURN_IF_ERROR(CheckImage(image, {1, 3}));
   JpegEncodeFlags flags;
   flags.quality = static_cast<int>(ctx.attrs().GetOr<int64_t>("quality", 95));
+  if (ctx.num_inputs() == 2) {
+    const Tensor& quality = ctx.input(1);
+    if (quality.rank() != 0) {
+      return errors::InvalidArgument("quality must be a scalar, got shape ",
+                                     quality.shape().ToString());
+    }
+    flags.quality = static_cast<int>(quality.ElementAsInt64(0));
+  }
   flags.progressive = ctx.attrs().GetOr<bool>("progressive", false);
   flags.optimize_size = ctx.attrs().GetOr<bool>("optimize_size", false);
   flags.chroma_downsampling = ctx.attrs().GetOr<bool>("chroma_downsampling", true);
@@ -348,6 +523,16 @@ FS_REGISTER_OP(OpBuilder("EncodeJpeg")
                    .Kernel("CPU", EncodeJpegKernel)
                    .NotDifferentiable()
                    .Doc("A [height, width, 1 or 3] uint8 image as JPEG bytes."));
+
+FS_REGISTER_OP(OpBuilder("EncodeJpegVariableQuality")
+                   .Input("images", "uint8")
+                   .Input("quality", "int32")
+                   .Output("contents", "string")
+                   .Shape(shape_fns::Scalar)
+                   .Kernel("CPU", EncodeJpegKernel)
+                   .NotDifferentiable()
+                   .Doc("A [height, width, 1 or 3] uint8 image as JPEG bytes of the quality "
+                        "(0 to 100) given as a tensor."));
 
 Status EncodePngKernel(KernelContext& ctx) {
   const Tensor& image = ctx.input(0);

@@ -6,62 +6,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/image/resize_util.h"
 
 namespace flowstone {
 namespace {
-
-struct ResizeGeometry {
-  int64_t batch, in_height, in_width, channels, out_height, out_width;
-  // float, as TensorFlow computes them, so that positions round as TF's do.
-  float height_scale, width_scale;
-};
-
-float Scale(int64_t in, int64_t out, bool align_corners) {
-  return align_corners && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
-                                  : static_cast<float>(in) / static_cast<float>(out);
-}
-
-Status ReadGeometry(KernelContext& ctx, ResizeGeometry* g, bool* half_pixel) {
-  const Tensor& images = ctx.input(0);
-  const Tensor& size = ctx.input(1);
-  if (images.rank() != 4) {
-    return errors::InvalidArgument("input must be 4-dimensional, got shape ",
-                                   images.shape().ToString());
-  }
-  if (size.rank() != 1 || size.num_elements() != 2) {
-    return errors::InvalidArgument("shape_t must be 1-dimensional and have 2 elements, got shape ",
-                                   size.shape().ToString());
-  }
-  const bool align_corners = ctx.attrs().GetOr<bool>("align_corners", false);
-  *half_pixel = ctx.attrs().GetOr<bool>("half_pixel_centers", false);
-  if (align_corners && *half_pixel) {
-    return errors::InvalidArgument("If half_pixel_centers is True, align_corners must be False.");
-  }
-  g->batch = images.dim(0);
-  g->in_height = images.dim(1);
-  g->in_width = images.dim(2);
-  g->channels = images.dim(3);
-  g->out_height = size.ElementAsInt64(0);
-  g->out_width = size.ElementAsInt64(1);
-  if (g->out_height <= 0 || g->out_width <= 0) {
-    return errors::InvalidArgument("output dimensions must be positive, got ", g->out_height,
-                                   " and ", g->out_width);
-  }
-  if (g->out_height > (1 << 24) || g->out_width > (1 << 24)) {
-    return errors::InvalidArgument("output dimensions are too large: ", g->out_height, " x ",
-                                   g->out_width);
-  }
-  if (g->in_height == 0 || g->in_width == 0) {
-    return errors::InvalidArgument("input image must be of non-zero size, got shape ",
-                                   images.shape().ToString());
-  }
-  g->height_scale = Scale(g->in_height, g->out_height, align_corners);
-  g->width_scale = Scale(g->in_width, g->out_width, align_corners);
-  return Status::OK();
-}
 
 // One output coordinate's two source indices and the weight of the second.
 struct Interpolation {
@@ -157,7 +109,7 @@ template <template <typename> class Kernel>
 Status Dispatch(KernelContext& ctx) {
   ResizeGeometry g;
   bool half_pixel = false;
-  FS_RETURN_IF_ERROR(ReadGeometry(ctx, &g, &half_pixel));
+  FS_RETURN_IF_ERROR(ReadResizeGeometry(ctx, &g, &half_pixel));
   switch (ctx.input(0).dtype()) {
     case DType::kUInt8:
       return Kernel<uint8_t>::Run(ctx, g, half_pixel);
@@ -199,10 +151,183 @@ Status ResizeShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// --- Gradients --------------------------------------------------------------------------------
+// ResizeBilinearGrad spreads each resized pixel's gradient over the four source pixels it was
+// interpolated from, with the same weights; ResizeNearestNeighborGrad adds it to the one pixel
+// it was copied from. Accumulated in float64 per image and converted once.
+
+template <typename T>
+Status BilinearGradTyped(KernelContext& ctx, const ResizeGeometry& g, bool half_pixel) {
+  Tensor* out;
+  FS_RETURN_IF_ERROR(
+      ctx.AllocateOutput(0, TensorShape{g.batch, g.in_height, g.in_width, g.channels}, &out));
+  if (ctx.input(0).num_elements() == 0) {
+    std::fill_n(out->data<T>(), out->num_elements(), T(0));
+    return Status::OK();
+  }
+  const auto ys = BilinearAxis(g.out_height, g.in_height, g.height_scale, half_pixel);
+  const auto xs = BilinearAxis(g.out_width, g.in_width, g.width_scale, half_pixel);
+  const float* grads = ctx.input(0).data<float>();
+  const int64_t image = g.in_height * g.in_width * g.channels;
+  std::vector<double> sums(static_cast<size_t>(image));
+  for (int64_t b = 0; b < g.batch; ++b) {
+    std::fill(sums.begin(), sums.end(), 0.0);
+    for (int64_t y = 0; y < g.out_height; ++y) {
+      const double dy = ys[y].lerp;
+      double* top = sums.data() + ys[y].lower * g.in_width * g.channels;
+      double* bottom = sums.data() + ys[y].upper * g.in_width * g.channels;
+      for (int64_t x = 0; x < g.out_width; ++x) {
+        const double dx = xs[x].lerp;
+        const int64_t l = xs[x].lower * g.channels, r = xs[x].upper * g.channels;
+        const float* grad = grads + ((b * g.out_height + y) * g.out_width + x) * g.channels;
+        for (int64_t c = 0; c < g.channels; ++c) {
+          top[l + c] += grad[c] * (1 - dy) * (1 - dx);
+          top[r + c] += grad[c] * (1 - dy) * dx;
+          bottom[l + c] += grad[c] * dy * (1 - dx);
+          bottom[r + c] += grad[c] * dy * dx;
+        }
+      }
+    }
+    T* dst = out->data<T>() + b * image;
+    for (int64_t i = 0; i < image; ++i) dst[i] = static_cast<T>(sums[i]);
+  }
+  return Status::OK();
+}
+
+Status ResizeBilinearGradKernel(KernelContext& ctx) {
+  const Tensor& original = ctx.input(1);
+  if (original.rank() != 4) {
+    return errors::InvalidArgument("ResizeBilinearGrad: original_image must be 4-dimensional, ",
+                                   "got shape ", original.shape().ToString());
+  }
+  const bool align_corners = ctx.attrs().GetOr<bool>("align_corners", false);
+  const bool half_pixel = ctx.attrs().GetOr<bool>("half_pixel_centers", false);
+  ResizeGeometry g;
+  FS_RETURN_IF_ERROR(ReadGradGeometry("ResizeBilinearGrad", ctx.input(0), original.dim(1),
+                                      original.dim(2), align_corners, &g));
+  if (original.dim(0) != g.batch || original.dim(3) != g.channels) {
+    return errors::InvalidArgument("ResizeBilinearGrad: grads ", ctx.input(0).shape().ToString(),
+                                   " and original_image ", original.shape().ToString(),
+                                   " differ in batch or channels");
+  }
+  return DispatchDType<Half, float, double>(
+      original.dtype(), "ResizeBilinearGrad",
+      [&]<typename T>() { return BilinearGradTyped<T>(ctx, g, half_pixel); });
+}
+
+template <typename T>
+Status NearestGradTyped(KernelContext& ctx, const ResizeGeometry& g, bool half_pixel,
+                        bool align_corners) {
+  Tensor* out;
+  FS_RETURN_IF_ERROR(
+      ctx.AllocateOutput(0, TensorShape{g.batch, g.in_height, g.in_width, g.channels}, &out));
+  if (ctx.input(0).num_elements() == 0) {
+    std::fill_n(out->data<T>(), out->num_elements(), T(0));
+    return Status::OK();
+  }
+  const auto ys = NearestAxis(g.out_height, g.in_height, g.height_scale, half_pixel, align_corners);
+  const auto xs = NearestAxis(g.out_width, g.in_width, g.width_scale, half_pixel, align_corners);
+  const T* grads = ctx.input(0).data<T>();
+  T* dst = out->data<T>();
+  std::fill_n(dst, out->num_elements(), T(0));
+  for (int64_t b = 0; b < g.batch; ++b) {
+    for (int64_t y = 0; y < g.out_height; ++y) {
+      T* row = dst + (b * g.in_height + ys[y]) * g.in_width * g.channels;
+      for (int64_t x = 0; x < g.out_width; ++x) {
+        const T* grad = grads + ((b * g.out_height + y) * g.out_width + x) * g.channels;
+        for (int64_t c = 0; c < g.channels; ++c) row[xs[x] * g.channels + c] += grad[c];
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status ResizeNearestNeighborGradKernel(KernelContext& ctx) {
+  const Tensor& size = ctx.input(1);
+  if (size.rank() != 1 || size.num_elements() != 2) {
+    return errors::InvalidArgument("ResizeNearestNeighborGrad: size must be 1-D with 2 ",
+                                   "elements, got shape ", size.shape().ToString());
+  }
+  const bool align_corners = ctx.attrs().GetOr<bool>("align_corners", false);
+  const bool half_pixel = ctx.attrs().GetOr<bool>("half_pixel_centers", false);
+  ResizeGeometry g;
+  FS_RETURN_IF_ERROR(ReadGradGeometry("ResizeNearestNeighborGrad", ctx.input(0),
+                                      size.ElementAsInt64(0), size.ElementAsInt64(1), align_corners,
+                                      &g));
+  return DispatchDType<uint8_t, int32_t, int64_t, float, double>(
+      ctx.input(0).dtype(), "ResizeNearestNeighborGrad",
+      [&]<typename T>() { return NearestGradTyped<T>(ctx, g, half_pixel, align_corners); });
+}
+
+AttrMap ResizeAttrs(GradientContext& ctx) {
+  AttrMap attrs;
+  attrs.Set("align_corners", ctx.attrs().GetOr<bool>("align_corners", false));
+  attrs.Set("half_pixel_centers", ctx.attrs().GetOr<bool>("half_pixel_centers", false));
+  return attrs;
+}
+
+// TensorFlow's: a gradient for floating-point images only, none for the size.
+Status ResizeBilinearGrad(GradientContext& ctx) {
+  const DType type = ctx.input_type(0);
+  if (type == DType::kFloat32 || type == DType::kFloat64) {
+    ctx.SetInputGrad(
+        0, ctx.Op("ResizeBilinearGrad", {ctx.output_grad(0), ctx.input(0)}, ResizeAttrs(ctx)));
+  }
+  return Status::OK();
+}
+
+Status ResizeNearestNeighborGrad(GradientContext& ctx) {
+  AttrMap slice;
+  const Endpoint size =
+      ctx.Op("StridedSlice",
+             {ctx.Shape(ctx.input(0)), ctx.Const(Tensor::FromVector<int32_t>({1}, TensorShape{1})),
+              ctx.Const(Tensor::FromVector<int32_t>({3}, TensorShape{1})),
+              ctx.Const(Tensor::FromVector<int32_t>({1}, TensorShape{1}))},
+             slice);
+  ctx.SetInputGrad(
+      0, ctx.Op("ResizeNearestNeighborGrad", {ctx.output_grad(0), size}, ResizeAttrs(ctx)));
+  return Status::OK();
+}
+
+Status ResizeGradShape(InferenceContext& ctx) {
+  PartialShape grads, original;
+  FS_RETURN_IF_ERROR(ctx.WithRank(0, 4, &grads));
+  FS_RETURN_IF_ERROR(ctx.WithRank(1, 4, &original));
+  ctx.set_output(0, original);
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("ResizeBilinearGrad")
+                   .Input("grads", "float32")
+                   .Input("original_image", "T")
+                   .Output("output", "T")
+                   .TypeAttr("T", {DType::kFloat32, DType::kFloat64, DType::kFloat16})
+                   .Attr("align_corners", false)
+                   .Attr("half_pixel_centers", false)
+                   .Shape(ResizeGradShape)
+                   .Kernel("CPU", ResizeBilinearGradKernel)
+                   .NotDifferentiable()
+                   .Doc("The gradient of ResizeBilinear with respect to its images."));
+
+FS_REGISTER_OP(OpBuilder("ResizeNearestNeighborGrad")
+                   .Input("grads", "T")
+                   .Input("size", "int32")
+                   .Output("output", "T")
+                   .TypeAttr("T", {DType::kUInt8, DType::kInt32, DType::kInt64, DType::kFloat32,
+                                   DType::kFloat64})
+                   .Attr("align_corners", false)
+                   .Attr("half_pixel_centers", false)
+                   .Shape(ResizeShape)
+                   .Kernel("CPU", ResizeNearestNeighborGradKernel)
+                   .NotDifferentiable()
+                   .Doc("The gradient of ResizeNearestNeighbor: each pixel's gradient summed "
+                        "over the resized pixels copied from it."));
+
 struct ResizeRow {
   const char* name;
   KernelFn kernel;
   const char* output_type;
+  GradFn grad;
   const char* doc;
 };
 
@@ -210,9 +335,9 @@ const std::vector<DType> kResizeTypes = {DType::kUInt8, DType::kInt32, DType::kI
                                          DType::kFloat32, DType::kFloat64};
 
 const ResizeRow kResizeOps[] = {
-    {"ResizeBilinear", Dispatch<Bilinear>, "float32",
+    {"ResizeBilinear", Dispatch<Bilinear>, "float32", ResizeBilinearGrad,
      "Images resized by bilinear interpolation (float32 output)."},
-    {"ResizeNearestNeighbor", Dispatch<Nearest>, "T",
+    {"ResizeNearestNeighbor", Dispatch<Nearest>, "T", ResizeNearestNeighborGrad,
      "Images resized by picking the nearest source pixel."},
 };
 
@@ -227,6 +352,7 @@ const bool kResizeOpsRegistered = [] {
                               .Attr("half_pixel_centers", false)
                               .Shape(ResizeShape)
                               .Kernel("CPU", row.kernel)
+                              .Gradient(row.grad)
                               .Doc(row.doc));
   }
   return true;
