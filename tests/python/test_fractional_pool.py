@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone.framework.ops import apply_op
 from fractional_pool_reference import avg_pool_grad_reference, max_pool_grad_reference, pool, regions
 
 RNG = np.random.default_rng(21)
@@ -94,17 +95,15 @@ def test_errors():
         tf.nn.fractional_max_pool(IMAGE, [1.0, 1.0, 10.0, 1.0])
     with pytest.raises(ValueError, match="rank"):
         tf.nn.fractional_max_pool(IMAGE[0], RATIO)
-    grad = tf.raw_ops.FractionalMaxPoolGrad(
-        orig_input=IMAGE[:, :4, :4], orig_output=np.zeros((2, 2, 2, 3)),
-        out_backprop=np.ones((2, 2, 2, 3)), row_pooling_sequence=np.array([0, 2, 4], np.int64),
-        col_pooling_sequence=np.array([0, 2, 4], np.int64))
+    seq = np.array([0, 2, 4], np.int64)
+    grad = apply_op("FractionalMaxPoolGrad", [IMAGE[:, :4, :4], np.zeros((2, 2, 2, 3)),
+                                              np.ones((2, 2, 2, 3)), seq, seq]).outputs[0]
     with pytest.raises(tf.errors.InvalidArgumentError, match="is not the maximum of any input"):
         with tf.Session() as sess:
             sess.run(grad)
-    bad_sequence = tf.raw_ops.FractionalAvgPoolGrad(
-        orig_input_tensor_shape=np.array([2, 4, 4, 3], np.int64),
-        out_backprop=np.ones((2, 2, 2, 3)), row_pooling_sequence=np.array([0, 3, 2], np.int64),
-        col_pooling_sequence=np.array([0, 2, 4], np.int64))
+    bad_sequence = apply_op("FractionalAvgPoolGrad", [
+        np.array([2, 4, 4, 3], np.int64), np.ones((2, 2, 2, 3)), np.array([0, 3, 2], np.int64),
+        seq]).outputs[0]
     with pytest.raises(tf.errors.InvalidArgumentError, match="must increase from 0"):
         with tf.Session() as sess:
             sess.run(bad_sequence)
