@@ -26,6 +26,9 @@ namespace flowstone {
 namespace {
 
 constexpr double kLogZero = -std::numeric_limits<double>::infinity();
+// The most prefixes one entry's search may create: a beam far wider than its inputs need (the
+// prefixes grow as num_classes ** time) fails with ResourceExhausted instead of exhausting memory.
+constexpr int64_t kMaxPrefixes = int64_t{1} << 24;
 
 double LogSumExp(double a, double b) {
   if (a == kLogZero) return b;
@@ -61,7 +64,7 @@ class BeamSearch {
   }
 
   // One frame of log probabilities (num_classes of them, normalized).
-  void Step(const std::vector<double>& frame) {
+  Status Step(const std::string& op, const std::vector<double>& frame) {
     const int blank = num_classes_ - 1;
     std::vector<Prefix*> prefixes = SortedBeam();
     beam_.clear();
@@ -88,6 +91,12 @@ class BeamSearch {
     for (Prefix* p : prefixes) {
       if (!is_candidate(p->old_p)) continue;
       if (p->children.empty()) {
+        prefixes_made_ += num_classes_ - 1;
+        if (prefixes_made_ > kMaxPrefixes) {
+          return errors::ResourceExhausted(
+              op, ": the beam search made more than ", kMaxPrefixes,
+              " label prefixes for one batch entry; lower beam_width (", beam_width_, ")");
+        }
         for (int label = 0; label < num_classes_ - 1; ++label) {
           p->children.push_back(std::make_unique<Prefix>());
           p->children.back()->parent = p;
@@ -115,6 +124,7 @@ class BeamSearch {
         }
       }
     }
+    return Status::OK();
   }
 
   // The best `n` prefixes' labels (runs of one label merged when merge_repeated) and log
@@ -146,22 +156,25 @@ class BeamSearch {
   }
 
  private:
+  // A prefix's rank in the beam: its probability, NaN (from non-finite logits) lowest.
+  static double Rank(const Prefix* p) {
+    return std::isnan(p->new_p.total) ? kLogZero : p->new_p.total;
+  }
   std::vector<Prefix*> SortedBeam() const {
     std::vector<Prefix*> sorted = beam_;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const Prefix* a, const Prefix* b) {
-      return a->new_p.total > b->new_p.total;
-    });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Prefix* a, const Prefix* b) { return Rank(a) > Rank(b); });
     return sorted;
   }
   std::vector<Prefix*>::iterator BottomIt() {
-    return std::min_element(beam_.begin(), beam_.end(), [](const Prefix* a, const Prefix* b) {
-      return a->new_p.total < b->new_p.total;
-    });
+    return std::min_element(beam_.begin(), beam_.end(),
+                            [](const Prefix* a, const Prefix* b) { return Rank(a) < Rank(b); });
   }
   const Prefix* Bottom() { return *BottomIt(); }
 
   const int num_classes_;
   const size_t beam_width_;
+  int64_t prefixes_made_ = 0;
   Prefix root_;
   std::vector<Prefix*> beam_;
 };
@@ -198,7 +211,7 @@ Status BeamSearchDecoderKernel(KernelContext& ctx) {
             for (int c = 0; c < num_classes; ++c) sum += std::exp(double(row[c]) - max);
             const double log_norm = max + std::log(sum);
             for (int c = 0; c < num_classes; ++c) frame[c] = double(row[c]) - log_norm;
-            search.Step(frame);
+            FS_RETURN_IF_ERROR(search.Step(op, frame));
           }
           std::vector<std::vector<int64_t>> best;
           std::vector<double> log_probs;

@@ -85,7 +85,7 @@ Status PooledDims(const std::string& op, const std::vector<double>& ratio, const
   }
   out->resize(4);
   for (int d = 0; d < 4; ++d) {
-    if (ratio[d] < 1.0) {
+    if (!(ratio[d] >= 1.0)) {  // NaN too
       return errors::InvalidArgument(op,
                                      ": pooling_ratio cannot be smaller than 1, got: ", ratio[d]);
     }
@@ -353,8 +353,9 @@ Status FractionalAvgPoolGradKernel(KernelContext& ctx) {
                 const double share =
                     double(grad.data<T>()[((n * out_h + i) * out_w + j) * c + ch]) / count;
                 for (int64_t a = r.start; a <= r.end; ++a) {
-                  for (int64_t b = s.start; b <= s.end; ++b)
+                  for (int64_t b = s.start; b <= s.end; ++b) {
                     acc[((n * h + a) * w + b) * c + ch] += share;
+                  }
                 }
               }
             }
