@@ -28,13 +28,20 @@ def test_check_numerics_names_the_eager_op():
             tf.math.log(tf.constant([1.0, 0.0]))
         except tf.errors.InvalidArgumentError as e:
             print("caught", str(e))
+        big = tf.constant([3e38])
+        try:
+            big + big  # the operators' fast path is off while checking
+        except tf.errors.InvalidArgumentError as e:
+            print("caught", str(e).splitlines()[2])
         tf.debugging.disable_check_numerics()
+        print((big + big).numpy().tolist())
         print(tf.math.log(tf.constant([0.0])).numpy().tolist())
     """)
     assert out.startswith("[0.0, 0.6931471824645996]\ncaught")
     assert 'Detected Infinity or NaN in output 0 of eagerly-executing op "Log"' in out
     assert "Tensor had -Inf values" in out
-    assert out.rstrip().endswith("[-inf]")
+    assert 'caught !!! Detected Infinity or NaN in output 0 of eagerly-executing op "AddV2"' in out
+    assert out.rstrip().endswith("[inf]\n[-inf]")
 
 
 def test_check_numerics_in_a_graph():

@@ -6,6 +6,7 @@ fetched are not checked."""
 
 import weakref
 
+from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.util.tf_export import tf_export
@@ -65,6 +66,7 @@ def enable_check_numerics(stack_height_limit=30, path_length_limit=50):
     if _callback is None:
         _callback = _CheckNumerics()
         _ops._op_callbacks.append(_callback)
+        _C.eager_operators_hold(1)  # `x + y` of eager tensors too goes through apply_op
 
 
 @tf_export("debugging.disable_check_numerics")
@@ -74,4 +76,5 @@ def disable_check_numerics():
     global _callback
     if _callback is not None:
         _ops._op_callbacks.remove(_callback)
+        _C.eager_operators_hold(-1)
         _callback = None
