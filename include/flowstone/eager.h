@@ -102,6 +102,14 @@ class EagerContext {
   void set_log_device_placement(bool enabled) {
     log_device_placement_.store(enabled, std::memory_order_relaxed);
   }
+  // tf.config.set_soft_device_placement (on by default, as in TensorFlow 2): when off, an op
+  // whose tf.device names no device with a kernel for it fails instead of running elsewhere.
+  void set_soft_device_placement(bool enabled) {
+    soft_device_placement_.store(enabled, std::memory_order_relaxed);
+  }
+  bool soft_device_placement() const {
+    return soft_device_placement_.load(std::memory_order_relaxed);
+  }
 
   // The calling thread's tapes, outermost first.
   static std::vector<std::shared_ptr<GradientTape>>& ThreadTapes();
@@ -110,6 +118,7 @@ class EagerContext {
   EagerContext() = default;
   Status InitDevices();
   Status FindDevice(const std::string& requested, const std::string& op_type, Device** out);
+  Status UnsatisfiableDevice(const std::string& requested) const;
   Status BuildOp(const std::string& op_type, const DType* input_types, size_t num_inputs,
                  const AttrMap& attrs, Device* device, std::unique_ptr<CachedOp>* out);
   Status GetCachedOp(const std::string& op_type, const DType* input_types, size_t num_inputs,
@@ -136,6 +145,7 @@ class EagerContext {
   std::atomic<int64_t> next_step_{1};
   std::atomic<bool> initialized_{false};
   std::atomic<bool> log_device_placement_{false};
+  std::atomic<bool> soft_device_placement_{true};
 };
 
 // A record of the ops run eagerly while it was active, for one backward pass (or many when

@@ -10,7 +10,8 @@ from flowstone.framework import ops as _ops
 __all__ = ["Reduction", "compute_weighted_loss", "absolute_difference", "cosine_distance",
            "hinge_loss", "huber_loss", "log_loss", "mean_squared_error", "sigmoid_cross_entropy",
            "softmax_cross_entropy", "sparse_softmax_cross_entropy", "add_loss", "get_losses",
-           "get_regularization_losses", "get_regularization_loss", "get_total_loss"]
+           "get_regularization_losses", "get_regularization_loss", "get_total_loss",
+           "mean_pairwise_squared_error"]
 
 
 class Reduction:
@@ -315,3 +316,36 @@ def get_total_loss(add_regularization_losses=True, name="total_loss", scope=None
         raise ValueError("No losses found in the losses collection; add one with a tf.losses "
                          "function or tf.losses.add_loss.")
     return math_ops.add_n(losses, name=name)
+
+
+def mean_pairwise_squared_error(labels, predictions, weights=1.0, scope=None,
+                                loss_collection=_ops.GraphKeys.LOSSES):
+    """Per batch entry, the mean over pairs of its elements (i, j) of ((p_i - p_j) - (l_i -
+    l_j)) ** 2, computed as 2 * sum(d ** 2) / (n - 1) - 2 * sum(d) ** 2 / (n * (n - 1)) with
+    d = predictions - labels and n the entry's elements of nonzero weight; the entries'
+    values times `weights` are summed. As TensorFlow's graph mode computes it."""
+    _require(labels=labels, predictions=predictions)
+    math_ops, reduction_ops, array_ops = _m()
+    with _ops.name_scope(scope, "mean_pairwise_squared_error"):
+        predictions, labels = _predictions_and_labels(predictions, labels)
+        weights = _ops.convert_to_tensor(weights)
+        if weights.dtype != predictions.dtype:
+            weights = math_ops.cast(weights, predictions.dtype)
+        _check_broadcastable(weights, labels)
+        diffs = math_ops.subtract(predictions, labels)
+        axis = array_ops.range(1, array_ops.rank(diffs))
+        with _ops.name_scope(None, "num_present"):
+            present = math_ops.cast(math_ops.not_equal(weights, 0.0), diffs.dtype)
+            present = math_ops.multiply(present, array_ops.ones_like(diffs))
+            n = reduction_ops.reduce_sum(present, axis=axis, keepdims=True)
+        sum_squares = reduction_ops.reduce_sum(math_ops.square(diffs), axis=axis, keepdims=True)
+        term1 = math_ops.multiply(2.0, _safe_divide(sum_squares, math_ops.subtract(n, 1.0)))
+        sum_diff = reduction_ops.reduce_sum(diffs, axis=axis, keepdims=True)
+        term2 = math_ops.multiply(2.0, _safe_divide(
+            math_ops.square(sum_diff), math_ops.multiply(n, math_ops.subtract(n, 1.0))))
+        loss = reduction_ops.reduce_sum(math_ops.multiply(math_ops.subtract(term1, term2),
+                                                          weights))
+        mean_loss = math_ops.where_v2(math_ops.greater(reduction_ops.reduce_sum(n), 0.0), loss,
+                                      array_ops.zeros_like(loss), name="value")
+        add_loss(mean_loss, loss_collection)
+        return mean_loss

@@ -9,7 +9,7 @@ __all__ = [
     "PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration", "list_physical_devices",
     "list_logical_devices", "get_visible_devices", "set_visible_devices",
     "get_logical_device_configuration", "set_logical_device_configuration", "experimental",
-    "threading",
+    "threading", "set_soft_device_placement", "get_soft_device_placement",
 ]
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
@@ -140,6 +140,18 @@ def set_logical_device_configuration(device, logical_devices):
                              "LogicalDeviceConfiguration(memory_limit=MB).")
         limit = configs[0].memory_limit
         _C.set_gpu_memory_limit(_gpu_index(device), int(limit * (1 << 20)) if limit else 0)
+
+
+def set_soft_device_placement(enabled):
+    """Whether an eagerly run op whose tf.device has no kernel for it (or names no device)
+    runs on another device (on: TensorFlow 2's default) or fails with InvalidArgumentError.
+    Sessions follow their ConfigProto's allow_soft_placement instead."""
+    _C.eager_set_soft_device_placement(bool(enabled))
+
+
+def get_soft_device_placement():
+    """Whether soft device placement is on for eager ops (set_soft_device_placement)."""
+    return _C.eager_soft_device_placement()
 
 
 def _get_memory_info(device):

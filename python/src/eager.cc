@@ -120,6 +120,10 @@ void RegisterEager(nb::module_& m) {
       "Eager variables alive now (each lives while a tensor holds its handle).");
   m.def("eager_set_log_device_placement",
         [](bool enabled) { EagerContext::Global().set_log_device_placement(enabled); });
+  m.def("eager_set_soft_device_placement",
+        [](bool enabled) { EagerContext::Global().set_soft_device_placement(enabled); });
+  m.def("eager_soft_device_placement",
+        [] { return EagerContext::Global().soft_device_placement(); });
   m.def("eager_devices", [] {
     nb::list out;
     for (const DeviceAttributes& d : EagerContext::Global().ListDevices()) {

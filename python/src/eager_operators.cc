@@ -40,6 +40,10 @@ TensorClass tensor_class;
 // there are none, since then no op has a device requested.
 std::atomic<int> open_device_scopes{0};
 
+// Holders that need every op to go through apply_op (tf.debugging.enable_check_numerics, which
+// checks each op's outputs there): the fast path is off while any holds.
+std::atomic<int> fast_path_holds{0};
+
 // Ops with more elements than this run with the GIL released; smaller ones are over before a
 // release and reacquire would be.
 constexpr int64_t kReleaseGilElements = 1 << 14;
@@ -97,6 +101,7 @@ PyObject* NewTensor(TensorHandle handle) {
 // The fast path; nullptr (with no Python error set) where the fallback must handle the call.
 PyObject* TryFast(Operator& op, PyObject* a, PyObject* b) {
   if (open_device_scopes.load(std::memory_order_relaxed) != 0) return nullptr;
+  if (fast_path_holds.load(std::memory_order_relaxed) != 0) return nullptr;
   if (Py_TYPE(a) != tensor_class.type || Py_TYPE(b) != tensor_class.type) return nullptr;
   const TensorHandle* x = HandleOf(a);
   const TensorHandle* y = HandleOf(b);
@@ -207,6 +212,11 @@ void RegisterEagerOperators(nb::module_& m) {
   m.def(
       "eager_device_scopes", [] { return open_device_scopes.load(std::memory_order_relaxed); },
       "tf.device scopes open now (0: no op has a device requested).");
+  m.def(
+      "eager_operators_hold",
+      [](int delta) { fast_path_holds.fetch_add(delta, std::memory_order_relaxed); },
+      "Turns the operators' fast path off (+1) while a caller needs every op through apply_op, "
+      "and releases that hold (-1).");
 }
 
 }  // namespace flowstone::python

@@ -195,3 +195,7 @@ CASES += _RNN_CASES
 from op_cases_imagesignal import CASES as _IMAGESIGNAL_CASES  # noqa: E402
 
 CASES += _IMAGESIGNAL_CASES
+
+from op_cases_nnbreadth import CASES as _NNBREADTH_CASES  # noqa: E402
+
+CASES += _NNBREADTH_CASES

@@ -60,6 +60,9 @@ KNOWN_DIFFERENCES = {
     "RFFT": Known("the kernel zero-pads an input shorter than fft_length (TensorFlow's "
                   "tf.signal.rfft pads before its kernel, which rejects it)",
                   tensorflow_rejects=True),
+    "CTCBeamSearchDecoder": Known("float64 log probabilities: TensorFlow's differ from the exact "
+                                  "sum over paths by up to 3e-8 (relative), Flowstone's by 1e-12",
+                                  outputs={3, 9}, rtol=1e-7, atol=1e-12),
     "Substr": Known("pos and len broadcast against each other (TensorFlow's kernel wants them of "
                     "one shape)", tensorflow_rejects=True),
 }
@@ -196,7 +199,10 @@ def _flowstone_outputs(case):
 def _as_list(value, count):
     if count == 1 and not isinstance(value, list):
         return [value]
-    return list(value)
+    value = list(value)
+    if any(isinstance(v, list) for v in value):  # raw_ops groups each list output in a list
+        value = [x for v in value for x in (v if isinstance(v, list) else [v])]
+    return value
 
 
 def _compare(case, mine, theirs):

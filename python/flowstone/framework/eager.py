@@ -175,6 +175,8 @@ def _fast_operator(op_type, method_name, reverse=False):
 
     def method(self, other):
         other_type = type(other)
+        if _ops._op_callbacks:  # every op goes through apply_op, where the callbacks see it
+            return getattr(_ops.Tensor, method_name)(self, other)
         if other_type is EagerTensor:
             if other._dtype is not self._dtype:
                 return getattr(_ops.Tensor, method_name)(self, other)

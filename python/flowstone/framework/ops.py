@@ -1112,6 +1112,12 @@ def _attr_for_c(value):
     return value
 
 
+# Objects told about each op apply_op makes (tf.debugging.enable_check_numerics adds one):
+# `on_input(tensor, op_type)` returns the tensor a graph op reads in its place, and
+# `on_output(op_type, op)` sees each op (graph or eager) once made.
+_op_callbacks = []
+
+
 def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     """Adds an op to the graph of its inputs (or the default graph) and returns it.
 
@@ -1119,7 +1125,10 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
     arguments. The C++ graph checks dtypes, fills attr defaults and infers static shapes.
     """
     if _context.state.on() and executing_eagerly():
-        return _context.state.execute(op_type, inputs, attrs, name)
+        op = _context.state.execute(op_type, inputs, attrs, name)
+        for callback in _op_callbacks:
+            callback.on_output(op_type, op)
+        return op
     flat = []
     for item in inputs:
         if isinstance(item, (list, tuple)):
@@ -1141,6 +1150,11 @@ def apply_op(op_type, inputs, attrs=None, name=None, exact_name=False):
             t = graph._capture_eager(t, op_type)
         elif t.graph is not graph:
             t = graph._capture(t, op_type)
+        for callback in _op_callbacks:
+            t = callback.on_input(t, op_type)
         converted.append(t._as_node_output())
     c_attrs = {k: _attr_for_c(v) for k, v in (attrs or {}).items() if v is not None}
-    return graph._add_op(op_type, converted, c_attrs, name or op_type, exact_name=exact_name)
+    op = graph._add_op(op_type, converted, c_attrs, name or op_type, exact_name=exact_name)
+    for callback in _op_callbacks:
+        callback.on_output(op_type, op)
+    return op

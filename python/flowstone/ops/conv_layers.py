@@ -47,19 +47,33 @@ def conv1d(inputs, filters, kernel_size, strides=1, padding="valid", data_format
            activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
            trainable=True, name=None, reuse=None):
     """A 1-D convolution layer with a [width, in, filters] kernel and a bias."""
+    with _layers._layer_scope(name, "conv1d", reuse):
+        return build_conv1d(inputs, filters, kernel_size, strides, padding, data_format,
+                            dilation_rate, activation, use_bias, kernel_initializer,
+                            bias_initializer, kernel_regularizer, bias_regularizer,
+                            activity_regularizer, kernel_constraint, bias_constraint,
+                            trainable)[0]
+
+
+def build_conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+                 data_format="channels_last", dilation_rate=1, activation=None, use_bias=True,
+                 kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True):
+    """The conv1d layer in the current variable scope: (outputs, kernel, bias);
+    tf.layers.Conv1D builds through here too."""
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 3, cf, "conv1d")
     (k,) = _tuple(kernel_size, 1, "kernel_size")
-    with _layers._layer_scope(name, "conv1d", reuse):
-        kernel, bias = _layers._kernel_and_bias(
-            [k, channels, filters], filters, inputs.dtype, use_bias, trainable,
-            kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
-            bias_regularizer, bias_constraint)
-        out = conv_variants.conv1d(inputs, kernel, _tuple(strides, 1, "strides"),
-                                   _layers._padding(padding), data_format="NCW" if cf else "NWC",
-                                   dilations=_tuple(dilation_rate, 1, "dilation_rate"))
-        return _layers._add_bias_and_activate(out, bias, activation, activity_regularizer,
-                                              "NCHW" if cf else "NHWC")
+    kernel, bias = _layers._kernel_and_bias(
+        [k, channels, filters], filters, inputs.dtype, use_bias, trainable,
+        kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+        bias_regularizer, bias_constraint)
+    out = conv_variants.conv1d(inputs, kernel, _tuple(strides, 1, "strides"),
+                               _layers._padding(padding), data_format="NCW" if cf else "NWC",
+                               dilations=_tuple(dilation_rate, 1, "dilation_rate"))
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer,
+                                           "NCHW" if cf else "NHWC"), kernel, bias)
 
 
 @tf_export("layers.conv3d")
@@ -69,22 +83,150 @@ def conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
            bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
            bias_constraint=None, trainable=True, name=None, reuse=None):
     """A 3-D convolution layer with a [planes, rows, cols, in, filters] kernel and a bias."""
+    with _layers._layer_scope(name, "conv3d", reuse):
+        return build_conv3d(inputs, filters, kernel_size, strides, padding, data_format,
+                            dilation_rate, activation, use_bias, kernel_initializer,
+                            bias_initializer, kernel_regularizer, bias_regularizer,
+                            activity_regularizer, kernel_constraint, bias_constraint,
+                            trainable)[0]
+
+
+def _five(values, channels_first):
+    """A 3-D window's strides or dilations as the 5 of an NDHWC or NCDHW op."""
+    return [1, 1] + values if channels_first else [1] + values + [1]
+
+
+def build_conv3d(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
+                 data_format="channels_last", dilation_rate=(1, 1, 1), activation=None,
+                 use_bias=True, kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                 kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                 kernel_constraint=None, bias_constraint=None, trainable=True):
+    """The conv3d layer in the current variable scope: (outputs, kernel, bias);
+    tf.layers.Conv3D builds through here too."""
     cf = _channels_first(data_format)
     inputs, channels = _input_channels(inputs, 5, cf, "conv3d")
     kernel_dims = _tuple(kernel_size, 3, "kernel_size")
-    with _layers._layer_scope(name, "conv3d", reuse):
-        kernel, bias = _layers._kernel_and_bias(
-            kernel_dims + [channels, filters], filters, inputs.dtype, use_bias, trainable,
-            kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
-            bias_regularizer, bias_constraint)
-        def five(values):
-            return [1, 1] + values if cf else [1] + values + [1]
-        out = conv3d_ops.conv3d(inputs, kernel, five(_tuple(strides, 3, "strides")),
-                                _layers._padding(padding),
-                                data_format="NCDHW" if cf else "NDHWC",
-                                dilations=five(_tuple(dilation_rate, 3, "dilation_rate")))
-        return _layers._add_bias_and_activate(out, bias, activation, activity_regularizer,
-                                              "NCHW" if cf else "NHWC")
+    kernel, bias = _layers._kernel_and_bias(
+        kernel_dims + [channels, filters], filters, inputs.dtype, use_bias, trainable,
+        kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+        bias_regularizer, bias_constraint)
+    out = conv3d_ops.conv3d(inputs, kernel, _five(_tuple(strides, 3, "strides"), cf),
+                            _layers._padding(padding), data_format="NCDHW" if cf else "NDHWC",
+                            dilations=_five(_tuple(dilation_rate, 3, "dilation_rate"), cf))
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer,
+                                           "NCHW" if cf else "NHWC"), kernel, bias)
+
+
+@tf_export("layers.conv3d_transpose")
+def conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                     kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None,
+                     kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
+                     reuse=None):
+    """A transposed 3-D convolution layer with a [kd, kh, kw, filters, in] kernel and a bias."""
+    with _layers._layer_scope(name, "conv3d_transpose", reuse):
+        return build_conv3d_transpose(inputs, filters, kernel_size, strides, padding,
+                                      data_format, activation, use_bias, kernel_initializer,
+                                      bias_initializer, kernel_regularizer, bias_regularizer,
+                                      activity_regularizer, kernel_constraint, bias_constraint,
+                                      trainable)[0]
+
+
+def build_conv3d_transpose(inputs, filters, kernel_size, strides=(1, 1, 1), padding="valid",
+                           data_format="channels_last", activation=None, use_bias=True,
+                           kernel_initializer=None, bias_initializer=init_ops.Zeros(),
+                           kernel_regularizer=None, bias_regularizer=None,
+                           activity_regularizer=None, kernel_constraint=None,
+                           bias_constraint=None, trainable=True):
+    """The conv3d_transpose layer in the current variable scope: (outputs, kernel, bias);
+    tf.layers.Conv3DTranspose builds through here too."""
+    from flowstone.ops import math_ops
+    cf = _channels_first(data_format)
+    inputs, channels = _input_channels(inputs, 5, cf, "conv3d_transpose")
+    kernel_dims = _tuple(kernel_size, 3, "kernel_size")
+    stride_dims = _tuple(strides, 3, "strides")
+    pad = _layers._padding(padding)
+    kernel, bias = _layers._kernel_and_bias(
+        kernel_dims + [filters, channels], filters, inputs.dtype, use_bias, trainable,
+        kernel_initializer, kernel_regularizer, kernel_constraint, bias_initializer,
+        bias_regularizer, bias_constraint)
+    shape = array_ops.shape(inputs)
+    first = 2 if cf else 1
+    sizes = []
+    for axis, k, s in zip(range(first, first + 3), kernel_dims, stride_dims):
+        static = inputs.shape[axis]
+        if static is not None:
+            sizes.append(_transposed_length(static, k, pad, s))
+        else:
+            length = math_ops.multiply(shape[axis], s)
+            sizes.append(length + max(k - s, 0) if pad == "VALID" else length)
+    out_shape = ([shape[0], filters] + sizes) if cf else ([shape[0]] + sizes + [filters])
+    out = conv3d_ops.conv3d_transpose(inputs, kernel, array_ops.stack(out_shape),
+                                      _five(stride_dims, cf), padding=pad,
+                                      data_format="NCDHW" if cf else "NDHWC")
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer,
+                                           "NCHW" if cf else "NHWC"), kernel, bias)
+
+
+@tf_export("layers.separable_conv1d")
+def separable_conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+                     data_format="channels_last", dilation_rate=1, depth_multiplier=1,
+                     activation=None, use_bias=True, depthwise_initializer=None,
+                     pointwise_initializer=None, bias_initializer=init_ops.Zeros(),
+                     depthwise_regularizer=None, pointwise_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None, depthwise_constraint=None,
+                     pointwise_constraint=None, bias_constraint=None, trainable=True, name=None,
+                     reuse=None):
+    """A depthwise 1-D convolution ([k, in, depth_multiplier] "depthwise_kernel") followed by
+    a pointwise one ([1, in * depth_multiplier, filters] "pointwise_kernel") and a bias."""
+    with _layers._layer_scope(name, "separable_conv1d", reuse):
+        return build_separable_conv1d(
+            inputs, filters, kernel_size, strides, padding, data_format, dilation_rate,
+            depth_multiplier, activation, use_bias, depthwise_initializer,
+            pointwise_initializer, bias_initializer, depthwise_regularizer,
+            pointwise_regularizer, bias_regularizer, activity_regularizer, depthwise_constraint,
+            pointwise_constraint, bias_constraint, trainable)[0]
+
+
+def build_separable_conv1d(inputs, filters, kernel_size, strides=1, padding="valid",
+                           data_format="channels_last", dilation_rate=1, depth_multiplier=1,
+                           activation=None, use_bias=True, depthwise_initializer=None,
+                           pointwise_initializer=None, bias_initializer=init_ops.Zeros(),
+                           depthwise_regularizer=None, pointwise_regularizer=None,
+                           bias_regularizer=None, activity_regularizer=None,
+                           depthwise_constraint=None, pointwise_constraint=None,
+                           bias_constraint=None, trainable=True):
+    """The separable_conv1d layer in the current variable scope: (outputs, depthwise kernel,
+    pointwise kernel, bias). Runs as a separable 2-D convolution over a height of 1, as
+    TensorFlow does."""
+    cf = _channels_first(data_format)
+    inputs, channels = _input_channels(inputs, 3, cf, "separable_conv1d")
+    (k,) = _tuple(kernel_size, 1, "kernel_size")
+    (stride,) = _tuple(strides, 1, "strides")
+    (rate,) = _tuple(dilation_rate, 1, "dilation_rate")
+
+    def variable(name, shape, initializer, regularizer, constraint):
+        return variable_scope.get_variable(name, shape, dtype=inputs.dtype,
+                                           initializer=initializer, regularizer=regularizer,
+                                           trainable=trainable, constraint=constraint)
+
+    depthwise = variable("depthwise_kernel", [k, channels, depth_multiplier],
+                         depthwise_initializer, depthwise_regularizer, depthwise_constraint)
+    pointwise = variable("pointwise_kernel", [1, channels * depth_multiplier, filters],
+                         pointwise_initializer, pointwise_regularizer, pointwise_constraint)
+    bias = variable("bias", [filters], bias_initializer, bias_regularizer,
+                    bias_constraint) if use_bias else None
+    fmt = "NCHW" if cf else "NHWC"
+    spatial = 2 if cf else 1
+    out = conv_variants.separable_conv2d(
+        array_ops.expand_dims(inputs, spatial), array_ops.expand_dims(depthwise, 0),
+        # The stride repeats over the height of 1 (depthwise convolutions want equal strides).
+        array_ops.expand_dims(pointwise, 0), [1, 1, stride, stride] if cf else [1, stride, stride, 1],
+        _layers._padding(padding), rate=[1, rate], data_format=fmt)
+    out = array_ops.squeeze(out, [spatial])
+    return (_layers._add_bias_and_activate(out, bias, activation, activity_regularizer, fmt),
+            depthwise, pointwise, bias)
 
 
 @tf_export("layers.separable_conv2d")

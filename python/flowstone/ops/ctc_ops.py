@@ -1,5 +1,5 @@
-"""tf.nn.ctc_loss and tf.nn.ctc_greedy_decoder on the CTCLoss and CTCGreedyDecoder ops
-(src/ops/nn/ctc_ops.cc)."""
+"""tf.nn.ctc_loss, tf.nn.ctc_greedy_decoder and tf.nn.ctc_beam_search_decoder on the CTCLoss,
+CTCGreedyDecoder (src/ops/nn/ctc_ops.cc) and CTCBeamSearchDecoder (ctc_beam_search_ops.cc) ops."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -51,3 +51,31 @@ def ctc_greedy_decoder(inputs, sequence_length, merge_repeated=True, blank_index
         name="CTCGreedyDecoder")
     indices, values, shape, log_probability = op.outputs
     return [SparseTensor(indices, values, shape)], log_probability
+
+
+@tf_export("nn.ctc_beam_search_decoder")
+def ctc_beam_search_decoder(inputs, sequence_length, beam_width=100, top_paths=1,
+                            merge_repeated=True):
+    """Prefix beam search over logits [max_time, batch, num_classes] (the last class is the
+    blank): (a list of top_paths SparseTensors of int64 labels [batch, max_decoded_length], the
+    best first; log_probability [batch, top_paths]). merge_repeated merges runs of one label in
+    the returned paths."""
+    inputs = _ops.convert_to_tensor(inputs, name="inputs")
+    sequence_length = _ops.convert_to_tensor(sequence_length, dtype=_dtypes.int32,
+                                             name="sequence_length")
+    top_paths = int(top_paths)
+    op = _ops.apply_op("CTCBeamSearchDecoder", [inputs, sequence_length], {
+        "beam_width": int(beam_width), "top_paths": top_paths,
+        "merge_repeated": bool(merge_repeated)}, name="CTCBeamSearchDecoder")
+    outputs = op.outputs
+    decoded = [SparseTensor(outputs[p], outputs[top_paths + p], outputs[2 * top_paths + p])
+               for p in range(top_paths)]
+    return decoded, outputs[3 * top_paths]
+
+
+@tf_export("nn.ctc_beam_search_decoder_v2")
+def ctc_beam_search_decoder_v2(inputs, sequence_length, beam_width=100, top_paths=1):
+    """tf.nn.ctc_beam_search_decoder without merging repeated labels (TF2's form)."""
+    return ctc_beam_search_decoder(inputs, sequence_length, beam_width=beam_width,
+                                   top_paths=top_paths, merge_repeated=False)
+

@@ -4,4 +4,6 @@ signature helpers, each a module named as TensorFlow names it."""
 from flowstone.saved_model import builder  # noqa: F401
 from flowstone.saved_model import constants  # noqa: F401
 from flowstone.saved_model import loader  # noqa: F401
+from flowstone.saved_model import main_op  # noqa: F401
+from flowstone.saved_model import save_options  # noqa: F401
 from flowstone.saved_model import signature_def_utils  # noqa: F401

@@ -8,6 +8,9 @@ SAVED_MODEL_FILENAME_PBTXT = "saved_model.pbtxt"
 VARIABLES_DIRECTORY = "variables"
 VARIABLES_FILENAME = "variables"
 ASSETS_DIRECTORY = "assets"
+ASSETS_KEY = "saved_model_assets"
+DEBUG_DIRECTORY = "debug"
+DEBUG_INFO_FILENAME_PB = "saved_model_debug_info.pb"
 MAIN_OP_KEY = "saved_model_main_op"
 LEGACY_INIT_OP_KEY = "legacy_init_op"
 INIT_OP_SIGNATURE_KEY = "__saved_model_init_op"
@@ -24,10 +27,16 @@ PREDICT_INPUTS = "inputs"
 PREDICT_OUTPUTS = "outputs"
 CLASSIFY_METHOD_NAME = "tensorflow/serving/classify"
 REGRESS_METHOD_NAME = "tensorflow/serving/regress"
+CLASSIFY_INPUTS = "inputs"
+CLASSIFY_OUTPUT_CLASSES = "classes"
+CLASSIFY_OUTPUT_SCORES = "scores"
+REGRESS_INPUTS = "inputs"
+REGRESS_OUTPUTS = "outputs"
 
 for _name in ("SAVED_MODEL_SCHEMA_VERSION", "SAVED_MODEL_FILENAME_PB",
               "SAVED_MODEL_FILENAME_PBTXT", "VARIABLES_DIRECTORY", "VARIABLES_FILENAME",
-              "ASSETS_DIRECTORY", "MAIN_OP_KEY", "LEGACY_INIT_OP_KEY"):
+              "ASSETS_DIRECTORY", "MAIN_OP_KEY", "LEGACY_INIT_OP_KEY", "ASSETS_KEY",
+              "DEBUG_DIRECTORY", "DEBUG_INFO_FILENAME_PB"):
     export_value(f"saved_model.constants.{_name}", globals()[_name])
     export_value(f"saved_model.{_name}", globals()[_name])
 for _name in ("SERVING", "TRAINING", "EVAL", "GPU", "TPU"):
@@ -35,6 +44,8 @@ for _name in ("SERVING", "TRAINING", "EVAL", "GPU", "TPU"):
     if _name != "EVAL":  # TensorFlow has no tf.saved_model.EVAL
         export_value(f"saved_model.{_name}", globals()[_name])
 for _name in ("DEFAULT_SERVING_SIGNATURE_DEF_KEY", "PREDICT_METHOD_NAME", "PREDICT_INPUTS",
-              "PREDICT_OUTPUTS", "CLASSIFY_METHOD_NAME", "REGRESS_METHOD_NAME"):
+              "PREDICT_OUTPUTS", "CLASSIFY_METHOD_NAME", "REGRESS_METHOD_NAME", "CLASSIFY_INPUTS",
+              "CLASSIFY_OUTPUT_CLASSES", "CLASSIFY_OUTPUT_SCORES", "REGRESS_INPUTS",
+              "REGRESS_OUTPUTS"):
     export_value(f"saved_model.signature_constants.{_name}", globals()[_name])
     export_value(f"saved_model.{_name}", globals()[_name])

@@ -1,5 +1,6 @@
 """Signatures: the named inputs and outputs of a SavedModel's graph, as TensorInfo protos."""
 
+from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
 from flowstone.saved_model import constants
@@ -61,3 +62,92 @@ def predict_signature_def(inputs, outputs):
         {key: build_tensor_info(t) for key, t in inputs.items()},
         {key: build_tensor_info(t) for key, t in outputs.items()},
         constants.PREDICT_METHOD_NAME)
+
+
+def _string_examples(examples, kind):
+    if examples is None:
+        raise ValueError(f"{kind} `examples` cannot be None.")
+    if not isinstance(examples, _ops.Tensor):
+        raise ValueError(f"{kind} `examples` must be a string Tensor. Found `{examples}` of type "
+                         f"{type(examples)}.")
+    info = build_tensor_info(examples)
+    if info.dtype != _dtypes.string.as_datatype_enum:
+        raise ValueError(f"{kind} input tensors must be of type string. Found tensors of type "
+                         f"{info.dtype}")
+    return info
+
+
+@tf_export("saved_model.signature_def_utils.classification_signature_def",
+           "saved_model.classification_signature_def")
+def classification_signature_def(examples, classes, scores):
+    """A classify SignatureDef: serialized tf.Examples (a string tensor) in; class names (a
+    string tensor) and/or scores (a float32 tensor) out."""
+    inputs = {constants.CLASSIFY_INPUTS: _string_examples(examples, "Classification")}
+    if classes is None and scores is None:
+        raise ValueError("Classification `classes` and `scores` cannot both be None.")
+    outputs = {}
+    if classes is not None:
+        info = build_tensor_info(classes)
+        if info.dtype != _dtypes.string.as_datatype_enum:
+            raise ValueError(f"Classification classes must be of type string Tensor. Found "
+                             f"tensors of type {info.dtype}.`")
+        outputs[constants.CLASSIFY_OUTPUT_CLASSES] = info
+    if scores is not None:
+        info = build_tensor_info(scores)
+        if info.dtype != _dtypes.float32.as_datatype_enum:
+            raise ValueError("Classification scores must be a float Tensor.")
+        outputs[constants.CLASSIFY_OUTPUT_SCORES] = info
+    return build_signature_def(inputs, outputs, constants.CLASSIFY_METHOD_NAME)
+
+
+@tf_export("saved_model.signature_def_utils.regression_signature_def",
+           "saved_model.regression_signature_def")
+def regression_signature_def(examples, predictions):
+    """A regress SignatureDef: serialized tf.Examples (a string tensor) in; predictions (a
+    float32 tensor) out."""
+    inputs = {constants.REGRESS_INPUTS: _string_examples(examples, "Regression")}
+    if predictions is None:
+        raise ValueError("Regression `predictions` cannot be None.")
+    info = build_tensor_info(predictions)
+    if info.dtype != _dtypes.float32.as_datatype_enum:
+        raise ValueError(f"Regression output must be a float Tensor. Found tensor of type "
+                         f"{info.dtype}.")
+    return build_signature_def(inputs, {constants.REGRESS_OUTPUTS: info},
+                               constants.REGRESS_METHOD_NAME)
+
+
+def _valid_predict(signature):
+    return (signature.method_name == constants.PREDICT_METHOD_NAME and bool(signature.inputs)
+            and bool(signature.outputs))
+
+
+def _valid_regress(signature):
+    string, float32 = _dtypes.string.as_datatype_enum, _dtypes.float32.as_datatype_enum
+    return (signature.method_name == constants.REGRESS_METHOD_NAME
+            and set(signature.inputs) == {constants.REGRESS_INPUTS}
+            and signature.inputs[constants.REGRESS_INPUTS].dtype == string
+            and set(signature.outputs) == {constants.REGRESS_OUTPUTS}
+            and signature.outputs[constants.REGRESS_OUTPUTS].dtype == float32)
+
+
+def _valid_classify(signature):
+    string, float32 = _dtypes.string.as_datatype_enum, _dtypes.float32.as_datatype_enum
+    outputs = signature.outputs
+    expected = {constants.CLASSIFY_OUTPUT_CLASSES: string,
+                constants.CLASSIFY_OUTPUT_SCORES: float32}
+    return (signature.method_name == constants.CLASSIFY_METHOD_NAME
+            and set(signature.inputs) == {constants.CLASSIFY_INPUTS}
+            and signature.inputs[constants.CLASSIFY_INPUTS].dtype == string
+            and bool(outputs) and not set(outputs) - set(expected)
+            and all(outputs[key].dtype == dtype for key, dtype in expected.items()
+                    if key in outputs))
+
+
+@tf_export("saved_model.signature_def_utils.is_valid_signature", "saved_model.is_valid_signature")
+def is_valid_signature(signature_def):
+    """Whether a SignatureDef is a well-formed predict, classify or regress signature (the
+    method names TensorFlow Serving accepts, with their keys and dtypes)."""
+    if signature_def is None:
+        return False
+    return (_valid_classify(signature_def) or _valid_regress(signature_def)
+            or _valid_predict(signature_def))

@@ -13,6 +13,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/nn/ctc_util.h"
 
 namespace flowstone {
 namespace {
@@ -24,33 +25,6 @@ double LogSumExp(double a, double b) {
   if (b == kLogZero) return a;
   const double m = std::max(a, b);
   return m + std::log1p(std::exp(-std::abs(a - b)));
-}
-
-// Checks the shapes CTCLoss and CTCGreedyDecoder share: inputs [T, B, C] with C > 0 and
-// sequence_length [B] with every length in [0, T].
-Status CheckLogitsAndLengths(KernelContext& ctx, const Tensor& logits, const Tensor& lengths) {
-  const std::string& op = ctx.node().type();
-  if (logits.shape().rank() != 3) {
-    return errors::InvalidArgument(op, ": inputs is not a 3-Tensor [max_time, batch_size, ",
-                                   "num_classes]; got shape ", logits.shape().ToString());
-  }
-  if (lengths.shape().rank() != 1 || lengths.shape().dim(0) != logits.shape().dim(1)) {
-    return errors::InvalidArgument(op, ": len(sequence_length) != batch_size. sequence_length ",
-                                   "has shape ", lengths.shape().ToString(), ", inputs ",
-                                   logits.shape().ToString());
-  }
-  if (logits.shape().dim(2) == 0) {
-    return errors::InvalidArgument(op, ": num_classes cannot be 0 (the last class is the blank)");
-  }
-  const int64_t max_time = logits.shape().dim(0);
-  for (int64_t b = 0; b < lengths.num_elements(); ++b) {
-    const int32_t len = lengths.data<int32_t>()[b];
-    if (len < 0 || len > max_time) {
-      return errors::InvalidArgument(op, ": sequence_length(", b, ") = ", len,
-                                     " is outside [0, max_time = ", max_time, "]");
-    }
-  }
-  return Status::OK();
 }
 
 // Each batch entry's labels from the sparse (indices [N, 2], values [N]) form, in index order,
@@ -190,7 +164,7 @@ Status CtcLossKernel(KernelContext& ctx) {
   const std::string& op = ctx.node().type();
   const Tensor& logits = ctx.input(0);
   const Tensor& lengths = ctx.input(3);
-  FS_RETURN_IF_ERROR(CheckLogitsAndLengths(ctx, logits, lengths));
+  FS_RETURN_IF_ERROR(ctc::CheckLogitsAndLengths(ctx, logits, lengths));
   const int64_t max_time = logits.shape().dim(0);
   const int64_t batch = logits.shape().dim(1);
   const int64_t num_classes = logits.shape().dim(2);
@@ -275,7 +249,7 @@ Status GreedyDecoderKernel(KernelContext& ctx) {
   const std::string& op = ctx.node().type();
   const Tensor& logits = ctx.input(0);
   const Tensor& lengths = ctx.input(1);
-  FS_RETURN_IF_ERROR(CheckLogitsAndLengths(ctx, logits, lengths));
+  FS_RETURN_IF_ERROR(ctc::CheckLogitsAndLengths(ctx, logits, lengths));
   const int64_t batch = logits.shape().dim(1);
   const int64_t num_classes = logits.shape().dim(2);
   const bool merge_repeated = ctx.attrs().GetOr<bool>("merge_repeated", false);

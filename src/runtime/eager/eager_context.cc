@@ -311,6 +311,32 @@ int64_t EagerContext::cache_size() {
   return static_cast<int64_t>(cache_.size());
 }
 
+// TensorFlow's error when soft placement is off and no device fits the request.
+Status EagerContext::UnsatisfiableDevice(const std::string& requested) const {
+  std::string types, names;
+  for (const auto& d : devices_) {
+    if (types.find(d->type()) == std::string::npos)
+      types += (types.empty() ? "" : ", ") + d->type();
+    names += (names.empty() ? "" : ", ") + d->name();
+  }
+  // The request completed as TensorFlow shows it: "/GPU:0" is
+  // "/job:localhost/replica:0/task:0/device:GPU:0".
+  DeviceSpec spec;
+  std::string full = requested;
+  if (DeviceSpec::Parse(requested, &spec).ok()) {
+    if (spec.job.empty()) spec.job = "localhost";
+    if (spec.replica < 0) spec.replica = 0;
+    if (spec.task < 0) spec.task = 0;
+    if (spec.id < 0 && !spec.type.empty()) spec.id = 0;
+    full = spec.ToString();
+  }
+  return errors::InvalidArgument("Could not satisfy device specification '", full,
+                                 "'. enable_soft_placement=0. Supported device types [", types,
+                                 "]. All available devices [", names,
+                                 "]. Turn soft placement on with "
+                                 "tf.config.set_soft_device_placement(True).");
+}
+
 Status EagerContext::FindDevice(const std::string& requested, const std::string& op_type,
                                 Device** out) {
   FS_RETURN_IF_ERROR(InitDevices());
@@ -331,6 +357,8 @@ Status EagerContext::FindDevice(const std::string& requested, const std::string&
         return Status::OK();
       }
     }
+    // Only ops fail: a constant made under the scope lives on the host until an op reads it.
+    if (!soft_device_placement() && !op_type.empty()) return UnsatisfiableDevice(requested);
   }
   for (const auto& d : devices_) {
     if (d->type() != "CPU" && usable(*d) && (spec.empty() || spec.type != "CPU")) {
@@ -403,7 +431,7 @@ Status EagerContext::PrepareOn(const std::string& op_type, const DType* input_ty
   Device* device = nullptr;
   FS_RETURN_IF_ERROR(FindDevice(device_name, op_type, &device));
   Status s = GetCachedOp(op_type, input_types, num_inputs, attrs, device, out);
-  if (!s.ok() && device != cpu_ &&
+  if (!s.ok() && device != cpu_ && soft_device_placement() &&
       GetCachedOp(op_type, input_types, num_inputs, attrs, cpu_, out).ok()) {
     return Status::OK();  // soft placement, TensorFlow's eager default: no kernel there
   }

@@ -1,23 +1,10 @@
 """InputSpec: what a layer accepts, checked with Keras's messages before any op is built."""
 
+from flowstone.framework.input_spec import InputSpec
 from flowstone.framework.tensor_shape import TensorShape
-from flowstone.util.tf_export import tf_export
+from flowstone.util.tf_export import export_value
 
-
-@tf_export("keras.layers.InputSpec")
-class InputSpec:
-    def __init__(self, dtype=None, shape=None, ndim=None, max_ndim=None, min_ndim=None,
-                 axes=None, allow_last_axis_squeeze=False, name=None):
-        self.dtype = dtype
-        self.shape = None if shape is None else tuple(shape)
-        self.ndim = len(self.shape) if self.shape is not None else ndim
-        self.max_ndim, self.min_ndim = max_ndim, min_ndim
-        self.axes = {int(k): v for k, v in (axes or {}).items()}
-        self.name = name
-
-    def __repr__(self):
-        return (f"InputSpec(dtype={self.dtype}, shape={self.shape}, ndim={self.ndim}, "
-                f"max_ndim={self.max_ndim}, min_ndim={self.min_ndim}, axes={self.axes})")
+export_value("keras.layers.InputSpec", InputSpec)
 
 
 def _display(shape):
