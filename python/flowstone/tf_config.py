@@ -9,7 +9,7 @@ __all__ = [
     "PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration", "list_physical_devices",
     "list_logical_devices", "get_visible_devices", "set_visible_devices",
     "get_logical_device_configuration", "set_logical_device_configuration", "experimental",
-    "threading", "set_soft_device_placement", "get_soft_device_placement",
+    "threading", "optimizer", "set_soft_device_placement", "get_soft_device_placement",
 ]
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
