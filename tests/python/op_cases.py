@@ -190,3 +190,8 @@ EXEMPT.update(_QUEUE_EXEMPT)
 from op_cases_rnn import CASES as _RNN_CASES  # noqa: E402
 
 CASES += _RNN_CASES
+
+from op_cases_lookup import CASES as _LOOKUP_CASES, EXEMPT as _LOOKUP_EXEMPT  # noqa: E402
+
+CASES += _LOOKUP_CASES
+EXEMPT.update(_LOOKUP_EXEMPT)

@@ -1,12 +1,13 @@
 """tf.contrib: the parts of TF1's contrib that programs use most.
 
-Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once) and eager (the
+Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once), lookup and eager (the
 last filled by tf_export from the eager modules). Any other tf.contrib module raises an
 AttributeError (ImportError when imported) that says it is not provided and names its
 replacement, from UNPROVIDED below.
 """
 
 from flowstone.contrib import framework, layers, rnn, seq2seq, training  # noqa: F401
+from flowstone.contrib import lookup  # noqa: F401
 
 # Modules of TF 1.15's tf.contrib that Flowstone does not provide, with where their users should
 # go instead (None: no replacement in Flowstone).

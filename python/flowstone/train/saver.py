@@ -60,11 +60,15 @@ def _invalid_checkpoint_error(path):
 # --- the "checkpoint" state file ----------------------------------------------------------------
 
 class CheckpointState:
-    """What the "checkpoint" file records: the newest checkpoint and all those kept."""
+    """What the "checkpoint" file records: the newest checkpoint and all those kept, and (as
+    CheckpointManager writes them) when each was saved and the last one kept for good."""
 
-    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=None):
+    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=None,
+                 all_model_checkpoint_timestamps=None, last_preserved_timestamp=0.0):
         self.model_checkpoint_path = model_checkpoint_path
         self.all_model_checkpoint_paths = list(all_model_checkpoint_paths or [])
+        self.all_model_checkpoint_timestamps = list(all_model_checkpoint_timestamps or [])
+        self.last_preserved_timestamp = last_preserved_timestamp
 
     def __eq__(self, other):
         return (isinstance(other, CheckpointState) and
@@ -124,6 +128,10 @@ def _format_state(state):
     lines = [f'model_checkpoint_path: "{_escape(state.model_checkpoint_path)}"']
     lines += [f'all_model_checkpoint_paths: "{_escape(p)}"'
               for p in state.all_model_checkpoint_paths]
+    lines += [f"all_model_checkpoint_timestamps: {t!r}"
+              for t in state.all_model_checkpoint_timestamps]
+    if state.last_preserved_timestamp:
+        lines.append(f"last_preserved_timestamp: {state.last_preserved_timestamp!r}")
     return "\n".join(lines) + "\n"
 
 
@@ -141,6 +149,17 @@ def _parse_state(text):
         if not match:
             raise ValueError(f"line {number}: expected 'field: value', got {line!r}")
         field, value = match.groups()
+        if field in ("all_model_checkpoint_timestamps", "last_preserved_timestamp"):
+            try:
+                stamp = float(value)
+            except ValueError:
+                raise ValueError(f"line {number}: {field} must be a number, got {value}") \
+                    from None
+            if field == "last_preserved_timestamp":
+                state.last_preserved_timestamp = stamp
+            else:
+                state.all_model_checkpoint_timestamps.append(stamp)
+            continue
         if field not in ("model_checkpoint_path", "all_model_checkpoint_paths"):
             continue
         if len(value) < 2 or value[0] not in "\"'" or value[-1] != value[0]:
@@ -168,8 +187,9 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     """Writes the "checkpoint" file in `save_dir` (atomically) naming the newest checkpoint.
 
     As in TensorFlow, paths are stored relative to `save_dir` when `save_dir` is relative (or
-    with `save_relative_paths`), and as given otherwise. The timestamps are accepted for
-    compatibility and not recorded.
+    with `save_relative_paths`), and as given otherwise. The timestamps (CheckpointManager's)
+    are recorded when given, as TensorFlow's CheckpointManager needs them to take over a
+    directory's checkpoints.
     """
     save_dir = os.fspath(save_dir)
     model_path = os.fspath(model_checkpoint_path)
@@ -183,7 +203,9 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     if os.path.abspath(state_file) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for "
                            "checkpoint state.  Please use a different save path.")
-    text = _format_state(CheckpointState(model_path, all_paths))
+    text = _format_state(CheckpointState(model_path, all_paths,
+                                         all_model_checkpoint_timestamps,
+                                         last_preserved_timestamp or 0.0))
     _call(_C.write_file_atomically, state_file, text.encode("utf-8"))
 
 

@@ -1,0 +1,107 @@
+"""tf.train.Checkpoint, CheckpointManager and checkpointed tables in eager mode."""
+
+import numpy as np
+import pytest
+
+import flowstone as tf
+from peers import requires_tensorflow, run_tensorflow
+
+
+class Model(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.dense = tf.Module()
+        self.dense.kernel = tf.Variable(np.ones((2, 2), np.float32))
+        self.steps = [tf.Variable(np.int64(0)), tf.Variable(np.int64(1))]
+
+
+def test_save_restore_and_counter(tmp_path):
+    model = Model()
+    ckpt = tf.train.Checkpoint(model=model)
+    first = ckpt.save(str(tmp_path / "ckpt"))
+    model.dense.kernel.assign(np.full((2, 2), 4.0, np.float32))
+    second = ckpt.save(str(tmp_path / "ckpt"))
+    assert (first.rsplit("-", 1)[1], second.rsplit("-", 1)[1]) == ("1", "2")
+    assert int(ckpt.save_counter.numpy()) == 2
+    model.dense.kernel.assign(np.zeros((2, 2), np.float32))
+    ckpt.restore(first).assert_consumed()
+    np.testing.assert_array_equal(model.dense.kernel.numpy(), np.ones((2, 2)))
+    assert int(ckpt.save_counter.numpy()) == 1
+    # A new program restores at once, the save counter included.
+    fresh = Model()
+    restored = tf.train.Checkpoint(model=fresh)
+    restored.restore(tf.train.latest_checkpoint(str(tmp_path))).assert_consumed()
+    np.testing.assert_array_equal(fresh.dense.kernel.numpy(), np.full((2, 2), 4.0))
+    assert int(restored.save_counter.numpy()) == 2
+    assert fresh.steps[1].numpy() == 1
+
+
+def test_shape_mismatch_is_an_error(tmp_path):
+    path = tf.train.Checkpoint(v=tf.Variable([1.0, 2.0])).write(str(tmp_path / "v"))
+    with pytest.raises(ValueError, match=r"incompatible tensor with shape \(2,\).*shape \(3,\)"):
+        tf.train.Checkpoint(v=tf.Variable([0.0, 0.0, 0.0])).read(path)
+
+
+def test_manager_in_eager_mode(tmp_path):
+    v = tf.Variable(1.0)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=v), str(tmp_path), max_to_keep=1,
+                                         checkpoint_name="model")
+    assert manager.restore_or_initialize() is None
+    manager.save()
+    v.assign(2.0)
+    path = manager.save()
+    assert manager.checkpoints == [path] and path.endswith("model-2")
+    v.assign(0.0)
+    assert manager.restore_or_initialize() == path
+    assert v.numpy() == 2.0
+
+
+def test_mutable_hash_table_is_checkpointed(tmp_path):
+    table = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -1)
+    table.insert(tf.constant(["a", "b"]), tf.constant([1, 2], tf.int64))
+    path = tf.train.Checkpoint(table=table).write(str(tmp_path / "t"))
+    names = [name for name, _ in tf.train.list_variables(path)]
+    assert "table/.ATTRIBUTES/table-keys" in names
+    assert "table/.ATTRIBUTES/table-values" in names
+    other = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -1)
+    other.insert(tf.constant(["z"]), tf.constant([9], tf.int64))
+    tf.train.Checkpoint(table=other).read(path).assert_consumed()
+    assert other.lookup(tf.constant(["a", "b", "z"])).numpy().tolist() == [1, 2, -1]
+
+
+@requires_tensorflow
+def test_eager_checkpoint_crosses_to_tensorflow_and_back(tmp_path):
+    model = Model()
+    model.dense.kernel.assign(np.array([[1.5, 2.5], [3.5, 4.5]], np.float32))
+    tf.train.Checkpoint(model=model).save(str(tmp_path / "fs"))
+    out = run_tensorflow("""
+        import numpy as np
+        import tensorflow as tf
+        model = tf.Module()
+        model.dense = tf.Module()
+        model.dense.kernel = tf.Variable(np.zeros((2, 2), np.float32))
+        model.steps = [tf.Variable(np.int64(5)), tf.Variable(np.int64(5))]
+        ckpt = tf.train.Checkpoint(model=model)
+        ckpt.restore("fs-1").assert_consumed()
+        print(model.dense.kernel.numpy().tolist(), [int(s.numpy()) for s in model.steps])
+        model.steps[0].assign(42)
+        ckpt.write("tf")
+    """, tmp_path)
+    assert out.strip() == "[[1.5, 2.5], [3.5, 4.5]] [0, 1]"
+    fresh = Model()
+    tf.train.Checkpoint(model=fresh).restore(str(tmp_path / "tf")).assert_consumed()
+    assert fresh.steps[0].numpy() == 42
+    np.testing.assert_array_equal(fresh.dense.kernel.numpy(), [[1.5, 2.5], [3.5, 4.5]])
+
+
+@requires_tensorflow
+def test_tensorflow_mutable_hash_table_checkpoint_restores(tmp_path):
+    run_tensorflow("""
+        import tensorflow as tf
+        table = tf.lookup.experimental.MutableHashTable(tf.string, tf.float32, 0.0)
+        table.insert(tf.constant(["x", "y"]), tf.constant([0.5, -1.5]))
+        tf.train.Checkpoint(table=table).write("t")
+    """, tmp_path)
+    table = tf.lookup.experimental.MutableHashTable(tf.string, tf.float32, 0.0)
+    tf.train.Checkpoint(table=table).read(str(tmp_path / "t")).assert_consumed()
+    assert table.lookup(tf.constant(["y", "x", "q"])).numpy().tolist() == [-1.5, 0.5, 0.0]
