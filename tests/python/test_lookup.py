@@ -213,3 +213,41 @@ def test_contrib_lookup(tmp_path):
         assert sess.run(words.lookup(tf.constant([1, 7], tf.int64))).tolist() == [b"y", b"UNK"]
         assert sess.run(from_file.lookup(tf.constant(["palmer", "??"]))).tolist() == [2, 5]
     assert isinstance(ids, tf.contrib.lookup.HashTable)
+
+
+def test_saver_saves_mutable_tables_under_tensorflows_keys(tmp_path):
+    with tf.Graph().as_default():
+        table = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -1, name="vocab")
+        v = tf.Variable([1.0], name="v")
+        insert = table.insert(tf.constant(["a", "b"]), tf.constant([3, 4], tf.int64))
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            sess.run([v.initializer, insert])
+            path = saver.save(sess, str(tmp_path / "model"))
+    assert tf.train.list_variables(path) == [("v", [1]), ("vocab-keys", [2]),
+                                             ("vocab-values", [2])]
+    with tf.Graph().as_default():
+        table = tf.lookup.experimental.MutableHashTable(tf.string, tf.int64, -1, name="vocab")
+        tf.Variable([0.0], name="v")
+        saver = tf.train.Saver()
+        with tf.Session() as sess:
+            saver.restore(sess, path)
+            assert sess.run(table.lookup(tf.constant(["b", "a", "c"]))).tolist() == [4, 3, -1]
+
+
+@requires_tensorflow
+def test_tensorflow_saver_checkpoint_with_a_table_restores(tmp_path):
+    run_tensorflow("""
+        import tensorflow as tf
+        tf.compat.v1.disable_eager_execution()
+        table = tf.lookup.experimental.MutableHashTable(tf.int64, tf.float32, 0.0, name="t")
+        insert = table.insert(tf.constant([7, 8], tf.int64), tf.constant([0.5, 1.5]))
+        with tf.compat.v1.Session() as sess:
+            sess.run(insert)
+            tf.compat.v1.train.Saver().save(sess, "./tf1")
+    """, tmp_path)
+    table = tf.lookup.experimental.MutableHashTable(tf.int64, tf.float32, 0.0, name="t")
+    with tf.Session() as sess:
+        tf.train.Saver().restore(sess, str(tmp_path / "tf1"))
+        assert sess.run(table.lookup(tf.constant([8, 7, 1], tf.int64))).tolist() == [1.5, 0.5,
+                                                                                      0.0]

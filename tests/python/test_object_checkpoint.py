@@ -292,3 +292,49 @@ def test_flowstone_checkpoint_restores_in_tensorflow(tmp_path):
     assert lines[0] == "['./ckpt-1', './ckpt-2']"
     assert lines[1] == (f"{expected[0].tolist()} {expected[1]} {expected[2]} "
                         f"{expected[3].tolist()} 2")
+
+
+def _keras_model():
+    return tf.keras.Sequential([tf.keras.layers.Dense(3, input_shape=(2,)),
+                                tf.keras.layers.Dense(1)])
+
+
+KERAS_WEIGHTS = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1, 2, 3], np.float32),
+                 np.array([[0.5], [-0.5], [2.0]], np.float32), np.array([9.0], np.float32)]
+
+
+@requires_tensorflow
+def test_keras_weights_cross_with_tensorflows_keras(tmp_path):
+    _write_keras(tmp_path / "from_fs")
+    out = run_tensorflow(f"""
+        import numpy as np
+        import tensorflow as tf
+        import tf_keras as keras
+        model = keras.Sequential([keras.layers.Dense(3, input_shape=(2,)),
+                                  keras.layers.Dense(1)])
+        weights = [np.asarray(w, np.float32) for w in {[w.tolist() for w in KERAS_WEIGHTS]!r}]
+        model.set_weights(weights)
+        tf.train.Checkpoint(model=model).write("from_tf")
+        other = keras.Sequential([keras.layers.Dense(3, input_shape=(2,)),
+                                  keras.layers.Dense(1)])
+        tf.train.Checkpoint(model=other).read("from_fs").assert_existing_objects_matched()
+        print([w.tolist() for w in other.get_weights()])
+    """, tmp_path)
+    assert out.strip() == str([(w * 2).tolist() for w in KERAS_WEIGHTS])
+    with tf.Graph().as_default():
+        model = _keras_model()
+        sess = tf.keras.backend.get_session()
+        status = tf.train.Checkpoint(model=model).read(str(tmp_path / "from_tf"))
+        status.assert_existing_objects_matched().run_restore_ops(sess)
+        for got, want in zip(sess.run(model.weights), KERAS_WEIGHTS):
+            np.testing.assert_array_equal(got, want)
+    tf.keras.backend.clear_session()
+
+
+def _write_keras(prefix):
+    with tf.Graph().as_default():
+        model = _keras_model()
+        model.set_weights([w * 2 for w in KERAS_WEIGHTS])
+        tf.train.Checkpoint(model=model).write(str(prefix),
+                                               session=tf.keras.backend.get_session())
+    tf.keras.backend.clear_session()

@@ -13,6 +13,7 @@ import itertools
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
+from flowstone.ops import basic_ops
 from flowstone.ops import math_ops as _math_ops
 from flowstone.ops import string_ops as _string_ops
 from flowstone.util.tf_export import tf_export
@@ -333,6 +334,11 @@ class _MutableTable(LookupInterface):
                              {"Tin": self._key_dtype, "Tout": self._value_dtype},
                              name=name or f"{self._name}_import")
 
+    def _add_to_saveables(self):
+        """Graph mode: tf.train.Saver() saves the table as "<name>-keys" and "<name>-values"."""
+        if self._checkpoint and not _ops.executing_eagerly():
+            _ops.add_to_collection(_ops.GraphKeys.SAVEABLE_OBJECTS, self)
+
     # The object-based checkpoint protocol (train/object_checkpoint.py).
     def _checkpoint_values(self):
         if not self._checkpoint:
@@ -345,7 +351,6 @@ class _MutableTable(LookupInterface):
         if _ops.executing_eagerly():
             self.import_(keys, vals)
             return
-        from flowstone.ops import basic_ops
         key_ph = basic_ops.placeholder(self._key_dtype)
         value_ph = basic_ops.placeholder(self._value_dtype)
         session.run(self.import_(key_ph, value_ph), {key_ph: keys, value_ph: vals})
@@ -366,6 +371,7 @@ class MutableHashTable(_MutableTable):
             op_type = "MutableHashTableOfTensorsV2"
             attrs["value_shape"] = self._value_shape
         self._resource_handle = _table_op(op_type, [], attrs, None, name)
+        self._add_to_saveables()
 
 
 @tf_export("lookup.experimental.DenseHashTable")
@@ -387,4 +393,5 @@ class DenseHashTable(_MutableTable):
             attrs["initial_num_buckets"] = int(initial_num_buckets)
         self._resource_handle = _table_op("MutableDenseHashTableV2", [empty, deleted], attrs,
                                           None, name)
+        self._add_to_saveables()
 
