@@ -338,3 +338,58 @@ def _write_keras(prefix):
         tf.train.Checkpoint(model=model).write(str(prefix),
                                                session=tf.keras.backend.get_session())
     tf.keras.backend.clear_session()
+
+
+def test_keras_optimizer_state_round_trips(tmp_path):
+    x, y = np.ones((4, 2), np.float32), np.ones((4, 1), np.float32)
+    with tf.Graph().as_default():
+        model = _keras_model()
+        model.compile(tf.keras.optimizers.Adam(0.1), "mse")
+        model.fit(x, y, epochs=2, verbose=0)
+        sess = tf.keras.backend.get_session()
+        ckpt = tf.train.Checkpoint(model=model, optimizer=model.optimizer)
+        path = ckpt.write(str(tmp_path / "adam"), session=sess)
+        kernel = model.layers[0].kernel
+        m = sess.run(model.optimizer._update_optimizer.get_slot(kernel, "m"))
+        iterations = sess.run(model.optimizer.iterations)
+    tf.keras.backend.clear_session()
+    names = [name for name, _ in tf.train.list_variables(path)]
+    assert "optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE" in names
+    assert ("model/layer_with_weights-0/kernel/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/"
+            "VARIABLE_VALUE") in names
+    with tf.Graph().as_default():
+        model = _keras_model()
+        model.compile(tf.keras.optimizers.Adam(0.1), "mse")
+        model.fit(x, y, epochs=1, verbose=0)  # makes the slots
+        sess = tf.keras.backend.get_session()
+        tf.train.Checkpoint(model=model, optimizer=model.optimizer).read(path) \
+            .assert_consumed().run_restore_ops(sess)
+        kernel = model.layers[0].kernel
+        np.testing.assert_array_equal(
+            sess.run(model.optimizer._update_optimizer.get_slot(kernel, "m")), m)
+        assert sess.run(model.optimizer.iterations) == iterations == 2
+    tf.keras.backend.clear_session()
+
+
+@requires_tensorflow
+def test_tensorflow_optimizer_slots_restore(tmp_path):
+    out = run_tensorflow("""
+        import tensorflow as tf
+        w = tf.Variable([1.0, -2.0])
+        opt = tf.compat.v1.train.AdamOptimizer(0.1)
+        for _ in range(2):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(w * w)
+            opt.apply_gradients([(tape.gradient(loss, w), w)])
+        tf.train.Checkpoint(w=w, optimizer=opt).write("adam")
+        print(opt.get_slot(w, "m").numpy().tolist(), w.numpy().tolist())
+    """, tmp_path)
+    with tf.Graph().as_default():
+        w = tf.Variable([0.0, 0.0])
+        opt = tf.train.AdamOptimizer(0.1)
+        opt.minimize(tf.reduce_sum(w * w))
+        with tf.Session() as sess:
+            tf.train.Checkpoint(w=w, optimizer=opt).read(str(tmp_path / "adam")) \
+                .assert_consumed().run_restore_ops(sess)
+            assert out.strip() == f"{sess.run(opt.get_slot(w, 'm')).tolist()} " \
+                                  f"{sess.run(w).tolist()}"

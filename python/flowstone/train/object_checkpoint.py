@@ -341,6 +341,8 @@ class _Match:
                 self.objects[ref.node_id] = child
                 self.paths[ref.node_id] = self.paths[node] + (ref.local_name,)
                 queue.append(ref.node_id)
+        # Slots once every variable is matched: an optimizer may come before its variables.
+        for node, obj in list(self.objects.items()):
             for slot in saved.nodes[node].slot_variables:
                 variable = self.objects.get(slot.original_variable_node_id)
                 by_variable = _optimizer_slots(obj).get(slot.slot_name, {})
