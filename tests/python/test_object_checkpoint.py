@@ -99,7 +99,8 @@ def test_values_the_program_lacks_fail_assert_consumed(tmp_path):
     with tf.Graph().as_default():
         status = tf.train.Checkpoint(a=tf.Variable(0.0)).read(path)
         status.assert_existing_objects_matched()
-        with pytest.raises(AssertionError, match="Unresolved object in checkpoint.*b/.ATTRIBUTES"):
+        with pytest.raises(AssertionError, match=r"Unresolved object in checkpoint .*: "
+                                                 r"\(root\)\.b \(b/.ATTRIBUTES/VARIABLE_VALUE\)"):
             status.assert_consumed()
         with pytest.raises(AssertionError, match="Nothing except the root"):
             tf.train.Checkpoint(other=tf.Variable(0.0)).read(path).assert_nontrivial_match()
@@ -393,3 +394,21 @@ def test_tensorflow_optimizer_slots_restore(tmp_path):
                 .assert_consumed().run_restore_ops(sess)
             assert out.strip() == f"{sess.run(opt.get_slot(w, 'm')).tolist()} " \
                                   f"{sess.run(w).tolist()}"
+
+
+def test_graph_mode_saves_do_not_grow_the_graph(tmp_path):
+    with tf.Graph().as_default() as graph:
+        v = tf.Variable(1.0)
+        table = tf.lookup.experimental.MutableHashTable(tf.int64, tf.int64, -1)
+        ckpt = tf.train.Checkpoint(v=v, table=table)
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            sess.run(table.insert(tf.constant([1], tf.int64), tf.constant([2], tf.int64)))
+            ckpt.restore(ckpt.save(str(tmp_path / "g"), session=sess)).run_restore_ops(sess)
+            count = len(graph.get_operations())
+            for _ in range(3):
+                path = ckpt.save(str(tmp_path / "g"), session=sess)
+                ckpt.restore(path).run_restore_ops(sess)
+            assert len(graph.get_operations()) == count
+            assert path.endswith("g-4")
+            assert sess.run(table.lookup(tf.constant([1], tf.int64))).tolist() == [2]

@@ -202,6 +202,11 @@ class LookupInterface:
     def __call__(self, keys):
         return self.lookup(keys)
 
+    def _checkpoint_values(self):
+        """A node of object-based checkpoints that saves nothing (its initializer refills it),
+        as in TensorFlow; mutable tables save their contents."""
+        return {}
+
 
 def _with_sparse(sparse, values):
     if sparse is None:
@@ -305,6 +310,8 @@ class _MutableTable(LookupInterface):
             self._default_value = _ops.convert_to_tensor(default_value, dtype=self._value_dtype,
                                                          name="default_value")
         self._value_shape = self._default_value.shape
+        self._graph_export = None  # graph mode: the ops checkpoints save and restore with
+        self._graph_import = None
 
     def lookup(self, keys, dynamic_default_values=None, name=None):
         sparse, keys = self._lookup_keys(keys)
@@ -343,7 +350,13 @@ class _MutableTable(LookupInterface):
     def _checkpoint_values(self):
         if not self._checkpoint:
             return {}
-        keys, values = self._export()
+        if _ops.executing_eagerly():
+            keys, values = self._export()
+        else:  # one export op per table, however often it is saved
+            if self._graph_export is None:
+                with _ops.init_scope():
+                    self._graph_export = self._export()
+            keys, values = self._graph_export
         return {"table": {"-keys": keys, "-values": values}}
 
     def _restore_checkpoint_values(self, values, session):
@@ -351,9 +364,13 @@ class _MutableTable(LookupInterface):
         if _ops.executing_eagerly():
             self.import_(keys, vals)
             return
-        key_ph = basic_ops.placeholder(self._key_dtype)
-        value_ph = basic_ops.placeholder(self._value_dtype)
-        session.run(self.import_(key_ph, value_ph), {key_ph: keys, value_ph: vals})
+        if self._graph_import is None:
+            with _ops.init_scope():
+                key_ph = basic_ops.placeholder(self._key_dtype)
+                value_ph = basic_ops.placeholder(self._value_dtype)
+                self._graph_import = (self.import_(key_ph, value_ph), key_ph, value_ph)
+        op, key_ph, value_ph = self._graph_import
+        session.run(op, {key_ph: keys, value_ph: vals})
 
 
 @tf_export("lookup.experimental.MutableHashTable")

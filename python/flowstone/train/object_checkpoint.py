@@ -363,7 +363,22 @@ class _Match:
         return out
 
     def unmatched_saved(self):
-        return [node for node in range(len(self.saved.nodes)) if node not in self.objects]
+        """The saved nodes with values that no Python object took (as in TensorFlow, nodes
+        without values do not count: they matter only through their children)."""
+        return [node for node, proto in enumerate(self.saved.nodes)
+                if node not in self.objects and proto.attributes]
+
+    def saved_names(self):
+        """Each saved node's "(root).model.w" path, breadth first from the root."""
+        names = {0: "(root)"}
+        queue = collections.deque([0])
+        while queue:
+            node = queue.popleft()
+            for ref in self.saved.nodes[node].children:
+                if ref.node_id not in names:
+                    names[ref.node_id] = f"{names[node]}.{ref.local_name}"
+                    queue.append(ref.node_id)
+        return names
 
 
 def _assign_eager(reader, key, variable):
@@ -431,16 +446,15 @@ class CheckpointLoadStatus:
         """Raises AssertionError unless every value in the checkpoint found its Python object
         and every Python object its value."""
         match = self._restore.match
+        self.assert_existing_objects_matched()
         unresolved = match.unmatched_saved()
         if unresolved:
-            saved = match.saved
-            names = []
-            for node in unresolved:
-                keys = [a.checkpoint_key for a in saved.nodes[node].attributes]
-                names.append(f"node {node} ({', '.join(keys) or 'no values'})")
+            names = match.saved_names()
+            described = [f"{names.get(node, f'node {node}')} (" + ", ".join(
+                a.checkpoint_key for a in match.saved.nodes[node].attributes) + ")"
+                for node in unresolved]
             raise AssertionError(f"Unresolved object in checkpoint {self._restore.path}: "
-                                 f"{'; '.join(names)}")
-        self.assert_existing_objects_matched()
+                                 f"{'; '.join(described)}")
         return self
 
     def assert_existing_objects_matched(self):
@@ -596,7 +610,7 @@ class Checkpoint:
 
     def _count_save(self, session):
         """save_counter + 1, returned as an int."""
-        created = self._maybe_create_save_counter()
+        self._maybe_create_save_counter()
         counter = self._save_counter
         if counter._eager:
             counter.assign_add(1, read_value=False)
@@ -604,10 +618,13 @@ class Checkpoint:
         session = _session_for(session, counter.graph)
         if self._increment is None:
             with counter.graph.as_default(), _ops.init_scope():
-                object.__setattr__(self, "_increment", counter.assign_add(1))
-        if created:
+                object.__setattr__(self, "_increment",
+                                   (counter.is_initialized(), counter.assign_add(1)))
+        initialized, increment = self._increment
+        # A counter made here or by restore (from a checkpoint without one) starts at 0.
+        if not session.run(initialized):
             session.run(counter.initializer)
-        return int(session.run(self._increment))
+        return int(session.run(increment))
 
     def write(self, file_prefix, options=None, session=None):
         """Writes the checkpoint at exactly `file_prefix` (no counter, no "checkpoint" file)

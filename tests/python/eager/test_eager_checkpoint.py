@@ -105,3 +105,14 @@ def test_tensorflow_mutable_hash_table_checkpoint_restores(tmp_path):
     table = tf.lookup.experimental.MutableHashTable(tf.string, tf.float32, 0.0)
     tf.train.Checkpoint(table=table).read(str(tmp_path / "t")).assert_consumed()
     assert table.lookup(tf.constant(["y", "x", "q"])).numpy().tolist() == [-1.5, 0.5, 0.0]
+
+
+def test_static_table_is_tracked_without_values(tmp_path):
+    def make():
+        return tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer([1, 2], [3, 4], tf.int64, tf.int64), -1)
+
+    path = tf.train.Checkpoint(table=make(), v=tf.Variable(1.0)).write(str(tmp_path / "s"))
+    assert [name for name, _ in tf.train.list_variables(path)] == [
+        "_CHECKPOINTABLE_OBJECT_GRAPH", "v/.ATTRIBUTES/VARIABLE_VALUE"]
+    tf.train.Checkpoint(table=make(), v=tf.Variable(0.0)).read(path).assert_consumed()
