@@ -412,3 +412,31 @@ def test_graph_mode_saves_do_not_grow_the_graph(tmp_path):
             assert len(graph.get_operations()) == count
             assert path.endswith("g-4")
             assert sess.run(table.lookup(tf.constant([1], tf.int64))).tolist() == [2]
+
+
+@requires_tensorflow
+def test_keras_save_weights_crosses_with_tensorflows_keras(tmp_path):
+    with tf.Graph().as_default():
+        model = _keras_model()
+        model.set_weights(KERAS_WEIGHTS)
+        model.save_weights(str(tmp_path / "fs" / "weights"))
+    tf.keras.backend.clear_session()
+    out = run_tensorflow("""
+        import numpy as np
+        import tf_keras as keras
+        def make():
+            return keras.Sequential([keras.layers.Dense(3, input_shape=(2,)),
+                                     keras.layers.Dense(1)])
+        model = make()
+        model.load_weights("fs/weights").assert_existing_objects_matched()
+        print([w.tolist() for w in model.get_weights()])
+        model.set_weights([w * 3 for w in model.get_weights()])
+        model.save_weights("tf/weights")
+    """, tmp_path)
+    assert out.strip() == str([w.tolist() for w in KERAS_WEIGHTS])
+    with tf.Graph().as_default():
+        model = _keras_model()
+        model.load_weights(str(tmp_path / "tf")).assert_existing_objects_matched()
+        for got, want in zip(model.get_weights(), KERAS_WEIGHTS):
+            np.testing.assert_array_equal(got, want * 3)
+    tf.keras.backend.clear_session()
