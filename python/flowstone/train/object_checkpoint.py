@@ -27,6 +27,7 @@ Values move without graph ops: in graph mode a session's variables are read and 
 import collections
 import os
 import time
+import weakref
 
 import numpy as np
 
@@ -391,13 +392,35 @@ def _assign_eager(reader, key, variable):
 
 
 class _Restore:
-    """Applies a match's values: at once in eager mode, by run_restore_ops in graph mode."""
+    """Applies a match's values: at once in eager mode, by run_restore_ops in graph mode.
 
-    def __init__(self, path, reader, match):
+    TensorFlow restores an object created after restore() when it is created; Flowstone has no
+    hook there, so the match is redone whenever the status is used (run_restore_ops and the
+    assert_* methods), restoring objects made since, and values no object took are reported in
+    a warning when the status goes away (unless expect_partial)."""
+
+    def __init__(self, path, reader, root, saved):
         self.path = path
         self.reader = reader
-        self.match = match
+        self.root = root
+        self.saved = saved
+        self.match = _Match(root, saved)
         self.restored = set()  # ids of objects given values
+        self.expect_partial = False
+
+    def refresh(self):
+        """Matches again; eager mode restores what matched since."""
+        self.match = _Match(self.root, self.saved)
+        if _ops.executing_eagerly():
+            self.run(eager_only=True)
+
+    def warn_unused(self):
+        if self.expect_partial:
+            return
+        names = self.match.saved_names()
+        for node in self.match.unmatched_saved()[:10]:
+            _logging.warning("Value in checkpoint could not be found in the restored object: "
+                             "%s (from %s)", names.get(node, f"node {node}"), self.path)
 
     def pending(self):
         return [(k, o, a) for k, o, a in self.match.restorations() if id(o) not in self.restored]
@@ -437,6 +460,7 @@ class CheckpointLoadStatus:
     def __init__(self, checkpoint, restore):
         self._checkpoint = checkpoint
         self._restore = restore
+        weakref.finalize(self, restore.warn_unused)
 
     def _python_objects(self):
         graph = _ObjectGraph(self._checkpoint)
@@ -445,8 +469,8 @@ class CheckpointLoadStatus:
     def assert_consumed(self):
         """Raises AssertionError unless every value in the checkpoint found its Python object
         and every Python object its value."""
-        match = self._restore.match
         self.assert_existing_objects_matched()
+        match = self._restore.match
         unresolved = match.unmatched_saved()
         if unresolved:
             names = match.saved_names()
@@ -460,6 +484,7 @@ class CheckpointLoadStatus:
     def assert_existing_objects_matched(self):
         """Raises AssertionError when a Python object with values (a variable) below the
         checkpoint has no value in the checkpoint."""
+        self._restore.refresh()
         matched = {id(obj) for obj in self._restore.match.objects.values()}
         missing = [f"{_describe(path)}: {obj!r}" for path, obj in self._python_objects()
                    if id(obj) not in matched and _values(obj)]
@@ -470,6 +495,7 @@ class CheckpointLoadStatus:
         return self
 
     def assert_nontrivial_match(self):
+        self._restore.refresh()
         if len(self._restore.match.objects) <= 1:
             raise AssertionError(f"Nothing except the root object matched a checkpointed value "
                                  f"in {self._restore.path}. Typically this means that the "
@@ -478,18 +504,20 @@ class CheckpointLoadStatus:
 
     def expect_partial(self):
         """Silences the note about values of the checkpoint that were not used."""
-        self._checkpoint._unused_note = None
+        self._restore.expect_partial = True
         return self
 
     def run_restore_ops(self, session=None):
         """Graph mode: sets the matched variables in `session` (the default session when
         None). Eager mode: nothing, the values were set by restore."""
+        self._restore.refresh()
         if not _ops.executing_eagerly():
             self._restore.run(session)
 
     def initialize_or_restore(self, session=None):
         """Graph mode: runs the initializers of the variables below the checkpoint that it
         has no value for, and restores the others."""
+        self._restore.refresh()
         if _ops.executing_eagerly():
             return
         matched = {id(obj) for obj in self._restore.match.objects.values()}
@@ -565,7 +593,6 @@ class Checkpoint:
         object.__setattr__(self, "_tracked", {})
         object.__setattr__(self, "_save_counter", None)
         object.__setattr__(self, "_increment", None)
-        object.__setattr__(self, "_unused_note", None)
         if root is not None:
             if not _is_trackable(root):
                 raise ValueError(f"`Checkpoint` was expecting root to be a trackable object "
@@ -649,7 +676,7 @@ class Checkpoint:
         if os.path.isdir(save_path):
             save_path = _saver.latest_checkpoint(save_path) or save_path
         reader, saved = _read_object_graph(save_path)
-        restore = _Restore(save_path, reader, _Match(self, saved))
+        restore = _Restore(save_path, reader, self, saved)
         status = CheckpointLoadStatus(self, restore)
         restore.run(eager_only=True)
         return status
