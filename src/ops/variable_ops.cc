@@ -22,6 +22,14 @@ Status MoveToDevice(Var* var, Device* device) {
   return MoveVarToMemoryOf(var, device);
 }
 
+// Variables hold any numeric type or strings (TensorFlow 2 SavedModels keep asset paths in
+// string variables); the update ops take numbers only.
+const std::vector<DType> kVariableTypes = [] {
+  std::vector<DType> types = kAllTypes;
+  types.push_back(DType::kString);
+  return types;
+}();
+
 // Looks up the variable once per session (kernels are per session), then hands out the handle.
 class VarHandleKernel final : public OpKernel {
  public:
@@ -47,7 +55,7 @@ class VarHandleKernel final : public OpKernel {
 
 FS_REGISTER_OP(OpBuilder("VarHandleOp")
                    .Output("resource", "resource")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kVariableTypes)
                    .RequiredAttr("shape", AttrType::kShape)
                    .Attr("shared_name", "")
                    .Attr("container", "")
@@ -91,7 +99,7 @@ Status ReadVariableGrad(GradientContext& ctx) {
 FS_REGISTER_OP(OpBuilder("ReadVariableOp")
                    .Input("resource", "resource")
                    .Output("value", "dtype")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kVariableTypes)
                    .Attr("value_shape", AttrValue(PartialShape::Unknown()))
                    .Shape(ReadVariableShape)
                    .Kernel("CPU", ReadVariable)
@@ -128,7 +136,7 @@ Status NoOutputShape(InferenceContext&) { return Status::OK(); }
 FS_REGISTER_OP(OpBuilder("AssignVariableOp")
                    .Input("resource", "resource")
                    .Input("value", "dtype")
-                   .TypeAttr("dtype", kAllTypes)
+                   .TypeAttr("dtype", kVariableTypes)
                    .Stateful()
                    .Shape(NoOutputShape)
                    .Kernel("CPU", AssignVariable)

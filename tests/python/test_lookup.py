@@ -251,3 +251,35 @@ def test_tensorflow_saver_checkpoint_with_a_table_restores(tmp_path):
         tf.train.Saver().restore(sess, str(tmp_path / "tf1"))
         assert sess.run(table.lookup(tf.constant([8, 7, 1], tf.int64))).tolist() == [1.5, 0.5,
                                                                                       0.0]
+
+
+@requires_tensorflow
+def test_tensorflow_saved_model_with_vocabulary_tables_runs(tmp_path):
+    (tmp_path / "vocab.txt").write_text("red\ngreen\nblue\n")
+    expected = run_tensorflow("""
+        import json
+        import tensorflow as tf
+
+        class Model(tf.Module):
+            def __init__(self):
+                self.ids = tf.lookup.StaticVocabularyTable(
+                    tf.lookup.TextFileInitializer("vocab.txt", tf.string, -2, tf.int64, -1), 2)
+                self.scores = tf.lookup.StaticHashTable(
+                    tf.lookup.KeyValueTensorInitializer(["a", "b"], tf.constant([1.5, 2.5])),
+                    -1.0)
+
+            @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+            def __call__(self, words):
+                return {"ids": self.ids.lookup(words), "scores": self.scores.lookup(words)}
+
+        model = Model()
+        tf.saved_model.save(model, "saved", signatures=model.__call__)
+        out = model(tf.constant(["green", "zz", "a"]))
+        print(json.dumps({k: v.numpy().tolist() for k, v in out.items()}))
+    """, tmp_path)
+    (tmp_path / "vocab.txt").unlink()  # the SavedModel reads its own copy, in assets/
+    with tf.Graph().as_default():
+        loaded = tf.saved_model.load(str(tmp_path / "saved"))
+        out = loaded.signatures["serving_default"](
+            words=np.array([b"green", b"zz", b"a"], dtype=object))
+    assert {k: v.tolist() for k, v in out.items()} == json.loads(expected)

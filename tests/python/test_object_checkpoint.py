@@ -440,3 +440,16 @@ def test_keras_save_weights_crosses_with_tensorflows_keras(tmp_path):
         for got, want in zip(model.get_weights(), KERAS_WEIGHTS):
             np.testing.assert_array_equal(got, want * 3)
     tf.keras.backend.clear_session()
+
+
+def test_string_variables_are_saved_and_restored(tmp_path):
+    with tf.Graph().as_default():
+        v = tf.Variable(["hello", ""], name="words")
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            path = tf.train.Checkpoint(v=v).write(str(tmp_path / "s"), session=sess)
+            sess.run(v.assign(["bye", "x" * 1000]))
+            tf.train.Checkpoint(v=v).read(path).run_restore_ops(sess)
+            assert sess.run(v).tolist() == [b"hello", b""]
+    assert tf.train.load_variable(path, "v/.ATTRIBUTES/VARIABLE_VALUE").tolist() == [b"hello",
+                                                                                       b""]
