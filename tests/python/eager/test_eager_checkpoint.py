@@ -142,3 +142,33 @@ def test_objects_made_after_restore_are_restored_when_the_status_is_used(tmp_pat
         tf.train.Checkpoint(model=tf.Module()).read(path).expect_partial()
         gc.collect()
     assert "could not be found" not in caplog.text
+
+
+def test_manager_interval_and_hourly_keeping(tmp_path, monkeypatch):
+    from flowstone.train import object_checkpoint
+
+    step = tf.Variable(0, dtype=tf.int64)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(tmp_path / "i"),
+                                         max_to_keep=None, step_counter=step,
+                                         checkpoint_interval=10)
+    saved = []
+    for value in (0, 5, 10, 12, 25):
+        step.assign(value)
+        saved.append(manager.save() is not None)
+    assert saved == [True, False, True, False, True]
+    with pytest.raises(ValueError, match="`step_counter` should be passed"):
+        tf.train.CheckpointManager(tf.train.Checkpoint(), str(tmp_path), 1, checkpoint_interval=5)
+
+    clock = [1000.0]
+    monkeypatch.setattr(object_checkpoint, "time", type("Clock", (), {
+        "time": staticmethod(lambda: clock[0])}))
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(tmp_path / "h"),
+                                         max_to_keep=1, keep_checkpoint_every_n_hours=1)
+    paths = []
+    for _ in range(4):
+        clock[0] += 1800  # half an hour between saves
+        paths.append(manager.save())
+    # Beyond the newest, one checkpoint an hour stays on disk (not in manager.checkpoints).
+    on_disk = [p for p in paths if (tmp_path / "h" / (p.rsplit("/", 1)[1] + ".index")).exists()]
+    assert manager.checkpoints == [paths[-1]]
+    assert on_disk == [paths[1], paths[3]]
