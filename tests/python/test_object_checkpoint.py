@@ -453,3 +453,29 @@ def test_string_variables_are_saved_and_restored(tmp_path):
             assert sess.run(v).tolist() == [b"hello", b""]
     assert tf.train.load_variable(path, "v/.ATTRIBUTES/VARIABLE_VALUE").tolist() == [b"hello",
                                                                                        b""]
+
+
+def test_custom_keras_layer_with_a_private_sublayer(tmp_path):
+    class Block(tf.keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self._inner = tf.keras.layers.Dense(2)
+            self.scale = None
+
+        def build(self, input_shape):
+            self.scale = self.add_weight("scale", shape=(), initializer="ones")
+            super().build(input_shape)
+
+        def call(self, inputs):
+            return self._inner(inputs) * self.scale
+
+    with tf.Graph().as_default():
+        block = Block()
+        block(tf.zeros([1, 3]))
+        sess = tf.keras.backend.get_session()
+        path = tf.train.Checkpoint(block=block).write(str(tmp_path / "b"), session=sess)
+    tf.keras.backend.clear_session()
+    assert [name for name, _ in tf.train.list_variables(path)] == [
+        "_CHECKPOINTABLE_OBJECT_GRAPH", "block/_inner/bias/.ATTRIBUTES/VARIABLE_VALUE",
+        "block/_inner/kernel/.ATTRIBUTES/VARIABLE_VALUE",
+        "block/scale/.ATTRIBUTES/VARIABLE_VALUE"]

@@ -96,10 +96,15 @@ def _weight_name(var):
     return name.rsplit("/", 1)[-1]
 
 
-def _attribute_children(obj, public_only=False):
+def _attribute_children(obj, keras=False):
+    """Trackable attributes by name. A Keras layer keeps its bookkeeping in private attributes
+    (lists of its weights and layers): of those only single layers, modules and variables
+    count (a custom layer's `self._dense`)."""
     out = []
     for name, value in vars(obj).items():
-        if public_only and name.startswith("_"):
+        if keras and name.startswith("_") and not (
+                _is_keras_layer(value) or isinstance(value, (_variables.Variable,
+                                                             _module.Module))):
             continue
         if _is_trackable(value):
             out.append((name, value))
@@ -118,7 +123,7 @@ def _keras_layer_children(layer):
                 out.append((f"layer_with_weights-{with_weights}", sub))
                 with_weights += 1
             out.append((f"layer-{index}", sub))
-    out += _attribute_children(layer, public_only=True)
+    out += _attribute_children(layer, keras=True)
     taken = {id(value) for _, value in out}
     names = {name for name, _ in out}
     for weight in list(layer._trainable_weights) + list(layer._non_trainable_weights):
