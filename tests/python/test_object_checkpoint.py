@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone.framework.ops import apply_op
 from peers import requires_tensorflow, run_tensorflow
 
 
@@ -479,3 +480,18 @@ def test_custom_keras_layer_with_a_private_sublayer(tmp_path):
         "_CHECKPOINTABLE_OBJECT_GRAPH", "block/_inner/bias/.ATTRIBUTES/VARIABLE_VALUE",
         "block/_inner/kernel/.ATTRIBUTES/VARIABLE_VALUE",
         "block/scale/.ATTRIBUTES/VARIABLE_VALUE"]
+
+
+def test_update_ops_refuse_string_variables():
+    with tf.Graph().as_default():
+        v = tf.Variable(["a"])
+        step = apply_op("ResourceApplyGradientDescent",
+                        [v.handle, tf.constant(0.1), tf.constant([1.0])], {"T": tf.float32})
+        with tf.Session() as sess:
+            sess.run(v.initializer)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="dtype string"):
+                sess.run(step)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Cannot update variable"):
+                sess.run(apply_op("AssignAddVariableOp", [v.handle, tf.constant([1.0])],
+                                  {"dtype": tf.float32}))
+            assert sess.run(v).tolist() == [b"a"]
