@@ -250,15 +250,19 @@ class LookupTable {
     return Status::OK();
   }
 
-  // Replaces the contents (a restore); a HashTable is initialized by it.
+  // Replaces the contents (a restore); a HashTable is initialized by it. A dense table skips
+  // entries under its empty and deleted keys: TensorFlow's dense tables export their whole
+  // bucket array, free buckets marked by those keys.
   Status Import(const Tensor& keys, const Tensor& values) {
     std::vector<std::pair<std::string, Tensor>> pairs;
     FS_RETURN_IF_ERROR(Pairs(keys, values, &pairs));
     if (kind_ == TableKind::kHash) return Initialize(pairs);
-    FS_RETURN_IF_ERROR(CheckNotReserved(keys));
     std::lock_guard<std::mutex> lock(mu_);
     entries_.clear();
-    for (auto& [key, value] : pairs) entries_[key] = std::move(value);
+    for (auto& [key, value] : pairs) {
+      if (has_reserved_ && (key == empty_key_ || key == deleted_key_)) continue;
+      entries_[key] = std::move(value);
+    }
     return Status::OK();
   }
 

@@ -172,3 +172,20 @@ def test_manager_interval_and_hourly_keeping(tmp_path, monkeypatch):
     on_disk = [p for p in paths if (tmp_path / "h" / (p.rsplit("/", 1)[1] + ".index")).exists()]
     assert manager.checkpoints == [paths[-1]]
     assert on_disk == [paths[1], paths[3]]
+
+
+@requires_tensorflow
+def test_tensorflow_dense_hash_table_checkpoint_restores(tmp_path):
+    run_tensorflow("""
+        import tensorflow as tf
+        table = tf.lookup.experimental.DenseHashTable(tf.int64, tf.int64, -1, empty_key=0,
+                                                      deleted_key=-1)
+        table.insert(tf.constant([5, 6, 7], tf.int64), tf.constant([50, 60, 70], tf.int64))
+        table.remove(tf.constant([6], tf.int64))
+        tf.train.Checkpoint(table=table).write("dense")
+    """, tmp_path)
+    table = tf.lookup.experimental.DenseHashTable(tf.int64, tf.int64, -1, empty_key=0,
+                                                  deleted_key=-1)
+    tf.train.Checkpoint(table=table).read(str(tmp_path / "dense")).assert_consumed()
+    assert table.size().numpy() == 2
+    assert table.lookup(tf.constant([5, 6, 7], tf.int64)).numpy().tolist() == [50, -1, 70]
