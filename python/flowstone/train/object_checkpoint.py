@@ -116,7 +116,8 @@ def _keras_layer_children(layer):
     layers = getattr(layer, "layers", None) if hasattr(type(layer), "layers") else None
     if layers is not None and (getattr(layer, "_is_graph_network", False) or
                                type(layer).__name__ == "Sequential"):
-        # TensorFlow's order: a layer's checkpoint keys use the first of its names.
+        # Sequential and functional models name their layers by position. TensorFlow's
+        # order: a layer's checkpoint keys use the first of its names.
         with_weights = 0
         for index, sub in enumerate(layers):
             if sub.weights:
@@ -605,18 +606,21 @@ class Checkpoint:
             for name, child in _children(root):
                 self._tracked[name] = child
         for name, value in sorted(kwargs.items()):
-            setattr(self, name, value)
-
-    def __setattr__(self, name, value):
-        if not name.startswith("_"):
             if not _is_trackable(value):
                 raise ValueError(f"`Checkpoint` was expecting {name} to be a trackable object "
                                  f"(an object derived from `Trackable`), got {value!r}. If you "
                                  "believe this object should be trackable (i.e. it is part of "
                                  "the TensorFlow Python API and manages state), please open an "
                                  "issue.")
+            setattr(self, name, value)
+
+    def __setattr__(self, name, value):
+        """Attributes set later are tracked too when they are trackable (as TensorFlow's
+        AutoTrackable does); others are plain attributes."""
+        if not name.startswith("_"):
             self._tracked.pop(name, None)
-            self._tracked[name] = value
+            if _is_trackable(value):
+                self._tracked[name] = value
         object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
