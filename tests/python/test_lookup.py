@@ -283,3 +283,15 @@ def test_tensorflow_saved_model_with_vocabulary_tables_runs(tmp_path):
         out = loaded.signatures["serving_default"](
             words=np.array([b"green", b"zz", b"a"], dtype=object))
     assert {k: v.tolist() for k, v in out.items()} == json.loads(expected)
+
+
+def test_sparse_keys_keep_their_indices():
+    table = tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(["a", "b"], tf.constant([1, 2], tf.int64)), 0)
+    keys = tf.SparseTensor([[0, 1], [2, 0]], tf.constant(["b", "q"]), [3, 2])
+    ids = table.lookup(keys)
+    with tf.Session() as sess:
+        sess.run(tf.tables_initializer())
+        value = sess.run(ids)
+    assert value.indices.tolist() == [[0, 1], [2, 0]] and value.values.tolist() == [2, 0]
+    assert value.dense_shape.tolist() == [3, 2]

@@ -13,6 +13,7 @@ import itertools
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
+from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.ops import basic_ops
 from flowstone.ops import math_ops as _math_ops
 from flowstone.ops import string_ops as _string_ops
@@ -188,7 +189,6 @@ class LookupInterface:
                              name=name or f"{self._name}_Lookup").outputs[0]
 
     def _lookup_keys(self, keys):
-        from flowstone.framework.sparse_tensor import SparseTensor
         if isinstance(keys, SparseTensor):
             return keys, keys.values
         return None, _convert(keys, self._key_dtype, "keys")
@@ -211,7 +211,6 @@ class LookupInterface:
 def _with_sparse(sparse, values):
     if sparse is None:
         return values
-    from flowstone.framework.sparse_tensor import SparseTensor
     return SparseTensor(sparse.indices, values, sparse.dense_shape)
 
 
