@@ -388,6 +388,28 @@ class _Match:
         return names
 
 
+def _match_creating_slots(root, saved):
+    """The match, after a tf.train optimizer without the slots that the checkpoint holds for
+    its (eager) variables has made them, so that they restore: TensorFlow makes them on restore
+    too, where a training step would otherwise start them at zero."""
+    match = _Match(root, saved)
+    created = False
+    for node, obj in list(match.objects.items()):
+        if not isinstance(obj, _optimizer.Optimizer):
+            continue
+        missing = []
+        for slot in saved.nodes[node].slot_variables:
+            variable = match.objects.get(slot.original_variable_node_id)
+            if isinstance(variable, _variables.Variable) and variable._eager and \
+                    variable not in obj._slots.get(slot.slot_name, {}) and \
+                    all(variable is not v for v in missing):
+                missing.append(variable)
+        if missing:
+            obj._create_slots(missing)
+            created = True
+    return _Match(root, saved) if created else match
+
+
 def _assign_eager(reader, key, variable):
     value = reader.get_tensor(key)
     if not variable.shape.is_compatible_with(value.shape):
@@ -410,13 +432,13 @@ class _Restore:
         self.reader = reader
         self.root = root
         self.saved = saved
-        self.match = _Match(root, saved)
+        self.match = _match_creating_slots(root, saved)
         self.restored = set()  # ids of objects given values
         self.expect_partial = False
 
     def refresh(self):
         """Matches again; eager mode restores what matched since."""
-        self.match = _Match(self.root, self.saved)
+        self.match = _match_creating_slots(self.root, self.saved)
         if _ops.executing_eagerly():
             self.run(eager_only=True)
 

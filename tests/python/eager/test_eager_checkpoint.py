@@ -189,3 +189,26 @@ def test_tensorflow_dense_hash_table_checkpoint_restores(tmp_path):
     tf.train.Checkpoint(table=table).read(str(tmp_path / "dense")).assert_consumed()
     assert table.size().numpy() == 2
     assert table.lookup(tf.constant([5, 6, 7], tf.int64)).numpy().tolist() == [50, -1, 70]
+
+
+def test_optimizer_slots_are_made_and_restored_before_the_first_step(tmp_path):
+    def train_once(w, opt):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(w * w)
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+
+    w, opt = tf.Variable([1.0, -2.0]), tf.train.AdamOptimizer(0.1)
+    for _ in range(3):
+        train_once(w, opt)
+    path = tf.train.Checkpoint(w=w, optimizer=opt).write(str(tmp_path / "adam"))
+    train_once(w, opt)
+    expected = w.numpy()
+
+    w2, opt2 = tf.Variable([0.0, 0.0]), tf.train.AdamOptimizer(0.1)
+    tf.train.Checkpoint(w=w2, optimizer=opt2).read(path).assert_consumed()
+    np.testing.assert_array_equal(opt2.get_slot(w2, "m").numpy(),
+                                  tf.train.load_variable(
+                                      path, "w/.OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/"
+                                            "VARIABLE_VALUE"))
+    train_once(w2, opt2)
+    np.testing.assert_allclose(w2.numpy(), expected, rtol=1e-6)
