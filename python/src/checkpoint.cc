@@ -124,6 +124,27 @@ void RegisterCheckpoint(nb::module_& m) {
       nb::arg("path"), nb::arg("key"), "The value stored under `key` as a numpy array.");
 
   m.def(
+      "load_checkpoint_tensors",
+      [](const std::string& path, const std::vector<std::string>& keys) {
+        std::vector<Tensor> values;
+        Status s;
+        {
+          nb::gil_scoped_release release;
+          s = ReadCheckpointTensors(path, keys, &values);
+        }
+        ThrowIfError(s);
+        nb::list out;
+        for (const Tensor& value : values) {
+          PyObject* array = TensorToNumpy(value);
+          if (array == nullptr) throw nb::python_error();
+          out.append(nb::steal(array));
+        }
+        return out;
+      },
+      nb::arg("path"), nb::arg("keys"),
+      "The values stored under `keys` as numpy arrays, the checkpoint opened once.");
+
+  m.def(
       "write_file_atomically",
       [](const std::string& path, nb::bytes contents) {
         std::string data(contents.c_str(), contents.size());

@@ -410,8 +410,7 @@ def _match_creating_slots(root, saved):
     return _Match(root, saved) if created else match
 
 
-def _assign_eager(reader, key, variable):
-    value = reader.get_tensor(key)
+def _assign_eager(key, variable, value):
     if not variable.shape.is_compatible_with(value.shape):
         raise ValueError(f"Received incompatible tensor with shape {value.shape} when "
                          f"attempting to restore variable with shape {variable.shape} and "
@@ -466,9 +465,11 @@ class _Restore:
                     if name.startswith(key) and not name[len(key):].startswith("/")})
         if eager_only and graph_vars:
             return
-        for key, var in eager:
-            _assign_eager(self.reader, key, var)
-            self.restored.add(id(var))
+        if eager:
+            values = _call(_C.load_checkpoint_tensors, self.path, [key for key, _ in eager])
+            for (key, var), value in zip(eager, values):
+                _assign_eager(key, var, np.asarray(value))
+                self.restored.add(id(var))
         if graph_vars:
             session = _session_for(session, graph_vars[0][1].graph)
             _call(_C.restore_checkpoint, session._c,
