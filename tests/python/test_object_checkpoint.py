@@ -495,3 +495,18 @@ def test_update_ops_refuse_string_variables():
                 sess.run(apply_op("AssignAddVariableOp", [v.handle, tf.constant([1.0])],
                                   {"dtype": tf.float32}))
             assert sess.run(v).tolist() == [b"a"]
+
+
+def test_graph_mode_table_alone(tmp_path):
+    with tf.Graph().as_default():
+        table = tf.lookup.experimental.MutableHashTable(tf.string, tf.float32, 0.0)
+        ckpt = tf.train.Checkpoint(table=table)
+        with tf.Session() as sess:
+            sess.run(table.insert(tf.constant(["k"]), tf.constant([4.5])))
+            path = ckpt.write(str(tmp_path / "t"), session=sess)
+    with tf.Graph().as_default():
+        table = tf.lookup.experimental.MutableHashTable(tf.string, tf.float32, 0.0)
+        status = tf.train.Checkpoint(table=table).read(path)
+        with tf.Session() as sess:
+            status.assert_consumed().run_restore_ops(sess)
+            assert sess.run(table.lookup(tf.constant(["k", "z"]))).tolist() == [4.5, 0.0]

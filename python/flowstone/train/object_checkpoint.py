@@ -453,6 +453,10 @@ class _Restore:
         return [(k, o, a) for k, o, a in self.match.restorations() if id(o) not in self.restored]
 
     def run(self, session=None, eager_only=False):
+        """Restores what is pending; `eager_only`: only in eager mode (graph mode waits for
+        run_restore_ops and its session)."""
+        if eager_only and not _ops.executing_eagerly():
+            return
         pending = self.pending()
         graph_vars, eager, tables = [], [], collections.defaultdict(dict)
         for key, obj, attribute in pending:
@@ -463,8 +467,6 @@ class _Restore:
                 tables[id(obj)][attribute] = (obj, {
                     name[len(key):]: self.reader.get_tensor(name) for name in stored
                     if name.startswith(key) and not name[len(key):].startswith("/")})
-        if eager_only and graph_vars:
-            return
         if eager:
             values = _call(_C.load_checkpoint_tensors, self.path, [key for key, _ in eager])
             for (key, var), value in zip(eager, values):
@@ -477,6 +479,8 @@ class _Restore:
             self.restored.update(id(var) for _, var in graph_vars)
         for by_attribute in tables.values():
             obj = next(iter(by_attribute.values()))[0]
+            if not _ops.executing_eagerly():
+                session = _session_for(session, obj.resource_handle.graph)
             obj._restore_checkpoint_values({a: v for a, (_, v) in by_attribute.items()},
                                            session)
             self.restored.add(id(obj))
