@@ -528,8 +528,8 @@ Status FindKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
-// The keys' shape, then the value shape: the default value's shape past the keys' rank when
-// it is one per key, else the default value's shape.
+// The keys' shape for scalar values (a scalar default). A non-scalar default is either the value
+// shape or one per key, which the shapes alone cannot tell apart: unknown.
 Status FindShape(InferenceContext& ctx) {
   const PartialShape& keys = ctx.input(1);
   const PartialShape& value = ctx.input(2);
