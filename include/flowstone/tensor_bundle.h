@@ -31,9 +31,9 @@ bool IsTensorBundle(const std::string& prefix);
 Status WriteTensorBundle(const std::vector<std::pair<std::string, Tensor>>& values,
                          const std::string& prefix);
 
-// The keys, dtypes and shapes of the bundle's whole tensors, sorted by key. Entries of dtypes
-// Flowstone lacks (TensorFlow's string-typed object graph) and slices of partitioned variables
-// are left out.
+// The keys, dtypes and shapes of the bundle's whole tensors, sorted by key (an object-based
+// checkpoint's "_CHECKPOINTABLE_OBJECT_GRAPH" string among them, as TensorFlow lists it). Entries
+// of dtypes Flowstone lacks and slices of partitioned variables are left out.
 Status ListTensorBundle(const std::string& prefix, std::vector<CheckpointEntry>* entries);
 
 // Reads the tensors stored under `keys`. NotFound for a missing key (naming the checkpoint),

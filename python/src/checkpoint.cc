@@ -16,6 +16,16 @@ namespace flowstone::python {
 namespace {
 
 using PyVars = std::vector<std::pair<std::string, NodeRef>>;
+using PyValues = std::vector<std::pair<std::string, nb::object>>;
+
+// (key, numpy array) pairs as tensors, appended to `out`.
+void AppendValues(const PyValues& values, std::vector<std::pair<std::string, Tensor>>* out) {
+  for (const auto& [key, array] : values) {
+    Tensor t;
+    ThrowIfError(NumpyToTensor(array.ptr(), DTypeOfNumpy(array.ptr()), &t));
+    out->emplace_back(key, std::move(t));
+  }
+}
 
 CheckpointVars ToCheckpointVars(const PyVars& vars) {
   CheckpointVars out;
@@ -29,9 +39,11 @@ CheckpointVars ToCheckpointVars(const PyVars& vars) {
 void RegisterCheckpoint(nb::module_& m) {
   m.def(
       "save_checkpoint",
-      [](Session& session, const PyVars& vars, const std::string& path, bool tensor_bundle) {
+      [](Session& session, const PyVars& vars, const std::string& path, bool tensor_bundle,
+         const PyValues& extra) {
         std::vector<std::pair<std::string, Tensor>> values;
         ThrowIfError(SnapshotVariables(session, ToCheckpointVars(vars), &values));
+        AppendValues(extra, &values);
         Status s;
         {
           nb::gil_scoped_release release;
@@ -40,8 +52,24 @@ void RegisterCheckpoint(nb::module_& m) {
         ThrowIfError(s);
       },
       nb::arg("session"), nb::arg("vars"), nb::arg("path"), nb::arg("tensor_bundle") = true,
+      nb::arg("extra") = PyValues{},
       "Saves the variables [(key, VarHandleOp node)] of `session` at `path`: TensorFlow's V2 "
-      "bundle (path.index, path.data-00000-of-00001), or Flowstone's one-file format.");
+      "bundle (path.index, path.data-00000-of-00001), or Flowstone's one-file format. `extra` "
+      "[(key, numpy array)] are saved beside them (an object-based checkpoint's object graph).");
+  m.def(
+      "write_tensor_bundle",
+      [](const PyValues& values, const std::string& path) {
+        std::vector<std::pair<std::string, Tensor>> tensors;
+        AppendValues(values, &tensors);
+        Status s;
+        {
+          nb::gil_scoped_release release;
+          s = WriteTensorBundle(tensors, path);
+        }
+        ThrowIfError(s);
+      },
+      nb::arg("values"), nb::arg("path"),
+      "Writes [(key, numpy array)] as a V2 checkpoint at `path` (eager tf.train.Checkpoint).");
   m.def("is_tensor_bundle", &IsTensorBundle, nb::arg("path"),
         "Whether `path` is the prefix of a V2 checkpoint (path.index exists).");
 
@@ -94,6 +122,27 @@ void RegisterCheckpoint(nb::module_& m) {
         return nb::steal(array);
       },
       nb::arg("path"), nb::arg("key"), "The value stored under `key` as a numpy array.");
+
+  m.def(
+      "load_checkpoint_tensors",
+      [](const std::string& path, const std::vector<std::string>& keys) {
+        std::vector<Tensor> values;
+        Status s;
+        {
+          nb::gil_scoped_release release;
+          s = ReadCheckpointTensors(path, keys, &values);
+        }
+        ThrowIfError(s);
+        nb::list out;
+        for (const Tensor& value : values) {
+          PyObject* array = TensorToNumpy(value);
+          if (array == nullptr) throw nb::python_error();
+          out.append(nb::steal(array));
+        }
+        return out;
+      },
+      nb::arg("path"), nb::arg("keys"),
+      "The values stored under `keys` as numpy arrays, the checkpoint opened once.");
 
   m.def(
       "write_file_atomically",

@@ -316,6 +316,36 @@ class BundleReader {
   std::map<std::string, Entry> entries_;
 };
 
+// A string tensor in the layout BundleReader::ReadStrings reads (TensorFlow's): varint64 lengths,
+// their masked CRC32C, then the bytes; `crc` gets the entry's checksum over all three.
+std::string EncodeStrings(const Tensor& t, uint32_t* crc) {
+  const std::string* strings = t.data<std::string>();
+  std::string out;
+  *crc = 0;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    uint64_t length = strings[i].size();
+    if (length <= std::numeric_limits<uint32_t>::max()) {
+      const uint32_t small = static_cast<uint32_t>(length);
+      *crc = io::Crc32cExtend(*crc, &small, sizeof(small));
+    } else {
+      *crc = io::Crc32cExtend(*crc, &length, sizeof(length));
+    }
+    do {
+      const unsigned char byte = static_cast<unsigned char>(length & 0x7f);
+      length >>= 7;
+      out.push_back(static_cast<char>(length ? byte | 0x80 : byte));
+    } while (length);
+  }
+  const uint32_t lengths_crc = io::MaskCrc32c(*crc);
+  out.append(reinterpret_cast<const char*>(&lengths_crc), sizeof(lengths_crc));
+  *crc = io::Crc32cExtend(*crc, &lengths_crc, sizeof(lengths_crc));
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    out += strings[i];
+    *crc = io::Crc32cExtend(*crc, strings[i].data(), strings[i].size());
+  }
+  return out;
+}
+
 }  // namespace
 
 bool IsTensorBundle(const std::string& prefix) {
@@ -329,9 +359,9 @@ Status WriteTensorBundle(const std::vector<std::pair<std::string, Tensor>>& valu
   for (const auto& value : values) {
     const Tensor& t = value.second;
     if (value.first.empty()) return errors::InvalidArgument("Checkpoint keys must not be empty");
-    if (!t.initialized() || t.dtype() == DType::kResource || HoldsObjects(t.dtype())) {
+    if (!t.initialized() || t.dtype() == DType::kResource || t.dtype() == DType::kVariant) {
       return errors::InvalidArgument("Cannot save ", value.first,
-                                     ": only numeric and bool tensors can be saved in a "
+                                     ": only numeric, bool and string tensors can be saved in a "
                                      "checkpoint");
     }
     order.push_back(&value);
@@ -360,10 +390,19 @@ Status WriteTensorBundle(const std::vector<std::pair<std::string, Tensor>>& valu
     for (int64_t d : t.shape().dims()) entry.mutable_shape()->add_dim()->set_size(d);
     entry.set_shard_id(0);
     entry.set_offset(offset);
-    entry.set_size(static_cast<int64_t>(t.bytes()));
-    entry.set_crc32c(io::MaskCrc32c(io::Crc32c(t.raw_data(), t.bytes())));
-    FS_RETURN_IF_ERROR(data.Append(t.raw_data(), t.bytes()));
-    offset += static_cast<int64_t>(t.bytes());
+    if (t.dtype() == DType::kString) {
+      uint32_t crc = 0;
+      std::string bytes = EncodeStrings(t, &crc);
+      entry.set_size(static_cast<int64_t>(bytes.size()));
+      entry.set_crc32c(io::MaskCrc32c(crc));
+      FS_RETURN_IF_ERROR(data.Append(bytes.data(), bytes.size()));
+      offset += static_cast<int64_t>(bytes.size());
+    } else {
+      entry.set_size(static_cast<int64_t>(t.bytes()));
+      entry.set_crc32c(io::MaskCrc32c(io::Crc32c(t.raw_data(), t.bytes())));
+      FS_RETURN_IF_ERROR(data.Append(t.raw_data(), t.bytes()));
+      offset += static_cast<int64_t>(t.bytes());
+    }
     FS_RETURN_IF_ERROR(index.Add(value->first, entry.SerializeAsString()));
   }
   std::string index_bytes = index.Finish();
@@ -379,9 +418,7 @@ Status ListTensorBundle(const std::string& prefix, std::vector<CheckpointEntry>*
   FS_RETURN_IF_ERROR(reader.Open(prefix));
   entries->clear();
   for (const auto& [key, entry] : reader.entries()) {
-    // TensorFlow 2's object graph (a string) is bookkeeping, not a variable.
-    if (entry.dtype == DType::kInvalid || entry.dtype == DType::kString ||
-        entry.proto.slices_size() > 0) {
+    if (entry.dtype == DType::kInvalid || entry.proto.slices_size() > 0) {
       continue;
     }
     entries->push_back(CheckpointEntry{key, entry.dtype, entry.shape});

@@ -26,6 +26,10 @@ Status LockedVars::Prepare(KernelContext& ctx, const CopyFn& copy) {
           "creating the optimizer: its slot variables need initializing too.");
     }
     FS_RETURN_IF_ERROR(MoveVarToMemoryOf(v, ctx.device()));
+    if (HoldsObjects(v->value().dtype())) {  // a string variable: no update rule reads it
+      return errors::InvalidArgument(ctx.node().type(), " cannot update ", v->name(),
+                                     ", a variable of dtype ", DTypeName(v->value().dtype()));
+    }
   }
   const Tensor& first = vars_[0]->value();
   for (Var* v : vars_) {

@@ -22,9 +22,11 @@ Status MoveToDevice(Var* var, Device* device) {
   return MoveVarToMemoryOf(var, device);
 }
 
-// What a resource variable may hold: kAllTypes and strings (TensorFlow's string variables,
-// such as tf.train.match_filenames_once's). Reads share the value's buffer and assignments replace
-// it, so no kernel here depends on the element type.
+// What a resource variable may hold: kAllTypes and strings (TensorFlow's string variables, such
+// as tf.train.match_filenames_once's and TF2 SavedModels' asset paths); the update ops take
+// numbers only. Reads share the value's buffer and assignments replace it, so no kernel here
+// depends on the element type. Listed, not built from kAllTypes: static initialization order
+// across files is not defined.
 const std::vector<DType> kVariableTypes = {DType::kFloat32,    DType::kFloat64,  DType::kInt32,
                                            DType::kInt64,      DType::kUInt8,    DType::kBool,
                                            DType::kFloat16,    DType::kBFloat16, DType::kComplex64,

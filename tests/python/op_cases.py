@@ -199,3 +199,8 @@ CASES += _IMAGESIGNAL_CASES
 from op_cases_nnbreadth import CASES as _NNBREADTH_CASES  # noqa: E402
 
 CASES += _NNBREADTH_CASES
+
+from op_cases_lookup import CASES as _LOOKUP_CASES, EXEMPT as _LOOKUP_EXEMPT  # noqa: E402
+
+CASES += _LOOKUP_CASES
+EXEMPT.update(_LOOKUP_EXEMPT)

@@ -1,13 +1,13 @@
 """tf.contrib: the parts of TF1's contrib that programs use most.
 
 Provided: layers, framework, rnn, seq2seq, training (HParams, evaluate_once), crf, opt, metrics,
-distributions and eager (the last filled by tf_export from the eager modules). Any other
+distributions, lookup and eager (the last filled by tf_export from the eager modules). Any other
 tf.contrib module raises an AttributeError (ImportError when imported) that says it is not
 provided and names its replacement, from UNPROVIDED below.
 """
 
-from flowstone.contrib import (crf, distributions, framework, layers, metrics,  # noqa: F401
-                               opt, rnn, seq2seq, training)
+from flowstone.contrib import (crf, distributions, framework, layers, lookup,  # noqa: F401
+                               metrics, opt, rnn, seq2seq, training)
 
 # Modules of TF 1.15's tf.contrib that Flowstone does not provide, with where their users should
 # go instead (None: no replacement in Flowstone).
@@ -41,7 +41,7 @@ UNPROVIDED = {
 def not_provided_message(name):
     """Why tf.contrib.<name> is missing and what to use instead."""
     provided = ("layers, framework, rnn, seq2seq, training, crf, opt, metrics, distributions, "
-                "eager")
+                "lookup, eager")
     if name in UNPROVIDED:
         replacement = UNPROVIDED[name]
         instead = f"; use {replacement} instead" if replacement else ""

@@ -7,7 +7,7 @@ from flowstone.ops import basic_ops
 from flowstone.util.tf_export import tf_export
 
 
-@tf_export("tables_initializer", "initialize_all_tables")
+@tf_export("tables_initializer", "initialize_all_tables", "initializers.tables_initializer")
 def tables_initializer(name="init_all_tables"):
     """A group of the table initializers of the default graph, or a no_op when there are none."""
     initializers = _ops.get_collection(_ops.GraphKeys.TABLE_INITIALIZERS)

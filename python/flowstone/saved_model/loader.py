@@ -106,8 +106,21 @@ def load(sess, tags=None, export_dir=None, import_scope=None, **saver_kwargs):
         if init_name:
             if import_scope:
                 init_name = f"{import_scope}/{init_name}"
-            sess.run(_ops.get_default_graph().as_graph_element(init_name))
+            sess.run(_ops.get_default_graph().as_graph_element(init_name),
+                     _asset_feeds(meta, export_dir, import_scope))
     return meta
+
+
+def _asset_feeds(meta, export_dir, import_scope):
+    """{asset tensor name: path of the file in export_dir/assets}: what the init op (lookup
+    tables from vocabulary files) is fed, as TensorFlow's loader feeds it."""
+    feeds = {}
+    for asset in meta.asset_file_def:
+        name = asset.tensor_info.name
+        if import_scope:
+            name = f"{import_scope}/{name}"
+        feeds[name] = os.path.join(export_dir, constants.ASSETS_DIRECTORY, asset.filename)
+    return feeds
 
 
 class _SignatureFunction:

@@ -28,6 +28,7 @@ from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
+from flowstone.ops import basic_ops
 from flowstone.ops import variables as _variables
 from flowstone.train import meta_graph_export as _meta_graph_export
 
@@ -60,11 +61,15 @@ def _invalid_checkpoint_error(path):
 # --- the "checkpoint" state file ----------------------------------------------------------------
 
 class CheckpointState:
-    """What the "checkpoint" file records: the newest checkpoint and all those kept."""
+    """What the "checkpoint" file records: the newest checkpoint and all those kept, and (as
+    CheckpointManager writes them) when each was saved and the last one kept for good."""
 
-    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=None):
+    def __init__(self, model_checkpoint_path="", all_model_checkpoint_paths=None,
+                 all_model_checkpoint_timestamps=None, last_preserved_timestamp=0.0):
         self.model_checkpoint_path = model_checkpoint_path
         self.all_model_checkpoint_paths = list(all_model_checkpoint_paths or [])
+        self.all_model_checkpoint_timestamps = list(all_model_checkpoint_timestamps or [])
+        self.last_preserved_timestamp = last_preserved_timestamp
 
     def __eq__(self, other):
         return (isinstance(other, CheckpointState) and
@@ -124,6 +129,10 @@ def _format_state(state):
     lines = [f'model_checkpoint_path: "{_escape(state.model_checkpoint_path)}"']
     lines += [f'all_model_checkpoint_paths: "{_escape(p)}"'
               for p in state.all_model_checkpoint_paths]
+    lines += [f"all_model_checkpoint_timestamps: {t!r}"
+              for t in state.all_model_checkpoint_timestamps]
+    if state.last_preserved_timestamp:
+        lines.append(f"last_preserved_timestamp: {state.last_preserved_timestamp!r}")
     return "\n".join(lines) + "\n"
 
 
@@ -141,6 +150,17 @@ def _parse_state(text):
         if not match:
             raise ValueError(f"line {number}: expected 'field: value', got {line!r}")
         field, value = match.groups()
+        if field in ("all_model_checkpoint_timestamps", "last_preserved_timestamp"):
+            try:
+                stamp = float(value)
+            except ValueError:
+                raise ValueError(f"line {number}: {field} must be a number, got {value}") \
+                    from None
+            if field == "last_preserved_timestamp":
+                state.last_preserved_timestamp = stamp
+            else:
+                state.all_model_checkpoint_timestamps.append(stamp)
+            continue
         if field not in ("model_checkpoint_path", "all_model_checkpoint_paths"):
             continue
         if len(value) < 2 or value[0] not in "\"'" or value[-1] != value[0]:
@@ -168,8 +188,9 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     """Writes the "checkpoint" file in `save_dir` (atomically) naming the newest checkpoint.
 
     As in TensorFlow, paths are stored relative to `save_dir` when `save_dir` is relative (or
-    with `save_relative_paths`), and as given otherwise. The timestamps are accepted for
-    compatibility and not recorded.
+    with `save_relative_paths`), and as given otherwise. The timestamps (CheckpointManager's)
+    are recorded when given, as TensorFlow's CheckpointManager needs them to take over a
+    directory's checkpoints.
     """
     save_dir = os.fspath(save_dir)
     model_path = os.fspath(model_checkpoint_path)
@@ -183,7 +204,9 @@ def update_checkpoint_state(save_dir, model_checkpoint_path, all_model_checkpoin
     if os.path.abspath(state_file) == os.path.abspath(model_checkpoint_path):
         raise RuntimeError(f"Save path '{model_checkpoint_path}' conflicts with path used for "
                            "checkpoint state.  Please use a different save path.")
-    text = _format_state(CheckpointState(model_path, all_paths))
+    text = _format_state(CheckpointState(model_path, all_paths,
+                                         all_model_checkpoint_timestamps,
+                                         last_preserved_timestamp or 0.0))
     _call(_C.write_file_atomically, state_file, text.encode("utf-8"))
 
 
@@ -357,6 +380,7 @@ class Saver:
         self._graph = _ops.get_default_graph()
         self._keyed = None  # [(key, Variable)] once built
         self._c_vars = None  # [(key, VarHandleOp node)] for _C
+        self._tables = []  # [_SavedTable] of the mutable lookup tables saved
         self._last_checkpoints = []  # [(path, time saved)], oldest first
         self._to_delete = []
         self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
@@ -370,10 +394,18 @@ class Saver:
         var_list = self._var_list
         if var_list is None:
             with self._graph.as_default():
-                var_list = _variables.global_variables()
+                var_list = _variables.global_variables() + _ops.get_collection(
+                    _ops.GraphKeys.SAVEABLE_OBJECTS)
+        if isinstance(var_list, (list, tuple, set, frozenset)):
+            tables = [t for t in var_list if hasattr(t, "_restore_checkpoint_values")]
+            var_list = [v for v in var_list if not hasattr(v, "_restore_checkpoint_values")]
+        else:
+            tables = []
         keyed = _keyed_variables(var_list)
-        if not keyed and not self._allow_empty:
+        if not keyed and not tables and not self._allow_empty:
             raise ValueError("No variables to save")
+        with self._graph.as_default():
+            self._tables = [_SavedTable(table) for table in tables]
         for _, var in keyed:
             if var.graph is not self._graph:
                 raise ValueError(f"Variable {var.name} belongs to another graph than the "
@@ -441,9 +473,13 @@ class Saver:
         save_dir = os.path.dirname(save_path)
         if not os.path.isdir(save_dir or os.curdir):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
-        if not self._keyed:
+        if not self._keyed and not self._tables:
             return None
-        _call(_C.save_checkpoint, sess._c, self._c_vars, checkpoint_file)
+        extra = []
+        for table, (keys, values) in zip(self._tables, sess.run([t.export
+                                                                 for t in self._tables])):
+            extra += [(table.name + "-keys", keys), (table.name + "-values", values)]
+        _call(_C.save_checkpoint, sess._c, self._c_vars, checkpoint_file, True, extra)
         if write_meta_graph:
             self.export_meta_graph(f"{checkpoint_file}.{meta_graph_suffix}")
         if write_state:
@@ -489,7 +525,7 @@ class Saver:
         """Sets the variables in `sess` from the checkpoint at `save_path`; no initializer needs
         to run first. A failed restore changes no variable."""
         self.build()
-        if not self._keyed:
+        if not self._keyed and not self._tables:
             return
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
@@ -499,6 +535,23 @@ class Saver:
             raise _invalid_checkpoint_error(save_path)
         _note_if_old_format(save_path)
         _call(_C.restore_checkpoint, sess._c, self._c_vars, save_path)
+        for table in self._tables:
+            keys, values = (_call(_C.load_checkpoint_tensor, save_path, table.name + suffix)
+                            for suffix in ("-keys", "-values"))
+            sess.run(table.restore, {table.keys: keys, table.values: values})
+
+
+class _SavedTable:
+    """A mutable lookup table a Saver saves as "<name>-keys" and "<name>-values" (TensorFlow's
+    keys): its export, and its import fed the values read back."""
+
+    def __init__(self, table):
+        self.name = table.name
+        self.export = list(table.export())
+        self.keys = basic_ops.placeholder(table.key_dtype, name=f"{table.name}_restore_keys")
+        self.values = basic_ops.placeholder(table.value_dtype,
+                                            name=f"{table.name}_restore_values")
+        self.restore = table.import_(self.keys, self.values)
 
 
 def generate_checkpoint_state_proto(save_dir, model_checkpoint_path,

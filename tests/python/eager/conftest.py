@@ -1,6 +1,12 @@
+import os
+import sys
+
 import pytest
 
 import flowstone as tf
+
+# The eager tests share tests/python's helpers (peers.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(autouse=True)

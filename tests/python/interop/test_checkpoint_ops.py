@@ -55,8 +55,9 @@ def test_restore_errors_leave_the_session_usable(tmp_path):
             sess.run(restore(prefix, ["w"], [tf.int32]))
         with pytest.raises(tf.errors.UnimplementedError, match="slices"):
             sess.run(restore(prefix, ["w"], [tf.float32], slices=["2 0,1"]))
-        with pytest.raises(tf.errors.InvalidArgumentError, match="only numeric and bool"):
-            sess.run(save(prefix, {"s": np.array([b"x"], dtype=object)}))
+        strings = np.array([b"x", b"", b"\xff" * 300], dtype=object)
+        sess.run(save(prefix + "-s", {"s": strings}))
+        assert sess.run(restore(prefix + "-s", ["s"], [tf.string]))[0].tolist() == list(strings)
         assert sess.run(restore(prefix, ["w"], [tf.float32]))[0].tolist() == [1.0, 1.0]
 
 
@@ -83,5 +84,6 @@ def test_tensorflow2_checkpoint_with_its_object_graph(tmp_path):
                                         [tf.string, tf.float32]))
     assert isinstance(graph, bytes) and len(graph) > 10  # a serialized TrackableObjectGraph
     assert value.tolist() == [1.5, -2.0]
-    # list_variables leaves the object graph out, as a variable list should.
-    assert tf.train.list_variables(prefix) == [("v/.ATTRIBUTES/VARIABLE_VALUE", [2])]
+    # list_variables names the object graph too, as TensorFlow's does.
+    assert tf.train.list_variables(prefix) == [("_CHECKPOINTABLE_OBJECT_GRAPH", []),
+                                               ("v/.ATTRIBUTES/VARIABLE_VALUE", [2])]

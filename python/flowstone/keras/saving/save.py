@@ -80,7 +80,8 @@ def load_model(filepath, custom_objects=None, compile=True, **kwargs):  # noqa: 
 
 
 def _checkpoint_keys(model):
-    """Keras's object-based names for each weight: layer_with_weights-N/<weight>/..."""
+    """Keras's object-based names for each weight: layer_with_weights-N/<weight>/... (how
+    checkpoints without an object graph, written by earlier Flowstone versions, name them)."""
     keyed = {}
     for index, layer in enumerate(hdf5_format.layers_with_weights(model)):
         for weight in layer.weights:
@@ -90,17 +91,23 @@ def _checkpoint_keys(model):
 
 
 def save_weights(model, filepath, overwrite=True, save_format=None):
+    """HDF5, or TensorFlow's format: an object-based checkpoint with the model as its root (the
+    optimizer too once compiled), recorded in the directory's "checkpoint" file, as
+    TensorFlow's save_weights writes it."""
     filepath = os.fspath(filepath)
     if _is_h5(filepath, save_format):
         _atomic_h5(filepath, overwrite,
                    lambda f: hdf5_format.save_weights_to_group(f, model))
         return
-    from flowstone.train.saver import Saver
-    Saver(var_list=_checkpoint_keys(model), max_to_keep=None).save(
-        K.session_with(model.weights), filepath, write_meta_graph=False)
+    from flowstone.train import object_checkpoint, saver
+    object_checkpoint.Checkpoint(root=model).write(filepath, session=K.get_session())
+    saver.update_checkpoint_state(os.path.dirname(filepath) or os.curdir, filepath, [filepath],
+                                  save_relative_paths=True)
 
 
 def load_weights(model, filepath, by_name=False, skip_mismatch=False):
+    """From HDF5, or from a checkpoint in TensorFlow's format (then the restore status is
+    returned, as TensorFlow returns it)."""
     filepath = os.fspath(filepath)
     h5py = None
     if filepath.endswith(_H5_SUFFIXES) or (os.path.isfile(filepath) and _is_hdf5(filepath)):
@@ -110,10 +117,18 @@ def load_weights(model, filepath, by_name=False, skip_mismatch=False):
             group = f["model_weights"] if "model_weights" in f else f
             hdf5_format.load_weights_from_group(group, model, by_name, skip_mismatch)
         return None
-    from flowstone.train.saver import Saver
-    Saver(var_list=_checkpoint_keys(model)).restore(K.session_with([]), filepath)
+    from flowstone.train import object_checkpoint, saver
+    if os.path.isdir(filepath):
+        filepath = saver.latest_checkpoint(filepath) or filepath
+    session = K.session_with([])
+    if object_checkpoint.OBJECT_GRAPH_KEY not in dict(saver.list_variables(filepath)):
+        saver.Saver(var_list=_checkpoint_keys(model)).restore(session, filepath)
+        K._mark_initialized(model.weights)
+        return None
+    status = object_checkpoint.Checkpoint(root=model).read(filepath)
+    status.run_restore_ops(session)
     K._mark_initialized(model.weights)
-    return None
+    return status
 
 
 def _is_hdf5(filepath):
