@@ -190,3 +190,8 @@ EXEMPT.update(_QUEUE_EXEMPT)
 from op_cases_rnn import CASES as _RNN_CASES  # noqa: E402
 
 CASES += _RNN_CASES
+
+from op_cases_mathbreadth import CASES as _MATHBREADTH_CASES, EXEMPT as _MATHBREADTH_EXEMPT  # noqa: E402
+
+CASES += _MATHBREADTH_CASES
+EXEMPT.update(_MATHBREADTH_EXEMPT)

@@ -1,0 +1,127 @@
+"""Conformance cases for the incomplete gamma and beta functions, NextAfter, Bitcast and the
+fake quantization ops (see op_cases.py); the distribution samplers are random, so their
+distributions, seeding and gradients are tested in test_random_distributions.py."""
+
+import numpy as np
+from scipy import linalg, special
+
+from flowstone import dtypes
+
+from op_cases import RNG, Case
+
+
+def _gamma_sample_grad(alpha, sample):
+    # x = P^-1(alpha, u) with u fixed: dx/dalpha = -(dP/dalpha) / (dP/dx).
+    h = 1e-6 * alpha
+    dp_da = (special.gammainc(alpha + h, sample) - special.gammainc(alpha - h, sample)) / (2 * h)
+    dp_dx = np.exp((alpha - 1) * np.log(sample) - sample - special.gammaln(alpha))
+    return -dp_da / dp_dx
+
+
+def _igamma_grad_a(a, x):
+    h = 1e-6 * a
+    return (special.gammainc(a + h, x) - special.gammainc(a - h, x)) / (2 * h)
+
+
+def _nudge(lo, hi, num_bits=8, narrow_range=False):
+    lo, hi = np.float32(lo), np.float32(hi)
+    quant_min = np.float32(1 if narrow_range else 0)
+    quant_max = np.float32(2 ** num_bits - 1)
+    scale = (hi - lo) / (quant_max - quant_min)
+    zero_point = np.clip(np.floor(quant_min - lo / scale + np.float32(0.5)), quant_min, quant_max)
+    return (quant_min - zero_point) * scale, (quant_max - zero_point) * scale, scale
+
+
+def _fake_quant(x, lo, hi, **attrs):
+    nmin, nmax, scale = _nudge(lo, hi, **attrs)
+    clamped = np.clip(x, nmin, nmax)
+    return (np.floor((clamped - nmin) * (np.float32(1) / scale) + np.float32(0.5)) * scale +
+            nmin).astype(np.float32)
+
+
+def _fake_quant_grads(g, x, lo, hi, per_channel=False):
+    ranges = [_nudge(a, b) for a, b in zip(np.atleast_1d(lo), np.atleast_1d(hi))]
+    nmin = np.array([r[0] for r in ranges], np.float32)
+    nmax = np.array([r[1] for r in ranges], np.float32)
+    below, above = x < nmin, x > nmax
+    axes = tuple(range(x.ndim - 1)) if per_channel else None
+    dmin = np.where(below, g, 0).sum(axis=axes).astype(np.float32)
+    dmax = np.where(above, g, 0).sum(axis=axes).astype(np.float32)
+    return np.where(below | above, 0, g).astype(np.float32), dmin, dmax
+
+
+_QX = np.array([[-7.0, -1.3, 0.0, 0.02], [2.51, 5.9, 6.2, 3.3]], np.float32)
+_QG = np.array([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]], np.float32)
+_QMIN = np.array([-1.0, -2.0, -0.5, 0.1], np.float32)
+_QMAX = np.array([1.0, 3.0, 7.0, 2.0], np.float32)
+
+def _lu_ref(a):
+    """LAPACK's factors (scipy's lu_factor) and the permutation p with a[p] = L @ U."""
+    lus, perms = [], []
+    for m in a.reshape((-1,) + a.shape[-2:]):
+        lu, pivots = linalg.lu_factor(m)
+        perm = list(range(len(m)))
+        for i, j in enumerate(pivots):
+            perm[i], perm[j] = perm[j], perm[i]
+        lus.append(lu)
+        perms.append(perm)
+    return (np.array(lus).reshape(a.shape),
+            np.array(perms, np.int32).reshape(a.shape[:-1]))
+
+
+_A = np.array([0.5, 1.0, 2.5, 7.0, 30.0, 0.1])
+_X = np.array([0.3, 1.5, 2.0, 12.0, 28.0, 0.01])
+
+CASES = [
+    Case("Igamma", [_A, _X], special.gammainc, grad=[0, 1], rtol=1e-10, atol=1e-12),
+    Case("Igamma", [np.array([[0.5], [3.0]]), np.array([0.2, 4.0, 9.0])], special.gammainc,
+         grad=[0, 1], rtol=1e-10, atol=1e-12),
+    Case("Igamma", [_A.astype(np.float32), _X.astype(np.float32)],
+         lambda a, x: special.gammainc(a.astype(np.float64), x).astype(np.float32),
+         rtol=1e-5, atol=1e-6),
+    Case("Igammac", [_A, _X], special.gammaincc, grad=[0, 1], rtol=1e-10, atol=1e-12),
+    Case("IgammaGradA", [_A, _X], _igamma_grad_a, rtol=1e-6, atol=1e-9),
+    Case("RandomGammaGrad", [np.array([0.5, 1.0, 3.0, 10.0]), np.array([0.2, 1.3, 2.0, 12.5])],
+         _gamma_sample_grad, rtol=1e-6, atol=1e-9),
+    Case("Betainc", [np.array([0.5, 1.0, 2.0, 5.0, 30.0]), np.array([0.5, 3.0, 2.0, 1.5, 20.0]),
+                     np.array([0.1, 0.5, 0.9, 0.99, 0.6])],
+         special.betainc, grad=[2], rtol=1e-10, atol=1e-12),
+    Case("Betainc", [np.float64(2.0), np.array([1.0, 4.0]), np.float64(0.3)], special.betainc,
+         grad=[2], rtol=1e-10, atol=1e-12),
+    Case("NextAfter", [np.array([1.0, 0.0, -2.5, 3.0]), np.array([2.0, -1.0, -2.5, 0.0])],
+         np.nextafter, rtol=0, atol=0),
+    Case("NextAfter", [np.array([1.0, 0.0], np.float32), np.array([2.0, -1.0], np.float32)],
+         np.nextafter, rtol=0, atol=0),
+    Case("FakeQuantWithMinMaxArgs", [_QX], lambda x: _fake_quant(x, -6.0, 6.0), atol=1e-6),
+    Case("FakeQuantWithMinMaxArgs", [_QX], lambda x: _fake_quant(x, -1.0, 5.0, num_bits=4,
+                                                                 narrow_range=True),
+         {"min": -1.0, "max": 5.0, "num_bits": 4, "narrow_range": True}, atol=1e-6),
+    Case("FakeQuantWithMinMaxArgsGradient", [_QG, _QX],
+         lambda g, x: _fake_quant_grads(g, x, -1.0, 5.0)[0], {"min": -1.0, "max": 5.0}),
+    Case("FakeQuantWithMinMaxVars", [_QX, np.float32(-2.0), np.float32(3.0)], _fake_quant,
+         atol=1e-6),
+    Case("FakeQuantWithMinMaxVarsGradient", [_QG, _QX, np.float32(-2.0), np.float32(3.0)],
+         _fake_quant_grads, outputs=3),
+    Case("FakeQuantWithMinMaxVarsPerChannel", [_QX, _QMIN, _QMAX],
+         lambda x, lo, hi: np.stack([_fake_quant(x[:, c], lo[c], hi[c]) for c in range(4)], 1),
+         atol=1e-6),
+    Case("FakeQuantWithMinMaxVarsPerChannelGradient", [_QG, _QX, _QMIN, _QMAX],
+         lambda g, x, lo, hi: _fake_quant_grads(g, x, lo, hi, per_channel=True), outputs=3),
+    Case("Lu", [np.array([[1.0, 2.0, 0.5], [4.0, -1.0, 2.0], [0.3, 3.0, -2.0]])], _lu_ref,
+         grad=[0], outputs=2, rtol=1e-10, atol=1e-12),
+    Case("Lu", [RNG.uniform(-1, 1, (2, 4, 4))], _lu_ref, grad=[0], outputs=2, rtol=1e-10,
+         atol=1e-12),
+    Case("Bitcast", [np.array([1.0, -2.5, 3e38], np.float32)],
+         lambda x: x.view(np.int32), {"type": dtypes.int32}),
+    Case("Bitcast", [np.array([[1.5, 2.0], [3.0, -1.0]])],
+         lambda x: x.view(np.uint8).reshape(2, 2, 8), {"type": dtypes.uint8}),
+    Case("Bitcast", [np.arange(16, dtype=np.uint8).reshape(2, 8)],
+         lambda x: x.view(np.int64).reshape(2), {"type": dtypes.int64}),
+]
+
+EXEMPT = {op: "tests/python/test_random_distributions.py (distributions, seeding, gradients)"
+          for op in ["RandomGamma", "RandomPoissonV2", "StatelessRandomGammaV2",
+                     "StatelessRandomPoisson", "StatelessRandomBinomial",
+                     "StatelessParameterizedTruncatedNormal", "StatelessRandomUniformFullInt",
+                     "RngReadAndSkip"]}
+EXEMPT["Timestamp"] = "tests/python/test_quant_and_tf1_helpers.py (the clock moves)"
