@@ -196,7 +196,11 @@ def _flowstone_outputs(case):
 def _as_list(value, count):
     if count == 1 and not isinstance(value, list):
         return [value]
-    return list(value)
+    value = list(value)
+    # An op with several list outputs (SparseSplit): TensorFlow nests them, Flowstone's are flat.
+    if len(value) < count and all(isinstance(v, list) for v in value):
+        value = [x for v in value for x in v]
+    return value
 
 
 def _compare(case, mine, theirs):
