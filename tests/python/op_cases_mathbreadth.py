@@ -69,6 +69,20 @@ def _lu_ref(a):
             np.array(perms, np.int32).reshape(a.shape[:-1]))
 
 
+_SP_INDICES = np.array([[0, 0], [0, 3], [1, 1], [2, 2], [3, 4]], np.int64)
+_SP_VALUES = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+_SP_SHAPE = np.array([4, 5], np.int64)
+_i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+
+
+def _split_ref(axis, indices, values, shape):
+    # Columns [0, 3) and [3, 5).
+    first = indices[:, 1] < 3
+    second_indices = indices[~first] - [0, 3]
+    return (indices[first], second_indices, values[first], values[~first], _i64(4, 3),
+            _i64(4, 2))
+
+
 _A = np.array([0.5, 1.0, 2.5, 7.0, 30.0, 0.1])
 _X = np.array([0.3, 1.5, 2.0, 12.0, 28.0, 0.01])
 
@@ -111,6 +125,42 @@ CASES = [
          grad=[0], outputs=2, rtol=1e-10, atol=1e-12),
     Case("Lu", [RNG.uniform(-1, 1, (2, 4, 4))], _lu_ref, grad=[0], outputs=2, rtol=1e-10,
          atol=1e-12),
+    Case("SparseSlice", [_SP_INDICES, _SP_VALUES, _SP_SHAPE, _i64(1, 1), _i64(2, 3)],
+         lambda i, v, s, start, size: (np.array([[0, 0], [1, 1]], np.int64), v[[2, 3]],
+                                       _i64(2, 3)), outputs=3),
+    Case("SparseSlice", [_SP_INDICES, _SP_VALUES, _SP_SHAPE, _i64(3, 0), _i64(5, 9)],
+         lambda i, v, s, start, size: (np.array([[0, 4]], np.int64), v[[4]], _i64(1, 5)),
+         outputs=3),
+    Case("SparseSliceGrad", [np.array([7.0, 8.0]), _SP_INDICES, _i64(1, 1),
+                             np.array([[0, 0], [1, 1]], np.int64)],
+         lambda g, i, start, o: np.array([0.0, 0.0, 7.0, 8.0, 0.0])),
+    Case("SparseSplit", [np.int64(1), _SP_INDICES, _SP_VALUES, _SP_SHAPE], _split_ref,
+         {"num_split": 2}, outputs=6),
+    Case("SparseReduceSumSparse", [_SP_INDICES, _SP_VALUES, _SP_SHAPE, np.array([1], np.int32)],
+         lambda i, v, s, a: (np.array([[0], [1], [2], [3]], np.int64), np.array([3.0, 3, 4, 5]),
+                             _i64(4)), outputs=3),
+    Case("SparseReduceSumSparse", [_SP_INDICES, _SP_VALUES, _SP_SHAPE, np.array([0], np.int32)],
+         lambda i, v, s, a: (np.array([[0, 0], [0, 1], [0, 2], [0, 3], [0, 4]], np.int64),
+                             np.array([1.0, 3, 4, 2, 5]), _i64(1, 5)),
+         {"keep_dims": True}, outputs=3),
+    Case("SparseReduceMaxSparse",
+         [_SP_INDICES, np.array([4, -2, 3, 9, 1], np.int32), _SP_SHAPE, np.array([-1], np.int32)],
+         lambda i, v, s, a: (np.array([[0], [1], [2], [3]], np.int64),
+                             np.array([4, 3, 9, 1], np.int32), _i64(4)), outputs=3),
+    Case("DenseCountSparseOutput",
+         [np.array([[1, 2, 2], [0, 5, 1]], np.int32), np.zeros(0, np.int32)],
+         lambda v, w: (np.array([[0, 1], [0, 2], [1, 0], [1, 1], [1, 5]], np.int64),
+                       np.array([1, 2, 1, 1, 1], np.int32), _i64(2, 6)),
+         {"binary_output": False}, outputs=3),
+    Case("DenseCountSparseOutput",
+         [np.array([3, 1, 3, 7], np.int64), np.array([0.5, 1.0, 2.0, 4.0])],
+         lambda v, w: (np.array([[1], [3]], np.int64), np.array([1.0, 2.5]), _i64(5)),
+         {"binary_output": False, "maxlength": 5}, outputs=3),
+    Case("SparseCountSparseOutput",
+         [_SP_INDICES, np.array([2, 2, 0, 1, 3], np.int64), _SP_SHAPE, np.zeros(0, np.int64)],
+         lambda i, v, s, w: (np.array([[0, 2], [1, 0], [2, 1], [3, 3]], np.int64),
+                             np.array([1, 1, 1, 1], np.int64), _i64(4, 8)),
+         {"binary_output": True, "minlength": 8}, outputs=3),
     Case("Bitcast", [np.array([1.0, -2.5, 3e38], np.float32)],
          lambda x: x.view(np.int32), {"type": dtypes.int32}),
     Case("Bitcast", [np.array([[1.5, 2.0], [3.0, -1.0]])],
