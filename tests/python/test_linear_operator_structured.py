@@ -92,3 +92,20 @@ def test_circulant():
             spectrum.astype(np.complex128), input_output_dtype=tf.float64).to_dense())
     np.testing.assert_allclose(dense, linalg.circulant(kernel), atol=1e-12)
     np.testing.assert_allclose(real, linalg.circulant(kernel), atol=1e-12)
+
+
+def test_eigh_tridiagonal_matches_scipy():
+    alpha = np.array([2.0, -1.0, 3.0, 0.5, 1.5])
+    beta = np.array([0.7, -0.2, 1.1, 0.4])
+    values, vectors = linalg.eigh_tridiagonal(alpha, beta)
+    with tf.Graph().as_default():
+        got = _run({"all": tf.linalg.eigh_tridiagonal(alpha, beta),
+                    "vec": tf.linalg.eigh_tridiagonal(alpha, beta, eigvals_only=False),
+                    "idx": tf.linalg.eigh_tridiagonal(alpha, beta, select="i",
+                                                      select_range=[1, 3]),
+                    "val": tf.linalg.eigh_tridiagonal(alpha, beta, select="v",
+                                                      select_range=[0.0, 2.5])})
+    np.testing.assert_allclose(got["all"], values, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(got["vec"][1]), np.abs(vectors), atol=1e-10)
+    np.testing.assert_allclose(got["idx"], values[1:4], rtol=1e-12)
+    np.testing.assert_allclose(got["val"], values[(values > 0) & (values <= 2.5)], rtol=1e-12)

@@ -1,6 +1,6 @@
 """More tf.linalg.LinearOperators, as thin compositions over the LinearOperator base
 (linear_operator.py): Householder, Kronecker, BlockDiag, LowRankUpdate, Permutation, Toeplitz,
-Tridiag and Circulant. Each gives its shape and dense matrix; matmul, solve and determinants use
+Tridiag and Circulant; and tf.linalg.eigh_tridiagonal, which TensorFlow composes in Python too. Each gives its shape and dense matrix; matmul, solve and determinants use
 the structure where it is simple (a reflection is its own inverse, a block-diagonal determinant
 is the product of the blocks') and the dense matrix otherwise."""
 
@@ -363,3 +363,34 @@ class LinearOperatorCirculant(LinearOperator):
         if self.dtype.is_complex:
             return math_ops.cast(dense, self.dtype)
         return math_ops.cast(complex_ops.real(dense), self.dtype)
+
+
+@tf_export("linalg.eigh_tridiagonal")
+def eigh_tridiagonal(alpha, beta, eigvals_only=True, select="a", select_range=None, tol=None,
+                     name=None):
+    """Eigenvalues (ascending; and eigenvectors unless eigvals_only) of the symmetric
+    tridiagonal matrix with diagonal `alpha` [n] and off-diagonal `beta` [n - 1]. select "a"
+    keeps all, "v" those in the half-open range (lo, hi], "i" those with indices lo..hi. The
+    dense matrix goes through SelfAdjointEigV2 (TensorFlow bisects; docs/COMPAT.md)."""
+    del tol
+    if select not in ("a", "v", "i"):
+        raise ValueError(f"Invalid select: {select!r}; expected 'a', 'v' or 'i'")
+    with _ops.name_scope(name, "eigh_tridiagonal", [alpha, beta]):
+        alpha = _ops.convert_to_tensor(alpha, name="alpha")
+        beta = _ops.convert_to_tensor(beta, dtype=alpha.dtype, name="beta")
+        if alpha.dtype.is_complex:
+            raise NotImplementedError("eigh_tridiagonal takes real diagonals in Flowstone")
+        zero = array_ops.zeros_like(alpha[:1])
+        dense = tridiagonal_ops._dense(array_ops.concat([beta, zero], 0), alpha,
+                                       array_ops.concat([zero, beta], 0))
+        values, vectors = linalg_ops.self_adjoint_eig(dense)
+        if select == "i":
+            lo, hi = select_range
+            values, vectors = values[lo:hi + 1], vectors[:, lo:hi + 1]
+        elif select == "v":
+            lo, hi = select_range
+            keep = math_ops.logical_and(math_ops.greater(values, lo),
+                                        math_ops.less_equal(values, hi))
+            values = partition_ops.boolean_mask(values, keep)
+            vectors = partition_ops.boolean_mask(vectors, keep, axis=1)
+        return values if eigvals_only else (values, vectors)
