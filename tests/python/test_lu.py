@@ -66,3 +66,16 @@ def test_lu_errors():
         lu = tf.linalg.lu(x).lu
         with pytest.raises(errors.InvalidArgumentError, match="not invertible"):
             _run(lu, {x: np.ones((3, 3))})
+
+
+def test_sqrtm_squares_back_and_edges():
+    a = RNG.uniform(-1, 1, (2, 4, 4)) + 4 * np.eye(4)
+    with tf.Graph().as_default():
+        root = tf.linalg.sqrtm(a)
+        assert root.shape.as_list() == [2, 4, 4]
+        negative = tf.linalg.sqrtm(np.diag([-1.0, 2.0]))
+        rv, nv, old = _run([root, negative, tf.matrix_square_root(np.diag([4.0, 9.0]))])
+    np.testing.assert_allclose(rv @ rv, a, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rv, np.stack([linalg.sqrtm(m).real for m in a]), rtol=1e-10)
+    assert np.all(np.isnan(nv))  # no real principal square root
+    np.testing.assert_allclose(old, np.diag([2.0, 3.0]))

@@ -148,3 +148,17 @@ def test_vectorized_map_maps_over_the_first_dimension():
     np.testing.assert_allclose(yv, [2.0, 10.0, 18.0])
     np.testing.assert_allclose(a, np.arange(6.0).reshape(3, 2) + 1)
     np.testing.assert_array_equal(b, [1, 2, 3])
+
+
+def test_create_partitioned_variables():
+    value = np.arange(10.0).reshape(5, 2).astype(np.float32)
+    with tf.Graph().as_default():
+        parts = tf.create_partitioned_variables([5, 2], [3, 1], value, name="w")
+        ones = tf.create_partitioned_variables([2, 7], [1, 2], tf.ones_initializer())
+        assert [p.name for p in parts] == ["w/part_0:0", "w/part_1:0", "w/part_2:0"]
+        assert [p.shape.as_list() for p in ones] == [[2, 4], [2, 3]]
+        got = _run(parts + ones, init=True)
+        with pytest.raises(ValueError, match="must have the length"):
+            tf.create_partitioned_variables([5, 2], [3], value)
+    np.testing.assert_array_equal(np.concatenate(got[:3]), value)
+    np.testing.assert_array_equal(got[3], np.ones((2, 4)))

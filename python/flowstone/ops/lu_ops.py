@@ -1,5 +1,5 @@
 """tf.linalg.lu (the C++ Lu op, src/ops/linalg/lu_ops.cc) and what TensorFlow composes on its
-outputs: lu_solve, lu_reconstruct and lu_matrix_inverse. The row permutation p is applied as the
+outputs: lu_solve, lu_reconstruct and lu_matrix_inverse; and tf.linalg.sqrtm (MatrixSquareRoot). The row permutation p is applied as the
 matrix P with P[i, p[i]] = 1 (so P @ A = L @ U), which serves batches as well as single
 matrices."""
 
@@ -68,3 +68,10 @@ def lu_matrix_inverse(lower_upper, perm, validate_args=False, name=None):
         lower_upper = _ops.convert_to_tensor(lower_upper, name="lower_upper")
         eye = linalg_ops.matrix_diag(array_ops.ones_like(linalg_ops.matrix_diag_part(lower_upper)))
         return lu_solve(lower_upper, perm, eye, validate_args)
+
+
+@tf_export("linalg.sqrtm", "matrix_square_root")
+def matrix_square_root(input, name=None):  # noqa: A002
+    """The principal square root of each square matrix [..., N, N]."""
+    input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
+    return _ops.apply_op("MatrixSquareRoot", [input], name=name or "MatrixSquareRoot").outputs[0]
