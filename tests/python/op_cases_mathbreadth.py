@@ -83,6 +83,30 @@ def _split_ref(axis, indices, values, shape):
             _i64(4, 2))
 
 
+def _volume_patches_ref(x, ksizes, strides, padding):
+    """NDHWC patches by explicit loops, padding as in 3-D convolutions."""
+    k, s = ksizes[1:4], strides[1:4]
+    spatial = x.shape[1:4]
+    if padding == "VALID":
+        out = [(n - kk) // ss + 1 for n, kk, ss in zip(spatial, k, s)]
+        before = [0, 0, 0]
+    else:
+        out = [-(-n // ss) for n, ss in zip(spatial, s)]
+        before = [max((o - 1) * ss + kk - n, 0) // 2 for o, ss, kk, n in zip(out, s, k, spatial)]
+    result = np.zeros((x.shape[0], *out, k[0] * k[1] * k[2] * x.shape[4]), x.dtype)
+    for p, i, j in np.ndindex(*out):
+        entries = []
+        for a, b, c in np.ndindex(*k):
+            at = [p * s[0] + a - before[0], i * s[1] + b - before[1], j * s[2] + c - before[2]]
+            inside = all(0 <= t < n for t, n in zip(at, spatial))
+            entries.append(x[:, at[0], at[1], at[2], :] if inside else
+                           np.zeros((x.shape[0], x.shape[4]), x.dtype))
+        result[:, p, i, j, :] = np.concatenate(entries, axis=1)
+    return result
+
+
+_VOLUME = RNG.uniform(-1, 1, (2, 3, 4, 3, 2))
+
 _A = np.array([0.5, 1.0, 2.5, 7.0, 30.0, 0.1])
 _X = np.array([0.3, 1.5, 2.0, 12.0, 28.0, 0.01])
 
@@ -166,6 +190,18 @@ CASES = [
     Case("MatrixSquareRoot", [np.array([[[2.0, 0.3], [0.1, 1.0]], [[5.0, -1.0], [2.0, 3.0]]])],
          lambda a: np.stack([linalg.sqrtm(m).real for m in a]), grad=[0], rtol=1e-10,
          atol=1e-12),
+    Case("ExtractVolumePatches", [_VOLUME],
+         lambda x: _volume_patches_ref(x, [1, 2, 2, 2, 1], [1, 1, 2, 1, 1], "VALID"),
+         {"ksizes": [1, 2, 2, 2, 1], "strides": [1, 1, 2, 1, 1], "padding": "VALID"}, grad=[0]),
+    Case("ExtractVolumePatches", [_VOLUME],
+         lambda x: _volume_patches_ref(x, [1, 2, 3, 2, 1], [1, 2, 2, 2, 1], "SAME"),
+         {"ksizes": [1, 2, 3, 2, 1], "strides": [1, 2, 2, 2, 1], "padding": "SAME"}, grad=[0]),
+    Case("MatrixLogarithm", [np.array([[2.0 + 0.5j, 0.3], [0.1 - 0.2j, 1.5 + 0j]])],
+         lambda a: linalg.logm(a), rtol=1e-10, atol=1e-12),
+    Case("MatrixLogarithm", [np.array([[4.0, 1.0, 0.0], [0.0, 3.0, 0.5], [0.2, 0.0, 0.1]],
+                                      np.complex64)],
+         lambda a: linalg.logm(a.astype(np.complex128)).astype(np.complex64), rtol=1e-5,
+         atol=1e-5),
     Case("Bitcast", [np.array([1.0, -2.5, 3e38], np.float32)],
          lambda x: x.view(np.int32), {"type": dtypes.int32}),
     Case("Bitcast", [np.array([[1.5, 2.0], [3.0, -1.0]])],

@@ -79,3 +79,27 @@ def test_sqrtm_squares_back_and_edges():
     np.testing.assert_allclose(rv, np.stack([linalg.sqrtm(m).real for m in a]), rtol=1e-10)
     assert np.all(np.isnan(nv))  # no real principal square root
     np.testing.assert_allclose(old, np.diag([2.0, 3.0]))
+
+
+def test_logm_inverts_expm_and_rejects_real_input():
+    a = (RNG.uniform(-0.5, 0.5, (2, 3, 3)) + 1j * RNG.uniform(-0.5, 0.5, (2, 3, 3)) +
+         2 * np.eye(3))
+    with tf.Graph().as_default():
+        lv = _run(tf.linalg.logm(a))
+        with pytest.raises(TypeError):
+            tf.linalg.logm(np.eye(2))
+    np.testing.assert_allclose(lv, np.stack([linalg.logm(m) for m in a]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.stack([linalg.expm(m) for m in lv]), a, rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_extract_volume_patches_shapes_and_gradient():
+    x = np.arange(2 * 4 * 4 * 4 * 1, dtype=np.float64).reshape(2, 4, 4, 4, 1)
+    with tf.Graph().as_default():
+        v = tf.constant(x)
+        patches = tf.extract_volume_patches(v, [1, 2, 2, 2, 1], [1, 2, 2, 2, 1], "VALID")
+        assert patches.shape.as_list() == [2, 2, 2, 2, 8]
+        grad = tf.gradients(tf.reduce_sum(patches), v)[0]
+        pv, gv = _run([patches, grad])
+    np.testing.assert_array_equal(pv[0, 0, 0, 0], x[0, :2, :2, :2, 0].ravel())
+    np.testing.assert_array_equal(gv, np.ones_like(x))  # non-overlapping windows tile the volume

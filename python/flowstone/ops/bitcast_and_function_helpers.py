@@ -1,5 +1,6 @@
-"""Small top-level TF1 names: tf.bitcast and tf.timestamp (one C++ op each), and the function
-helpers tf.recompute_grad and tf.vectorized_map, composed as docs/COMPAT.md describes."""
+"""Small top-level TF1 names: tf.bitcast, tf.timestamp and tf.extract_volume_patches (one C++ op
+each), and the function helpers tf.recompute_grad and tf.vectorized_map, composed as
+docs/COMPAT.md describes."""
 
 import functools
 
@@ -49,3 +50,12 @@ def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
         first = nest.pack_sequence_as(elems, [t[0] for t in flat])
         signature = nest.map_structure(lambda t: _ops.convert_to_tensor(t).dtype, fn(first))
     return functional_ops.map_fn(fn, nest.pack_sequence_as(elems, flat), dtype=signature)
+
+
+@tf_export("extract_volume_patches")
+def extract_volume_patches(input, ksizes, strides, padding, name=None):  # noqa: A002
+    """The ksizes[1:4] patches of an NDHWC volume at every strides[1:4] voxels, flattened into
+    the depth dimension."""
+    return _ops.apply_op("ExtractVolumePatches", [_ops.convert_to_tensor(input, name="input")],
+                         {"ksizes": [int(k) for k in ksizes], "strides": [int(s) for s in strides],
+                          "padding": padding}, name=name or "ExtractVolumePatches").outputs[0]

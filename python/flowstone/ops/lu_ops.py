@@ -1,7 +1,7 @@
 """tf.linalg.lu (the C++ Lu op, src/ops/linalg/lu_ops.cc) and what TensorFlow composes on its
-outputs: lu_solve, lu_reconstruct and lu_matrix_inverse; and tf.linalg.sqrtm (MatrixSquareRoot). The row permutation p is applied as the
-matrix P with P[i, p[i]] = 1 (so P @ A = L @ U), which serves batches as well as single
-matrices."""
+outputs: lu_solve, lu_reconstruct and lu_matrix_inverse; and tf.linalg.sqrtm and logm
+(MatrixSquareRoot, MatrixLogarithm). The row permutation p is applied as the matrix P with
+P[i, p[i]] = 1 (so P @ A = L @ U), which serves batches as well as single matrices."""
 
 import collections
 
@@ -75,3 +75,10 @@ def matrix_square_root(input, name=None):  # noqa: A002
     """The principal square root of each square matrix [..., N, N]."""
     input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
     return _ops.apply_op("MatrixSquareRoot", [input], name=name or "MatrixSquareRoot").outputs[0]
+
+
+@tf_export("linalg.logm")
+def matrix_logarithm(input, name=None):  # noqa: A002
+    """The principal logarithm of each complex square matrix [..., N, N]."""
+    input = _ops.convert_to_tensor(input, name="input")  # noqa: A001
+    return _ops.apply_op("MatrixLogarithm", [input], name=name or "MatrixLogarithm").outputs[0]
