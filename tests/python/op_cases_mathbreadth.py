@@ -202,6 +202,13 @@ CASES = [
                                       np.complex64)],
          lambda a: linalg.logm(a.astype(np.complex128)).astype(np.complex64), rtol=1e-5,
          atol=1e-5),
+    # TensorFlow's fingerprints of these strings (FarmHash Fingerprint64, little-endian bytes).
+    Case("Fingerprint", [np.array([b"", b"a", b"hello wo", b"0123456789abcdefg"], dtype=object),
+                         np.array(b"farmhash64", dtype=object)],
+         lambda d, m: np.array([[79, 64, 144, 47, 59, 106, 225, 154],
+                                [227, 117, 223, 182, 101, 66, 69, 179],
+                                [139, 205, 238, 164, 114, 27, 48, 50],
+                                [74, 210, 73, 164, 135, 255, 221, 166]], np.uint8)),
     Case("Bitcast", [np.array([1.0, -2.5, 3e38], np.float32)],
          lambda x: x.view(np.int32), {"type": dtypes.int32}),
     Case("Bitcast", [np.array([[1.5, 2.0], [3.0, -1.0]])],

@@ -18,6 +18,9 @@ def _run(fetches, feed_dict=None, init=False):
         return sess.run(fetches, feed_dict)
 
 
+# The first 4 bytes of TensorFlow's fingerprints of b"q" * 129 and bytes(range(200)).
+FINGERPRINTS_OF_LONG = [[161, 206, 194, 184], [179, 111, 214, 38]]
+
 X = np.array([-7.0, -6.0, -1.3, 0.0, 0.02, 2.51, 5.9, 6.2], np.float32)
 
 
@@ -162,3 +165,30 @@ def test_create_partitioned_variables():
             tf.create_partitioned_variables([5, 2], [3], value)
     np.testing.assert_array_equal(np.concatenate(got[:3]), value)
     np.testing.assert_array_equal(got[3], np.ones((2, 4)))
+
+
+def test_fingerprint_rows_are_their_bytes():
+    values = np.arange(12, dtype=np.int32).reshape(3, 4)
+    strings = np.array([row.tobytes() for row in values], dtype=object)
+    long = np.array([b"q" * 129, bytes(range(200))], dtype=object)
+    with tf.Graph().as_default():
+        f = tf.fingerprint(values)
+        assert f.shape.as_list() == [3, 8] and f.dtype == tf.uint8
+        got, expected, long_value = _run([f, tf.fingerprint(strings), tf.fingerprint(long)])
+        with pytest.raises(errors.InvalidArgumentError, match="Unsupported fingerprint method"):
+            _run(tf.fingerprint(values, method="md5"))
+    np.testing.assert_array_equal(got, expected)
+    # TensorFlow's values for strings longer than 64 bytes (FarmHash's main loop).
+    np.testing.assert_array_equal(long_value[:, :4], FINGERPRINTS_OF_LONG)
+
+
+@requires_tensorflow
+def test_fingerprint_matches_tensorflow():
+    values = np.arange(60, dtype=np.float64).reshape(3, 20)
+    out = run_tensorflow("""
+        import numpy as np, tensorflow as tf
+        print(tf.fingerprint(np.arange(60, dtype=np.float64).reshape(3, 20)).numpy().tolist())
+    """)
+    with tf.Graph().as_default():
+        got = _run(tf.fingerprint(values))
+    assert got.tolist() == eval(out)

@@ -1,6 +1,6 @@
-"""Small top-level TF1 names: tf.bitcast, tf.timestamp and tf.extract_volume_patches (one C++ op
-each), and the function helpers tf.recompute_grad and tf.vectorized_map, composed as
-docs/COMPAT.md describes."""
+"""Small top-level TF1 names: tf.bitcast, tf.timestamp, tf.fingerprint and
+tf.extract_volume_patches (one C++ op each), and the function helpers tf.recompute_grad and
+tf.vectorized_map, composed as docs/COMPAT.md describes."""
 
 import functools
 
@@ -59,3 +59,12 @@ def extract_volume_patches(input, ksizes, strides, padding, name=None):  # noqa:
     return _ops.apply_op("ExtractVolumePatches", [_ops.convert_to_tensor(input, name="input")],
                          {"ksizes": [int(k) for k in ksizes], "strides": [int(s) for s in strides],
                           "padding": padding}, name=name or "ExtractVolumePatches").outputs[0]
+
+
+@tf_export("fingerprint")
+def fingerprint(data, method="farmhash64", name=None):
+    """A 64-bit fingerprint of each row (along dimension 0) of `data`, as [rows, 8] uint8
+    (little-endian), with TensorFlow's method "farmhash64"."""
+    return _ops.apply_op("Fingerprint", [_ops.convert_to_tensor(data, name="data"),
+                                         _ops.convert_to_tensor(method, name="method")],
+                         name=name or "Fingerprint").outputs[0]
