@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "flowstone/kernel.h"
@@ -164,13 +165,11 @@ Status CountShape(InferenceContext& ctx) {
 const std::vector<DType> kWeightTypes = {DType::kInt32, DType::kInt64, DType::kFloat32,
                                          DType::kFloat64};
 
-OpBuilder CountOp(const char* name, std::vector<const char*> inputs, KernelFn kernel,
-                  const char* doc) {
+// (input name, type) pairs, then the outputs and attrs both ops share.
+OpBuilder CountOp(const char* name, std::vector<std::pair<const char*, const char*>> inputs,
+                  KernelFn kernel, const char* doc) {
   OpBuilder builder(name);
-  for (const char* input : inputs) {
-    const std::string n(input);
-    builder.Input(input, n == "values" ? "T" : n == "weights" ? "output_type" : "int64");
-  }
+  for (const auto& [input, type] : inputs) builder.Input(input, type);
   builder.Output("output_indices", "int64")
       .Output("output_values", "output_type")
       .Output("output_dense_shape", "int64")
@@ -186,11 +185,13 @@ OpBuilder CountOp(const char* name, std::vector<const char*> inputs, KernelFn ke
   return builder;
 }
 
-FS_REGISTER_OP(CountOp("DenseCountSparseOutput", {"values", "weights"}, DenseCountKernel,
+FS_REGISTER_OP(CountOp("DenseCountSparseOutput", {{"values", "T"}, {"weights", "output_type"}},
+                       DenseCountKernel,
                        "Counts of each value per row of a 1-D or 2-D tensor, as a SparseTensor."));
-FS_REGISTER_OP(CountOp("SparseCountSparseOutput", {"indices", "values", "dense_shape", "weights"},
-                       SparseCountKernel,
-                       "Counts of each value per row of a SparseTensor, as a SparseTensor."));
+FS_REGISTER_OP(CountOp(
+    "SparseCountSparseOutput",
+    {{"indices", "int64"}, {"values", "T"}, {"dense_shape", "int64"}, {"weights", "output_type"}},
+    SparseCountKernel, "Counts of each value per row of a SparseTensor, as a SparseTensor."));
 
 }  // namespace
 }  // namespace flowstone
