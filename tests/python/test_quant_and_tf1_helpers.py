@@ -36,7 +36,8 @@ def test_fake_quant_args_levels_and_gradient():
     levels = np.round((yv - yv.min()) / scale)
     np.testing.assert_allclose((yv - yv.min()) / scale, levels, atol=1e-3)
     assert yv.min() >= -6.05 and yv.max() <= 6.05
-    np.testing.assert_allclose(np.abs(yv - np.clip(X, yv.min(), yv.max())), 0, atol=scale / 2 + 1e-6)
+    np.testing.assert_allclose(np.abs(yv - np.clip(X, yv.min(), yv.max())), 0,
+                               atol=scale / 2 + 1e-6)
     # Straight through inside the nudged range, 0 outside.
     np.testing.assert_array_equal(gv, [0, 1, 2, 3, 4, 5, 6, 0])
 

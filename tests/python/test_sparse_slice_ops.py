@@ -112,7 +112,8 @@ def test_results_match_tensorflow():
         import tensorflow as tf
         sp = tf.SparseTensor({INDICES}, tf.constant({VALUES}, tf.float64), {SHAPE})
         def show(s):
-            print(s.indices.numpy().tolist(), s.values.numpy().tolist(), s.dense_shape.numpy().tolist())
+            print(s.indices.numpy().tolist(), s.values.numpy().tolist(),
+                  s.dense_shape.numpy().tolist())
         show(tf.sparse.slice(sp, [1, 1], [3, 10]))
         for piece in tf.sparse.split(sp_input=sp, num_split=3, axis=1):
             show(piece)

@@ -15,8 +15,8 @@ def _attrs(num_bits, narrow_range, **extra):
 
 
 @tf_export("quantization.fake_quant_with_min_max_args", "fake_quant_with_min_max_args")
-def fake_quant_with_min_max_args(inputs, min=-6, max=6, num_bits=8, narrow_range=False,  # noqa: A002
-                                 name=None):
+def fake_quant_with_min_max_args(inputs, min=-6, max=6,  # noqa: A002 - TensorFlow's names
+                                 num_bits=8, narrow_range=False, name=None):
     """inputs quantized over [min, max] (nudged so that 0 is a level) and back to float."""
     return _ops.apply_op("FakeQuantWithMinMaxArgs", [_float(inputs, "inputs")],
                          _attrs(num_bits, narrow_range, min=float(min), max=float(max)),

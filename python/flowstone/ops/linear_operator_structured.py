@@ -1,8 +1,9 @@
 """More tf.linalg.LinearOperators, as thin compositions over the LinearOperator base
 (linear_operator.py): Householder, Kronecker, BlockDiag, LowRankUpdate, Permutation, Toeplitz,
-Tridiag and Circulant; and tf.linalg.eigh_tridiagonal, which TensorFlow composes in Python too. Each gives its shape and dense matrix; matmul, solve and determinants use
-the structure where it is simple (a reflection is its own inverse, a block-diagonal determinant
-is the product of the blocks') and the dense matrix otherwise."""
+Tridiag and Circulant; and tf.linalg.eigh_tridiagonal, which TensorFlow composes in Python too.
+Each operator gives its shape and dense matrix; matmul, solve and determinants use the structure
+where it is simple (a reflection is its own inverse, a block-diagonal determinant is the product
+of the blocks') and the dense matrix otherwise."""
 
 import numpy as np
 
