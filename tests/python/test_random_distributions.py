@@ -295,3 +295,20 @@ def test_shapes_and_dtypes_match_tensorflow():
     assert out[4] == "(3, 2) int32"
     assert out[5] == "[1234, 0, 0]"
     assert out[6] == "(2, 4)"
+
+
+def test_samplers_terminate_at_extreme_parameters():
+    with tf.Graph().as_default():
+        far = tf.random.stateless_parameterized_truncated_normal(
+            [4], seed=[1, 2], means=tf.constant(0.0, tf.float64), minvals=1e300, maxvals=np.inf)
+        narrow = tf.random.stateless_parameterized_truncated_normal(
+            [4], seed=[1, 2], means=tf.constant(0.0, tf.float64), minvals=1e200,
+            maxvals=1.0000001e200)
+        huge = tf.random.stateless_poisson([3], seed=[1, 2], lam=tf.constant(1e300, tf.float64),
+                                           dtype=tf.float64)
+        tiny = tf.random.stateless_gamma([3], seed=[1, 2], alpha=1e-300, dtype=tf.float64)
+        f, n, h, t = _run([far, narrow, huge, tiny])
+    assert np.all(f >= 1e300) and np.all(np.isfinite(f))
+    assert np.all((n >= 1e200) & (n <= 1.0000001e200))
+    np.testing.assert_allclose(h, 1e300, rtol=1e-6)
+    assert np.all(t >= 0)

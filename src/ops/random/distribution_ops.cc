@@ -41,6 +41,10 @@ using random::WordReader;
 
 constexpr uint64_t kBlocksPerSample = 64;  // 256 words
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Each method accepts a proposal with probability well above 1/2 for every valid parameter; a
+// sampler that still finds nothing after this many (parameters at the limits of double) gives
+// NaN rather than looping on.
+constexpr int kMaxAttempts = 1 << 16;
 
 // ---------------------------------------------------------------------------------------------
 // Samplers (one value from a reader and the element's parameters)
@@ -55,7 +59,7 @@ double SampleGamma(WordReader& r, double alpha) {
   }
   const double d = alpha - 1.0 / 3.0;
   const double c = 1 / std::sqrt(9 * d);
-  for (;;) {
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     const double x = r.Normal();
     double v = 1 + c * x;
     if (v <= 0) continue;
@@ -66,6 +70,7 @@ double SampleGamma(WordReader& r, double alpha) {
       return d * v * std::exp(log_boost);
     }
   }
+  return kNaN;
 }
 
 double SamplePoisson(WordReader& r, double rate) {
@@ -86,7 +91,7 @@ double SamplePoisson(WordReader& r, double rate) {
   const double a = -0.059 + 0.02483 * b;
   const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
   const double v_r = 0.9277 - 3.6224 / (b - 2);
-  for (;;) {
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     const double u = r.Uniform() - 0.5;
     const double v = r.Uniform();
     const double us = 0.5 - std::abs(u);
@@ -98,6 +103,7 @@ double SamplePoisson(WordReader& r, double rate) {
       return k;
     }
   }
+  return kNaN;
 }
 
 double SampleBinomial(WordReader& r, double n, double p) {
@@ -125,7 +131,7 @@ double SampleBinomial(WordReader& r, double n, double p) {
   const double log_odds = std::log(p / q);
   const double m = std::floor((n + 1) * p);
   const double log_f_m = std::lgamma(m + 1) + std::lgamma(n - m + 1);
-  for (;;) {
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     const double u = r.Uniform() - 0.5;
     double v = r.Uniform();
     const double us = 0.5 - std::abs(u);
@@ -138,24 +144,28 @@ double SampleBinomial(WordReader& r, double n, double p) {
       return k;
     }
   }
+  return kNaN;
 }
 
 // A standard normal restricted to [lo, hi] with lo >= 0 (the caller mirrors the other side).
 double SampleNormalTail(WordReader& r, double lo, double hi) {
-  const double lambda = (lo + std::sqrt(lo * lo + 4)) / 2;
+  // Written to stay finite for lo up to the largest double: hypot(lo, 2) = sqrt(lo^2 + 4), and
+  // lo^2 - lo sqrt(lo^2 + 4) = -4 lo / (lo + sqrt(lo^2 + 4)).
+  const double root = std::hypot(lo, 2.0);
+  const double lambda = (lo + root) / 2;
   // Robert's rule: a uniform proposal when the interval is shorter than the exponential's reach.
-  const bool uniform = hi - lo < 2 / (lo + std::sqrt(lo * lo + 4)) *
-                                     std::exp((lo * lo - lo * std::sqrt(lo * lo + 4)) / 4 + 0.5);
-  for (;;) {
+  const bool uniform = hi - lo < 2 / (lo + root) * std::exp(0.5 - lo / (lo + root));
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     if (uniform) {
       const double z = lo + (hi - lo) * r.Uniform();
-      if (std::log(r.Uniform()) <= (lo * lo - z * z) / 2) return z;
+      if (std::log(r.Uniform()) <= (lo - z) * (lo + z) / 2) return z;
     } else {
       const double z = lo - std::log(1 - r.Uniform()) / lambda;
       if (z > hi) continue;
       if (std::log(r.Uniform()) <= -(z - lambda) * (z - lambda) / 2) return z;
     }
   }
+  return kNaN;
 }
 
 double SampleTruncatedNormal(WordReader& r, double mean, double stddev, double lo, double hi) {

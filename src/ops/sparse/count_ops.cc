@@ -16,8 +16,9 @@
 namespace flowstone {
 namespace {
 
-// Counts per batch row, by value.
-using Counts = std::vector<std::map<int64_t, double>>;
+// Counts by batch row, then by value; rows without counts take no space (a SparseTensor's
+// dense shape may promise many rows).
+using Counts = std::map<int64_t, std::map<int64_t, double>>;
 
 struct CountAttrs {
   int64_t minlength;
@@ -50,9 +51,9 @@ Status Count(const CountAttrs& a, const Tensor& weights, int64_t i, int64_t valu
 }
 
 Status WriteCounts(KernelContext& ctx, const CountAttrs& a, const Counts& counts, bool is_1d,
-                   int64_t max_value) {
+                   int64_t batches, int64_t max_value) {
   int64_t total = 0;
-  for (const auto& row : counts) total += static_cast<int64_t>(row.size());
+  for (const auto& [b, row] : counts) total += static_cast<int64_t>(row.size());
   const int64_t rank = is_1d ? 1 : 2;
   Tensor* indices;
   Tensor* values;
@@ -61,10 +62,10 @@ Status WriteCounts(KernelContext& ctx, const CountAttrs& a, const Counts& counts
   int64_t k = 0;
   Status written = DispatchDType<int32_t, int64_t, float, double>(
       values->dtype(), ctx.node().type().c_str(), [&]<typename W>() -> Status {
-        for (size_t b = 0; b < counts.size(); ++b) {
-          for (const auto& [value, count] : counts[b]) {
+        for (const auto& [b, row] : counts) {
+          for (const auto& [value, count] : row) {
             int64_t* index = indices->data<int64_t>() + k * rank;
-            if (!is_1d) *index++ = static_cast<int64_t>(b);
+            if (!is_1d) *index++ = b;
             *index = value;
             values->data<W>()[k++] = static_cast<W>(count);
           }
@@ -74,7 +75,7 @@ Status WriteCounts(KernelContext& ctx, const CountAttrs& a, const Counts& counts
   FS_RETURN_IF_ERROR(written);
   const int64_t size = a.maxlength > 0 ? a.maxlength : std::max(max_value + 1, a.minlength);
   std::vector<int64_t> shape;
-  if (!is_1d) shape.push_back(static_cast<int64_t>(counts.size()));
+  if (!is_1d) shape.push_back(batches);
   shape.push_back(size);
   ctx.SetOutput(2, Tensor::FromVector<int64_t>(shape, TensorShape({rank})));
   return Status::OK();
@@ -105,13 +106,13 @@ Status DenseCountKernel(KernelContext& ctx) {
   const int64_t batches = is_1d ? 1 : data.dim(0);
   const int64_t per_batch = batches == 0 ? 0 : data.num_elements() / batches;
   const CountAttrs a = ReadCountAttrs(ctx);
-  Counts counts(batches);
+  Counts counts;
   int64_t max_value = 0;
   for (int64_t i = 0; i < data.num_elements(); ++i) {
     FS_RETURN_IF_ERROR(
         Count(a, weights, i, data.ElementAsInt64(i), &counts[i / per_batch], &max_value));
   }
-  return WriteCounts(ctx, a, counts, is_1d, max_value);
+  return WriteCounts(ctx, a, counts, is_1d, batches, max_value);
 }
 
 Status SparseCountKernel(KernelContext& ctx) {
@@ -147,12 +148,12 @@ Status SparseCountKernel(KernelContext& ctx) {
   const bool is_1d = rank == 1;
   const int64_t batches = is_1d ? 1 : dims[0];
   const CountAttrs a = ReadCountAttrs(ctx);
-  Counts counts(batches);
+  Counts counts;
   int64_t max_value = 0;
   for (int64_t i = 0; i < values.dim(0); ++i) {
     Count(a, weights, i, values.ElementAsInt64(i), &counts[is_1d ? 0 : idx[i * rank]], &max_value);
   }
-  return WriteCounts(ctx, a, counts, is_1d, max_value);
+  return WriteCounts(ctx, a, counts, is_1d, batches, max_value);
 }
 
 Status CountShape(InferenceContext& ctx) {

@@ -98,7 +98,9 @@ Status SparseSliceKernel(KernelContext& ctx) {
       return errors::InvalidArgument("SparseSlice: start and size must be non-negative, got ",
                                      lo[d], " and ", size.data<int64_t>()[d], " in dimension ", d);
     }
-    hi[d] = std::min(sp.shape[d], lo[d] + size.data<int64_t>()[d]);
+    // min(shape, start + size) without overflowing start + size.
+    const int64_t room = sp.shape[d] - std::min(lo[d], sp.shape[d]);
+    hi[d] = lo[d] + std::min(room, size.data<int64_t>()[d]);
     out_shape[d] = std::max<int64_t>(0, hi[d] - lo[d]);
   }
   std::vector<int64_t> kept;
@@ -151,7 +153,10 @@ Status SparseSliceGradKernel(KernelContext& ctx) {
         for (int64_t i = 0; i < grad.dim(0); ++i) {
           std::vector<int64_t> key(rank);
           for (int64_t d = 0; d < rank; ++d) {
-            key[d] = out_indices.data<int64_t>()[i * rank + d] + start.data<int64_t>()[d];
+            // Wrapping addition: a bad index must not overflow, it just finds no entry.
+            key[d] = static_cast<int64_t>(
+                static_cast<uint64_t>(out_indices.data<int64_t>()[i * rank + d]) +
+                static_cast<uint64_t>(start.data<int64_t>()[d]));
           }
           auto it = position.find(key);
           if (it == position.end()) {
