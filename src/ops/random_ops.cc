@@ -25,70 +25,22 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/random/random_util.h"
 
 namespace flowstone {
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Philox4x32-10
-
-using PhiloxBlock = std::array<uint32_t, 4>;
-
-PhiloxBlock Philox4x32(PhiloxBlock counter, std::array<uint32_t, 2> key) {
-  // Multipliers and Weyl key increments from the paper.
-  constexpr uint32_t kM0 = 0xD2511F53, kM1 = 0xCD9E8D57;
-  constexpr uint32_t kW0 = 0x9E3779B9, kW1 = 0xBB67AE85;
-  for (int round = 0; round < 10; ++round) {
-    if (round > 0) {
-      key[0] += kW0;
-      key[1] += kW1;
-    }
-    uint64_t p0 = uint64_t{kM0} * counter[0];
-    uint64_t p1 = uint64_t{kM1} * counter[2];
-    counter = {static_cast<uint32_t>(p1 >> 32) ^ counter[1] ^ key[0], static_cast<uint32_t>(p1),
-               static_cast<uint32_t>(p0 >> 32) ^ counter[3] ^ key[1], static_cast<uint32_t>(p0)};
-  }
-  return counter;
-}
-
-// One (seed, seed2) stream.
-class PhiloxStream {
- public:
-  PhiloxStream(uint64_t seed, uint64_t seed2)
-      : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
-        seed2_lo_(static_cast<uint32_t>(seed2)),
-        seed2_hi_(static_cast<uint32_t>(seed2 >> 32)) {}
-
-  PhiloxBlock Block(uint64_t index) const {
-    return Philox4x32(
-        {static_cast<uint32_t>(index), static_cast<uint32_t>(index >> 32), seed2_lo_, seed2_hi_},
-        key_);
-  }
-
- private:
-  std::array<uint32_t, 2> key_;
-  uint32_t seed2_lo_;
-  uint32_t seed2_hi_;
-};
+using random::BoxMuller;
+using random::PhiloxBlock;
+using random::PhiloxStream;
+using random::RandomKernel;
+using random::ReadShape;
+using random::ReadStatelessSeed;
+using random::UniformDouble;
+using random::UniformFloat;
 
 // ---------------------------------------------------------------------------------------------
 // From random bits to distributions
-
-// Uniform in [0, 1) on a grid of 2^-24 (float) from one word, 2^-53 (double) from two.
-float UniformFloat(uint32_t w) { return static_cast<float>(w >> 8) * 0x1p-24f; }
-double UniformDouble(uint32_t hi, uint32_t lo) {
-  return static_cast<double>(((uint64_t{hi} << 32) | lo) >> 11) * 0x1p-53;
-}
-
-// Box-Muller: two independent standard normals from two uniforms. u1 is moved to (0, 1] so the
-// logarithm is finite.
-template <typename T>
-void BoxMuller(T u1, T u2, T* z0, T* z1) {
-  T radius = std::sqrt(T(-2) * std::log(T(1) - u1));
-  T theta = T(2) * std::numbers::pi_v<T> * u2;
-  *z0 = radius * std::cos(theta);
-  *z1 = radius * std::sin(theta);
-}
 
 // Values of type T one Philox block yields: 4 floats or 2 doubles (53-bit uniforms need two
 // words each).
@@ -125,19 +77,6 @@ constexpr uint64_t kTruncatedBlocksPerGroup = 8;
 // ---------------------------------------------------------------------------------------------
 // Kernels
 
-Status ReadShape(const Tensor& shape, TensorShape* out) {
-  if (shape.rank() != 1) {
-    return errors::InvalidArgument("shape must be a vector of dimensions, but has shape ",
-                                   shape.shape().ToString());
-  }
-  std::vector<int64_t> dims(shape.num_elements());
-  for (int64_t i = 0; i < shape.num_elements(); ++i) dims[i] = shape.ElementAsInt64(i);
-  Status s = ValidateDims(dims);
-  if (!s.ok()) return errors::InvalidArgument("Invalid shape for a random tensor: ", s.message());
-  *out = TensorShape(dims);
-  return Status::OK();
-}
-
 // Fills `n` outputs in groups of `group` elements; group g calls fill(g, out, count) with its
 // part of the output. Groups are independent, so they run in parallel.
 template <typename T, typename Fill>
@@ -151,45 +90,6 @@ void FillGroups(KernelContext& ctx, T* out, int64_t n, int64_t group, int64_t co
     }
   });
 }
-
-// The seeds, the stream and the block counter shared by all random kernels.
-class RandomKernel : public OpKernel {
- public:
-  explicit RandomKernel(const Node& node) : OpKernel(node), stream_(0, 0) {}
-
-  Status Init() override {
-    uint64_t seed = static_cast<uint64_t>(node().attrs().GetOr<int64_t>("seed", 0));
-    uint64_t seed2 = static_cast<uint64_t>(node().attrs().GetOr<int64_t>("seed2", 0));
-    if (seed == 0 && seed2 == 0) {
-      seed = FreshSeed();
-      seed2 = FreshSeed();
-    }
-    stream_ = PhiloxStream(seed, seed2);
-    return Status::OK();
-  }
-
- protected:
-  // Reserves `blocks` consecutive blocks of the stream for one run; returns the first index.
-  uint64_t Reserve(uint64_t blocks) {
-    return next_block_.fetch_add(blocks, std::memory_order_relaxed);
-  }
-  const PhiloxStream& stream() const { return stream_; }
-
- private:
-  static uint64_t FreshSeed() {
-    try {
-      std::random_device device;
-      return (uint64_t{device()} << 32) | device();
-    } catch (const std::exception&) {
-      // No entropy device: the clock still differs from run to run.
-      return static_cast<uint64_t>(
-          std::chrono::high_resolution_clock::now().time_since_epoch().count());
-    }
-  }
-
-  PhiloxStream stream_;
-  std::atomic<uint64_t> next_block_{0};
-};
 
 // RandomUniform (kind kUniform), RandomStandardNormal (kNormal), TruncatedNormal (kTruncated).
 enum class Dist { kUniform, kNormal, kTruncated };
@@ -317,15 +217,6 @@ class RandomUniformIntKernel final : public RandomKernel {
 // Stateless ops: the stream is a pure function of the `seed` input ([2] integers: key and
 // counter), read from its first block on, so the same seed and shape always give the same
 // values (tf.random.stateless_*).
-
-Status ReadStatelessSeed(const Tensor& seed, PhiloxStream* out) {
-  if (seed.rank() != 1 || seed.num_elements() != 2) {
-    return errors::InvalidArgument("seed must have shape [2], not ", seed.shape().ToString());
-  }
-  *out = PhiloxStream(static_cast<uint64_t>(seed.ElementAsInt64(0)),
-                      static_cast<uint64_t>(seed.ElementAsInt64(1)));
-  return Status::OK();
-}
 
 template <Dist kDist>
 Status StatelessFloatKernel(KernelContext& ctx) {

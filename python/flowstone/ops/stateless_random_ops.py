@@ -42,9 +42,8 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=_dtypes.float32,
                     f"must be both None or not None. Got `minval`={minval} and "
                     f"`maxval`={maxval}.")
             if minval is None:
-                raise NotImplementedError("stateless_uniform over the full integer range "
-                                          "(minval=maxval=None) is not in Flowstone; give "
-                                          "the bounds")
+                return _ops.apply_op("StatelessRandomUniformFullInt",
+                                     [_shape(shape), _seed(seed)], {"dtype": dtype}).outputs[0]
             minval = _ops.convert_to_tensor(minval, dtype=dtype, name="min")
             maxval = _ops.convert_to_tensor(maxval, dtype=dtype, name="max")
             return _ops.apply_op("StatelessRandomUniformInt",
