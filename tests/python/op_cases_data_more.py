@@ -35,4 +35,7 @@ CASES = [
     Case("RandomDataset", [], lambda: np.zeros(4, np.int64),
          build=lambda: _all(Dataset.zip((Dataset.random(7), Dataset.random(7))).map(
              lambda a, b: a - b).take(4))),
+    Case("AssertCardinalityDataset", [X], lambda x: x,
+         build=lambda x: _all(Dataset.from_tensor_slices(x).apply(
+             tf.data.experimental.assert_cardinality(6)))),
 ]

@@ -2,6 +2,7 @@
 `dataset.apply(...)`, over the Dataset methods (see docs/COMPAT.md for what they fuse in TF)."""
 
 from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
 from flowstone.ops.dataset_ops import DatasetV1
 from flowstone.util.tf_export import tf_export
 
@@ -118,3 +119,12 @@ def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=False):
 def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False):
     """Dataset.sample_from_datasets."""
     return DatasetV1.sample_from_datasets(datasets, weights, seed, stop_on_empty_dataset)
+
+
+@tf_export("data.experimental.assert_cardinality")
+def assert_cardinality(expected_cardinality):
+    """The dataset, reporting `expected_cardinality` as its cardinality and failing with
+    FailedPreconditionError when running it finds another number of elements."""
+    return lambda dataset: dataset._unary("AssertCardinalityDataset", [
+        lambda: _ops.convert_to_tensor(expected_cardinality, dtype=_dtypes.int64,
+                                       name="cardinality")])

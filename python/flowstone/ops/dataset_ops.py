@@ -402,7 +402,11 @@ class DatasetV1:
                                               lambda: _int64(seed2, "seed2")],
                            attrs={"reshuffle_each_iteration": reshuffle})
 
-    def batch(self, batch_size, drop_remainder=False):
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
+              deterministic=None):
+        """Consecutive elements stacked into batches (TF2's parallel batching arguments are
+        accepted: the batches are the same)."""
+        del num_parallel_calls, deterministic
         size = batch_size if isinstance(batch_size, int) and drop_remainder else None
         spec = structure.pack(self._element_spec, [
             structure.TensorSpec(TensorShape([size]).concatenate(s.shape), s.dtype)
@@ -622,24 +626,27 @@ class DatasetV1:
     def reduce(self, initial_state, reduce_func):
         """The state `reduce_func(state, element)` leaves after every element, starting from
         `initial_state` (one ReduceDataset op: the fold runs in C++)."""
-        if _ops.executing_eagerly():
-            raise NotImplementedError("Dataset.reduce runs in graph mode only in Flowstone.")
-        state = structure.to_tensors(structure.normalize(initial_state), "initial_state")
-        spec = structure.spec_of(state)
-        for _ in range(2):
-            name, captured, result = _trace(reduce_func, (spec, self._element_spec),
-                                            "Dataset_reduce")
-            relaxed = _reduce_state_spec(spec, result)
-            if relaxed == spec:
-                break
-            spec = relaxed  # a state whose shape changes: trace again with the relaxed shapes
-        flat = structure.flatten(spec)
-        outputs = _ops.apply_op("ReduceDataset", [
-            self._variant_in(_ops.get_default_graph()), structure.flatten(state), captured], {
-            "f": name, "Tstate": [s.dtype for s in flat],
-            "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
-            "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
-        return structure.pack(spec, outputs)
+        built = {}
+
+        def build(variant):
+            state = structure.to_tensors(structure.normalize(initial_state), "initial_state")
+            spec = structure.spec_of(state)
+            for _ in range(2):
+                name, captured, result = _trace(reduce_func, (spec, self._element_spec),
+                                                "Dataset_reduce")
+                relaxed = _reduce_state_spec(spec, result)
+                if relaxed == spec:
+                    break
+                spec = relaxed  # a state whose shape changes: trace again, relaxed
+            flat = structure.flatten(spec)
+            built["spec"] = spec
+            return _ops.apply_op("ReduceDataset", [variant, structure.flatten(state), captured], {
+                "f": name, "Tstate": [s.dtype for s in flat],
+                "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
+                "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
+
+        outputs = self._run_op(build)
+        return structure.pack(built["spec"], outputs)
 
     # --- the whole dataset at once ---------------------------------------------------------
 

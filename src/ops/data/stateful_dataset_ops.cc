@@ -1,6 +1,7 @@
 // Datasets whose output depends on the elements seen so far: ScanDataset (a running state that a
 // user function updates per element, Dataset.scan), TakeWhileDataset (the elements until a
-// predicate is first false) and UniqueDataset (each distinct element once, in first-seen order).
+// predicate is first false), UniqueDataset (each distinct element once, in first-seen order) and
+// AssertCardinalityDataset (the input, checked to have a given number of elements).
 #include <unordered_set>
 
 #include "dataset.h"
@@ -274,6 +275,82 @@ FS_REGISTER_OP(OpBuilder("UniqueDataset")
                    .NotDifferentiable()
                    .Doc("Each distinct element of the input once, in the order first seen "
                         "(Dataset.unique; one int32, int64 or string component)."));
+
+// --- AssertCardinalityDataset ---------------------------------------------------------------
+
+class AssertCardinalityDataset final : public DatasetBase {
+ public:
+  AssertCardinalityDataset(const Node& node, DatasetPtr input, int64_t cardinality)
+      : DatasetBase("AssertCardinalityDataset", node.name(), input->output_types(),
+                    input->output_shapes()),
+        input_(std::move(input)),
+        cardinality_(cardinality) {}
+
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    return std::make_unique<Iterator>(
+        std::static_pointer_cast<const AssertCardinalityDataset>(self()));
+  }
+  int64_t Cardinality() const override { return cardinality_; }
+
+ private:
+  class Iterator final : public IteratorBase {
+   public:
+    explicit Iterator(std::shared_ptr<const AssertCardinalityDataset> dataset)
+        : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
+
+    Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
+      FS_RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
+      const int64_t expected = dataset_->cardinality_;
+      if (!*end) ++seen_;
+      if (!*end && expected != kInfiniteCardinality && seen_ > expected) {
+        return dataset_->Annotate(
+            errors::FailedPrecondition("Input dataset was expected to contain ", Elements(expected),
+                                       " but contained at least ", Elements(seen_), "."));
+      }
+      if (*end && seen_ != expected) {
+        return dataset_->Annotate(
+            errors::FailedPrecondition("Input dataset was expected to contain ", Elements(expected),
+                                       " but contained only ", Elements(seen_), "."));
+      }
+      return Status::OK();
+    }
+
+   private:
+    static std::string Elements(int64_t n) {
+      if (n == kInfiniteCardinality) return "an infinite number of elements";
+      return StrCat(n, " element", n == 1 ? "" : "s");
+    }
+
+    std::shared_ptr<const AssertCardinalityDataset> dataset_;
+    std::unique_ptr<IteratorBase> input_;
+    int64_t seen_ = 0;
+  };
+
+  DatasetPtr input_;
+  int64_t cardinality_;
+};
+
+Status AssertCardinalityKernel(KernelContext& ctx) {
+  DatasetPtr input;
+  FS_RETURN_IF_ERROR(GetInputDataset(ctx, 0, &input));
+  int64_t cardinality = 0;
+  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, 1, "cardinality", &cardinality));
+  return SetOutputDataset(
+      ctx, std::make_shared<AssertCardinalityDataset>(ctx.node(), input, cardinality));
+}
+
+FS_REGISTER_OP(OpBuilder("AssertCardinalityDataset")
+                   .Input("input_dataset", "variant")
+                   .Input("cardinality", "int64")
+                   .Output("handle", "variant")
+                   .RequiredAttr("output_types", AttrType::kTypeList)
+                   .RequiredAttr("output_shapes", AttrType::kShapeList)
+                   .Stateful()
+                   .Shape(shape_fns::Scalar)
+                   .Kernel("CPU", AssertCardinalityKernel)
+                   .NotDifferentiable()
+                   .Doc("The input, failing with FailedPrecondition once it has more or fewer "
+                        "than `cardinality` elements (tf.data.experimental.assert_cardinality)."));
 
 }  // namespace
 }  // namespace flowstone::data

@@ -331,3 +331,24 @@ def test_random_dataset_is_endless_int64_and_seeded():
     first = [int(v) for v in _values(ds)]
     assert len(set(first)) == 5
     assert [int(v) for v in _values(Dataset.random(seed=4).take(5))] == first
+
+
+def test_assert_cardinality():
+    ds = Dataset.range(4).filter(lambda x: x < 10).apply(
+        tf.data.experimental.assert_cardinality(4))
+    assert _cardinality(ds) == 4
+    assert [int(v) for v in _values(ds)] == [0, 1, 2, 3]
+    for expected, message in [(3, "expected to contain 3 elements but contained at least 4 "
+                                   "elements"),
+                              (5, "expected to contain 5 elements but contained only 4 "
+                                  "elements"),
+                              (-1, "an infinite number of elements but contained only 4")]:
+        tf.reset_default_graph()
+        bad = Dataset.range(4).apply(tf.data.experimental.assert_cardinality(expected))
+        with pytest.raises(tf.errors.FailedPreconditionError, match=message):
+            _values(bad)
+
+
+def test_batch_takes_tf2s_parallel_arguments():
+    ds = Dataset.range(5).batch(2, num_parallel_calls=2, deterministic=True)
+    assert [v.tolist() for v in _values(ds)] == [[0, 1], [2, 3], [4]]

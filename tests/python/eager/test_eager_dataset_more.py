@@ -112,3 +112,12 @@ def test_numpy_values_equal_tensorflows():
                           for s in {pipelines!r}}}))
     """).strip().splitlines()[-1])
     assert ours == theirs
+
+
+def test_reduce_runs_eagerly():
+    total = Dataset.range(5).reduce(tf.constant(0, tf.int64), lambda s, x: s + x)
+    assert isinstance(total, EagerTensor) and int(total) == 10
+    scale = tf.constant(2.0)
+    pair = Dataset.from_tensor_slices([1.0, 2.0]).reduce(
+        (tf.constant(0.0), tf.constant(1.0)), lambda s, x: (s[0] + x * scale, s[1] * x))
+    assert [float(v) for v in pair] == [6.0, 2.0]
