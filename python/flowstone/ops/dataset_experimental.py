@@ -128,3 +128,15 @@ def assert_cardinality(expected_cardinality):
     return lambda dataset: dataset._unary("AssertCardinalityDataset", [
         lambda: _ops.convert_to_tensor(expected_cardinality, dtype=_dtypes.int64,
                                        name="cardinality")])
+
+
+@tf_export("data.experimental.enumerate_dataset")
+def enumerate_dataset(start=0):
+    """Dataset.enumerate as a transformation."""
+    return lambda dataset: dataset.enumerate(start)
+
+
+@tf_export("data.experimental.RandomDataset")
+def RandomDataset(seed=None):  # noqa: N802 (TF's name)
+    """Dataset.random: endless pseudo-random int64 values."""
+    return DatasetV1.random(seed)

@@ -247,7 +247,9 @@ class DatasetV1:
         datasets = list(datasets)
         if not datasets:
             raise ValueError("Invalid `datasets`. `datasets` should not be empty.")
-        if choice_dataset.element_spec != structure.TensorSpec([], _dtypes.int64):
+        choice = choice_dataset.element_spec
+        if not isinstance(choice, structure.TensorSpec) or choice.dtype != _dtypes.int64 or (
+                not choice.shape.is_compatible_with([])):
             raise TypeError(f"Invalid `choice_dataset`. Elements of `choice_dataset` must be "
                             f"scalar `tf.int64` tensors but are "
                             f"{choice_dataset.element_spec}.")

@@ -187,6 +187,8 @@ def test_counter_and_enumerate():
     assert [int(v) for v in _values(tf.data.experimental.Counter(2).take(2))] == [2, 3]
     pairs = _values(Dataset.from_tensor_slices([b"a", b"b"]).enumerate(start=7))
     assert [(int(i), s) for i, s in pairs] == [(7, b"a"), (8, b"b")]
+    pairs = _values(Dataset.range(3, 5).apply(tf.data.experimental.enumerate_dataset()))
+    assert [(int(i), int(x)) for i, x in pairs] == [(0, 3), (1, 4)]
 
 
 def test_take_while_stops_for_good_at_the_first_false():
@@ -331,6 +333,7 @@ def test_random_dataset_is_endless_int64_and_seeded():
     first = [int(v) for v in _values(ds)]
     assert len(set(first)) == 5
     assert [int(v) for v in _values(Dataset.random(seed=4).take(5))] == first
+    assert [int(v) for v in _values(tf.data.experimental.RandomDataset(4).take(5))] == first
 
 
 def test_assert_cardinality():
