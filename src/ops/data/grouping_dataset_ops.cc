@@ -12,11 +12,12 @@
 namespace flowstone::data {
 namespace {
 
-// The elements of one group, as the dataset reduce_func receives.
+// The elements of one group, as the dataset reduce_func receives: of the input's element spec,
+// named after the GroupByWindowDataset node `node` in messages.
 class GroupDataset final : public DatasetBase {
  public:
-  GroupDataset(const DatasetBase& like, std::vector<Element> elements)
-      : DatasetBase("GroupByWindowDataset", like.node(), like.output_types(), like.output_shapes()),
+  GroupDataset(const std::string& node, const DatasetBase& input, std::vector<Element> elements)
+      : DatasetBase("GroupByWindowDataset", node, input.output_types(), input.output_shapes()),
         elements_(std::move(elements)) {}
 
   std::unique_ptr<IteratorBase> MakeIterator() const override {
@@ -156,8 +157,9 @@ class GroupByWindowDataset final : public DatasetBase {
       FS_RETURN_IF_ERROR(AllocateHost(DType::kInt64, TensorShape{}, &key_tensor));
       *key_tensor.data<int64_t>() = key;
       FS_RETURN_IF_ERROR(AllocateHost(DType::kVariant, TensorShape{}, &window));
-      window.data<Variant>()[0] = Variant(std::make_shared<DatasetVariant>(
-          std::make_shared<GroupDataset>(*dataset_->input_, std::move(group->second))));
+      window.data<Variant>()[0] =
+          Variant(std::make_shared<DatasetVariant>(std::make_shared<GroupDataset>(
+              dataset_->node(), *dataset_->input_, std::move(group->second))));
       groups_.erase(group);
       Element result;
       FS_RETURN_IF_ERROR(
