@@ -150,6 +150,10 @@ from op_cases_data import CASES as _DATA_CASES  # noqa: E402
 
 CASES += _DATA_CASES
 
+from op_cases_data_more import CASES as _DATA_MORE_CASES  # noqa: E402
+
+CASES += _DATA_MORE_CASES
+
 from op_cases_image import (CASES as _IMAGE_CASES,  # noqa: E402
                             GRADIENT_PENDING as _IMAGE_PENDING)
 

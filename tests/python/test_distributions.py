@@ -85,6 +85,24 @@ def test_samples_have_the_shape_and_moments_of_their_distribution():
     np.testing.assert_allclose(s["multi"].mean(axis=0), [2.0, 1.0, 1.0], atol=0.1)
 
 
+def test_gamma_family_samples_have_their_moments():
+    d = tf.distributions
+    draws = {"gamma": d.Gamma([2.0, 0.5], [1.0, 2.0]).sample(20000, seed=1),
+             "beta": d.Beta(2.0, 3.0).sample(20000, seed=2),
+             "dirichlet": d.Dirichlet([1.0, 2.0, 3.0]).sample(20000, seed=3),
+             "student": d.StudentT(5.0, 1.0, 2.0).sample(20000, seed=4)}
+    with tf.Session() as sess:
+        s = sess.run(draws)
+    np.testing.assert_allclose(s["gamma"].mean(0), [2.0, 0.25], rtol=0.05)
+    np.testing.assert_allclose(s["gamma"].var(0), [2.0, 0.125], rtol=0.1)
+    np.testing.assert_allclose(s["beta"].mean(), 0.4, atol=0.01)
+    assert s["beta"].min() > 0 and s["beta"].max() < 1
+    np.testing.assert_allclose(s["dirichlet"].sum(-1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(s["dirichlet"].mean(0), [1 / 6, 2 / 6, 3 / 6], atol=0.01)
+    np.testing.assert_allclose(np.median(s["student"]), 1.0, atol=0.05)
+    np.testing.assert_allclose(s["student"].var(), 4.0 * 5.0 / 3.0, rtol=0.1)
+
+
 def test_reparameterized_samples_carry_gradients():
     loc = tf.Variable(0.5)
     samples = tf.distributions.Normal(loc, 2.0).sample(1000, seed=3)

@@ -17,6 +17,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import TensorShape
+from flowstone.ops import dataset_bucketing
 from flowstone.ops import dataset_structure as structure
 from flowstone.ops import eager_iterator
 from flowstone.ops import iterator_ops
@@ -28,6 +29,14 @@ from flowstone.util.tf_export import export_value, tf_export
 AUTOTUNE = -1
 export_value("data.experimental.AUTOTUNE", AUTOTUNE)
 export_value("data.AUTOTUNE", AUTOTUNE)
+
+# Dataset.cardinality() of a dataset without end, and of one whose length needs running it.
+INFINITE = -1
+UNKNOWN = -2
+export_value("data.INFINITE_CARDINALITY", INFINITE)
+export_value("data.experimental.INFINITE_CARDINALITY", INFINITE)
+export_value("data.UNKNOWN_CARDINALITY", UNKNOWN)
+export_value("data.experimental.UNKNOWN_CARDINALITY", UNKNOWN)
 
 
 def _int64(value, name):
@@ -210,6 +219,74 @@ class DatasetV1:
         return files.shuffle(_LIST_FILES_SHUFFLE_BUFFER, seed=seed)
 
     @staticmethod
+    def counter(start=0, step=1, dtype=_dtypes.int64):
+        """start, start + step, ... without end, of `dtype` (a scan over an endless dataset,
+        as TF builds it)."""
+        def count(state, _):
+            return state + _ops.convert_to_tensor(step, dtype=dtype, name="step"), state
+
+        if isinstance(start, (int, float, np.number)):
+            start = np.asarray(start, dtype.as_numpy_dtype)
+        return DatasetV1.from_tensors(0).repeat(None).scan(start, count)
+
+    @staticmethod
+    def random(seed=None, rerandomize_each_iteration=None):
+        """Endless pseudo-random int64 values (TF's values differ: see docs/COMPAT.md)."""
+        del rerandomize_each_iteration  # every iterator of one dataset draws the same values
+        seed, seed2 = random_ops.get_seed(seed)
+        seed, seed2 = (0 if seed is None else seed), (0 if seed2 is None else seed2)
+        return DatasetV1([], structure.TensorSpec([], _dtypes.int64), lambda: _ops.apply_op(
+            "RandomDataset", [_int64(seed, "seed"), _int64(seed2, "seed2")], {
+                "output_types": [_dtypes.int64], "output_shapes": [[]]},
+            name="RandomDataset").outputs[0])
+
+    @staticmethod
+    def choose_from_datasets(datasets, choice_dataset, stop_on_empty_dataset=True):
+        """The next element of datasets[i] for each i of `choice_dataset` (scalar int64s);
+        an ended dataset's choices are skipped, or end the output with stop_on_empty_dataset."""
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("Invalid `datasets`. `datasets` should not be empty.")
+        choice = choice_dataset.element_spec
+        if not isinstance(choice, structure.TensorSpec) or choice.dtype != _dtypes.int64 or (
+                not choice.shape.is_compatible_with([])):
+            raise TypeError(f"Invalid `choice_dataset`. Elements of `choice_dataset` must be "
+                            f"scalar `tf.int64` tensors but are "
+                            f"{choice_dataset.element_spec}.")
+        spec = _common_spec([d.element_spec for d in datasets])
+
+        def make(selector, *variants):
+            return _ops.apply_op("DirectedInterleaveDataset", [selector, list(variants)], {
+                "output_types": structure.type_attrs(spec),
+                "output_shapes": structure.shape_attrs(spec),
+                "stop_on_empty_dataset": bool(stop_on_empty_dataset)},
+                name="DirectedInterleaveDataset").outputs[0]
+
+        return DatasetV1([choice_dataset] + datasets, spec, make)
+
+    @staticmethod
+    def sample_from_datasets(datasets, weights=None, seed=None, stop_on_empty_dataset=False,
+                             rerandomize_each_iteration=None):
+        """Elements drawn from `datasets` at random, dataset i with probability weights[i]
+        (uniform when None; `weights` may be a dataset of weight vectors)."""
+        datasets = list(datasets)
+        if not datasets:
+            raise ValueError("Invalid `datasets`. `datasets` should not be empty.")
+        seeds = DatasetV1.random(seed, rerandomize_each_iteration).batch(2)
+        if isinstance(weights, DatasetV1):
+            selector = DatasetV1.zip((seeds, weights)).map(dataset_bucketing.varying_selector)
+        else:
+            if weights is not None and not isinstance(weights, _ops.Tensor) and (
+                    len(weights) != len(datasets)):
+                raise ValueError(f"Invalid `weights`. `weights` should have the same length as "
+                                 f"`datasets` but got `len(weights)={len(weights)}` vs. "
+                                 f"`len(datasets)={len(datasets)}`.")
+            if len(datasets) == 1:
+                return datasets[0]
+            selector = seeds.map(dataset_bucketing.constant_selector(weights, len(datasets)))
+        return DatasetV1.choose_from_datasets(datasets, selector, stop_on_empty_dataset)
+
+    @staticmethod
     def zip(datasets):
         """Elements of the datasets in `datasets` (a structure of datasets) side by side."""
         flat = structure.flatten(datasets)
@@ -327,7 +404,11 @@ class DatasetV1:
                                               lambda: _int64(seed2, "seed2")],
                            attrs={"reshuffle_each_iteration": reshuffle})
 
-    def batch(self, batch_size, drop_remainder=False):
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None,
+              deterministic=None):
+        """Consecutive elements stacked into batches (TF2's parallel batching arguments are
+        accepted: the batches are the same)."""
+        del num_parallel_calls, deterministic
         size = batch_size if isinstance(batch_size, int) and drop_remainder else None
         spec = structure.pack(self._element_spec, [
             structure.TensorSpec(TensorShape([size]).concatenate(s.shape), s.dtype)
@@ -341,13 +422,15 @@ class DatasetV1:
     def padded_batch(self, batch_size, padded_shapes=None, padding_values=None,
                      drop_remainder=False):
         """Batches whose components are padded to `padded_shapes` (None or -1 dimensions: the
-        largest in the batch) with `padding_values` (default 0, or b"" for strings)."""
+        largest in the batch; a dimension may be a scalar int64 tensor) with `padding_values`
+        (default 0, or b"" for strings)."""
         specs = structure.flatten(self._element_spec)
         if padded_shapes is None:
-            shapes = [TensorShape([None] * s.shape.ndims) for s in specs]
+            raw = shapes = [TensorShape([None] * s.shape.ndims) for s in specs]
         else:
-            shapes = [TensorShape(s) for s in structure.flatten_up_to(self._element_spec,
-                                                                      padded_shapes)]
+            raw = structure.flatten_up_to(self._element_spec, padded_shapes)
+            shapes = [TensorShape([None if isinstance(d, _ops.Tensor) else d for d in r])
+                      if _has_tensor_dims(r) else TensorShape(r) for r in raw]
         if padding_values is None:
             values = [b"" if s.dtype == _dtypes.string else 0 for s in specs]
         else:
@@ -358,9 +441,7 @@ class DatasetV1:
             for s, shape in zip(specs, shapes)])
 
         def make(variant):
-            padded = [_ops.convert_to_tensor([-1 if d is None else d for d in shape.as_list()],
-                                             dtype=_dtypes.int64, name="padded_shapes")
-                      for shape in shapes]
+            padded = [_padded_shape_tensor(r, shape) for r, shape in zip(raw, shapes)]
             pads = [_ops.convert_to_tensor(v, dtype=s.dtype, name="padding_values")
                     for v, s in zip(values, specs)]
             return _ops.apply_op("PaddedBatchDatasetV2", [
@@ -375,16 +456,22 @@ class DatasetV1:
 
     def enumerate(self, start=0):
         """(index, element) pairs, counting from `start`."""
-        return DatasetV1.zip((DatasetV1.range(start, np.iinfo(np.int64).max), self))
+        return DatasetV1.zip((DatasetV1.counter(start), self))
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None):
+        return self._map(map_func, num_parallel_calls, deterministic, True)
+
+    def _map(self, map_func, num_parallel_calls, deterministic, preserve_cardinality):
+        """map; preserve_cardinality=False lets map_func end the dataset (OutOfRange), as
+        from_generator's does, and leaves the cardinality unknown."""
         spec_in = self._element_spec
         state = {}
 
         def make(variant):
             name, captured, result = _trace(map_func, spec_in, "Dataset_map")
             state["spec"] = structure.spec_of(result)
-            attrs = dict(self._spec_attrs(state["spec"]), f=name)
+            attrs = dict(self._spec_attrs(state["spec"]), f=name,
+                         preserve_cardinality=preserve_cardinality)
             if num_parallel_calls is None:
                 return _ops.apply_op("MapDataset", [variant, captured], attrs,
                                      name="MapDataset").outputs[0]
@@ -401,17 +488,115 @@ class DatasetV1:
 
         def make(variant):
             name, captured, result = _trace(predicate, spec, "Dataset_filter")
-            flat = structure.flatten(result)
-            if len(flat) != 1 or flat[0].dtype != _dtypes.bool or flat[0].shape.ndims not in (
-                    0, None):
-                raise ValueError(f"Invalid `predicate`. `predicate` must return a "
-                                 f"`tf.bool` scalar tensor, but its return type is "
-                                 f"{structure.spec_of(result)}.")
+            _check_predicate(result)
             return _ops.apply_op("FilterDataset", [variant, captured],
                                  dict(self._spec_attrs(), predicate=name),
                                  name="FilterDataset").outputs[0]
 
         return DatasetV1([self], spec, make)
+
+    def take_while(self, predicate):
+        """The elements until `predicate` (a function of an element to a scalar bool) first
+        returns false."""
+        spec = self._element_spec
+
+        def make(variant):
+            name, captured, result = _trace(predicate, spec, "Dataset_take_while")
+            _check_predicate(result)
+            return _ops.apply_op("TakeWhileDataset", [variant, captured],
+                                 dict(self._spec_attrs(), predicate=name),
+                                 name="TakeWhileDataset").outputs[0]
+
+        return DatasetV1([self], spec, make)
+
+    def scan(self, initial_state, scan_func):
+        """The outputs of `scan_func(state, element) -> (new_state, output)`, the state starting
+        at `initial_state` (a structure of tensors, as Dataset.reduce's)."""
+        spec_in = self._element_spec
+        state = {}
+
+        def make(variant):
+            initial = structure.to_tensors(structure.normalize(initial_state), "initial_state")
+            state_spec = structure.spec_of(initial)
+            for _ in range(2):
+                name, captured, result = _trace(_scan_pair(scan_func), (state_spec, spec_in),
+                                                "Dataset_scan")
+                relaxed = _reduce_state_spec(state_spec, result[0])
+                if relaxed == state_spec:
+                    break
+                state_spec = relaxed  # a state whose shape changes: trace again, relaxed
+            state["spec"] = structure.spec_of(result[1])
+            flat_state = structure.flatten(initial)
+            return _ops.apply_op("ScanDataset", [variant, flat_state, captured], dict(
+                self._spec_attrs(state["spec"]), f=name, Tstate=[t.dtype for t in flat_state],
+                preserve_cardinality=True), name="ScanDataset").outputs[0]
+
+        return _LazySpecDataset([self], state, make)
+
+    def group_by_window(self, key_func, reduce_func, window_size=None, window_size_func=None):
+        """The datasets `reduce_func(key, window)` returns for each window of `window_size` (or
+        `window_size_func(key)`) elements of one `key_func(element)` (a scalar int64) key; at
+        the end, the partial windows in key order."""
+        if (window_size is None) == (window_size_func is None):
+            raise ValueError("Either the `window_size` argument or the `window_size_func` "
+                             "argument must be specified.")
+        if window_size is not None:
+            def window_size_func(_):
+                return _ops.convert_to_tensor(window_size, dtype=_dtypes.int64,
+                                              name="window_size")
+        spec_in = self._element_spec
+        key_spec = structure.TensorSpec([], _dtypes.int64)
+        state = {}
+
+        def make(variant):
+            key_name, key_captured, key = _trace(key_func, spec_in, "Dataset_group_by_window_key")
+            _check_int64_scalar(key, "key_func")
+            size_name, size_captured, size = _trace(window_size_func, key_spec,
+                                                    "Dataset_group_by_window_size")
+            _check_int64_scalar(size, "window_size_func")
+            reduce_name, reduce_captured, _ = _trace(
+                _returning_variant(reduce_func), (key_spec, structure.DatasetSpec(spec_in)),
+                "Dataset_group_by_window_reduce")
+            state["spec"] = _returned_dataset_spec.pop()
+            return _ops.apply_op("GroupByWindowDataset", [
+                variant, key_captured, reduce_captured, size_captured], dict(
+                self._spec_attrs(state["spec"]), key_func=key_name, reduce_func=reduce_name,
+                window_size_func=size_name,
+                Tkey_func_other_arguments=[t.dtype for t in key_captured],
+                Treduce_func_other_arguments=[t.dtype for t in reduce_captured],
+                Twindow_size_func_other_arguments=[t.dtype for t in size_captured]),
+                name="GroupByWindowDataset").outputs[0]
+
+        return _LazySpecDataset([self], state, make)
+
+    def bucket_by_sequence_length(self, element_length_func, bucket_boundaries,
+                                  bucket_batch_sizes, padded_shapes=None, padding_values=None,
+                                  pad_to_bucket_boundary=False, no_padding=False,
+                                  drop_remainder=False):
+        """Batches of elements of similar length: bucket i holds the lengths in
+        [bucket_boundaries[i-1], bucket_boundaries[i]) and batches bucket_batch_sizes[i] of
+        them, padded (group_by_window underneath, as TF builds it)."""
+        if len(bucket_batch_sizes) != len(bucket_boundaries) + 1:
+            raise ValueError(f"`len(bucket_batch_sizes)` must equal `len(bucket_boundaries) + "
+                             f"1` but `len(bucket_batch_sizes)={len(bucket_batch_sizes)}` and "
+                             f"`len(bucket_boundaries)={len(bucket_boundaries)}`.")
+        window_size, batch = dataset_bucketing.batching_fn(
+            bucket_boundaries, bucket_batch_sizes, padded_shapes, padding_values,
+            pad_to_bucket_boundary, no_padding, drop_remainder)
+        return self.group_by_window(
+            dataset_bucketing.bucket_id_fn(element_length_func, bucket_boundaries), batch,
+            window_size_func=window_size)
+
+    def unique(self):
+        """Each distinct element once, in the order first seen (elements of one int32, int64 or
+        string component)."""
+        flat = structure.flatten(self._element_spec)
+        if len(flat) != 1 or flat[0].dtype not in (_dtypes.int32, _dtypes.int64,
+                                                   _dtypes.string):
+            raise TypeError(f"`tf.data.Dataset.unique` does not support type "
+                            f"{self.output_types} -- only `tf.int32`, `tf.int64`, and "
+                            f"`tf.string` are supported.")
+        return self._unary("UniqueDataset", [])
 
     def flat_map(self, map_func):
         return self._interleave(map_func, None, None, "FlatMapDataset")
@@ -443,24 +628,84 @@ class DatasetV1:
     def reduce(self, initial_state, reduce_func):
         """The state `reduce_func(state, element)` leaves after every element, starting from
         `initial_state` (one ReduceDataset op: the fold runs in C++)."""
+        built = {}
+
+        def build(variant):
+            state = structure.to_tensors(structure.normalize(initial_state), "initial_state")
+            spec = structure.spec_of(state)
+            for _ in range(2):
+                name, captured, result = _trace(reduce_func, (spec, self._element_spec),
+                                                "Dataset_reduce")
+                relaxed = _reduce_state_spec(spec, result)
+                if relaxed == spec:
+                    break
+                spec = relaxed  # a state whose shape changes: trace again, relaxed
+            flat = structure.flatten(spec)
+            built["spec"] = spec
+            return _ops.apply_op("ReduceDataset", [variant, structure.flatten(state), captured], {
+                "f": name, "Tstate": [s.dtype for s in flat],
+                "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
+                "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
+
+        outputs = self._run_op(build)
+        return structure.pack(built["spec"], outputs)
+
+    # --- the whole dataset at once ---------------------------------------------------------
+
+    def cardinality(self):
+        """The number of elements, as a scalar int64 tensor: tf.data.INFINITE_CARDINALITY when
+        the dataset never ends, tf.data.UNKNOWN_CARDINALITY when only running it would tell (a
+        filter, a file)."""
+        return self._run_op(lambda variant: _ops.apply_op(
+            "DatasetCardinality", [variant], name="DatasetCardinality").outputs[0])
+
+    def get_single_element(self, name=None):
+        """The one element of this dataset, as a structure of tensors; running it raises
+        InvalidArgumentError when the dataset has no element or more than one."""
+        spec = self._element_spec
+        if any(isinstance(s, structure.DatasetSpec) for s in structure.flatten(spec)):
+            raise TypeError("get_single_element does not support datasets whose elements "
+                            "are datasets (windows); flat_map them first.")
+
+        def build(variant):
+            return _ops.apply_op("DatasetToSingleElement", [variant], self._spec_attrs(),
+                                 name=name or "DatasetToSingleElement").outputs
+
+        return structure.pack(spec, self._run_op(build))
+
+    def as_numpy_iterator(self):
+        """An iterator over the elements as numpy values, in their structure (eager only)."""
+        if not _ops.executing_eagerly():
+            raise RuntimeError("`tf.data.Dataset.as_numpy_iterator()` is only supported in "
+                               "eager mode.")
+        for s in structure.flatten(self._element_spec):
+            if not isinstance(s, structure.TensorSpec):
+                raise TypeError(f"`tf.data.Dataset.as_numpy_iterator()` is not supported for "
+                                f"datasets that produce values of type {type(s).__name__}")
+        return eager_iterator.NumpyIterator(self)
+
+    def __len__(self):
+        """The cardinality as an int while executing eagerly (TypeError when it is infinite or
+        unknown), as TF2's len(dataset)."""
+        if not _ops.executing_eagerly():
+            raise TypeError("`tf.data.Dataset` only supports `len` in eager mode. Use "
+                            "`tf.data.Dataset.cardinality()` instead.")
+        length = int(self.cardinality().numpy())
+        if length == INFINITE:
+            raise TypeError("The dataset is infinite.")
+        if length == UNKNOWN:
+            raise TypeError("The dataset length is unknown.")
+        return length
+
+    def __bool__(self):
+        return True  # a dataset is true whatever its length (__len__ would decide otherwise)
+
+    def _run_op(self, build):
+        """`build(variant)` (a tensor or a list of them) over this dataset: in graph mode in the
+        default graph; while executing eagerly, run at once into EagerTensors."""
         if _ops.executing_eagerly():
-            raise NotImplementedError("Dataset.reduce runs in graph mode only in Flowstone.")
-        state = structure.to_tensors(structure.normalize(initial_state), "initial_state")
-        spec = structure.spec_of(state)
-        for _ in range(2):
-            name, captured, result = _trace(reduce_func, (spec, self._element_spec),
-                                            "Dataset_reduce")
-            relaxed = _reduce_state_spec(spec, result)
-            if relaxed == spec:
-                break
-            spec = relaxed  # a state whose shape changes: trace again with the relaxed shapes
-        flat = structure.flatten(spec)
-        outputs = _ops.apply_op("ReduceDataset", [
-            self._variant_in(_ops.get_default_graph()), structure.flatten(state), captured], {
-            "f": name, "Tstate": [s.dtype for s in flat],
-            "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
-            "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
-        return structure.pack(spec, outputs)
+            return eager_iterator.run_once(self, build)
+        return build(self._variant_in(_ops.get_default_graph()))
 
     # --- iterators -------------------------------------------------------------------------
 
@@ -592,7 +837,7 @@ def _generator_dataset(generator, spec, args):
                 value.set_shape(s.shape)
             return structure.pack(spec, values)
 
-        return DatasetV1.from_tensors(gen_id).repeat().map(next_element)
+        return DatasetV1.from_tensors(gen_id).repeat()._map(next_element, None, None, False)
 
     return DatasetV1.from_tensors(np.int64(0)).flat_map(start)
 
@@ -621,6 +866,61 @@ def _returning_variant(map_func):
                             f"`tf.data.Dataset` object, got {type(result).__name__}.")
         _returned_dataset_spec.append(result.element_spec)
         return result._variant_in(_ops.get_default_graph())
+
+    return call
+
+
+def _check_int64_scalar(result, what):
+    flat = structure.flatten(result)
+    if len(flat) != 1 or flat[0].dtype != _dtypes.int64 or flat[0].shape.ndims not in (0, None):
+        raise ValueError(f"Invalid `{what}`. `{what}` must return a single `tf.int64` scalar "
+                         f"tensor but its return type is {structure.spec_of(result)}.")
+
+
+def _common_spec(specs):
+    """The element spec of datasets of `specs` chosen among: one structure and dtypes, shapes
+    relaxed where they differ."""
+    first = structure.flatten(specs[0])
+    for spec in specs[1:]:
+        flat = structure.flatten(spec)
+        if len(flat) != len(first) or [s.dtype for s in flat] != [s.dtype for s in first]:
+            raise TypeError(f"Incompatible dataset elements: the datasets to choose from must "
+                            f"have the same structure and types, got {specs[0]} and {spec}.")
+        first = [structure.TensorSpec(_most_specific(a.shape, b.shape), a.dtype)
+                 for a, b in zip(first, flat)]
+    return structure.pack(specs[0], first)
+
+
+def _has_tensor_dims(shape):
+    return isinstance(shape, (list, tuple)) and any(isinstance(d, _ops.Tensor) for d in shape)
+
+
+def _padded_shape_tensor(raw, shape):
+    """A padded shape as PaddedBatchDatasetV2's int64 vector (-1: the longest in the batch):
+    from `shape`, or stacked from `raw` where dimensions are tensors."""
+    if not _has_tensor_dims(raw):
+        return _ops.convert_to_tensor([-1 if d is None else d for d in shape.as_list()],
+                                      dtype=_dtypes.int64, name="padded_shapes")
+    dims = [_ops.convert_to_tensor(-1 if d is None else d, dtype=_dtypes.int64) for d in raw]
+    return _ops.apply_op("Pack", [dims], {"axis": 0}, name="padded_shapes").outputs[0]
+
+
+def _check_predicate(result):
+    flat = structure.flatten(result)
+    if len(flat) != 1 or flat[0].dtype != _dtypes.bool or flat[0].shape.ndims not in (0, None):
+        raise ValueError(f"Invalid `predicate`. `predicate` must return a `tf.bool` scalar "
+                         f"tensor, but its return type is {structure.spec_of(result)}.")
+
+
+def _scan_pair(scan_func):
+    """scan_func, checked to return (new_state, output) as TF requires."""
+    def call(state, element):
+        result = scan_func(state, element)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            raise TypeError(f"Invalid `scan_func`. `scan_func` should return a pair consisting "
+                            f"of new state and the output value but its return type is "
+                            f"{structure.spec_of(structure.to_tensors(result))}.")
+        return tuple(result)
 
     return call
 

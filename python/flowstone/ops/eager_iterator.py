@@ -9,12 +9,15 @@ the pipeline reads (a from_tensor_slices of eager values, a tensor a map functio
 Placeholders of the private graph, fed once when the iterator starts.
 """
 
+import numpy as np
+
 from flowstone import _C
 from flowstone import errors as _errors
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.ops import dataset_structure as structure
 from flowstone.ops import iterator_ops
+from flowstone.util.tf_export import tf_export
 
 
 class PipelineGraph(_ops.Graph):
@@ -93,3 +96,58 @@ class EagerIterator:
             raise StopIteration from None
 
     next = __next__
+
+
+def run_once(dataset, build):
+    """The EagerTensors of `build(variant)` (a tensor or a list of them, made from the dataset's
+    variant tensor) run once while executing eagerly: Dataset.cardinality() and
+    get_single_element() build their op into a private graph over the pipeline, as iteration
+    does, and run it in a session of their own."""
+    graph = PipelineGraph()
+    with graph.as_default():
+        outputs = build(dataset._variant_in(graph))
+    single = not isinstance(outputs, (list, tuple))
+    outputs = [outputs] if single else list(outputs)
+    session = None
+    try:
+        session = _C.Session.create(graph._c, {})
+        inputs = graph.eager_inputs
+        run = session.make_callable([p._as_node_output() for _, p in inputs],
+                                    [t._as_node_output() for t in outputs], [])
+        handles = run.call_eager([t._handle for t, _ in inputs])
+    except _C.StatusError as e:
+        raise _errors.from_status_error(e) from None
+    finally:
+        if session is not None:
+            session.close()
+    values = [_eager.EagerTensor(h) for h in handles]
+    return values[0] if single else values
+
+
+@tf_export("data.NumpyIterator")
+class NumpyIterator:
+    """An iterator over a dataset's elements as numpy values, in the element's structure (what
+    Dataset.as_numpy_iterator() returns)."""
+
+    def __init__(self, dataset):
+        self._iterator = EagerIterator(dataset)
+        self._spec = dataset.element_spec
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        element = next(self._iterator)
+        return structure.pack(self._spec, [_to_numpy(t) for t in structure.flatten(element)])
+
+    next = __next__
+
+    def __repr__(self):
+        return f"NumpyIterator(iterator={self._iterator!r})"
+
+
+def _to_numpy(tensor):
+    value = tensor.numpy()
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)  # TF's arrays may share the tensor's buffer
+    return value

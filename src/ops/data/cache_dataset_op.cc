@@ -22,6 +22,7 @@ class CacheDataset final : public DatasetBase {
     if (cache_ != nullptr) return std::make_unique<CachedIterator>(cache_);
     return std::make_unique<FillingIterator>(std::static_pointer_cast<const CacheDataset>(self()));
   }
+  int64_t Cardinality() const override { return input_->Cardinality(); }
 
  private:
   using Cache = std::shared_ptr<const std::vector<Element>>;

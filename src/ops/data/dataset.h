@@ -31,6 +31,11 @@ class IteratorBase {
   virtual Status GetNext(KernelContext& ctx, Element* out, bool* end) = 0;
 };
 
+// Dataset.cardinality()'s values for a dataset without end and one whose length is not known
+// without running it (TF's kInfiniteCardinality and kUnknownCardinality).
+inline constexpr int64_t kInfiniteCardinality = -1;
+inline constexpr int64_t kUnknownCardinality = -2;
+
 class DatasetBase;
 using DatasetPtr = std::shared_ptr<const DatasetBase>;
 
@@ -52,6 +57,10 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
 
   // A new iterator at the start of this dataset. The iterator keeps the dataset alive.
   virtual std::unique_ptr<IteratorBase> MakeIterator() const = 0;
+
+  // The number of elements, known without running the pipeline: kInfiniteCardinality,
+  // kUnknownCardinality (the default: a filter, a file) or a count, TF's value for each dataset.
+  virtual int64_t Cardinality() const { return kUnknownCardinality; }
 
   // `s` with the transformation that failed appended, as TF names it in pipeline errors:
   // "...\n\t [[in MapDataset 'MapDataset_1']]". OK stays OK; OutOfRange keeps its message.
@@ -91,6 +100,13 @@ Status SetOutputDataset(KernelContext& ctx, DatasetPtr dataset);
 // The output_types / output_shapes attrs every dataset op has.
 Status ElementSpecAttrs(const Node& node, std::vector<DType>* types,
                         std::vector<PartialShape>* shapes);
+
+// The cardinality of batches of `batch_size` over an input of cardinality `n` (BatchDatasetV2's and
+// PaddedBatchDatasetV2's).
+inline int64_t BatchedCardinality(int64_t n, int64_t batch_size, bool drop_remainder) {
+  if (n < 0) return n;
+  return n / batch_size + (n % batch_size == 0 || drop_remainder ? 0 : 1);
+}
 
 // Reads a scalar int64 input (a count, a size) named `name` for messages.
 Status ScalarInt64Input(KernelContext& ctx, int index, const char* name, int64_t* out);

@@ -7,73 +7,31 @@
 #include "dataset.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
-#include "ops/control_flow/function_call.h"
+#include "user_function.h"
 
 namespace flowstone::data {
 namespace {
-
-// A user function and the captured tensors passed after each element's components.
-class UserFunction {
- public:
-  UserFunction(std::string name, std::vector<Tensor> captured)
-      : caller_(std::move(name)), captured_(std::move(captured)) {}
-
-  // Runs the function on `element`; errors name the function (the session adds its node).
-  Status Call(KernelContext& ctx, const Element& element, Element* out) const {
-    std::vector<Tensor> args = element;
-    args.insert(args.end(), captured_.begin(), captured_.end());
-    out->clear();
-    return caller_.Call(ctx, args, out);
-  }
-  const std::string& name() const { return caller_.name(); }
-
- private:
-  // Keeps the compiled plan; calls from several threads are safe (see FunctionCaller).
-  mutable FunctionCaller caller_;
-  std::vector<Tensor> captured_;
-};
-
-// The function attr `attr` and its captured tensors: inputs [1, end) (other_arguments follow
-// the input dataset; `end` excludes the scalar inputs after them).
-Status ReadUserFunction(KernelContext& ctx, const char* attr, int end,
-                        std::unique_ptr<UserFunction>* out) {
-  std::string name;
-  FS_RETURN_IF_ERROR(FunctionAttr(ctx.node(), attr, &name));
-  std::vector<Tensor> captured;
-  for (int i = 1; i < end; ++i) captured.push_back(ctx.input(i));
-  *out = std::make_unique<UserFunction>(std::move(name), std::move(captured));
-  return Status::OK();
-}
-
-OpBuilder FunctionDatasetOp(const char* name, const char* func_attr,
-                            const std::vector<const char*>& int64_inputs) {
-  OpBuilder b(name);
-  b.Input("input_dataset", "variant").InputTypeList("other_arguments", "Targuments");
-  for (const char* input : int64_inputs) b.Input(input, "int64");
-  b.Output("handle", "variant")
-      .RequiredAttr(func_attr, AttrType::kFunc)
-      .RequiredAttr("output_types", AttrType::kTypeList)
-      .RequiredAttr("output_shapes", AttrType::kShapeList)
-      .Attr("metadata", "")
-      .Stateful()
-      .Shape(shape_fns::Scalar)
-      .NotDifferentiable();
-  return b;
-}
 
 // --- MapDataset, ParallelMapDatasetV2 -------------------------------------------------------
 
 class MapDataset final : public DatasetBase {
  public:
   MapDataset(const char* op, const Node& node, DatasetPtr input, std::unique_ptr<UserFunction> fn,
-             int64_t parallel_calls, std::vector<DType> types, std::vector<PartialShape> shapes)
+             int64_t parallel_calls, bool preserve_cardinality, std::vector<DType> types,
+             std::vector<PartialShape> shapes)
       : DatasetBase(op, node.name(), std::move(types), std::move(shapes)),
         input_(std::move(input)),
         fn_(std::move(fn)),
-        parallel_calls_(std::max<int64_t>(parallel_calls, 1)) {}
+        parallel_calls_(std::max<int64_t>(parallel_calls, 1)),
+        preserve_cardinality_(preserve_cardinality) {}
 
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(std::static_pointer_cast<const MapDataset>(self()));
+  }
+  // Dataset.map promises one output per input (preserve_cardinality); a map that may end early
+  // (from_generator's) does not.
+  int64_t Cardinality() const override {
+    return preserve_cardinality_ ? input_->Cardinality() : kUnknownCardinality;
   }
 
  private:
@@ -90,7 +48,12 @@ class MapDataset final : public DatasetBase {
       if (*end) return Status::OK();
       const size_t i = next_++;
       // OutOfRange from the function ends the dataset, as in TF (a tf.py_func raising
-      // StopIteration: Dataset.from_generator's end).
+      // StopIteration: Dataset.from_generator's end), unless the map promised to keep its
+      // input's cardinality: then it is an error, as TF makes it.
+      if (statuses_[i].code() == Code::kOutOfRange && dataset_->preserve_cardinality_) {
+        return dataset_->Annotate(errors::InvalidArgument(
+            "Function invocation produced OutOfRangeError: ", statuses_[i].message()));
+      }
       if (statuses_[i].code() == Code::kOutOfRange) {
         ended_ = *end = true;
         return Status::OK();
@@ -135,6 +98,7 @@ class MapDataset final : public DatasetBase {
   DatasetPtr input_;
   std::unique_ptr<UserFunction> fn_;
   int64_t parallel_calls_;
+  bool preserve_cardinality_;
 };
 
 template <bool kParallel>
@@ -163,6 +127,7 @@ Status MapKernel(KernelContext& ctx) {
   return SetOutputDataset(
       ctx, std::make_shared<MapDataset>(kParallel ? "ParallelMapDatasetV2" : "MapDataset",
                                         ctx.node(), input, std::move(fn), parallel_calls,
+                                        ctx.attrs().GetOr<bool>("preserve_cardinality", false),
                                         std::move(types), std::move(shapes)));
 }
 

@@ -24,6 +24,9 @@ class PaddedBatchDataset final : public DatasetBase {
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(std::static_pointer_cast<const PaddedBatchDataset>(self()));
   }
+  int64_t Cardinality() const override {
+    return BatchedCardinality(input_->Cardinality(), batch_size_, drop_remainder_);
+  }
 
  private:
   class Iterator final : public IteratorBase {

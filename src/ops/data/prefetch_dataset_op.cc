@@ -28,6 +28,7 @@ class PrefetchDataset final : public DatasetBase {
     if (buffer_size_ == 0) return input_->MakeIterator();  // no buffer: no thread
     return std::make_unique<Iterator>(std::static_pointer_cast<const PrefetchDataset>(self()));
   }
+  int64_t Cardinality() const override { return input_->Cardinality(); }
 
  private:
   class Iterator final : public IteratorBase {

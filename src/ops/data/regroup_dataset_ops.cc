@@ -39,6 +39,16 @@ class UnbatchDataset final : public DatasetBase {
     return std::make_unique<Iterator>(std::static_pointer_cast<const UnbatchDataset>(self()));
   }
 
+  // Known when the input's elements have a static number of rows (batch(n, drop_remainder=True)).
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n < 0) return n;
+    for (const PartialShape& shape : input_->output_shapes()) {
+      if (shape.known_rank() && shape.rank() > 0 && shape.dim(0) >= 0) return n * shape.dim(0);
+    }
+    return kUnknownCardinality;
+  }
+
  private:
   class Iterator final : public IteratorBase {
    public:
@@ -159,6 +169,15 @@ class WindowDataset final : public DatasetBase {
 
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(std::static_pointer_cast<const WindowDataset>(self()));
+  }
+
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n < 0) return n;
+    const Params& p = params_;
+    if (!p.drop_remainder) return n / p.shift + (n % p.shift == 0 ? 0 : 1);
+    const int64_t rest = n - ((p.size - 1) * p.stride + 1);
+    return rest < 0 ? 0 : rest / p.shift + 1;
   }
 
  private:

@@ -1,5 +1,7 @@
 // Datasets made from tensors: TensorDataset (one element), TensorSliceDataset (the rows of its
-// components) and RangeDataset (int64 start, stop, step).
+// components), RangeDataset (int64 start, stop, step) and RandomDataset (endless random int64s).
+#include <random>
+
 #include "dataset.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -30,6 +32,7 @@ class TensorDataset final : public DatasetBase {
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(std::static_pointer_cast<const TensorDataset>(self()));
   }
+  int64_t Cardinality() const override { return 1; }
 
  private:
   class Iterator final : public IteratorBase {
@@ -87,6 +90,7 @@ class TensorSliceDataset final : public DatasetBase {
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(std::static_pointer_cast<const TensorSliceDataset>(self()));
   }
+  int64_t Cardinality() const override { return components_.front().dim(0); }
 
  private:
   class Iterator final : public IteratorBase {
@@ -168,6 +172,16 @@ class RangeDataset final : public DatasetBase {
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(std::static_pointer_cast<const RangeDataset>(self()));
   }
+  int64_t Cardinality() const override {
+    // In unsigned arithmetic: stop - start may not fit an int64.
+    if (step_ > 0 ? start_ >= stop_ : start_ <= stop_) return 0;
+    const uint64_t distance = step_ > 0
+                                  ? static_cast<uint64_t>(stop_) - static_cast<uint64_t>(start_)
+                                  : static_cast<uint64_t>(start_) - static_cast<uint64_t>(stop_);
+    const uint64_t stride =
+        step_ > 0 ? static_cast<uint64_t>(step_) : 0 - static_cast<uint64_t>(step_);
+    return static_cast<int64_t>((distance - 1) / stride + 1);
+  }
 
  private:
   class Iterator final : public IteratorBase {
@@ -231,6 +245,64 @@ FS_REGISTER_OP(OpBuilder("RangeDataset")
                    .NotDifferentiable()
                    .Doc("The integers start, start + step, ... up to (not including) stop "
                         "(Dataset.range)."));
+
+// --- RandomDataset --------------------------------------------------------------------------
+
+class RandomDataset final : public DatasetBase {
+ public:
+  RandomDataset(const Node& node, uint64_t seed)
+      : DatasetBase("RandomDataset", node.name(), {DType::kInt64}, {PartialShape(Dims{})}),
+        seed_(seed) {}
+
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    return std::make_unique<Iterator>(seed_);
+  }
+  int64_t Cardinality() const override { return kInfiniteCardinality; }
+
+ private:
+  // Every iterator of one dataset draws the same sequence (a seeded pipeline repeats).
+  class Iterator final : public IteratorBase {
+   public:
+    explicit Iterator(uint64_t seed) : random_(seed) {}
+    Status GetNext(KernelContext&, Element* out, bool* end) override {
+      Tensor value;
+      FS_RETURN_IF_ERROR(AllocateHost(DType::kInt64, TensorShape{}, &value));
+      *value.data<int64_t>() = static_cast<int64_t>(random_());
+      *out = {value};
+      *end = false;
+      return Status::OK();
+    }
+
+   private:
+    std::mt19937_64 random_;
+  };
+
+  uint64_t seed_;
+};
+
+Status RandomDatasetKernel(KernelContext& ctx) {
+  int64_t seed = 0, seed2 = 0;
+  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, 0, "seed", &seed));
+  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, 1, "seed2", &seed2));
+  // No seed at all: a fresh random one, as TF does.
+  uint64_t mixed = static_cast<uint64_t>(seed) * 0x100000001b3ull ^ static_cast<uint64_t>(seed2);
+  if (seed == 0 && seed2 == 0) mixed = std::random_device()();
+  return SetOutputDataset(ctx, std::make_shared<RandomDataset>(ctx.node(), mixed));
+}
+
+FS_REGISTER_OP(OpBuilder("RandomDataset")
+                   .Input("seed", "int64")
+                   .Input("seed2", "int64")
+                   .Output("handle", "variant")
+                   .RequiredAttr("output_types", AttrType::kTypeList)
+                   .RequiredAttr("output_shapes", AttrType::kShapeList)
+                   .Attr("metadata", "")
+                   .Stateful()
+                   .Shape(shape_fns::Scalar)
+                   .Kernel("CPU", RandomDatasetKernel)
+                   .NotDifferentiable()
+                   .Doc("Endless pseudo-random int64 values drawn from seed and seed2 "
+                        "(Dataset.random)."));
 
 }  // namespace
 }  // namespace flowstone::data

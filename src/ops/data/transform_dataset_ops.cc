@@ -68,6 +68,14 @@ class RepeatDataset final : public UnaryDataset<RepeatDataset> {
   RepeatDataset(const Node& node, DatasetPtr input, int64_t count)
       : UnaryDataset("RepeatDataset", node, std::move(input)), count_(count) {}
 
+  int64_t Cardinality() const override {
+    const int64_t n = input()->Cardinality();
+    if (count_ < 0) return n == 0 ? 0 : kInfiniteCardinality;
+    if (count_ == 0) return 0;
+    if (n < 0) return n;
+    return count_ * n;
+  }
+
   class Iterator final : public UnaryIterator<RepeatDataset> {
    public:
     using UnaryIterator::UnaryIterator;
@@ -117,6 +125,14 @@ class TakeDataset final : public UnaryDataset<TakeDataset> {
   TakeDataset(const Node& node, DatasetPtr input, int64_t count)
       : UnaryDataset("TakeDataset", node, std::move(input)), count_(count) {}
 
+  int64_t Cardinality() const override {
+    const int64_t n = input()->Cardinality();
+    if (n == kUnknownCardinality) return n;
+    if (count_ < 0) return n;
+    if (n == kInfiniteCardinality) return count_;
+    return std::min(n, count_);
+  }
+
   class Iterator final : public UnaryIterator<TakeDataset> {
    public:
     using UnaryIterator::UnaryIterator;
@@ -142,6 +158,12 @@ class SkipDataset final : public UnaryDataset<SkipDataset> {
  public:
   SkipDataset(const Node& node, DatasetPtr input, int64_t count)
       : UnaryDataset("SkipDataset", node, std::move(input)), count_(count) {}
+
+  int64_t Cardinality() const override {
+    const int64_t n = input()->Cardinality();
+    if (n < 0) return n;
+    return count_ < 0 ? 0 : std::max<int64_t>(0, n - count_);
+  }
 
   class Iterator final : public UnaryIterator<SkipDataset> {
    public:
@@ -188,6 +210,12 @@ class ShardDataset final : public UnaryDataset<ShardDataset> {
       : UnaryDataset("ShardDataset", node, std::move(input)),
         num_shards_(num_shards),
         index_(index) {}
+
+  int64_t Cardinality() const override {
+    const int64_t n = input()->Cardinality();
+    if (n < 0) return n;
+    return n / num_shards_ + (index_ < n % num_shards_ ? 1 : 0);
+  }
 
   class Iterator final : public UnaryIterator<ShardDataset> {
    public:
@@ -240,6 +268,10 @@ class BatchDataset final : public UnaryDataset<BatchDataset> {
       : UnaryDataset("BatchDatasetV2", node, input, input->output_types(), std::move(shapes)),
         batch_size_(batch_size),
         drop_remainder_(drop_remainder) {}
+
+  int64_t Cardinality() const override {
+    return BatchedCardinality(input()->Cardinality(), batch_size_, drop_remainder_);
+  }
 
   class Iterator final : public UnaryIterator<BatchDataset> {
    public:
@@ -325,6 +357,8 @@ class ShuffleDataset final : public UnaryDataset<ShuffleDataset> {
         seed_(seed),
         reshuffle_(reshuffle) {}
 
+  int64_t Cardinality() const override { return input()->Cardinality(); }
+
   class Iterator final : public UnaryIterator<ShuffleDataset> {
    public:
     explicit Iterator(std::shared_ptr<const ShuffleDataset> dataset)
@@ -405,6 +439,17 @@ class ZipDataset final : public DatasetBase {
     return std::make_unique<Iterator>(std::static_pointer_cast<const ZipDataset>(self()));
   }
 
+  // The shortest input's length; infinite only when every input is.
+  int64_t Cardinality() const override {
+    int64_t result = kInfiniteCardinality;
+    for (const DatasetPtr& input : inputs_) {
+      const int64_t n = input->Cardinality();
+      if (n == kUnknownCardinality) return n;
+      if (n != kInfiniteCardinality && (result == kInfiniteCardinality || n < result)) result = n;
+    }
+    return result;
+  }
+
  private:
   class Iterator final : public IteratorBase {
    public:
@@ -472,6 +517,13 @@ class ConcatenateDataset final : public UnaryDataset<ConcatenateDataset> {
                      std::vector<PartialShape> shapes)
       : UnaryDataset("ConcatenateDataset", node, input, input->output_types(), std::move(shapes)),
         another_(std::move(another)) {}
+
+  int64_t Cardinality() const override {
+    const int64_t a = input()->Cardinality(), b = another_->Cardinality();
+    if (a == kInfiniteCardinality || b == kInfiniteCardinality) return kInfiniteCardinality;
+    if (a == kUnknownCardinality || b == kUnknownCardinality) return kUnknownCardinality;
+    return a + b;
+  }
 
   class Iterator final : public UnaryIterator<ConcatenateDataset> {
    public:

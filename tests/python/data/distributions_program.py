@@ -26,15 +26,13 @@ dm = D.DirichletMultinomial(total_count=4.0, concentration=[1.0, 2.0, 0.5])
 out = {}
 with tf.Session() as sess:
     for name, d in cases.items():
-        ops = {"log_prob": d.log_prob(x), "entropy": d.entropy(),
-               **({} if name in ("gamma", "studentt") else {"cdf": d.cdf(x)}),
-               "mean": d.mean(), "stddev": d.stddev()}
-        if name not in ("gamma", "studentt"):
-            ops["survival"] = d.survival_function(x)
+        ops = {"log_prob": d.log_prob(x), "entropy": d.entropy(), "cdf": d.cdf(x),
+               "mean": d.mean(), "stddev": d.stddev(), "survival": d.survival_function(x)}
         for k, v in sess.run(ops).items():
             out[f"{name}.{k}"] = np.asarray(v, np.float64).tolist()
     ops = {
       "beta.log_prob": beta.log_prob([0.3, 0.7]), "beta.entropy": beta.entropy(),
+      "beta.cdf": beta.cdf([0.3, 0.7]),
 "beta.mean": beta.mean(), "beta.variance": beta.variance(),
       "bern.log_prob": bern.log_prob([1, 0]), "bern.entropy": bern.entropy(), "bern.mean": bern.mean(),
       "cat.log_prob": cat.log_prob([2, 0]), "cat.entropy": cat.entropy(), "cat.mode": cat.mode(),
