@@ -190,3 +190,7 @@ EXEMPT.update(_QUEUE_EXEMPT)
 from op_cases_rnn import CASES as _RNN_CASES  # noqa: E402
 
 CASES += _RNN_CASES
+
+from op_cases_fusion import CASES as _FUSION_CASES  # noqa: E402
+
+CASES += _FUSION_CASES
