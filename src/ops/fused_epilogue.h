@@ -16,8 +16,52 @@
 
 #include "flowstone/kernel.h"
 #include "flowstone/status.h"
+#include "ops/multiversion.h"
 
 namespace flowstone {
+
+namespace fused_detail {
+
+enum Mode { kNone, kBias, kNormalize };
+
+// data[o, c, k] = act(data[o, c, k] (* g[c] + b[c] | + b[c])) over [outer, channels, inner].
+template <Mode kMode, typename T, typename Act>
+__attribute__((always_inline)) inline void Epilogue(T* data, int64_t outer, int64_t channels,
+                                                    int64_t inner, const T* g, const T* b,
+                                                    Act act) {
+  auto one = [&](T x, int64_t c) {
+    if constexpr (kMode == kNormalize) {
+      return act(x * g[c] + b[c]);  // as FusedBatchNorm: x * gain + shift
+    } else if constexpr (kMode == kBias) {
+      return act(x + b[c]);  // as BiasAdd
+    } else {
+      return act(x);
+    }
+  };
+  if (inner == 1) {  // channels last: one pass along each row
+    for (int64_t o = 0; o < outer; ++o) {
+      T* row = data + o * channels;
+      for (int64_t c = 0; c < channels; ++c) row[c] = one(row[c], c);
+    }
+    return;
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t c = 0; c < channels; ++c) {
+      T* row = data + (o * channels + c) * inner;
+      for (int64_t k = 0; k < inner; ++k) row[k] = one(row[k], c);
+    }
+  }
+}
+
+// The same, vectorized with AVX2 where the CPU has it (the activations' kernels are too:
+// elementwise_unary_ops.cc), for the modes without a multiply-add.
+template <Mode kMode, typename T, typename Act>
+FS_MULTIVERSION void FastEpilogue(T* data, int64_t outer, int64_t channels, int64_t inner,
+                                  const T* g, const T* b, Act act) {
+  Epilogue<kMode>(data, outer, channels, inner, g, b, act);
+}
+
+}  // namespace fused_detail
 
 enum class FusedActivation { kNone, kRelu, kRelu6, kElu, kLeakyRelu };
 
@@ -149,30 +193,20 @@ struct FusedEpilogue {
   }
 
  private:
-  // One element: the bias add as BiasAdd computes it, or the batch norm as FusedBatchNorm does.
-  template <typename T>
-  static T Scaled(T x, const T* g, const T* b, int64_t c) {
-    if (g != nullptr) return x * g[c] + b[c];
-    if (b != nullptr) return x + b[c];
-    return x;
-  }
-
   template <typename T, typename Act>
   static void Loop(T* data, int64_t outer, int64_t channels, int64_t inner, const T* g, const T* b,
                    const Act& act) {
-    if (inner == 1) {  // channels last: one pass along each row
-      for (int64_t o = 0; o < outer; ++o) {
-        T* row = data + o * channels;
-        for (int64_t c = 0; c < channels; ++c) row[c] = act(Scaled(row[c], g, b, c));
-      }
-      return;
+    if (g != nullptr) {
+      // Not multiversioned: an AVX2 clone would contract x * g + b into one FMA, which the
+      // FusedBatchNorm kernel (baseline ISA) does not, and the results would differ.
+      return fused_detail::Epilogue<fused_detail::kNormalize>(data, outer, channels, inner, g, b,
+                                                              act);
     }
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t c = 0; c < channels; ++c) {
-        T* row = data + (o * channels + c) * inner;
-        for (int64_t k = 0; k < inner; ++k) row[k] = act(Scaled(row[k], g, b, c));
-      }
+    if (b != nullptr) {
+      return fused_detail::FastEpilogue<fused_detail::kBias>(data, outer, channels, inner, g, b,
+                                                             act);
     }
+    fused_detail::FastEpilogue<fused_detail::kNone>(data, outer, channels, inner, g, b, act);
   }
 };
 

@@ -72,6 +72,10 @@ class Remapper {
         if (Match(*n, &chain)) Replace(chain);
       }
     }
+    for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      if (Live(id) && graph_.node_unlocked(id)->type() == "BiasAddGrad")
+        FuseReluGradBiasAddGrad(*graph_.node_unlocked(id));
+    }
   }
 
  private:
@@ -232,12 +236,66 @@ class Remapper {
     if (chain.activation != nullptr && chain.activation->type() == "LeakyRelu") {
       attrs.Set("leakyrelu_alpha", chain.activation->attrs().GetOr<double>("alpha", 0.2));
     }
-    std::string signature = StrCat(product.id(), ",", chain.bias_node ? chain.bias_node->id() : -1);
+    const Node& last = *chain.last;
+    const Node* fused =
+        MakeFused(last, conv ? "_FusedConv2D" : "_FusedMatMul", inputs, attrs,
+                  StrCat(product.id(), ",", chain.bias_node ? chain.bias_node->id() : -1));
+    if (fused == nullptr) return;
+    used_.insert(&product);
+    if (chain.bias_node != nullptr) used_.insert(chain.bias_node);
+    used_.insert(&last);
+    rewrites_.Replace(&last, Replacement{fused, std::move(inputs)});
+    // The intermediates' shape readers read the result, so that the intermediates never run.
+    std::vector<Endpoint> intermediates = {Endpoint{const_cast<Node*>(&product), 0}};
+    if (chain.bias_node != nullptr && chain.bias_node != &last)
+      intermediates.push_back(Endpoint{const_cast<Node*>(chain.bias_node), 0});
+    for (const Endpoint& e : intermediates) {
+      for (const Node* reader : ShapeReaders(e)) {
+        rewrites_.Replace(reader, Replacement{reader, {Endpoint{const_cast<Node*>(&last), 0}}});
+      }
+    }
+  }
+
+  // Backward: BiasAddGrad(ReluGrad(g, y)) becomes output 1 of a _ReluGradBiasAddGrad that
+  // replaces the ReluGrad, whose output keeps its other readers (the product's gradients).
+  void FuseReluGradBiasAddGrad(const Node& bias_grad) {
+    const Endpoint in = Source(bias_grad.input(0));
+    const Node* relu_grad = in.node;
+    if (relu_grad == nullptr || relu_grad->type() != "ReluGrad" || in.index != 0 ||
+        scope_.is_fed(in) || !Live(relu_grad->id()) || used_.count(relu_grad) ||
+        graph_.node_unlocked(relu_grad->id()) != relu_grad) {
+      return;
+    }
+    const Endpoint out{const_cast<Node*>(&bias_grad), 0};
+    if (!bias_grad.control_inputs().empty() || !relu_grad->control_inputs().empty() ||
+        scope_.is_fed(out) || waited_for_.count(&bias_grad) ||
+        bias_grad.requested_device() != relu_grad->requested_device() ||
+        !FusableDType(relu_grad->output_type(0)) ||
+        bias_grad.output_type(0) != relu_grad->output_type(0)) {
+      return;
+    }
+    AttrMap attrs;
+    attrs.Set("T", relu_grad->output_type(0));
+    attrs.Set("data_format", bias_grad.attrs().GetOr<std::string>("data_format", "NHWC"));
+    std::vector<Endpoint> inputs = {relu_grad->input(0), relu_grad->input(1)};
+    const Node* fused =
+        MakeFused(*relu_grad, "_ReluGradBiasAddGrad", inputs, attrs,
+                  StrCat(bias_grad.id(), ";", AttrValueToString(*attrs.Find("data_format"))));
+    if (fused == nullptr) return;
+    used_.insert(relu_grad);
+    used_.insert(&bias_grad);
+    rewrites_.Replace(relu_grad, Replacement{fused, std::move(inputs)});
+    rewrites_.Forward(&bias_grad, {Endpoint{const_cast<Node*>(relu_grad), 1}});
+  }
+
+  // The fused node `op` that stands for `last`, reading `inputs`, made on first use.
+  const Node* MakeFused(const Node& last, const std::string& op,
+                        const std::vector<Endpoint>& inputs, const AttrMap& attrs,
+                        const std::string& key) {
+    std::string signature = op + ";" + key;
     for (const auto& [name, value] : attrs.entries())
       signature += StrCat(";", name, "=", AttrValueToString(value));
-
-    const Node& last = *chain.last;
-    const Node* fused = scope_.fusions->Get(&last, signature, [&](Graph* g) -> const Node* {
+    return scope_.fusions->Get(&last, signature, [&](Graph* g) -> const Node* {
       // One placeholder per input, with its dtype and static shape, so that the fused node's
       // shape inference sees what the user's nodes saw.
       std::vector<Endpoint> placeholders;
@@ -254,7 +312,7 @@ class Remapper {
       }
       NodeSpec spec;
       spec.name = last.name();
-      spec.op = conv ? "_FusedConv2D" : "_FusedMatMul";
+      spec.op = op;
       spec.inputs = placeholders;
       spec.attrs = attrs;
       spec.device = last.requested_device();
@@ -262,20 +320,6 @@ class Remapper {
       StatusOr<Node*> node = g->AddNode(std::move(spec));
       return node.ok() ? *node : nullptr;
     });
-    if (fused == nullptr) return;
-    used_.insert(&product);
-    if (chain.bias_node != nullptr) used_.insert(chain.bias_node);
-    used_.insert(&last);
-    rewrites_.Replace(&last, Replacement{fused, std::move(inputs)});
-    // The intermediates' shape readers read the result, so that the intermediates never run.
-    std::vector<Endpoint> intermediates = {Endpoint{const_cast<Node*>(&product), 0}};
-    if (chain.bias_node != nullptr && chain.bias_node != &last)
-      intermediates.push_back(Endpoint{const_cast<Node*>(chain.bias_node), 0});
-    for (const Endpoint& e : intermediates) {
-      for (const Node* reader : ShapeReaders(e)) {
-        rewrites_.Replace(reader, Replacement{reader, {Endpoint{const_cast<Node*>(&last), 0}}});
-      }
-    }
   }
 
   const OptimizerScope& scope_;

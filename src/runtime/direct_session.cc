@@ -640,7 +640,8 @@ class DirectSession final : public Session, public FunctionRuntime {
       FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &pn.device));
       FS_RETURN_IF_ERROR(KernelLocked(*pn.node, pn.device, &pn.kernel));
       pn.output_base = slot;
-      slot += n->num_outputs();
+      // A fused node may have more outputs than the node it replaces (_ReluGradBiasAddGrad).
+      slot += std::max(n->num_outputs(), pn.node->num_outputs());
     }
     plan->num_slots = slot;
     plan->slot_consumers.assign(slot, 0);

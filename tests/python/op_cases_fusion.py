@@ -27,6 +27,13 @@ def _elu(x):
 
 _CONV = {"strides": [1, 1, 1, 1], "padding": "SAME"}
 
+
+def _relu_grad_bias_add_grad(g, features, channel_axis=-1):
+    backprops = g * (features > 0)
+    axes = tuple(a for a in range(g.ndim) if a != channel_axis % g.ndim)
+    return backprops, backprops.sum(axis=axes)
+
+
 CASES = [
     Case("_FusedConv2D", [rand(2, 5, 5, 3), rand(3, 3, 3, 4), rand(4)],
          lambda x, f, b: np.maximum(conv_ref(x, f, padding="SAME") + b, 0),
@@ -47,6 +54,13 @@ CASES = [
          build=_fused("_FusedConv2D", {"strides": [1, 1, 1, 1], "padding": "VALID",
                                        "fused_ops": ["FusedBatchNorm", "Relu"],
                                        "epsilon": 1e-3})),
+    Case("_ReluGradBiasAddGrad", [rand(4, 3, 3, 5), rand(4, 3, 3, 5)], _relu_grad_bias_add_grad,
+         outputs=2),
+    Case("_ReluGradBiasAddGrad", [rand(600, 7), rand(600, 7)], _relu_grad_bias_add_grad,
+         outputs=2),
+    Case("_ReluGradBiasAddGrad", [rand(2, 5, 3, 3), rand(2, 5, 3, 3)],
+         lambda g, f: _relu_grad_bias_add_grad(g, f, channel_axis=1), attrs={"data_format": "NCHW"},
+         outputs=2),
     Case("_FusedMatMul", [rand(3, 5), rand(5, 4), rand(4)], lambda a, b, c: a @ b + c,
          build=_fused("_FusedMatMul", {"fused_ops": ["BiasAdd"]})),
     Case("_FusedMatMul", [rand(5, 3), rand(4, 5), rand(4)],

@@ -229,10 +229,29 @@ def test_training_fuses_and_stays_bit_identical():
     types = [ns.timeline_label.split(" = ")[1].split("(")[0]
              for dev in meta.step_stats.dev_stats for ns in dev.node_stats]
     assert types.count("_FusedConv2D") == 2 and types.count("_FusedMatMul") == 2, types
+    # Backward: the first convolution's BiasAddGrad(ReluGrad) pair is one node; the logits'
+    # BiasAddGrad (no ReLU) and the ReLUs without a BiasAdd keep theirs.
+    assert types.count("_ReluGradBiasAddGrad") == 1, types
+    assert types.count("BiasAddGrad") == 1 and types.count("ReluGrad") == 2, types
     fused_losses, fused_weights = train(ON)
     plain_losses, plain_weights = train(OFF)
     assert bits(fused_losses) == bits(plain_losses)
     assert bits(fused_weights) == bits(plain_weights)
+
+
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_relu_grad_and_bias_add_grad_fuse_bit_identically(data_format):
+    def build():
+        shape = [None, 3, 6, 6] if data_format == "NCHW" else [None, 6, 6, 3]
+        x = tf.placeholder(tf.float32, shape)
+        b = tf.placeholder(tf.float32, [3])
+        y = tf.nn.relu(tf.nn.bias_add(x * 2.0, b, data_format=data_format))
+        dx, db = tf.gradients(y * y, [x, b])
+        return [dx, db], [x, b]
+
+    feed = rand(300, 3, 6, 6) if data_format == "NCHW" else rand(300, 6, 6, 3)
+    compare(build, [feed, rand(3)], {"_ReluGradBiasAddGrad": 1, "BiasAddGrad": 0,
+                                     "ReluGrad": 0})
 
 
 def test_fused_results_do_not_depend_on_threads():

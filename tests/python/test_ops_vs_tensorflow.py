@@ -67,9 +67,11 @@ KNOWN_DIFFERENCES = {
 # Ops TensorFlow has but does not expose in tf.raw_ops (its internal fused ops): not compared
 # here, with where they are compared with TensorFlow instead.
 NOT_IN_RAW_OPS = {
-    op: "TensorFlow's remapper-internal op is not in tf.raw_ops; test_fusion.py runs a GraphDef "
-        "that TensorFlow's grappler fused and compares with TensorFlow's outputs"
-    for op in ("_FusedConv2D", "_FusedMatMul")
+    **{op: "TensorFlow's remapper-internal op is not in tf.raw_ops; test_fusion.py runs a "
+           "GraphDef that TensorFlow's grappler fused and compares with TensorFlow's outputs"
+       for op in ("_FusedConv2D", "_FusedMatMul")},
+    "_ReluGradBiasAddGrad": "Flowstone's own fused op (TensorFlow has none); test_fusion.py "
+                            "checks it bit for bit against ReluGrad and BiasAddGrad",
 }
 
 # Attrs raw_ops names differently from the op's schema: (op, attr) -> raw_ops keyword.
