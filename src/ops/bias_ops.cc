@@ -142,10 +142,30 @@ void ChannelSum(KernelContext& ctx, const ChannelView& view, const Read& read, T
   const int64_t blocks = (view.outer + kBlock - 1) / kBlock;
   const int64_t c = view.channels;
   std::vector<T> partial(std::max<int64_t>(blocks, 1) * c, T(0));
+  // Channels last with few channels (a LeNet layer has 6): a row is too short to vectorize, so
+  // `rows` consecutive rows are summed at once into a wide accumulator of `rows * c` (one
+  // contiguous run), which is folded into the channels at the end of the block.
+  constexpr int64_t kWide = 64;
+  const bool wide = view.inner == 1 && c < kWide;
+  const int64_t rows = wide ? kWide / c : 1;
   ctx.ParallelFor(blocks, kBlock * c * view.inner, [&](int64_t begin, int64_t end) {
+    std::vector<T> sums(wide ? rows * c : 0);
     for (int64_t blk = begin; blk < end; ++blk) {
       T* acc = partial.data() + blk * c;
       const int64_t last = std::min(view.outer, (blk + 1) * kBlock);
+      if (wide) {
+        std::fill(sums.begin(), sums.end(), T(0));
+        const int64_t base = blk * kBlock * c, count = (last - blk * kBlock) * c;
+        const int64_t width = rows * c;
+        for (int64_t g = 0; g < count; g += width) {
+          const int64_t n = std::min(width, count - g);
+          for (int64_t j = 0; j < n; ++j) sums[j] += read(base + g + j);
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t ch = 0; ch < c; ++ch) acc[ch] += sums[r * c + ch];
+        }
+        continue;
+      }
       for (int64_t o = blk * kBlock; o < last; ++o) {
         const int64_t slab = o * c * view.inner;
         if (view.inner == 1) {  // NHWC: a row of channels, summed elementwise (vectorizes)

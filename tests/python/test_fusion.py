@@ -366,3 +366,22 @@ def test_graph_fused_by_tensorflows_remapper_imports_and_runs(tmp_path):
     with tf.Session(graph=graph) as sess:
         got = sess.run("y:0", {"x:0": np.load(tmp_path / "x.npy")})
     np.testing.assert_allclose(got, np.load(tmp_path / "y.npy"), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1000, 6), (37, 9, 7), (300, 1), (5, 63), (700, 64), (3, 70)])
+def test_bias_add_grad_sums_few_channels_accurately_and_deterministically(shape):
+    """BiasAddGrad with few channels sums several rows at once (a wide accumulator): the result
+    stays within float32 rounding of numpy's float64 sum, and the same at any thread count."""
+    g = rand(*shape)
+    outs = []
+    for threads in (1, 3):
+        graph = tf.Graph()
+        with graph.as_default():
+            out = apply_op("BiasAddGrad", [tf.constant(g)], {}).outputs[0]
+        cfg = config()
+        cfg.intra_op_parallelism_threads = threads
+        with tf.Session(graph=graph, config=cfg) as sess:
+            outs.append(sess.run(out))
+    expected = g.astype(np.float64).reshape(-1, shape[-1]).sum(axis=0)
+    np.testing.assert_allclose(outs[0], expected, rtol=1e-5, atol=1e-4)
+    assert bits(outs[0]) == bits(outs[1])
