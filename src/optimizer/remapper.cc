@@ -168,7 +168,10 @@ class Remapper {
     chain->product = product;
     const DType dtype = product->output_type(0);
     if (last.output_type(0) != dtype) return false;
-    if (chain->bias_node == nullptr) return true;
+    // An activation alone fuses into a convolution only (a CNN's Conv2D -> Relu without a bias);
+    // like TensorFlow's remapper, a MatMul fuses with a bias, so traces of MatMul -> Relu keep
+    // showing both nodes.
+    if (chain->bias_node == nullptr) return product->type() == "Conv2D";
     // The bias must add along the product's channels: its last dimension, or the second one for
     // an NCHW convolution with an NCHW BiasAdd.
     const bool nchw_conv = product->type() == "Conv2D" &&
