@@ -16,7 +16,8 @@ bool IsBiasCandidate(const std::string& type) {
   return type == "BiasAdd" || type == "Add" || type == "AddV2";
 }
 
-// A batch norm with given statistics (inference), whose outputs other than y nobody reads.
+// A batch norm with given statistics (inference) and one dtype (T == U). Fusing it also needs
+// its outputs other than y to have no readers (Remapper::OnlyOutputZeroRead).
 bool IsInferenceBatchNorm(const Node& n) {
   return n.type().rfind("FusedBatchNorm", 0) == 0 && n.type().find("Grad") == std::string::npos &&
          !n.attrs().GetOr<bool>("is_training", true) && n.num_inputs() == 5 &&
