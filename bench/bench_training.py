@@ -10,7 +10,9 @@ convolutions with 32/64/128 filters, SAME, ReLU, 2x2 max pooling and dropout 0.8
 625 with dropout 0.5, 10) at batch 128, with RMSProp(0.001, 0.9). Each framework runs in its own
 process; the figure is the median of the per-step times after warm-up. --rounds N runs the
 frameworks N times in turn (interleaved, for a shared machine) and reports the median of the
-rounds' medians and their range.
+rounds' medians and their range. --frameworks picks who runs; `flowstone-unfused` is Flowstone
+with rewrite_options.remapping OFF (no _FusedConv2D / _FusedMatMul), for before/after numbers of
+the fusions in one run.
 """
 
 import argparse
@@ -56,7 +58,7 @@ def time_steps(step):
     return statistics.median(times)
 
 
-def tf1_graph(tf, model):
+def tf1_graph(tf, model, config=None):
     """The model in plain TF1 ops (tf.layers is gone from TensorFlow 2.16's compat.v1)."""
     def dense(h, units, relu=True):
         w = tf.get_variable(f"w{len(tf.trainable_variables())}", [h.shape[-1], units],
@@ -108,7 +110,7 @@ def tf1_graph(tf, model):
         else:
             train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
-    sess = tf.Session(graph=graph)
+    sess = tf.Session(graph=graph, config=config)
     sess.run(init)
     xv, yv = data(model)
     return lambda: sess.run(train, {x: xv, y: yv})
@@ -117,6 +119,14 @@ def tf1_graph(tf, model):
 def run_flowstone(model):
     import flowstone as tf
     return time_steps(tf1_graph(tf, model))
+
+
+def run_flowstone_unfused(model):
+    import flowstone as tf
+    from flowstone.protos import RewriterConfig
+    config = tf.ConfigProto()
+    config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    return time_steps(tf1_graph(tf, model, config))
 
 
 def run_tensorflow(model):
@@ -164,13 +174,16 @@ def run_torch(model):
     return time_steps(step)
 
 
-RUNNERS = {"flowstone": run_flowstone, "tensorflow": run_tensorflow, "pytorch": run_torch}
+RUNNERS = {"flowstone": run_flowstone, "flowstone-unfused": run_flowstone_unfused,
+           "tensorflow": run_tensorflow, "pytorch": run_torch}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    parser.add_argument("--frameworks", default="flowstone,tensorflow,pytorch",
+                        help="comma-separated, from " + ", ".join(RUNNERS))
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs per framework")
     parser.add_argument("--clock", choices=sorted(CLOCK), default="wall",
                         help="time per step: wall clock, or the process's CPU time")
@@ -185,8 +198,8 @@ def main():
         return
     runs = {}  # framework -> model -> [median of each round]
     for _ in range(args.rounds):
-        for name in ["flowstone", "tensorflow", "pytorch"]:
-            python = sys.executable if name == "flowstone" else args.peer_python
+        for name in args.frameworks.split(","):
+            python = sys.executable if name.startswith("flowstone") else args.peer_python
             if not python or not os.path.exists(python):
                 continue
             proc = subprocess.run([python, __file__, "--framework", name, "--models",

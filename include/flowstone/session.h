@@ -40,6 +40,9 @@ struct RewriterConfig {
   Toggle dependency_optimization = kDefault;
   // Merge identical stateless nodes (same op, attrs, inputs and device), constants included.
   Toggle common_subgraph_elimination = kDefault;
+  // TensorFlow's remapper: Conv2D/MatMul + BiasAdd + activation run as one fused node
+  // (_FusedConv2D, _FusedMatMul) when the intermediate results have no other reader.
+  Toggle remapping = kDefault;
   // Turns every rewrite off.
   bool disable_meta_optimizer = false;
   // The most bytes a folded node's outputs may take (OptimizerOptions'
@@ -53,7 +56,8 @@ struct RewriterConfig {
   bool Enabled(Toggle toggle) const { return !disable_meta_optimizer && toggle != kOff; }
   bool AnyEnabled() const {
     return Enabled(constant_folding) || Enabled(arithmetic_optimization) ||
-           Enabled(dependency_optimization) || Enabled(common_subgraph_elimination);
+           Enabled(dependency_optimization) || Enabled(common_subgraph_elimination) ||
+           Enabled(remapping);
   }
 };
 

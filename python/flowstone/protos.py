@@ -112,7 +112,8 @@ class RewriterConfig(_Message):
     """TensorFlow's RewriterConfig (graph_options.rewrite_options, field 10 of GraphOptions).
 
     Flowstone acts on constant_folding, arithmetic_optimization, dependency_optimization,
-    common_subgraph_elimination and disable_meta_optimizer (docs/architecture/graph-optimizer.md);
+    common_subgraph_elimination, remapping and disable_meta_optimizer
+    (docs/architecture/graph-optimizer.md);
     the other fields are accepted and have no effect.
     """
     # Toggle, with TensorFlow's values: every value but OFF leaves a rewrite on.

@@ -51,6 +51,7 @@ SessionOptions OptionsFromDict(nb::dict d) {
   toggle("arithmetic_optimization", &rewrites.arithmetic_optimization);
   toggle("dependency_optimization", &rewrites.dependency_optimization);
   toggle("common_subgraph_elimination", &rewrites.common_subgraph_elimination);
+  toggle("remapping", &rewrites.remapping);
   if (d.contains("disable_meta_optimizer"))
     rewrites.disable_meta_optimizer = nb::cast<bool>(d["disable_meta_optimizer"]);
   if (d.contains("fold_time_budget_ms"))

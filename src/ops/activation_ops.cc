@@ -9,6 +9,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/activation_util.h"
 
 namespace flowstone {
 namespace {
@@ -128,17 +129,6 @@ Status SeluBackward(KernelContext& ctx) {
 }
 FS_ACTIVATION(Selu, SeluForward, ctx.output(0), "outputs", SeluBackward,
               "scale * (x if x > 0 else alpha * (exp(x) - 1))")
-
-// 1 where x > 0, else 0, computed without a branch: ReLU's inputs have random signs, so a branch
-// per element mispredicts about half the time, and GCC does not turn a float comparison into a
-// select (it might trap), which kept ReluGrad scalar; as integer masks the loop vectorizes.
-// ReluGrad was 14% of the tutorial CNN's step time (perf) before this.
-template <typename T>
-T StepAtZero(T x) {
-  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
-  const Bits mask = Bits(0) - static_cast<Bits>(x > T(0));
-  return std::bit_cast<T>(std::bit_cast<Bits>(T(1)) & mask);
-}
 
 // gradients * (features > 0), as TensorFlow computes it (so a NaN gradient stays NaN).
 Status ReluBackward(KernelContext& ctx) {

@@ -9,6 +9,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/activation_util.h"
 #include "ops/bias_util.h"
 
 namespace flowstone {
@@ -120,49 +121,133 @@ class BiasAddGradKernel final : public OpKernel {
     return DispatchDType<float, double, int32_t, int64_t, uint8_t, complex64, complex128>(
         grad.dtype(), "BiasAddGrad", [&]<typename T>() -> Status {
           using A = WrappingType<T>;
-          Sum<A>(ctx, view, reinterpret_cast<const A*>(grad.data<T>()),
-                 reinterpret_cast<A*>(out->data<T>()));
+          const A* g = reinterpret_cast<const A*>(grad.data<T>());
+          ChannelSum<A>(
+              ctx, view, [g](int64_t i) { return g[i]; }, reinterpret_cast<A*>(out->data<T>()));
           return Status::OK();
         });
   }
 
  private:
-  // Sums [outer, channels, inner] over outer and inner. Blocks of `outer` are summed in parallel
-  // into partial sums, which also keeps float rounding error growing with the block size rather
-  // than the whole tensor.
-  template <typename T>
-  static void Sum(KernelContext& ctx, const ChannelView& view, const T* g, T* out) {
-    constexpr int64_t kBlock = 256;
-    const int64_t blocks = (view.outer + kBlock - 1) / kBlock;
-    const int64_t c = view.channels;
-    std::vector<T> partial(std::max<int64_t>(blocks, 1) * c, T(0));
-    ctx.ParallelFor(blocks, kBlock * c * view.inner, [&](int64_t begin, int64_t end) {
-      for (int64_t blk = begin; blk < end; ++blk) {
-        T* acc = partial.data() + blk * c;
-        const int64_t last = std::min(view.outer, (blk + 1) * kBlock);
-        for (int64_t o = blk * kBlock; o < last; ++o) {
-          const T* slab = g + o * c * view.inner;
-          if (view.inner == 1) {  // NHWC: a row of channels, summed elementwise (vectorizes)
-            for (int64_t ch = 0; ch < c; ++ch) acc[ch] += slab[ch];
-            continue;
-          }
-          for (int64_t ch = 0; ch < c; ++ch) {
-            const T* run = slab + ch * view.inner;
-            T s = 0;
-            for (int64_t k = 0; k < view.inner; ++k) s += run[k];
-            acc[ch] += s;
-          }
-        }
-      }
-    });
-    std::fill(out, out + c, T(0));
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      for (int64_t ch = 0; ch < c; ++ch) out[ch] += partial[blk * c + ch];
-    }
-  }
-
   bool nchw_ = false;
 };
+
+// Sums the values read(i) of a [outer, channels, inner] tensor (i its flat index) over outer and
+// inner. Blocks of `outer` are summed in parallel into partial sums, which also keeps float
+// rounding error growing with the block size rather than the whole tensor. Each index is read
+// once; the order of the additions depends on the shape alone.
+template <typename T, typename Read>
+void ChannelSum(KernelContext& ctx, const ChannelView& view, const Read& read, T* out) {
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (view.outer + kBlock - 1) / kBlock;
+  const int64_t c = view.channels;
+  std::vector<T> partial(std::max<int64_t>(blocks, 1) * c, T(0));
+  // Channels last with few channels (a LeNet layer has 6): a row is too short to vectorize, so
+  // `rows` consecutive rows are summed at once into a wide accumulator of `rows * c` (one
+  // contiguous run), which is folded into the channels at the end of the block.
+  constexpr int64_t kWide = 64;
+  const bool wide = view.inner == 1 && c < kWide;
+  const int64_t rows = wide ? kWide / c : 1;
+  ctx.ParallelFor(blocks, kBlock * c * view.inner, [&](int64_t begin, int64_t end) {
+    std::vector<T> sums(wide ? rows * c : 0);
+    for (int64_t blk = begin; blk < end; ++blk) {
+      T* acc = partial.data() + blk * c;
+      const int64_t last = std::min(view.outer, (blk + 1) * kBlock);
+      if (wide) {
+        std::fill(sums.begin(), sums.end(), T(0));
+        const int64_t base = blk * kBlock * c, count = (last - blk * kBlock) * c;
+        const int64_t width = rows * c;
+        for (int64_t g = 0; g < count; g += width) {
+          const int64_t n = std::min(width, count - g);
+          for (int64_t j = 0; j < n; ++j) sums[j] += read(base + g + j);
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t ch = 0; ch < c; ++ch) acc[ch] += sums[r * c + ch];
+        }
+        continue;
+      }
+      for (int64_t o = blk * kBlock; o < last; ++o) {
+        const int64_t slab = o * c * view.inner;
+        if (view.inner == 1) {  // NHWC: a row of channels, summed elementwise (vectorizes)
+          for (int64_t ch = 0; ch < c; ++ch) acc[ch] += read(slab + ch);
+          continue;
+        }
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int64_t run = slab + ch * view.inner;
+          T s = 0;
+          for (int64_t k = 0; k < view.inner; ++k) s += read(run + k);
+          acc[ch] += s;
+        }
+      }
+    }
+  });
+  std::fill(out, out + c, T(0));
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    for (int64_t ch = 0; ch < c; ++ch) out[ch] += partial[blk * c + ch];
+  }
+}
+
+// _ReluGradBiasAddGrad: ReluGrad and the BiasAddGrad of its result in one pass, for a layer with
+// a bias and a ReLU in training (the graph optimizer fuses the pair; see
+// src/optimizer/remapper.cc). Output 0 is ReluGrad's gradients * (features > 0), output 1 the
+// bias gradient, each computed exactly as the separate kernels compute it.
+class ReluGradBiasAddGradKernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Init() override { return ParseBiasFormat(node().attrs(), &nchw_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& g = ctx.input(0);
+    const Tensor& features = ctx.input(1);
+    if (g.shape() != features.shape()) {
+      return errors::InvalidArgument(node().type(), ": gradients shape ", g.shape().ToString(),
+                                     " does not match the activation's shape ",
+                                     features.shape().ToString());
+    }
+    if (g.rank() < 2) {
+      return errors::InvalidArgument("Input tensor must be at least 2D: ", g.shape().ToString());
+    }
+    const ChannelView view(g.shape(), ChannelDim(nchw_, g.rank()));
+    Tensor* backprops;
+    Tensor* bias_backprop;
+    FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, g.shape(), &backprops));
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, TensorShape{view.channels}, &bias_backprop));
+    return DispatchDType<float, double>(g.dtype(), "_ReluGradBiasAddGrad",
+                                        [&]<typename T>() -> Status {
+                                          const T* gp = ctx.input(0).data<T>();
+                                          const T* fp = ctx.input(1).data<T>();
+                                          T* dst = backprops->data<T>();
+                                          ChannelSum<T>(
+                                              ctx, view,
+                                              [&](int64_t i) {
+                                                const T v = gp[i] * StepAtZero(fp[i]);
+                                                dst[i] = v;
+                                                return v;
+                                              },
+                                              bias_backprop->data<T>());
+                                          return Status::OK();
+                                        });
+  }
+
+ private:
+  bool nchw_ = false;
+};
+
+Status ReluGradBiasAddGradShape(InferenceContext& ctx) {
+  bool nchw;
+  FS_RETURN_IF_ERROR(ParseBiasFormat(ctx.attrs(), &nchw));
+  PartialShape merged;
+  if (!ctx.input(0).IsCompatibleWith(ctx.input(1))) {
+    return errors::InvalidArgument("gradients shape ", ctx.input(0).ToString(),
+                                   " does not match the activation's shape ",
+                                   ctx.input(1).ToString());
+  }
+  FS_RETURN_IF_ERROR(ctx.input(0).Merge(ctx.input(1), &merged));
+  ctx.set_output(0, merged);
+  ctx.set_output(1, merged.known_rank() ? PartialShape{merged.dim(ChannelDim(nchw, merged.rank()))}
+                                        : PartialShape::UnknownOfRank(1));
+  return Status::OK();
+}
 
 AttrMap FormatAttr(const GradientContext& ctx) {
   AttrMap attrs;
@@ -205,6 +290,20 @@ FS_REGISTER_OP(OpBuilder("BiasAddGrad")
                    .KernelClass<BiasAddGradKernel>("CPU")
                    .Gradient(BiasAddGradGrad)
                    .Doc("Sums a gradient over all but the channel dimension."));
+
+FS_REGISTER_OP(OpBuilder("_ReluGradBiasAddGrad")
+                   .Input("gradients", "T")
+                   .Input("features", "T")
+                   .Output("backprops", "T")
+                   .Output("bias_backprop", "T")
+                   .TypeAttr("T", {DType::kFloat32, DType::kFloat64})
+                   .Attr("data_format", "NHWC")
+                   .Shape(ReluGradBiasAddGradShape)
+                   .KernelClass<ReluGradBiasAddGradKernel>("CPU")
+                   .NotDifferentiable()
+                   .Doc("ReluGrad(gradients, features) and the BiasAddGrad of it in one pass "
+                        "(Flowstone's own fused op, created by the graph optimizer after "
+                        "gradients are built)."));
 
 }  // namespace
 }  // namespace flowstone

@@ -5,6 +5,7 @@
 // below, which are also the oracle the oneDNN path is tested against.
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/conv_util.h"
+#include "ops/fused_epilogue.h"
 #include "ops/onednn_util.h"
 
 namespace flowstone {
@@ -429,6 +431,9 @@ void SumPartials(KernelContext& ctx, const float* partial, int64_t rows, int64_t
   });
 }
 
+// Applied to images [first, first + count) of a forward pass's output once they are computed.
+using ChunkEpilogue = std::function<void(int64_t first, int64_t count)>;
+
 // A oneDNN argument and the distance in bytes between its images (0 for the filter, which every
 // chunk of the batch shares).
 struct BatchArg {
@@ -503,21 +508,75 @@ class ConvKernel : public OpKernel {
     return Status::OK();
   }
 
-  // Runs one pass: through oneDNN for float32, else through `reference`.
+  // Runs one pass: through oneDNN for float32, else through `reference`. A forward pass may
+  // have an `epilogue` (a fused bias and activation), called on each chunk's output images right
+  // after the chunk is computed, while they are in cache.
   template <typename Reference>
   Status Run(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
-             const std::vector<BatchArg>& args, const Reference& reference) {
+             const std::vector<BatchArg>& args, const Reference& reference,
+             const ChunkEpilogue* epilogue = nullptr) {
     DType dtype = ctx.output_type(0);
     if (dtype == DType::kFloat32 && onednn::Enabled()) {
       bool ran = false;
-      FS_RETURN_IF_ERROR(RunOneDnn(ctx, p, pass, args, &ran));
+      FS_RETURN_IF_ERROR(RunOneDnn(ctx, p, pass, args, epilogue, &ran));
       if (ran) return Status::OK();
     }
     return DispatchDType<float, double>(dtype, node().type().c_str(), [&]<typename T>() -> Status {
       reference(T());
+      if (epilogue != nullptr) (*epilogue)(0, p.in.n);
       // The reference loops stop between rows once the run is cancelled.
       return ctx.CheckCancelled();
     });
+  }
+
+  // The forward convolution of inputs 0 (images) and 1 (filter) into output 0, followed by
+  // `tail` when not null (its args are inputs 2...).
+  Status Forward(KernelContext& ctx, const FusedEpilogue* tail) {
+    const std::string& op = node().type();
+    const Tensor& x = ctx.input(0);
+    const Tensor& f = ctx.input(1);
+    FS_RETURN_IF_ERROR(CheckRank4(op, "input", x));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
+    ConvProblem p;
+    FS_RETURN_IF_ERROR(
+        WithShapes(MakeProblem(attrs_, depthwise_, conv::ImageOf(x.shape().dims(), attrs_.format),
+                               Filter::Of(f.shape().dims()), &p),
+                   Describe("input", x) + ", " + Describe("filter", f)));
+    FS_RETURN_IF_ERROR(CheckNotGrouped(p));
+    // The tail's per-channel coefficients, for the output's dtype.
+    std::vector<float> gain32, shift32;
+    std::vector<double> gain64, shift64;
+    const bool f32 = ctx.output_type(0) == DType::kFloat32;
+    if (tail != nullptr) {
+      FS_RETURN_IF_ERROR(f32 ? tail->Coefficients(op, ctx, 2, p.out.c, &gain32, &shift32)
+                             : tail->Coefficients(op, ctx, 2, p.out.c, &gain64, &shift64));
+    }
+    Tensor* y;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.out, p.format)), &y));
+    if (y->num_elements() == 0) return Status::OK();
+    // Images [first, first + count) of y through the tail.
+    const bool nchw = p.format == DataFormat::kNCHW;
+    const int64_t pixels = p.out.h * p.out.w;
+    const ChunkEpilogue apply_tail = [&](int64_t first, int64_t count) {
+      const int64_t outer = nchw ? count : count * pixels;
+      const int64_t inner = nchw ? pixels : 1;
+      const int64_t offset = first * pixels * p.out.c;
+      if (f32) {
+        tail->Apply(y->data<float>() + offset, outer, p.out.c, inner, gain32, shift32);
+      } else {
+        tail->Apply(y->data<double>() + offset, outer, p.out.c, inner, gain64, shift64);
+      }
+    };
+    const ChunkEpilogue* epilogue = tail != nullptr ? &apply_tail : nullptr;
+    if (x.num_elements() == 0 || f.num_elements() == 0) {
+      FillZero(y);
+      if (epilogue != nullptr) (*epilogue)(0, p.in.n);
+      return Status::OK();
+    }
+    return Run(
+        ctx, p, ConvPass::kForward, {Images(x), Shared(f), Images(*y)},
+        [&]<typename T>(T) { RefForward<T>(ctx, p, x.data<T>(), f.data<T>(), y->data<T>()); },
+        epilogue);
   }
 
   WindowAttrs attrs_;
@@ -527,7 +586,7 @@ class ConvKernel : public OpKernel {
   // Runs the pass as oneDNN calls over chunks of the batch; *ran stays false when oneDNN has no
   // implementation for the problem.
   Status RunOneDnn(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
-                   const std::vector<BatchArg>& args, bool* ran) {
+                   const std::vector<BatchArg>& args, const ChunkEpilogue* epilogue, bool* ran) {
     const int64_t batch = p.in.n;
     const onednn::BatchChunks chunks = ChunksFor(p, pass);
     // All chunks but the last have the same size, so at most two primitives are needed.
@@ -589,6 +648,8 @@ class ConvKernel : public OpKernel {
                         if (!s.ok()) {
                           std::lock_guard<std::mutex> lock(mu);
                           if (status.ok()) status = s;
+                        } else if (epilogue != nullptr) {
+                          (*epilogue)(chunk* chunks.size, chunks.images(chunk, batch));
                         }
                       }
                     });
@@ -618,29 +679,25 @@ class ConvKernel : public OpKernel {
 class ConvForwardKernel final : public ConvKernel {
  public:
   using ConvKernel::ConvKernel;
-  Status Compute(KernelContext& ctx) override {
-    const std::string& op = node().type();
-    const Tensor& x = ctx.input(0);
-    const Tensor& f = ctx.input(1);
-    FS_RETURN_IF_ERROR(CheckRank4(op, "input", x));
-    FS_RETURN_IF_ERROR(CheckRank4(op, "filter", f));
-    ConvProblem p;
-    FS_RETURN_IF_ERROR(
-        WithShapes(MakeProblem(attrs_, depthwise_, conv::ImageOf(x.shape().dims(), attrs_.format),
-                               Filter::Of(f.shape().dims()), &p),
-                   Describe("input", x) + ", " + Describe("filter", f)));
-    FS_RETURN_IF_ERROR(CheckNotGrouped(p));
-    Tensor* y;
-    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape(conv::DimsOf(p.out, p.format)), &y));
-    if (y->num_elements() == 0) return Status::OK();
-    if (x.num_elements() == 0 || f.num_elements() == 0) {
-      FillZero(y);
-      return Status::OK();
+  Status Compute(KernelContext& ctx) override { return Forward(ctx, nullptr); }
+};
+
+// _FusedConv2D: Conv2D, then a bias and an activation applied to each chunk of images as it is
+// computed (fused_epilogue.h).
+class FusedConvKernel final : public ConvKernel {
+ public:
+  using ConvKernel::ConvKernel;
+  Status Init() override {
+    FS_RETURN_IF_ERROR(ConvKernel::Init());
+    if (node().attrs().GetOr<int64_t>("num_host_args", 0) != 0) {
+      return errors::Unimplemented(node().type(), " with host_args is not supported on the CPU");
     }
-    return Run(ctx, p, ConvPass::kForward, {Images(x), Shared(f), Images(*y)}, [&]<typename T>(T) {
-      RefForward<T>(ctx, p, x.data<T>(), f.data<T>(), y->data<T>());
-    });
+    return FusedEpilogue::Parse(node().type(), node().attrs(), node().num_inputs() - 2, &tail_);
   }
+  Status Compute(KernelContext& ctx) override { return Forward(ctx, &tail_); }
+
+ private:
+  FusedEpilogue tail_;
 };
 
 class ConvBackpropInputKernel final : public ConvKernel {
@@ -891,10 +948,37 @@ void RegisterConvFamily(const std::string& prefix, bool conv2d) {
   OpRegistry::Global().Register(filter.Build());
 }
 
+// TensorFlow's _FusedConv2D, with its signature (the remapper writes it into exported graphs;
+// Flowstone's plan optimizer creates it from Conv2D + BiasAdd + activation).
+void RegisterFusedConv2D() {
+  OpBuilder fused("_FusedConv2D");
+  // Host args (TensorFlow's quantized fusions) are optional: none unless given.
+  fused.Attr("num_host_args", 0)
+      .Input("input", "T")
+      .Input("filter", "T")
+      .InputTypeList("args", "TArgs")
+      .InputList("host_args", "float32", "num_host_args")
+      .Output("output", "T");
+  WindowAttrDefs(fused, true)
+      .Attr("num_args", 0)
+      .Attr("filter_format", "HWIO")
+      .Attr("fused_ops", AttrValue(std::vector<std::string>{}))
+      .Attr("epsilon", 0.0001f)
+      .Attr("leakyrelu_alpha", 0.2f)
+      .Shape([](InferenceContext& c) { return ConvForwardShape(c, false); })
+      .KernelClass<FusedConvKernel>("CPU")
+      .NotDifferentiable()
+      .Doc(
+          "Conv2D followed by the fused_ops (BiasAdd and an activation) in one kernel. Created "
+          "by graph optimizers after gradients are built, so it has no gradient of its own.");
+  OpRegistry::Global().Register(fused.Build());
+}
+
 struct Registrar {
   Registrar() {
     RegisterConvFamily("Conv2D", true);
     RegisterConvFamily("DepthwiseConv2dNative", false);
+    RegisterFusedConv2D();
   }
 } registrar;
 

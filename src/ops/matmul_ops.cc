@@ -8,6 +8,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/fused_epilogue.h"
 #include "ops/gemm.h"
 #include "ops/matmul_util.h"
 
@@ -36,6 +37,10 @@ class MatMulKernel final : public OpKernel {
   Status Init() override {
     transpose_a_ = node().attrs().GetOr<bool>("transpose_a", false);
     transpose_b_ = node().attrs().GetOr<bool>("transpose_b", false);
+    fused_ = node().type() == "_FusedMatMul";
+    if (fused_) {
+      return FusedEpilogue::Parse(node().type(), node().attrs(), node().num_inputs() - 2, &tail_);
+    }
     return Status::OK();
   }
 
@@ -58,6 +63,23 @@ class MatMulKernel final : public OpKernel {
     }
     Tensor* out;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{op_a.rows, op_b.cols}, &out));
+    if (fused_) {
+      return DispatchDType<float, double>(a.dtype(), "_FusedMatMul", [&]<typename T>() -> Status {
+        std::vector<T> gain, shift;
+        FS_RETURN_IF_ERROR(tail_.Coefficients(node().type(), ctx, 2, op_b.cols, &gain, &shift));
+        FS_RETURN_IF_ERROR(Gemm<T>(ctx, transpose_a_, transpose_b_, op_a.rows, op_b.cols, op_a.cols,
+                                   a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), out->data<T>(),
+                                   op_b.cols));
+        // The bias and activation over rows of the product, which is still in cache for the
+        // layer sizes that fused MatMuls usually have.
+        T* c = out->data<T>();
+        const int64_t cols = op_b.cols;
+        ctx.ParallelFor(op_a.rows, 2 * cols, [&](int64_t begin, int64_t end) {
+          tail_.Apply(c + begin * cols, end - begin, cols, 1, gain, shift);
+        });
+        return Status::OK();
+      });
+    }
     return DispatchDType<float, double, int32_t, int64_t, complex64, complex128>(
         a.dtype(), "MatMul", [&]<typename T>() -> Status {
           if constexpr (kIsComplex<T>) {
@@ -76,6 +98,9 @@ class MatMulKernel final : public OpKernel {
  private:
   bool transpose_a_ = false;
   bool transpose_b_ = false;
+  // _FusedMatMul: the product, then `tail_`.
+  bool fused_ = false;
+  FusedEpilogue tail_;
 };
 
 // With C = op(A) op(B) and G = dC: dA = G op(B)^T and dB = op(A)^T G, each written as one product
@@ -126,6 +151,26 @@ FS_REGISTER_OP(OpBuilder("MatMul")
                    .KernelClass<MatMulKernel>("CPU")
                    .Gradient(MatMulGrad)
                    .Doc("The matrix product op(a) * op(b), op transposing when asked."));
+
+// TensorFlow's _FusedMatMul, with its signature (the remapper writes it into exported graphs;
+// Flowstone's plan optimizer creates it from MatMul + BiasAdd + activation).
+FS_REGISTER_OP(OpBuilder("_FusedMatMul")
+                   .Input("a", "T")
+                   .Input("b", "T")
+                   .InputList("args", "T", "num_args")
+                   .Output("product", "T")
+                   .TypeAttr("T", {DType::kFloat32, DType::kFloat64})
+                   .Attr("transpose_a", false)
+                   .Attr("transpose_b", false)
+                   .Attr("fused_ops", AttrValue(std::vector<std::string>{}))
+                   .Attr("epsilon", 0.0001f)
+                   .Attr("leakyrelu_alpha", 0.2f)
+                   .Shape(MatMulShape)
+                   .KernelClass<MatMulKernel>("CPU")
+                   .NotDifferentiable()
+                   .Doc("MatMul followed by the fused_ops (BiasAdd and an activation) in one "
+                        "kernel. Created by graph optimizers after gradients are built, so it has "
+                        "no gradient of its own."));
 
 // ---------------------------------------------------------------------------------------------
 // BatchMatMulV2

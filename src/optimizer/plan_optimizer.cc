@@ -11,6 +11,7 @@
 
 #include "flowstone/collectives.h"
 #include "flowstone/kernel.h"
+#include "optimizer/remapper.h"
 
 namespace flowstone {
 namespace {
@@ -155,7 +156,8 @@ class Optimizer {
     const bool arithmetic = config_.Enabled(config_.arithmetic_optimization);
     const bool dependency = config_.Enabled(config_.dependency_optimization);
     const bool merge = config_.Enabled(config_.common_subgraph_elimination);
-    if (!fold && !arithmetic && !dependency && !merge) return {};
+    const bool remap = config_.Enabled(config_.remapping);
+    if (!fold && !arithmetic && !dependency && !merge && !remap) return {};
     std::unordered_set<const Node*> targets(scope_.targets.begin(), scope_.targets.end());
     const Graph& graph = *scope_.graph;
     // Node ids are a topological order, so each node sees its inputs' rewrites: one pass reaches
@@ -171,6 +173,8 @@ class Optimizer {
       if (arithmetic && TrySimplify(*n, inputs)) continue;
       if (merge) TryMerge(*n, inputs);
     }
+    // After the others, as in TensorFlow: fusion sees the graph that will run.
+    if (remap) FuseProducts(scope_, &rewrites_);
     return std::move(rewrites_);
   }
 

@@ -43,7 +43,7 @@ bool IsExpensive(const Node& node) {
     if (n < 0 || n > (1 << 15)) return true;
   }
   return node.type() == "MatMul" || node.type() == "BatchMatMulV2" ||
-         node.type().rfind("Conv", 0) == 0;
+         node.type().rfind("Conv", 0) == 0 || node.type().rfind("_Fused", 0) == 0;
 }
 
 // Queue and reader ops wait for other runs (an enqueue, a close). A plan holding one runs on the
@@ -542,7 +542,7 @@ class DirectSession final : public Session, public FunctionRuntime {
         if (needed[n->id()]) continue;
         needed[n->id()] = 1;
         if (rewrites.Folded(n) != nullptr) continue;  // a constant now: its inputs do not run
-        for (const Endpoint& in : n->inputs()) {
+        for (const Endpoint& in : rewrites.Inputs(n)) {
           Node* src = source(in).node;
           if (src != nullptr && !needed[src->id()]) stack.push_back(src);
         }
@@ -584,6 +584,8 @@ class DirectSession final : public Session, public FunctionRuntime {
       scope.on_host = &on_host;
       scope.is_fed = [&](const Endpoint& e) { return fed_index(e) >= 0; };
       scope.targets.assign(targets.begin(), targets.end());
+      scope.fetches = fetches;
+      scope.fusions = &fusions_;
       scope.cpu = fold_device_.get();
       scope.resources = &resources_;
       scope.cache = &folded_;
@@ -603,8 +605,11 @@ class DirectSession final : public Session, public FunctionRuntime {
       Node* n = graph.node_unlocked(id);
       if (needed[id] && is_constant(n)) constants.push_back(n);
     }
+    auto inputs_of = [&](const Node* n) -> const std::vector<Endpoint>& {
+      return rewrites.Inputs(n);
+    };
     std::vector<Node*> order =
-        ExecutionOrder(graph, needed, stand_ins, is_constant, source, control_source);
+        ExecutionOrder(graph, needed, stand_ins, is_constant, inputs_of, source, control_source);
     for (size_t i = 0; i < order.size(); ++i) plan_index[order[i]->id()] = static_cast<int>(i);
     for (const auto& [forward, record] : stand_ins) plan_index[forward] = plan_index.at(record);
 
@@ -629,11 +634,14 @@ class DirectSession final : public Session, public FunctionRuntime {
     for (size_t i = 0; i < order.size(); ++i) {
       Node* n = order[i];
       PlanNode& pn = plan->nodes[i];
-      pn.node = n;
+      // A replaced node runs its fused node's kernel, under the user's node's name and placement.
+      const Replacement* replacement = rewrites.Replaced(n);
+      pn.node = replacement != nullptr ? replacement->node : n;
       FS_RETURN_IF_ERROR(PlaceLocked(graph, *n, &pn.device));
-      FS_RETURN_IF_ERROR(KernelLocked(*n, pn.device, &pn.kernel));
+      FS_RETURN_IF_ERROR(KernelLocked(*pn.node, pn.device, &pn.kernel));
       pn.output_base = slot;
-      slot += n->num_outputs();
+      // A fused node may have more outputs than the node it replaces (_ReluGradBiasAddGrad).
+      slot += std::max(n->num_outputs(), pn.node->num_outputs());
     }
     plan->num_slots = slot;
     plan->slot_consumers.assign(slot, 0);
@@ -702,10 +710,11 @@ class DirectSession final : public Session, public FunctionRuntime {
       Node* n = order[i];
       PlanNode& pn = plan->nodes[i];
       plan->input_base.push_back(input_count);
-      input_count += n->num_inputs();
+      const std::vector<Endpoint>& inputs = inputs_of(n);
+      input_count += static_cast<int>(inputs.size());
       std::unordered_set<int> preds;
-      for (int k = 0; k < n->num_inputs(); ++k) {
-        const Endpoint& in = n->inputs()[k];
+      for (int k = 0; k < static_cast<int>(inputs.size()); ++k) {
+        const Endpoint& in = inputs[k];
         int s = slot_of(in);
         Device* want = pn.device->host_memory() || host_inputs[i][k] ? nullptr : pn.device;
         if (slot_device[s] != want) {
@@ -754,12 +763,14 @@ class DirectSession final : public Session, public FunctionRuntime {
   // (inputs always exist before their consumers, and a rewrite only ever points a consumer at an
   // older node), which this keeps; only a stand-in can break it (a forward loop's consumer may be
   // older than the recording loop that replaces the forward loop), so producers are visited depth
-  // first and come out before their consumers. `source` and `control_source` give the node an
-  // edge waits for after the plan's rewrites (nullptr: none, the tensor is fed).
-  template <typename IsConstant, typename Source, typename ControlSource>
+  // first and come out before their consumers. `inputs_of` gives a node's inputs after the plan's
+  // rewrites (a fused node's), `source` and `control_source` the node an edge waits for
+  // (nullptr: none, the tensor is fed).
+  template <typename IsConstant, typename InputsOf, typename Source, typename ControlSource>
   static std::vector<Node*> ExecutionOrder(const Graph& graph, const std::vector<char>& needed,
                                            const std::unordered_map<int, int>& stand_ins,
-                                           const IsConstant& is_constant, const Source& source,
+                                           const IsConstant& is_constant, const InputsOf& inputs_of,
+                                           const Source& source,
                                            const ControlSource& control_source) {
     auto executed = [&](const Node* n) { return needed[n->id()] && !is_constant(n); };
     auto producer = [&](const Node* n) {
@@ -776,7 +787,9 @@ class DirectSession final : public Session, public FunctionRuntime {
       state[id] = 1;
       while (!stack.empty()) {
         auto& [n, next] = stack.back();
-        const int num_edges = n->num_inputs() + static_cast<int>(n->control_inputs().size());
+        const std::vector<Endpoint>& inputs = inputs_of(n);
+        const int num_inputs = static_cast<int>(inputs.size());
+        const int num_edges = num_inputs + static_cast<int>(n->control_inputs().size());
         if (next == num_edges) {
           state[n->id()] = 2;
           order.push_back(n);
@@ -784,9 +797,8 @@ class DirectSession final : public Session, public FunctionRuntime {
           continue;
         }
         const int edge = next++;
-        Node* src = edge < n->num_inputs()
-                        ? source(n->inputs()[edge]).node
-                        : control_source(n->control_inputs()[edge - n->num_inputs()]);
+        Node* src = edge < num_inputs ? source(inputs[edge]).node
+                                      : control_source(n->control_inputs()[edge - num_inputs]);
         if (src == nullptr) continue;
         Node* pred = const_cast<Node*>(producer(src));
         if (executed(pred) && state[pred->id()] == 0) {
@@ -826,6 +838,8 @@ class DirectSession final : public Session, public FunctionRuntime {
   // constants, like the graph's, and not the session's tensors that a memory limit counts.
   std::unique_ptr<Device> fold_device_;
   FoldCache folded_;
+  // The fused nodes its plans run in place of the user's (optimizer/plan_optimizer.h).
+  FusionCache fusions_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;

@@ -1,9 +1,10 @@
 // The graph optimizer through the public C++ API: SessionOptions::rewrites switches constant
-// folding and merging, traces show what ran, and the results do not change.
+// folding, merging and fusion, traces show what ran, and the results do not change.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "flowstone/cc/ops.h"
 #include "flowstone/session.h"
@@ -84,6 +85,41 @@ TEST(GraphOptimizerTest, AFoldingErrorComesAtRunTimeFromTheNode) {
   Status s = RunTraced(b, {}, {}, {bad}, &out);
   EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
   EXPECT_EQ(s.GetPayload("node"), "bad") << s.ToString();
+}
+
+TEST(GraphOptimizerTest, FusesMatMulBiasReluUnderTheLastNodesName) {
+  GraphBuilder b;
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape({-1, 3}), "x");
+  Endpoint bias = b.Placeholder(DType::kFloat32, PartialShape({-1}), "bias");
+  Endpoint w = b.Const(Tensor::FromVector<float>({1, -2, 0.5f, 3, -1, 2}, {3, 2}), "w");
+  Endpoint product = b.Op("MatMul", {x, w}, {}, "product");
+  Endpoint biased = b.Op("BiasAdd", {product, bias}, {}, "biased");
+  Endpoint y = b.Op("Relu", {biased}, {}, "y");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  Tensor xv = Tensor::FromVector<float>({1, 2, 3, -4, 0.25f, 7}, {2, 3});
+  Tensor bv = Tensor::FromVector<float>({0.5f, -8}, {2});
+
+  Traced on, off;
+  RewriterConfig no_fusion;
+  no_fusion.remapping = RewriterConfig::kOff;
+  ASSERT_TRUE(RunTraced(b, {}, {{x, xv}, {bias, bv}}, {y}, &on).ok());
+  ASSERT_TRUE(RunTraced(b, no_fusion, {{x, xv}, {bias, bv}}, {y}, &off).ok());
+  EXPECT_EQ(on.ran.at("y"), "_FusedMatMul");
+  EXPECT_EQ(on.ran.count("product"), 0u);
+  EXPECT_EQ(on.ran.count("biased"), 0u);
+  EXPECT_EQ(off.ran.at("y"), "Relu");
+  EXPECT_EQ(std::memcmp(on.outputs[0].raw_data(), off.outputs[0].raw_data(), 16), 0);
+  // relu(x w + b) = relu([[-0.5, 2], [-10.375, 14.75]]).
+  const float* values = on.outputs[0].data<float>();
+  EXPECT_EQ(std::vector<float>(values, values + 4), (std::vector<float>{0, 2, 0, 14.75f}));
+
+  // A run-time error in the fused node is the last node's, as placement and traces are.
+  Traced failed;
+  Status s =
+      RunTraced(b, {}, {{x, xv}, {bias, Tensor::FromVector<float>({1, 2, 3}, {3})}}, {y}, &failed);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(s.GetPayload("node"), "y") << s.ToString();
+  EXPECT_NE(s.ToString().find("2 channels"), std::string::npos) << s.ToString();
 }
 
 }  // namespace

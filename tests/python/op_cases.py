@@ -213,3 +213,7 @@ from op_cases_mathbreadth import CASES as _MATHBREADTH_CASES, EXEMPT as _MATHBRE
 
 CASES += _MATHBREADTH_CASES
 EXEMPT.update(_MATHBREADTH_EXEMPT)
+
+from op_cases_fusion import CASES as _FUSION_CASES  # noqa: E402
+
+CASES += _FUSION_CASES

@@ -15,6 +15,7 @@ import flowstone as tf
 from flowstone.client import timeline
 from flowstone.framework import tf_protos
 from flowstone.protos import RewriterConfig
+from flowstone.protos import RewriterConfig
 from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON
 
 StepStats = tf_protos.message_class("StepStats")
@@ -380,7 +381,10 @@ def test_profile_rejects_what_it_does_not_measure():
 def test_profiler_averages_added_steps(capsys):
     graph, x, train, init = trained_graph()
     profiler = tf.profiler.Profiler(graph)
-    with tf.Session(graph=graph) as sess:
+    # As written, unfused: fused, dense/MatMul would run inside dense/Relu (a _FusedMatMul).
+    config = tf.ConfigProto()
+    config.graph_options.rewrite_options.remapping = RewriterConfig.OFF
+    with tf.Session(graph=graph, config=config) as sess:
         sess.run(init)
         for step in range(3):
             _, meta = traced_run(sess, train, {x: np.ones((16, 32), np.float32)})

@@ -78,7 +78,7 @@ def _config_to_options(config):
     }
     rewrites = config.graph_options.rewrite_options
     for toggle in ("constant_folding", "arithmetic_optimization", "dependency_optimization",
-                   "common_subgraph_elimination"):
+                   "common_subgraph_elimination", "remapping"):
         options[toggle] = int(getattr(rewrites, toggle))
     options["disable_meta_optimizer"] = bool(rewrites.disable_meta_optimizer)
     # tf.config.optimizer.set_experimental_options fills in what the ConfigProto left at DEFAULT.

@@ -1,0 +1,345 @@
+#include "optimizer/remapper.h"
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace flowstone {
+namespace {
+
+bool IsActivation(const std::string& type) {
+  return type == "Relu" || type == "Relu6" || type == "Elu" || type == "LeakyRelu";
+}
+
+bool IsBiasCandidate(const std::string& type) {
+  return type == "BiasAdd" || type == "Add" || type == "AddV2";
+}
+
+// A batch norm with given statistics (inference) and one dtype (T == U). Fusing it also needs
+// its outputs other than y to have no readers (Remapper::OnlyOutputZeroRead).
+bool IsInferenceBatchNorm(const Node& n) {
+  return n.type().rfind("FusedBatchNorm", 0) == 0 && n.type().find("Grad") == std::string::npos &&
+         !n.attrs().GetOr<bool>("is_training", true) && n.num_inputs() == 5 &&
+         n.input_type(1) == n.output_type(0);
+}
+
+// What may follow the product: a bias or a batch norm.
+bool IsScaleCandidate(const Node& n) {
+  return IsBiasCandidate(n.type()) || IsInferenceBatchNorm(n);
+}
+
+bool FusableDType(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
+
+// Readers that need only their input's shape: in training, the gradient of an Add reads the
+// shapes of both operands (BroadcastGradientArgs), so an Add used as a bias has Shape readers on
+// the product's output. They read the chain's result instead, which has the same shape.
+bool ReadsShapeOnly(const Node& n) {
+  return (n.type() == "Shape" || n.type() == "Size" || n.type() == "Rank") && n.num_inputs() == 1;
+}
+
+struct EndpointHash {
+  size_t operator()(const Endpoint& e) const {
+    return std::hash<const Node*>()(e.node) * 31 + static_cast<size_t>(e.index);
+  }
+};
+
+// One chain to fuse: product -> [bias or batch norm] -> [activation], `last` being the node
+// replaced.
+struct Chain {
+  const Node* product = nullptr;
+  const Node* bias_node = nullptr;  // the bias or batch norm
+  std::vector<Endpoint> args;       // its per-channel vectors, as the user's graph names them
+  const Node* activation = nullptr;
+  const Node* last = nullptr;
+};
+
+class Remapper {
+ public:
+  Remapper(const OptimizerScope& scope, PlanRewrites* rewrites)
+      : scope_(scope), rewrites_(*rewrites), graph_(*scope.graph) {}
+
+  void Run() {
+    CountReaders();
+    // Chains that end in an activation first, so that a bias followed by one is fused whole.
+    for (const bool activations : {true, false}) {
+      for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+        if (!Live(id)) continue;
+        const Node* n = graph_.node_unlocked(id);
+        if (used_.count(n)) continue;
+        const bool candidate = activations ? IsActivation(n->type()) : IsScaleCandidate(*n);
+        if (!candidate) continue;
+        Chain chain;
+        if (Match(*n, &chain)) Replace(chain);
+      }
+    }
+    for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      if (Live(id) && graph_.node_unlocked(id)->type() == "BiasAddGrad")
+        FuseReluGradBiasAddGrad(*graph_.node_unlocked(id));
+    }
+  }
+
+ private:
+  Endpoint Source(const Endpoint& e) const { return scope_.is_fed(e) ? e : rewrites_.Resolve(e); }
+
+  // A node this plan runs as written, on a host device.
+  bool Live(int id) const {
+    if (!(*scope_.needed)[id] || !(*scope_.on_host)[id]) return false;
+    const Node* n = graph_.node_unlocked(id);
+    return rewrites_.Folded(n) == nullptr && !rewrites_.IsForwarded(n) &&
+           rewrites_.Replaced(n) == nullptr;
+  }
+
+  // How many inputs of the plan's nodes, and fetches, read each endpoint; which nodes something
+  // waits for by a control edge.
+  void CountReaders() {
+    for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      if (!(*scope_.needed)[id]) continue;
+      const Node* n = graph_.node_unlocked(id);
+      if (rewrites_.Folded(n) != nullptr || rewrites_.IsForwarded(n)) continue;
+      for (const Endpoint& in : n->inputs()) {
+        ++readers_[Source(in)];
+        if (ReadsShapeOnly(*n) && Live(id)) shape_readers_[Source(in)].push_back(n);
+      }
+      for (const Node* dep : n->control_inputs()) waited_for_.insert(dep);
+    }
+    for (const Endpoint& e : scope_.fetches) ++readers_[Source(e)];
+    for (const Node* t : scope_.targets) waited_for_.insert(t);
+  }
+
+  int Readers(const Endpoint& e) const {
+    auto it = readers_.find(e);
+    return it == readers_.end() ? 0 : it->second;
+  }
+
+  // Whether `e` (a Source, output 0) is an intermediate result that can disappear into a fused
+  // node read by `reader`: computed by a live node whose other outputs nobody reads, with no
+  // control edges either way, on the reader's device, and read once (by `reader`), not fed or
+  // fetched.
+  bool Intermediate(const Endpoint& e, const Node& reader) const {
+    const Node* n = e.node;
+    if (n == nullptr || e.index != 0 || scope_.is_fed(e) || !Live(n->id()) || used_.count(n))
+      return false;
+    if (graph_.node_unlocked(n->id()) != n || !OnlyOutputZeroRead(*n)) return false;
+    if (!n->control_inputs().empty() || waited_for_.count(n)) return false;
+    if (n->requested_device() != reader.requested_device()) return false;
+    return Readers(e) - static_cast<int>(ShapeReaders(e).size()) == 1;
+  }
+
+  const std::vector<const Node*>& ShapeReaders(const Endpoint& e) const {
+    static const std::vector<const Node*> kNone;
+    auto it = shape_readers_.find(e);
+    return it == shape_readers_.end() ? kNone : it->second;
+  }
+
+  bool OnlyOutputZeroRead(const Node& n) const {
+    for (int o = 1; o < n.num_outputs(); ++o) {
+      const Endpoint e{const_cast<Node*>(&n), o};
+      if (Readers(e) != 0 || scope_.is_fed(e)) return false;
+    }
+    return true;
+  }
+
+  // The chain that ends in `last` (an activation, or a bias with no activation after it).
+  bool Match(const Node& last, Chain* chain) const {
+    chain->last = &last;
+    if (scope_.is_fed(Endpoint{const_cast<Node*>(&last), 0})) return false;
+    Endpoint product_out;
+    if (IsActivation(last.type())) {
+      chain->activation = &last;
+      const Endpoint in = Source(last.input(0));
+      if (!Intermediate(in, last)) return false;
+      if (IsScaleCandidate(*in.node)) {
+        chain->bias_node = in.node;
+      } else {
+        product_out = in;
+      }
+    } else {
+      chain->bias_node = &last;
+      // The replaced node's other outputs (a batch norm's statistics) are not computed.
+      if (!OnlyOutputZeroRead(last)) return false;
+    }
+    if (chain->bias_node != nullptr && !MatchBias(*chain->bias_node, chain, &product_out))
+      return false;
+    const Node& reader = chain->bias_node != nullptr ? *chain->bias_node : last;
+    if (!Intermediate(product_out, reader)) return false;
+    const Node* product = product_out.node;
+    if (product->type() != "Conv2D" && product->type() != "MatMul") return false;
+    if (!FusableDType(product->output_type(0)) || product->is_stateful()) return false;
+    chain->product = product;
+    const DType dtype = product->output_type(0);
+    if (last.output_type(0) != dtype) return false;
+    // An activation alone fuses into a convolution only (a CNN's Conv2D -> Relu without a bias);
+    // like TensorFlow's remapper, a MatMul fuses with a bias, so traces of MatMul -> Relu keep
+    // showing both nodes.
+    if (chain->bias_node == nullptr) return product->type() == "Conv2D";
+    // The bias must add along the product's channels: its last dimension, or the second one for
+    // an NCHW convolution with an NCHW BiasAdd.
+    const bool nchw_conv = product->type() == "Conv2D" &&
+                           product->attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
+    const Node& bias_node = *chain->bias_node;
+    if (IsInferenceBatchNorm(bias_node)) {
+      // FusedBatchNorm takes rank-4 inputs in the convolution's layout.
+      const bool nchw_norm = bias_node.attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
+      return product->type() == "Conv2D" && nchw_norm == nchw_conv;
+    }
+    if (bias_node.type() == "BiasAdd") {
+      const bool nchw_bias = bias_node.attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
+      // A rank-2 BiasAdd adds along dimension 1 in either format.
+      if (product->type() == "Conv2D" && nchw_bias != nchw_conv) return false;
+      return true;
+    }
+    if (nchw_conv) return false;  // an Add of a vector adds along the last dimension
+    const PartialShape& out = product->output_shape(0);
+    const PartialShape& bias = chain->args[0].node->output_shape(chain->args[0].index);
+    if (!out.known_rank() || out.rank() < 1 || !bias.known_rank() || bias.rank() != 1) return false;
+    const int64_t channels = out.dim(out.rank() - 1);
+    return channels >= 0 && bias.dim(0) == channels;
+  }
+
+  // Splits a bias or batch norm node into the product's output and the per-channel vectors.
+  bool MatchBias(const Node& bias_node, Chain* chain, Endpoint* product_out) const {
+    if (!bias_node.control_inputs().empty()) return false;
+    if (bias_node.type() == "BiasAdd" || IsInferenceBatchNorm(bias_node)) {
+      *product_out = Source(bias_node.input(0));
+      for (int k = 1; k < bias_node.num_inputs(); ++k) chain->args.push_back(bias_node.input(k));
+      return true;
+    }
+    // Add(product, bias) or Add(bias, product): addition of two floats is commutative.
+    for (int k = 0; k < 2; ++k) {
+      const Endpoint p = Source(bias_node.input(k));
+      if (p.node != nullptr && (p.node->type() == "Conv2D" || p.node->type() == "MatMul")) {
+        *product_out = p;
+        chain->args.push_back(bias_node.input(1 - k));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void Replace(const Chain& chain) {
+    const Node& product = *chain.product;
+    const bool conv = product.type() == "Conv2D";
+    const bool norm = chain.bias_node != nullptr && IsInferenceBatchNorm(*chain.bias_node);
+    std::vector<std::string> fused_ops;
+    if (chain.bias_node != nullptr) fused_ops.push_back(norm ? "FusedBatchNorm" : "BiasAdd");
+    if (chain.activation != nullptr) fused_ops.push_back(chain.activation->type());
+    std::vector<Endpoint> inputs = {product.input(0), product.input(1)};
+    inputs.insert(inputs.end(), chain.args.begin(), chain.args.end());
+
+    AttrMap attrs;
+    for (const auto& [name, value] : product.attrs().entries()) attrs.Set(name, value);
+    if (norm) attrs.Set("epsilon", *chain.bias_node->attrs().Find("epsilon"));
+    const int64_t num_args = static_cast<int64_t>(chain.args.size());
+    attrs.Set("num_args", num_args);
+    if (conv) {
+      attrs.Set("TArgs", std::vector<DType>(num_args, product.output_type(0)));
+      attrs.Set("num_host_args", int64_t{0});
+    }
+    attrs.Set("fused_ops", fused_ops);
+    if (chain.activation != nullptr && chain.activation->type() == "LeakyRelu") {
+      attrs.Set("leakyrelu_alpha", chain.activation->attrs().GetOr<double>("alpha", 0.2));
+    }
+    const Node& last = *chain.last;
+    const Node* fused =
+        MakeFused(last, conv ? "_FusedConv2D" : "_FusedMatMul", inputs, attrs,
+                  StrCat(product.id(), ",", chain.bias_node ? chain.bias_node->id() : -1));
+    if (fused == nullptr) return;
+    used_.insert(&product);
+    if (chain.bias_node != nullptr) used_.insert(chain.bias_node);
+    used_.insert(&last);
+    rewrites_.Replace(&last, Replacement{fused, std::move(inputs)});
+    // The intermediates' shape readers read the result, so that the intermediates never run.
+    std::vector<Endpoint> intermediates = {Endpoint{const_cast<Node*>(&product), 0}};
+    if (chain.bias_node != nullptr && chain.bias_node != &last)
+      intermediates.push_back(Endpoint{const_cast<Node*>(chain.bias_node), 0});
+    for (const Endpoint& e : intermediates) {
+      for (const Node* reader : ShapeReaders(e)) {
+        rewrites_.Replace(reader, Replacement{reader, {Endpoint{const_cast<Node*>(&last), 0}}});
+      }
+    }
+  }
+
+  // Backward: BiasAddGrad(ReluGrad(g, y)) becomes output 1 of a _ReluGradBiasAddGrad that
+  // replaces the ReluGrad, whose output keeps its other readers (the product's gradients).
+  void FuseReluGradBiasAddGrad(const Node& bias_grad) {
+    const Endpoint in = Source(bias_grad.input(0));
+    const Node* relu_grad = in.node;
+    if (relu_grad == nullptr || relu_grad->type() != "ReluGrad" || in.index != 0 ||
+        scope_.is_fed(in) || !Live(relu_grad->id()) || used_.count(relu_grad) ||
+        graph_.node_unlocked(relu_grad->id()) != relu_grad) {
+      return;
+    }
+    const Endpoint out{const_cast<Node*>(&bias_grad), 0};
+    if (!bias_grad.control_inputs().empty() || !relu_grad->control_inputs().empty() ||
+        scope_.is_fed(out) || waited_for_.count(&bias_grad) ||
+        bias_grad.requested_device() != relu_grad->requested_device() ||
+        !FusableDType(relu_grad->output_type(0)) ||
+        bias_grad.output_type(0) != relu_grad->output_type(0)) {
+      return;
+    }
+    AttrMap attrs;
+    attrs.Set("T", relu_grad->output_type(0));
+    attrs.Set("data_format", bias_grad.attrs().GetOr<std::string>("data_format", "NHWC"));
+    std::vector<Endpoint> inputs = {relu_grad->input(0), relu_grad->input(1)};
+    const Node* fused =
+        MakeFused(*relu_grad, "_ReluGradBiasAddGrad", inputs, attrs,
+                  StrCat(bias_grad.id(), ";", AttrValueToString(*attrs.Find("data_format"))));
+    if (fused == nullptr) return;
+    used_.insert(relu_grad);
+    used_.insert(&bias_grad);
+    rewrites_.Replace(relu_grad, Replacement{fused, std::move(inputs)});
+    rewrites_.Forward(&bias_grad, {Endpoint{const_cast<Node*>(relu_grad), 1}});
+  }
+
+  // The fused node `op` that stands for `last`, reading `inputs`, made on first use.
+  const Node* MakeFused(const Node& last, const std::string& op,
+                        const std::vector<Endpoint>& inputs, const AttrMap& attrs,
+                        const std::string& key) {
+    std::string signature = op + ";" + key;
+    for (const auto& [name, value] : attrs.entries())
+      signature += StrCat(";", name, "=", AttrValueToString(value));
+    return scope_.fusions->Get(&last, signature, [&](Graph* g) -> const Node* {
+      // One placeholder per input, with its dtype and static shape, so that the fused node's
+      // shape inference sees what the user's nodes saw.
+      std::vector<Endpoint> placeholders;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        const Endpoint& in = inputs[k];
+        NodeSpec spec;
+        spec.name = StrCat(in.node->name(), "_", in.index, "_", k);
+        spec.op = "Placeholder";
+        spec.attrs.Set("dtype", in.node->output_type(in.index));
+        spec.attrs.Set("shape", in.node->output_shape(in.index));
+        StatusOr<Node*> p = g->AddNode(std::move(spec));
+        if (!p.ok()) return nullptr;
+        placeholders.push_back({*p, 0});
+      }
+      NodeSpec spec;
+      spec.name = last.name();
+      spec.op = op;
+      spec.inputs = placeholders;
+      spec.attrs = attrs;
+      spec.device = last.requested_device();
+      spec.creation_site = last.creation_site();
+      StatusOr<Node*> node = g->AddNode(std::move(spec));
+      return node.ok() ? *node : nullptr;
+    });
+  }
+
+  const OptimizerScope& scope_;
+  PlanRewrites& rewrites_;
+  const Graph& graph_;
+  std::unordered_map<Endpoint, int, EndpointHash> readers_;
+  std::unordered_map<Endpoint, std::vector<const Node*>, EndpointHash> shape_readers_;
+  std::unordered_set<const Node*> waited_for_;
+  std::unordered_set<const Node*> used_;
+};
+
+}  // namespace
+
+void FuseProducts(const OptimizerScope& scope, PlanRewrites* rewrites) {
+  if (scope.fusions == nullptr) return;
+  Remapper(scope, rewrites).Run();
+}
+
+}  // namespace flowstone
