@@ -55,7 +55,7 @@ def _run_using_default_session(operation, feed_dict, graph, session=None):
 # The rewrite options a session takes, at DEFAULT (graph functions start from these).
 DEFAULT_REWRITE_OPTIONS = {"constant_folding": 0, "arithmetic_optimization": 0,
                            "dependency_optimization": 0, "common_subgraph_elimination": 0,
-                           "disable_meta_optimizer": False}
+                           "remapping": 0, "disable_meta_optimizer": False}
 
 
 def rewrite_overrides(options):
