@@ -29,12 +29,12 @@ OPENMPI_VERSION := 4.1.4-3+b1
 $(BUILD)/.system-deps: Makefile
 	@mkdir -p $(BUILD)
 	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev \
-	    libjpeg62-turbo-dev libpng-dev libkissfft-dev libopenmpi-dev openmpi-bin >/dev/null 2>&1; then \
+	    libjpeg62-turbo-dev libpng-dev libkissfft-dev libopenmpi-dev openmpi-bin libicu-dev >/dev/null 2>&1; then \
 	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng, kissfft and Open MPI (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
 	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
 	    libjpeg62-turbo-dev libpng-dev libkissfft-dev=$(KISSFFT_VERSION) \
-	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION)) >/dev/null; \
+	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION) libicu-dev) >/dev/null; \
 	fi
 	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
 	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }

@@ -190,3 +190,8 @@ EXEMPT.update(_QUEUE_EXEMPT)
 from op_cases_rnn import CASES as _RNN_CASES  # noqa: E402
 
 CASES += _RNN_CASES
+
+from op_cases_ragged import CASES as _RAGGED_CASES, EXEMPT as _RAGGED_EXEMPT  # noqa: E402
+
+CASES += _RAGGED_CASES
+EXEMPT.update(_RAGGED_EXEMPT)
