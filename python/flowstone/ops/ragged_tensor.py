@@ -1,0 +1,802 @@
+"""tf.RaggedTensor: a tensor whose rows have different lengths, as a composite of tensors (the
+design of tf.SparseTensor, see docs/architecture/ragged-tensors.md): `values` (a Tensor, or a
+RaggedTensor for more ragged dimensions) and `row_splits`, the int64 (or int32) offsets of each
+row in `values`. Row i is values[row_splits[i]:row_splits[i + 1]]. A session fetches one as a
+RaggedTensorValue (numpy components); the per-element work (to_tensor, to_sparse, gather,
+range) is done by C++ ops (src/ops/array/ragged_ops.cc), everything else composes ordinary ops
+on the components. tf.ragged's functions are in flowstone/ops/ragged_ops.py."""
+
+import numpy as np
+
+from flowstone import dtypes as _dtypes
+from flowstone.framework import ops as _ops
+from flowstone.framework.tensor_shape import TensorShape
+from flowstone.ops import (array_ops, check_ops, manip_ops, math_ops, math_reductions,
+                           partition_ops, reduction_ops, scan_ops)
+from flowstone.ops.basic_ops import identity as _identity
+from flowstone.util.tf_export import tf_export
+
+
+def _is_ragged(value):
+    return isinstance(value, (RaggedTensor, RaggedTensorValue))
+
+
+def _int(value, dtype, name):
+    return _ops.convert_to_tensor(value, dtype=dtype, name=name)
+
+
+def _splits_dtype(value, default=_dtypes.int64):
+    """The row-partition dtype of a tensor-like argument (int32 or int64)."""
+    if isinstance(value, _ops.Tensor) or hasattr(value, "dtype"):
+        dtype = _dtypes.as_dtype(value.dtype)
+        if dtype in (_dtypes.int32, _dtypes.int64):
+            return dtype
+    return default
+
+
+@tf_export("ragged.RaggedTensorValue")
+class RaggedTensorValue:
+    """The numpy value of a RaggedTensor: values (a numpy array or a RaggedTensorValue) and
+    row_splits."""
+
+    def __init__(self, values, row_splits):
+        self._values = values
+        self._row_splits = np.asarray(row_splits)
+
+    values = property(lambda self: self._values)
+    row_splits = property(lambda self: self._row_splits)
+    dtype = property(lambda self: self.flat_values.dtype)
+
+    @property
+    def flat_values(self):
+        values = self._values
+        while isinstance(values, RaggedTensorValue):
+            values = values.values
+        return values
+
+    @property
+    def nested_row_splits(self):
+        splits, rt = [], self
+        while isinstance(rt, RaggedTensorValue):
+            splits.append(rt.row_splits)
+            rt = rt.values
+        return tuple(splits)
+
+    @property
+    def ragged_rank(self):
+        return len(self.nested_row_splits)
+
+    @property
+    def shape(self):
+        inner = np.shape(self.flat_values)[1:]
+        return (len(self._row_splits) - 1,) + (None,) * self.ragged_rank + tuple(inner)
+
+    def to_list(self):
+        """The rows as nested Python lists."""
+        values = (self._values.to_list() if isinstance(self._values, RaggedTensorValue)
+                  else np.asarray(self._values).tolist())
+        return [values[self._row_splits[i]:self._row_splits[i + 1]]
+                for i in range(len(self._row_splits) - 1)]
+
+    def __repr__(self):
+        return (f"tf.RaggedTensorValue(values={self._values!r}, "
+                f"row_splits={self._row_splits!r})")
+
+    def __str__(self):
+        return f"<tf.RaggedTensorValue {self.to_list()}>"
+
+
+@tf_export("RaggedTensor")
+class RaggedTensor:
+    """A tensor with ragged dimensions: `values` partitioned into rows by `row_splits`."""
+
+    def __init__(self, values, row_splits, internal=False):
+        if not internal:
+            raise ValueError("RaggedTensor constructor is private; please use one of the factory "
+                             "methods instead (e.g., RaggedTensor.from_row_lengths())")
+        self._values = values
+        self._row_splits = row_splits
+
+    # --- Factories -----------------------------------------------------------------------------
+
+    @classmethod
+    def _from_splits(cls, values, row_splits, validate=True):
+        if not isinstance(values, RaggedTensor):
+            values = _ops.convert_to_tensor(values, name="values")
+            if values.shape.ndims == 0:
+                raise ValueError("values must have rank >= 1, got a scalar")
+        row_splits = _ops.convert_to_tensor(row_splits, name="row_splits")
+        if row_splits.dtype not in (_dtypes.int32, _dtypes.int64):
+            raise ValueError(f"row_splits must be int32 or int64, got {row_splits.dtype.name}")
+        if row_splits.shape.ndims not in (None, 1):
+            raise ValueError(f"row_splits must be a vector, got shape {row_splits.shape}")
+        if isinstance(values, RaggedTensor) and values.row_splits.dtype != row_splits.dtype:
+            raise ValueError("dtype mismatch between row_splits and the values' row_splits: "
+                             f"{row_splits.dtype.name} vs {values.row_splits.dtype.name}; use "
+                             "RaggedTensor.with_row_splits_dtype")
+        return cls(values, row_splits, internal=True)
+
+    @classmethod
+    def from_row_splits(cls, values, row_splits, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromRowSplits"):
+            return cls._from_splits(values, row_splits, validate)
+
+    @classmethod
+    def from_row_lengths(cls, values, row_lengths, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromRowLengths"):
+            lengths = _ops.convert_to_tensor(row_lengths, name="row_lengths")
+            return cls._from_splits(values, _lengths_to_splits(lengths), validate)
+
+    @classmethod
+    def from_row_starts(cls, values, row_starts, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromRowStarts"):
+            starts = _ops.convert_to_tensor(row_starts, name="row_starts")
+            count = _nrows_of(values, starts.dtype)
+            return cls._from_splits(values, array_ops.concat([starts, [count]], 0), validate)
+
+    @classmethod
+    def from_row_limits(cls, values, row_limits, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromRowLimits"):
+            limits = _ops.convert_to_tensor(row_limits, name="row_limits")
+            zero = _ops.convert_to_tensor([0], dtype=limits.dtype)
+            return cls._from_splits(values, array_ops.concat([zero, limits], 0), validate)
+
+    @classmethod
+    def from_value_rowids(cls, values, value_rowids, nrows=None, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromValueRowIds"):
+            rowids = _ops.convert_to_tensor(value_rowids, name="value_rowids")
+            return cls._from_splits(values, _rowids_to_splits(rowids, nrows), validate)
+
+    @classmethod
+    def from_uniform_row_length(cls, values, uniform_row_length, nrows=None, validate=True,
+                                name=None):
+        with _ops.name_scope(name, "RaggedFromUniformRowLength"):
+            return cls._from_splits(
+                values, _uniform_splits(values, uniform_row_length, nrows), validate)
+
+    @classmethod
+    def from_nested_row_splits(cls, flat_values, nested_row_splits, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromNestedRowSplits"):
+            result = flat_values
+            for splits in reversed(list(nested_row_splits)):
+                result = cls._from_splits(result, splits, validate)
+            return result
+
+    @classmethod
+    def from_nested_row_lengths(cls, flat_values, nested_row_lengths, name=None, validate=True):
+        with _ops.name_scope(name, "RaggedFromNestedRowLengths"):
+            result = flat_values
+            for lengths in reversed(list(nested_row_lengths)):
+                result = cls.from_row_lengths(result, lengths, validate=validate)
+            return result
+
+    @classmethod
+    def from_nested_value_rowids(cls, flat_values, nested_value_rowids, nested_nrows=None,
+                                 name=None, validate=True):
+        nested_value_rowids = list(nested_value_rowids)
+        nested_nrows = list(nested_nrows) if nested_nrows is not None else \
+            [None] * len(nested_value_rowids)
+        with _ops.name_scope(name, "RaggedFromNestedValueRowIds"):
+            result = flat_values
+            for rowids, nrows in reversed(list(zip(nested_value_rowids, nested_nrows))):
+                result = cls.from_value_rowids(result, rowids, nrows, validate=validate)
+            return result
+
+    @classmethod
+    def from_tensor(cls, tensor, lengths=None, padding=None, ragged_rank=1, name=None,
+                    row_splits_dtype=_dtypes.int64):
+        with _ops.name_scope(name, "RaggedFromTensor"):
+            return _from_tensor(tensor, lengths, padding, ragged_rank,
+                                           _dtypes.as_dtype(row_splits_dtype))
+
+    @classmethod
+    def from_sparse(cls, st_input, name=None, row_splits_dtype=_dtypes.int64):
+        with _ops.name_scope(name, "RaggedFromSparse"):
+            return _from_sparse(st_input, _dtypes.as_dtype(row_splits_dtype))
+
+    # --- Components ----------------------------------------------------------------------------
+
+    values = property(lambda self: self._values)
+    row_splits = property(lambda self: self._row_splits)
+    dtype = property(lambda self: self.flat_values.dtype)
+
+    @property
+    def flat_values(self):
+        values = self._values
+        while isinstance(values, RaggedTensor):
+            values = values.values
+        return values
+
+    @property
+    def nested_row_splits(self):
+        splits, rt = [], self
+        while isinstance(rt, RaggedTensor):
+            splits.append(rt.row_splits)
+            rt = rt.values
+        return tuple(splits)
+
+    @property
+    def ragged_rank(self):
+        return len(self.nested_row_splits)
+
+    @property
+    def graph(self):
+        return self._row_splits.graph
+
+    @property
+    def shape(self):
+        """[nrows, None for each ragged dimension, the flat values' inner dimensions]."""
+        splits = self._row_splits.shape
+        nrows = None if splits.ndims is None or splits[0] is None else splits[0] - 1
+        inner = self.flat_values.shape
+        if inner.ndims is None:
+            return TensorShape(None)
+        return TensorShape([nrows] + [None] * self.ragged_rank + inner.as_list()[1:])
+
+    def get_shape(self):
+        return self.shape
+
+    def numpy(self):
+        """The rows as a numpy object array of numpy arrays (eager only), as TensorFlow's."""
+        rows = self.to_list()
+        out = np.empty(len(rows), dtype=object)
+        for i, row in enumerate(rows):
+            out[i] = np.array(row, dtype=self.dtype.as_numpy_dtype)
+        return out
+
+    # --- Row partitions ------------------------------------------------------------------------
+
+    def nrows(self, out_type=None, name=None):
+        with _ops.name_scope(name, "RaggedNRows"):
+            return _splits_nrows(self._row_splits, out_type or self._row_splits.dtype)
+
+    def row_starts(self, name=None):
+        with _ops.name_scope(name, "RaggedRowStarts"):
+            return self._row_splits[:-1]
+
+    def row_limits(self, name=None):
+        with _ops.name_scope(name, "RaggedRowLimits"):
+            return self._row_splits[1:]
+
+    def row_lengths(self, axis=1, name=None):
+        with _ops.name_scope(name, "RaggedRowLengths"):
+            return _row_lengths(self, axis)
+
+    def nested_row_lengths(self, name=None):
+        with _ops.name_scope(name, "RaggedNestedRowLengths"):
+            return tuple(rt.row_lengths() for rt in self._nested())
+
+    def value_rowids(self, name=None):
+        with _ops.name_scope(name, "RaggedValueRowIds"):
+            return _splits_to_rowids(self._row_splits)
+
+    def nested_value_rowids(self, name=None):
+        with _ops.name_scope(name, "RaggedNestedValueRowIds"):
+            return tuple(rt.value_rowids() for rt in self._nested())
+
+    def _nested(self):
+        rt = self
+        while isinstance(rt, RaggedTensor):
+            yield rt
+            rt = rt.values
+
+    def bounding_shape(self, axis=None, name=None, out_type=None):
+        with _ops.name_scope(name, "RaggedBoundingBox"):
+            return _bounding_shape(self, axis, out_type or self._row_splits.dtype)
+
+    # --- Derived ragged tensors ----------------------------------------------------------------
+
+    def with_values(self, new_values):
+        if not isinstance(new_values, RaggedTensor):
+            new_values = _ops.convert_to_tensor(new_values, name="values")
+        return RaggedTensor(new_values, self._row_splits, internal=True)
+
+    def with_flat_values(self, new_values):
+        if isinstance(self._values, RaggedTensor):
+            return self.with_values(self._values.with_flat_values(new_values))
+        return self.with_values(new_values)
+
+    def with_row_splits_dtype(self, dtype):
+        dtype = _dtypes.as_dtype(dtype)
+        if dtype not in (_dtypes.int32, _dtypes.int64):
+            raise ValueError(f"dtype must be int32 or int64, got {dtype.name}")
+        if self._row_splits.dtype == dtype:
+            return self
+        values = self._values
+        if isinstance(values, RaggedTensor):
+            values = values.with_row_splits_dtype(dtype)
+        return RaggedTensor(values, math_ops.cast(self._row_splits, dtype), internal=True)
+
+    def merge_dims(self, outer_axis, inner_axis):
+        return _merge_dims(self, outer_axis, inner_axis)
+
+    # --- Conversions ---------------------------------------------------------------------------
+
+    def to_tensor(self, default_value=None, name=None, shape=None):
+        with _ops.name_scope(name, "RaggedToTensor"):
+            return _to_tensor(self, default_value, shape)
+
+    def to_sparse(self, name=None):
+        with _ops.name_scope(name, "RaggedToSparse"):
+            return _to_sparse(self)
+
+    def to_list(self):
+        """The rows as nested Python lists (eager mode; a session's RaggedTensorValue has one
+        too)."""
+        if not _ops.executing_eagerly():
+            raise ValueError("RaggedTensor.to_list() is only supported in eager mode; in graph "
+                             "mode, evaluate the RaggedTensor first (sess.run(rt).to_list())")
+        return self._eager_value().to_list()
+
+    def _eager_value(self):
+        splits = [s.numpy() for s in self.nested_row_splits]
+        result = self.flat_values.numpy()
+        for s in reversed(splits):
+            result = RaggedTensorValue(result, s)
+        return result
+
+    def _fetch_components(self):
+        """What a session fetches for this (the nested row splits, then the flat values), and
+        how it rebuilds a RaggedTensorValue from their values."""
+        splits = list(self.nested_row_splits)
+
+        def rebuild(values):
+            result = values[-1]
+            for s in reversed(values[:-1]):
+                result = RaggedTensorValue(result, s)
+            return result
+        return splits + [self.flat_values], rebuild
+
+    def _feed_components(self, value):
+        """The component values of a fed RaggedTensorValue (or nested lists), in
+        _fetch_components' order."""
+        if not isinstance(value, RaggedTensorValue):
+            value = _constant_value(value, ragged_rank=self.ragged_rank,
+                                               row_splits_dtype=self._row_splits.dtype)
+        if value.ragged_rank != self.ragged_rank:
+            raise ValueError(f"Cannot feed a value of ragged_rank {value.ragged_rank} to a "
+                             f"RaggedTensor of ragged_rank {self.ragged_rank}")
+        return list(value.nested_row_splits) + [value.flat_values]
+
+    def eval(self, feed_dict=None, session=None):
+        from flowstone.client.session import get_default_session
+        session = session or get_default_session()
+        if session is None:
+            raise ValueError("Cannot evaluate tensor using `eval()`: No default session is "
+                             "registered. Use `with sess.as_default()` or pass an explicit "
+                             "session to `eval(session=sess)`")
+        return session.run(self, feed_dict)
+
+    # --- Indexing and operators ----------------------------------------------------------------
+
+    def __getitem__(self, key):
+        return _getitem(self, key)
+
+    def __repr__(self):
+        if _ops.executing_eagerly() and hasattr(self.flat_values, "numpy"):
+            return f"<tf.RaggedTensor {self.to_list()}>"
+        return f"tf.RaggedTensor(values={self._values}, row_splits={self._row_splits})"
+
+    def __bool__(self):
+        raise TypeError("RaggedTensor may not be used as a boolean.")
+
+    def __len__(self):
+        raise TypeError("len is not well defined for symbolic RaggedTensors; use rt.nrows()")
+
+
+def _operator(name):
+    def apply(self, *args):
+        return _elementwise_operator(name, self, *args)
+    apply.__name__ = f"__{name}__"
+    return apply
+
+
+for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
+              "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge",
+              "and", "rand", "or", "ror", "invert"):
+    setattr(RaggedTensor, f"__{_name}__", _operator(_name))
+
+
+# --- Row partitions as tensors -------------------------------------------------------------------
+
+def _first_dim(value, dtype):
+    """The size of the first dimension of a Tensor or RaggedTensor, as a scalar of `dtype`."""
+    if isinstance(value, RaggedTensor):
+        return value.nrows(out_type=dtype)
+    return array_ops.shape(value, out_type=dtype)[0]
+
+
+_nrows_of = _first_dim
+
+
+def _splits_nrows(splits, dtype):
+    return math_ops.cast(array_ops.shape(splits, out_type=splits.dtype)[0] - 1, dtype)
+
+
+def with_outer_dims(rt, tensor):
+    """rt (a row per element of `tensor`, flattened) nested in uniform dimensions for the
+    outer dimensions of `tensor` (of known rank)."""
+    shape = array_ops.shape(tensor, out_type=rt.row_splits.dtype)
+    for axis in reversed(builtins_range(1, tensor.shape.ndims)):
+        rt = RaggedTensor.from_uniform_row_length(rt, shape[axis], validate=False)
+    return rt
+
+
+def _lengths_to_splits(lengths):
+    if lengths.dtype not in (_dtypes.int32, _dtypes.int64):
+        lengths = math_ops.cast(lengths, _dtypes.int64)
+    zero = _ops.convert_to_tensor([0], dtype=lengths.dtype)
+    return array_ops.concat([zero, scan_ops.cumsum(lengths)], 0)
+
+
+def _rowids_to_splits(rowids, nrows=None):
+    """Row splits from sorted row ids: each row's count, summed (nrows: last id + 1 unless
+    given)."""
+    if rowids.dtype not in (_dtypes.int32, _dtypes.int64):
+        raise ValueError(f"value_rowids must be int32 or int64, got {rowids.dtype.name}")
+    if nrows is None:
+        last = array_ops.concat([_ops.convert_to_tensor([-1], dtype=rowids.dtype), rowids], 0)
+        nrows = last[-1] + 1
+    nrows = _ops.convert_to_tensor(nrows, dtype=rowids.dtype, name="nrows")
+    counts = array_ops.unsorted_segment_sum(array_ops.ones_like(rowids), rowids, nrows)
+    return _lengths_to_splits(counts)
+
+
+def _splits_to_rowids(splits):
+    """The row of each value: how many row limits are <= its position."""
+    count = math_ops.cast(splits[-1], splits.dtype)
+    positions = array_ops.range(_ops.convert_to_tensor(0, dtype=splits.dtype), count)
+    rowids = _ops.apply_op("UpperBound", [array_ops.expand_dims(splits[1:], 0),
+                                          array_ops.expand_dims(positions, 0)],
+                           {"out_type": splits.dtype}).outputs[0]
+    return array_ops.reshape(rowids, [-1])
+
+
+def _uniform_splits(values, length, nrows):
+    length = _ops.convert_to_tensor(length, name="uniform_row_length")
+    dtype = values.row_splits.dtype if isinstance(values, RaggedTensor) else _dtypes.int64
+    length = math_ops.cast(length, dtype)
+    if nrows is None:
+        total = _first_dim(values, dtype)
+        nrows = total // math_ops.maximum(length, _ops.convert_to_tensor(1, dtype=dtype))
+    nrows = math_ops.cast(_ops.convert_to_tensor(nrows), dtype)
+    return array_ops.range(_ops.convert_to_tensor(0, dtype=dtype), nrows + 1) * length
+
+
+def _row_lengths(rt, axis):
+    if axis == 0:
+        return rt.nrows()
+    if axis == 1:
+        return rt.row_splits[1:] - rt.row_splits[:-1]
+    if isinstance(rt.values, RaggedTensor):
+        return rt.with_values(_row_lengths(rt.values, axis - 1))
+    shape = array_ops.shape(rt.values, out_type=rt.row_splits.dtype)
+    return rt.with_values(array_ops.fill(shape[:axis - 1], shape[axis - 1]))
+
+
+def _bounding_shape(rt, axis, out_type):
+    out_type = _dtypes.as_dtype(out_type)
+    dims = [rt.nrows(out_type=out_type)]
+    for level in rt._nested():
+        lengths = level.row_splits[1:] - level.row_splits[:-1]
+        longest = reduction_ops.reduce_max(array_ops.concat(
+            [_ops.convert_to_tensor([0], dtype=lengths.dtype), lengths], 0))
+        dims.append(math_ops.cast(longest, out_type))
+    inner = array_ops.shape(rt.flat_values, out_type=out_type)[1:]
+    shape = array_ops.concat([array_ops.stack(dims), inner], 0)
+    return shape if axis is None else shape[axis]
+
+
+# --- Conversions ----------------------------------------------------------------------------------
+
+def _to_tensor(rt, default_value, shape):
+    values = rt.flat_values
+    if default_value is None:
+        default_value = np.zeros((), values.dtype.as_numpy_dtype) \
+            if values.dtype != _dtypes.string else b""
+    default_value = _ops.convert_to_tensor(default_value, dtype=values.dtype,
+                                           name="default_value")
+    splits = list(rt.nested_row_splits)
+    dtype = splits[0].dtype
+    shape = _ops.convert_to_tensor(-1 if shape is None else shape, dtype=dtype, name="shape") \
+        if not isinstance(shape, TensorShape) else \
+        _ops.convert_to_tensor([-1 if d is None else d for d in shape.as_list()], dtype=dtype)
+    return _ops.apply_op("RaggedTensorToTensor", [shape, values, default_value, splits], {
+        "row_partition_types": ["ROW_SPLITS"] * len(splits)}).outputs[0]
+
+
+def _to_sparse(rt):
+    from flowstone.framework.sparse_tensor import SparseTensor
+    op = _ops.apply_op("RaggedTensorToSparse", [list(rt.nested_row_splits), rt.flat_values])
+    return SparseTensor(*op.outputs)
+
+
+def _from_tensor(tensor, lengths, padding, ragged_rank, splits_dtype):
+    tensor = _ops.convert_to_tensor(tensor, name="tensor")
+    rank = tensor.shape.ndims
+    if rank is not None and not 0 < ragged_rank < rank:
+        raise ValueError(f"ragged_rank must be in [1, {rank}) for a tensor of rank {rank}, got "
+                         f"{ragged_rank}")
+    if lengths is not None and padding is not None:
+        raise ValueError("Specify lengths or padding, but not both")
+    shape = array_ops.shape(tensor, out_type=splits_dtype)
+    if ragged_rank > 1:
+        if lengths is not None or padding is not None:
+            raise ValueError("Flowstone's from_tensor takes lengths or padding only with "
+                             "ragged_rank=1 (see docs/COMPAT.md)")
+        inner = _from_tensor(array_ops.reshape(tensor, array_ops.concat(
+            [[-1], shape[2:]], 0)), None, None, ragged_rank - 1, splits_dtype)
+        return RaggedTensor._from_splits(inner, _uniform_splits(inner, shape[1], shape[0]))
+    nrows, ncols = shape[0], shape[1]
+    if padding is not None:
+        padding = _ops.convert_to_tensor(padding, dtype=tensor.dtype, name="padding")
+        keep = math_ops.not_equal(tensor, padding)
+        if rank is not None and rank > 2:
+            keep = math_reductions.reduce_any(keep, axis=list(builtins_range(2, rank)))
+        # A row's length ends at its last element that is not padding.
+        positions = array_ops.range(_ops.convert_to_tensor(1, dtype=splits_dtype), ncols + 1)
+        lengths = reduction_ops.reduce_max(array_ops.concat([
+            array_ops.zeros_like(array_ops.expand_dims(positions[:1], 0)) *
+            array_ops.ones_like(math_ops.cast(keep[:, :1], splits_dtype)),
+            math_ops.cast(keep, splits_dtype) * positions], 1), axis=1)
+    if lengths is None:
+        flat = array_ops.reshape(tensor, array_ops.concat([[-1], shape[2:]], 0))
+        return RaggedTensor._from_splits(flat, _uniform_splits(flat, ncols, nrows))
+    lengths = math_ops.cast(_ops.convert_to_tensor(lengths, name="lengths"), splits_dtype)
+    lengths = math_ops.minimum(lengths, ncols)
+    mask = manip_ops.sequence_mask(lengths, ncols)
+    return RaggedTensor._from_splits(partition_ops.boolean_mask(tensor, mask),
+                                     _lengths_to_splits(lengths))
+
+
+builtins_range = range
+
+
+def _from_sparse(st, splits_dtype):
+    from flowstone.framework.sparse_tensor import SparseTensor
+    if not isinstance(st, SparseTensor):
+        raise TypeError(f"st_input must be a SparseTensor, got {type(st).__name__}")
+    if st.indices.shape.ndims is not None and st.indices.shape[1] not in (None, 2):
+        raise ValueError(f"from_sparse takes a 2-D SparseTensor, got rank {st.indices.shape[1]} "
+                         "(TensorFlow's limit too)")
+    rowids = math_ops.cast(st.indices[:, 0], splits_dtype)
+    return RaggedTensor._from_splits(st.values, _rowids_to_splits(
+        rowids, math_ops.cast(st.dense_shape[0], splits_dtype)))
+
+
+def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
+                    row_splits_dtype=_dtypes.int64):
+    """A RaggedTensorValue of nested Python lists (rows of any length): its row splits at each
+    of `ragged_rank` levels (all but the innermost list level by default)."""
+    if isinstance(pylist, RaggedTensorValue):
+        return pylist
+    np_splits = _dtypes.as_dtype(row_splits_dtype).as_numpy_dtype
+    depth = _list_depth(pylist)
+    if inner_shape is not None:
+        depth = max(depth, 1 + len(inner_shape))
+    if ragged_rank is None:
+        ragged_rank = max(depth - 1 - (len(inner_shape) if inner_shape else 0), 0)
+    if depth > 0 and not 0 < ragged_rank < depth:
+        raise ValueError(f"ragged_rank must be in [1, {depth}) for nested lists of depth "
+                         f"{depth}, got {ragged_rank}")
+    levels, rows = [], pylist
+    for _ in builtins_range(ragged_rank):
+        splits, flat = [0], []
+        for row in rows:
+            flat.extend(row)
+            splits.append(len(flat))
+        levels.append(np.array(splits, np_splits))
+        rows = flat
+    # What is left are the flat values: scalars, or uniform lists of the inner shape.
+    as_dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+    np_dtype = None if as_dtype is None else (
+        object if as_dtype == _dtypes.string else as_dtype.as_numpy_dtype)
+    values = np.array(rows, dtype=np_dtype)
+    if values.dtype.kind in "USO" and (as_dtype is None or as_dtype == _dtypes.string):
+        values = np.array([v.encode() if isinstance(v, str) else v for v in values.ravel()],
+                          dtype=object).reshape(values.shape)
+    elif dtype is None and values.dtype == np.float64:
+        values = values.astype(np.float32)
+    elif dtype is None and values.dtype == np.int64 and values.size == 0:
+        values = values.astype(np.float32)
+    elif dtype is None and values.dtype == np.int64:
+        values = values.astype(np.int32)
+    if inner_shape is not None and values.size == 0:
+        values = values.reshape((0,) + tuple(inner_shape))
+    result = values
+    for splits in reversed(levels):
+        result = RaggedTensorValue(result, splits)
+    return result
+
+
+def _list_depth(value):
+    depth = 0
+    while isinstance(value, (list, tuple)):
+        depth += 1
+        value = next((v for v in value if isinstance(v, (list, tuple)) and len(v)), None) \
+            if any(isinstance(v, (list, tuple)) for v in value) else None
+    return depth
+
+
+# --- Indexing ---------------------------------------------------------------------------------------
+
+def _gather(rt, indices):
+    """RaggedGather: the rows `indices` (a vector) of rt, as a RaggedTensor."""
+    indices = _ops.convert_to_tensor(indices, name="indices")
+    splits = list(rt.nested_row_splits)
+    rank = indices.shape.ndims if indices.shape.ndims is not None else 1
+    op = _ops.apply_op("RaggedGather", [splits, rt.flat_values, indices], {
+        "OUTPUT_RAGGED_RANK": rank - 1 + len(splits)})
+    return RaggedTensor.from_nested_row_splits(op.outputs[-1], op.outputs[:-1], validate=False)
+
+
+def _row(rt, index):
+    """Row `index` (a Python int or scalar tensor, negative counting from the end)."""
+    nrows = rt.nrows()
+    index = math_ops.cast(_ops.convert_to_tensor(index, name="index"), rt.row_splits.dtype)
+    index = math_ops.where(index < 0, index + nrows, index) if not isinstance(index, int) else \
+        index
+    start, limit = rt.row_splits[index], rt.row_splits[index + 1]
+    if isinstance(rt.values, RaggedTensor):
+        return _slice_rows(rt.values, start, limit)
+    return rt.values[start:limit]
+
+
+def _slice_rows(rt, start, limit):
+    """Rows [start, limit) of rt (scalars), as a RaggedTensor."""
+    return _gather(rt, array_ops.range(start, limit))
+
+
+def getitem_first_dim(rt, key):
+    if isinstance(key, slice):
+        if key.start is None and key.stop is None and key.step is None:
+            return rt
+        return _gather(rt, array_ops.range(rt.nrows())[key])
+    return _row(rt, key)
+
+
+def _getitem(rt, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is Ellipsis or k is None for k in key):
+        raise ValueError("Flowstone's RaggedTensor indexing takes ints and slices; Ellipsis and "
+                         "tf.newaxis are not supported (see docs/COMPAT.md)")
+    if not key:
+        return rt
+    first, rest = key[0], key[1:]
+    if not rest:
+        return getitem_first_dim(rt, first)
+    if not isinstance(first, slice):
+        row = _row(rt, first)
+        return row[rest] if len(rest) > 1 else row[rest[0]]
+    rows = getitem_first_dim(rt, first)
+    return _index_inner(rows, rest)
+
+
+def _index_inner(rt, key):
+    """rt[:, key...]: key[0] indexes the second dimension (ragged or uniform)."""
+    second, rest = key[0], key[1:]
+    if not isinstance(rt.values, RaggedTensor) and isinstance(second, slice) and \
+            second.step is None:
+        starts, limits = rt.row_splits[:-1], rt.row_splits[1:]
+        lengths = limits - starts
+        begin = _clamp_bound(second.start, lengths, 0)
+        end = _clamp_bound(second.stop, lengths, lengths)
+        end = math_ops.maximum(end, begin)
+        op = _ops.apply_op("RaggedRange", [starts + begin, starts + end,
+                                           _ops.convert_to_tensor(1, dtype=starts.dtype)],
+                           {"Tsplits": rt.row_splits.dtype})
+        result = RaggedTensor._from_splits(array_ops.gather(rt.values, op.outputs[1]),
+                                           op.outputs[0], validate=False)
+        return result if not rest else result.with_values(
+            result.values[(slice(None),) + tuple(rest)])
+    if isinstance(second, int) or (isinstance(second, _ops.Tensor) and second.shape.ndims == 0):
+        # As in TensorFlow: a row may be shorter than any index.
+        raise ValueError("Cannot index into an inner ragged dimension.")
+    raise ValueError(f"Flowstone's RaggedTensor indexing of a ragged dimension takes a slice "
+                     f"without step, got {second!r} (see docs/COMPAT.md)")
+
+
+def _clamp_bound(bound, lengths, default):
+    """A slice bound per row: negative counts from the row's end, clamped to [0, length]."""
+    if bound is None:
+        return default if not isinstance(default, int) else array_ops.zeros_like(lengths)
+    bound = math_ops.cast(_ops.convert_to_tensor(bound), lengths.dtype)
+    bound = math_ops.where(bound < 0, lengths + bound, bound + array_ops.zeros_like(lengths))
+    return math_ops.minimum(math_ops.maximum(bound, 0), lengths)
+
+
+# --- Elementwise operators ---------------------------------------------------------------------
+
+_OPERATORS = {
+    "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
+    "truediv": math_ops.truediv, "floordiv": math_ops.floordiv, "mod": math_ops.floormod,
+    "pow": math_ops.pow, "lt": math_ops.less, "le": math_ops.less_equal,
+    "gt": math_ops.greater, "ge": math_ops.greater_equal, "and": math_ops.logical_and,
+    "or": math_ops.logical_or,
+}
+_UNARY = {"neg": math_ops.negative, "abs": math_ops.abs, "invert": math_ops.logical_not}
+
+
+def _elementwise_operator(name, rt, *args):
+    if name in _UNARY:
+        return rt.with_flat_values(_UNARY[name](rt.flat_values))
+    reflected = name.startswith("r") and name[1:] in _OPERATORS
+    fn = _OPERATORS[name[1:] if reflected else name]
+    other = args[0]
+    return elementwise(lambda a, b: fn(b, a) if reflected else fn(a, b), rt, other)
+
+
+def elementwise(fn, x, y):
+    """fn(x, y) for a RaggedTensor x and a RaggedTensor of the same row partitions, a scalar, a
+    tensor that broadcasts against the flat values' inner dimensions, or (ragged_rank 1) a
+    [nrows, 1, ...] tensor broadcast along each row."""
+    if isinstance(y, RaggedTensor):
+        if y.ragged_rank != x.ragged_rank:
+            raise ValueError(f"Ragged operands must have the same ragged_rank, got "
+                             f"{x.ragged_rank} and {y.ragged_rank}")
+        checks = [check_ops.assert_equal(a, b, message="Inputs must have identical ragged "
+                                         "splits")
+                  for a, b in zip(x.nested_row_splits, y.nested_row_splits) if a is not b]
+        with _ops.control_dependencies(checks):
+            other = _identity(y.flat_values) if checks else y.flat_values
+        return x.with_flat_values(fn(x.flat_values, other))
+    y = _ops.convert_to_tensor(y, dtype=x.dtype if not isinstance(y, _ops.Tensor) else None)
+    inner_rank = x.flat_values.shape.ndims
+    if y.shape.ndims is not None and inner_rank is not None and y.shape.ndims < inner_rank:
+        return x.with_flat_values(fn(x.flat_values, y))
+    if x.ragged_rank == 1 and y.shape.ndims is not None and y.shape.ndims >= 2 and \
+            y.shape[1] == 1:
+        per_value = array_ops.gather(y[:, 0], x.value_rowids())
+        return x.with_flat_values(fn(x.flat_values, per_value))
+    raise ValueError(f"Flowstone broadcasts a RaggedTensor of shape {x.shape} against scalars, "
+                     f"ragged tensors of the same partitions, tensors of its values' inner "
+                     f"shape or of shape [nrows, 1, ...]; got shape {y.shape} "
+                     "(see docs/COMPAT.md)")
+
+
+# --- merge_dims ------------------------------------------------------------------------------------
+
+def _merge_dims(rt, outer_axis, inner_axis):
+    rank = rt.shape.ndims
+    if rank is not None:
+        outer_axis = outer_axis + rank if outer_axis < 0 else outer_axis
+        inner_axis = inner_axis + rank if inner_axis < 0 else inner_axis
+    if not 0 <= outer_axis <= inner_axis:
+        raise ValueError(f"Expected outer_axis ({outer_axis}) to be less than or equal to "
+                         f"inner_axis ({inner_axis})")
+    if outer_axis == inner_axis:
+        return rt
+    if outer_axis == 0:
+        return _merge_leading(rt, inner_axis)
+    if outer_axis == 1:
+        # The rows keep their places; their elements' partitions below are composed into one.
+        values, splits = rt.values, rt.row_splits
+        for _ in builtins_range(inner_axis - outer_axis):
+            if isinstance(values, RaggedTensor):
+                splits = array_ops.gather(values.row_splits, splits)
+                values = values.values
+            else:
+                shape = array_ops.shape(values, out_type=splits.dtype)
+                splits = splits * shape[1]
+                values = array_ops.reshape(values, array_ops.concat([[-1], shape[2:]], 0))
+        return RaggedTensor._from_splits(values, splits, validate=False)
+    return rt.with_values(_merge_any(rt.values, outer_axis - 1, inner_axis - 1))
+
+
+def _merge_any(value, outer, inner):
+    if isinstance(value, RaggedTensor):
+        return _merge_dims(value, outer, inner)
+    shape = array_ops.shape(value)
+    return array_ops.reshape(value, array_ops.concat(
+        [shape[:outer], [-1], shape[inner + 1:]], 0))
+
+
+def _merge_leading(rt, inner_axis):
+    """Dimensions 0..inner_axis of rt as one: each ragged level dropped merges two."""
+    result = rt
+    while inner_axis > 0:
+        if not isinstance(result, RaggedTensor):
+            return _merge_any(result, 0, inner_axis)
+        result, inner_axis = result.values, inner_axis - 1
+    return result
