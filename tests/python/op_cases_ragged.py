@@ -116,6 +116,9 @@ CASES = [
     # SipHash-2-4 buckets (TensorFlow's values, checked by test_ops_vs_tensorflow.py).
     Case("StringToHashBucketStrong", [_strings("", "a", "hello world", "x" * 20)],
          lambda s: _i64([35, 46, 46, 26]), attrs={"num_buckets": 100, "key": [1, 2]}),
+    # TensorFlow's legacy Hash64 buckets (values from TensorFlow 2.21).
+    Case("StringToHashBucket", [_strings("", "a", "hello world", "x" * 20, "abcdefgh")],
+         lambda s: _i64([899, 868, 655, 341, 306]), attrs={"num_buckets": 1000}),
     # Ragged to dense: padding, cropping to a shape, a default per inner row, two ragged levels.
     Case("RaggedTensorToTensor", [_i64(-1), VALUES, np.float64(9.0), SPLITS],
          lambda sh, v, d, s: _dense(_rows(v, s), 3, 9.0, np.float64),

@@ -80,6 +80,9 @@ def test_to_tensor_to_sparse_and_back():
     np.testing.assert_array_equal(st.dense_shape, [3, 2])
     back = tf.RaggedTensor.from_sparse(rt.to_sparse())
     assert _run(back).to_list() == [[1.5, 2.5], [], [3.5]]
+    gap = tf.SparseTensor([[0, 1]], [1.0], [1, 2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not right-ragged"):
+        _run(tf.RaggedTensor.from_sparse(gap))
     dense = tf.constant([[1, 2, 0], [3, 0, 0], [0, 0, 0]])
     assert _run(tf.RaggedTensor.from_tensor(dense)).to_list() == [[1, 2, 0], [3, 0, 0],
                                                                   [0, 0, 0]]
@@ -125,6 +128,9 @@ def test_indexing():
         rt[:, 0]
     matrix = tf.RaggedTensor.from_row_splits([[1, 2], [3, 4], [5, 6]], [0, 2, 3])
     assert _run(matrix[:, :, 1]).to_list() == [[2, 4], [6]]
+    nested = tf.ragged.constant([[[1, 2], [3]], [[4, 5, 6]]])
+    assert _run(nested[:, :, 1:]).to_list() == [[[2], []], [[5, 6]]]
+    assert _run(nested[1, 0]).tolist() == [4, 5, 6]
     with pytest.raises(ValueError, match="Ellipsis"):
         rt[..., 0]
 
@@ -239,6 +245,13 @@ EXPRESSIONS = [
     "tf.compat.v1.strings.split(['a b c', '', 'd e'], result_type='RaggedTensor')",
     "tf.compat.v1.strings.split([['a b', 'c'], ['d', '']], result_type='RaggedTensor')",
     "tf.sparse.to_dense(tf.ragged.constant([[1, 2], [], [3]]).to_sparse())",
+    "tf.ragged.constant([[[1, 2], [3]], [[4, 5, 6]]])[:, :, 1:]",
+    "tf.ragged.constant([[[1, 2], [3]], [[4, 5, 6]]])[1, 0]",
+    "tf.ragged.constant([[], []]).to_tensor()",
+    "tf.ragged.constant([[2**40], [1]])",
+    "tf.ragged.constant([[1, 2], [3]]) < tf.ragged.constant([[2, 2], [1]])",
+    "tf.RaggedTensor.from_sparse(tf.sparse.SparseTensor([[0, 0], [0, 1], [2, 0]], [5, 6, 7],"
+    " [3, 2]))",
 ]
 
 TF_SCRIPT = """
@@ -270,3 +283,43 @@ def test_expressions_equal_tensorflow():
         tf.reset_default_graph()
         got = _jsonable(_as_list(_run(eval(expr))))
         assert got == want, expr
+
+
+def _raw(op_type, inputs, attrs=None):
+    from flowstone.framework import ops as ops_lib
+    return ops_lib.apply_op(op_type, inputs, attrs or {}).outputs
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, message", [
+    ("RaggedRange", lambda: [tf.constant(0), tf.constant(5), tf.constant(0)], {}, "delta != 0"),
+    ("RaggedRange", lambda: [tf.constant(0.0), tf.constant(np.inf), tf.constant(1.0)], {},
+     "not finite or too large"),
+    ("RaggedRange", lambda: [tf.constant(np.iinfo(np.int64).min),
+                             tf.constant(np.iinfo(np.int64).max), tf.constant(np.int64(1))], {},
+     "too large"),
+    ("RaggedRange", lambda: [tf.constant([0, 1]), tf.constant([3, 4, 5]), tf.constant(1)], {},
+     "same length"),
+    ("RaggedTensorToTensor", lambda: [tf.constant(-1), tf.constant([1, 2]), tf.constant(0),
+                              [tf.constant([1, 2]), tf.constant([0, 0])]],
+     {"row_partition_types": ["FIRST_DIM_SIZE", "VALUE_ROWIDS"]}, "FIRST_DIM_SIZE must be"),
+    ("RaggedTensorToTensor", lambda: [tf.constant(-1), tf.constant([1, 2]), tf.constant(0),
+                              [tf.constant(2), tf.constant([1, 0])]],
+     {"row_partition_types": ["FIRST_DIM_SIZE", "VALUE_ROWIDS"]}, "must be sorted"),
+    ("RaggedTensorToTensor", lambda: [tf.constant(-1), tf.constant([1, 2]), tf.constant([0, 0, 0]),
+                              [tf.constant(np.int64([0, 2]))]],
+     {"row_partition_types": ["ROW_SPLITS"]}, "does not broadcast"),
+    ("RaggedTensorToSparse", lambda: [[tf.constant(np.int64([0, 3]))], tf.constant([1, 2])], {},
+     "must start at 0, not decrease and end at 2"),
+    ("UnicodeEncode", lambda: [tf.constant([65, 66]), tf.constant(np.int64([0, 3]))],
+     {"output_encoding": "UTF-8"}, "input_splits must start at 0"),
+    ("UnicodeEncode", lambda: [tf.constant([-5]), tf.constant(np.int64([0, 1]))],
+     {"output_encoding": "UTF-8", "errors": "strict"}, "Invalid code point -5"),
+    ("StringNGrams", lambda: [tf.constant(["a"]), tf.constant(np.int64([0, 2]))],
+     {"separator": " ", "ngram_widths": [2], "left_pad": "", "right_pad": "", "pad_width": 0,
+      "preserve_short_sequences": False}, "data_splits must start at 0"),
+    ("StringToHashBucketStrong", lambda: [tf.constant(["a"])], {"num_buckets": 0, "key": [1, 2]},
+     "num_buckets must be positive"),
+])
+def test_kernels_reject_bad_input(op_type, inputs, attrs, message):
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        _run(_raw(op_type, inputs(), attrs))

@@ -4,8 +4,9 @@ ParseSequenceExampleV2 (src/ops/io/sequence_example_ops.cc).
 
 Features: FixedLenFeature (a dense tensor), VarLenFeature (a SparseTensor),
 FixedLenSequenceFeature (dense, its major dimension as long as the longest record's, the rest
-padded), RaggedFeature (a RaggedTensor, its partitions applied here) and SparseFeature (a SparseTensor whose indices come from index features, put together
-here from two VarLenFeatures as TensorFlow does)."""
+padded), RaggedFeature (a RaggedTensor, its partitions applied here) and SparseFeature (a
+SparseTensor whose indices come from index features, put together here from two VarLenFeatures
+as TensorFlow does)."""
 
 import collections
 

@@ -10,28 +10,12 @@ import numpy as np
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
+from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import (array_ops, check_ops, manip_ops, math_ops, math_reductions,
                            partition_ops, reduction_ops, scan_ops)
 from flowstone.ops.basic_ops import identity as _identity
 from flowstone.util.tf_export import tf_export
-
-
-def _is_ragged(value):
-    return isinstance(value, (RaggedTensor, RaggedTensorValue))
-
-
-def _int(value, dtype, name):
-    return _ops.convert_to_tensor(value, dtype=dtype, name=name)
-
-
-def _splits_dtype(value, default=_dtypes.int64):
-    """The row-partition dtype of a tensor-like argument (int32 or int64)."""
-    if isinstance(value, _ops.Tensor) or hasattr(value, "dtype"):
-        dtype = _dtypes.as_dtype(value.dtype)
-        if dtype in (_dtypes.int32, _dtypes.int64):
-            return dtype
-    return default
 
 
 @tf_export("ragged.RaggedTensorValue")
@@ -131,7 +115,7 @@ class RaggedTensor:
     def from_row_starts(cls, values, row_starts, name=None, validate=True):
         with _ops.name_scope(name, "RaggedFromRowStarts"):
             starts = _ops.convert_to_tensor(row_starts, name="row_starts")
-            count = _nrows_of(values, starts.dtype)
+            count = _first_dim(values, starts.dtype)
             return cls._from_splits(values, array_ops.concat([starts, [count]], 0), validate)
 
     @classmethod
@@ -406,9 +390,6 @@ def _first_dim(value, dtype):
     return array_ops.shape(value, out_type=dtype)[0]
 
 
-_nrows_of = _first_dim
-
-
 def _splits_nrows(splits, dtype):
     return math_ops.cast(array_ops.shape(splits, out_type=splits.dtype)[0] - 1, dtype)
 
@@ -417,7 +398,7 @@ def with_outer_dims(rt, tensor):
     """rt (a row per element of `tensor`, flattened) nested in uniform dimensions for the
     outer dimensions of `tensor` (of known rank)."""
     shape = array_ops.shape(tensor, out_type=rt.row_splits.dtype)
-    for axis in reversed(builtins_range(1, tensor.shape.ndims)):
+    for axis in reversed(range(1, tensor.shape.ndims)):
         rt = RaggedTensor.from_uniform_row_length(rt, shape[axis], validate=False)
     return rt
 
@@ -487,7 +468,7 @@ def _bounding_shape(rt, axis, out_type):
     return shape if axis is None else shape[axis]
 
 
-# --- Conversions ----------------------------------------------------------------------------------
+# --- Conversions ---------------------------------------------------------------------------------
 
 def _to_tensor(rt, default_value, shape):
     values = rt.flat_values
@@ -497,16 +478,17 @@ def _to_tensor(rt, default_value, shape):
     default_value = _ops.convert_to_tensor(default_value, dtype=values.dtype,
                                            name="default_value")
     splits = list(rt.nested_row_splits)
-    dtype = splits[0].dtype
-    shape = _ops.convert_to_tensor(-1 if shape is None else shape, dtype=dtype, name="shape") \
-        if not isinstance(shape, TensorShape) else \
-        _ops.convert_to_tensor([-1 if d is None else d for d in shape.as_list()], dtype=dtype)
+    if shape is None:
+        shape = -1  # the natural shape: each dimension as long as its longest row
+    elif isinstance(shape, TensorShape) or (isinstance(shape, (list, tuple)) and
+                                           any(d is None for d in shape)):
+        shape = [-1 if d is None else d for d in TensorShape(shape).as_list()]
+    shape = _ops.convert_to_tensor(shape, dtype=splits[0].dtype, name="shape")
     return _ops.apply_op("RaggedTensorToTensor", [shape, values, default_value, splits], {
         "row_partition_types": ["ROW_SPLITS"] * len(splits)}).outputs[0]
 
 
 def _to_sparse(rt):
-    from flowstone.framework.sparse_tensor import SparseTensor
     op = _ops.apply_op("RaggedTensorToSparse", [list(rt.nested_row_splits), rt.flat_values])
     return SparseTensor(*op.outputs)
 
@@ -532,13 +514,12 @@ def _from_tensor(tensor, lengths, padding, ragged_rank, splits_dtype):
         padding = _ops.convert_to_tensor(padding, dtype=tensor.dtype, name="padding")
         keep = math_ops.not_equal(tensor, padding)
         if rank is not None and rank > 2:
-            keep = math_reductions.reduce_any(keep, axis=list(builtins_range(2, rank)))
-        # A row's length ends at its last element that is not padding.
+            keep = math_reductions.reduce_any(keep, axis=list(range(2, rank)))
+        # A row's length ends at its last element that is not padding (0 for a row of
+        # padding, or of no columns: the maximum over nothing is clamped).
         positions = array_ops.range(_ops.convert_to_tensor(1, dtype=splits_dtype), ncols + 1)
-        lengths = reduction_ops.reduce_max(array_ops.concat([
-            array_ops.zeros_like(array_ops.expand_dims(positions[:1], 0)) *
-            array_ops.ones_like(math_ops.cast(keep[:, :1], splits_dtype)),
-            math_ops.cast(keep, splits_dtype) * positions], 1), axis=1)
+        lengths = math_ops.maximum(reduction_ops.reduce_max(
+            math_ops.cast(keep, splits_dtype) * positions, axis=1), 0)
     if lengths is None:
         flat = array_ops.reshape(tensor, array_ops.concat([[-1], shape[2:]], 0))
         return RaggedTensor._from_splits(flat, _uniform_splits(flat, ncols, nrows))
@@ -549,19 +530,24 @@ def _from_tensor(tensor, lengths, padding, ragged_rank, splits_dtype):
                                      _lengths_to_splits(lengths))
 
 
-builtins_range = range
-
 
 def _from_sparse(st, splits_dtype):
-    from flowstone.framework.sparse_tensor import SparseTensor
     if not isinstance(st, SparseTensor):
         raise TypeError(f"st_input must be a SparseTensor, got {type(st).__name__}")
     if st.indices.shape.ndims is not None and st.indices.shape[1] not in (None, 2):
         raise ValueError(f"from_sparse takes a 2-D SparseTensor, got rank {st.indices.shape[1]} "
                          "(TensorFlow's limit too)")
     rowids = math_ops.cast(st.indices[:, 0], splits_dtype)
-    return RaggedTensor._from_splits(st.values, _rowids_to_splits(
-        rowids, math_ops.cast(st.dense_shape[0], splits_dtype)))
+    splits = _rowids_to_splits(rowids, math_ops.cast(st.dense_shape[0], splits_dtype))
+    # Right-ragged, as TensorFlow requires: each row's columns are 0, 1, ... in order.
+    positions = array_ops.range(array_ops.size(rowids, out_type=splits_dtype)) - \
+        array_ops.gather(splits, rowids)
+    checked = check_ops.Assert(math_reductions.reduce_all(math_ops.equal(
+        math_ops.cast(st.indices[:, 1], splits_dtype), positions)), [
+        "SparseTensor is not right-ragged (each row's column indices must be 0, 1, ... in "
+        "order); sparse.reorder it, or build the RaggedTensor from its values and row ids"])
+    with _ops.control_dependencies([checked]):
+        return RaggedTensor._from_splits(_identity(st.values), splits)
 
 
 def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
@@ -580,7 +566,7 @@ def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
         raise ValueError(f"ragged_rank must be in [1, {depth}) for nested lists of depth "
                          f"{depth}, got {ragged_rank}")
     levels, rows = [], pylist
-    for _ in builtins_range(ragged_rank):
+    for _ in range(ragged_rank):
         splits, flat = [0], []
         for row in rows:
             flat.extend(row)
@@ -598,9 +584,10 @@ def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
     elif dtype is None and values.dtype == np.float64:
         values = values.astype(np.float32)
     elif dtype is None and values.dtype == np.int64 and values.size == 0:
-        values = values.astype(np.float32)
-    elif dtype is None and values.dtype == np.int64:
-        values = values.astype(np.int32)
+        values = values.astype(np.float32)  # TensorFlow's dtype for no values
+    elif dtype is None and values.dtype == np.int64 and (
+            values.size == 0 or np.abs(values).max() < 2**31):
+        values = values.astype(np.int32)  # Python ints are int32 when they fit, as in TF
     if inner_shape is not None and values.size == 0:
         values = values.reshape((0,) + tuple(inner_shape))
     result = values
@@ -610,15 +597,16 @@ def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
 
 
 def _list_depth(value):
+    """How deeply lists nest in `value`, following a non-empty list at each level if any."""
     depth = 0
     while isinstance(value, (list, tuple)):
         depth += 1
-        value = next((v for v in value if isinstance(v, (list, tuple)) and len(v)), None) \
-            if any(isinstance(v, (list, tuple)) for v in value) else None
+        inner = [v for v in value if isinstance(v, (list, tuple))]
+        value = next((v for v in inner if len(v)), inner[0] if inner else None)
     return depth
 
 
-# --- Indexing ---------------------------------------------------------------------------------------
+# --- Indexing ------------------------------------------------------------------------------------
 
 def _gather(rt, indices):
     """RaggedGather: the rows `indices` (a vector) of rt, as a RaggedTensor."""
@@ -634,8 +622,7 @@ def _row(rt, index):
     """Row `index` (a Python int or scalar tensor, negative counting from the end)."""
     nrows = rt.nrows()
     index = math_ops.cast(_ops.convert_to_tensor(index, name="index"), rt.row_splits.dtype)
-    index = math_ops.where(index < 0, index + nrows, index) if not isinstance(index, int) else \
-        index
+    index = math_ops.where(index < 0, index + nrows, index)
     start, limit = rt.row_splits[index], rt.row_splits[index + 1]
     if isinstance(rt.values, RaggedTensor):
         return _slice_rows(rt.values, start, limit)
@@ -647,7 +634,7 @@ def _slice_rows(rt, start, limit):
     return _gather(rt, array_ops.range(start, limit))
 
 
-def getitem_first_dim(rt, key):
+def _getitem_first_dim(rt, key):
     if isinstance(key, slice):
         if key.start is None and key.stop is None and key.step is None:
             return rt
@@ -665,48 +652,53 @@ def _getitem(rt, key):
         return rt
     first, rest = key[0], key[1:]
     if not rest:
-        return getitem_first_dim(rt, first)
+        return _getitem_first_dim(rt, first)
     if not isinstance(first, slice):
         row = _row(rt, first)
         return row[rest] if len(rest) > 1 else row[rest[0]]
-    rows = getitem_first_dim(rt, first)
+    rows = _getitem_first_dim(rt, first)
     return _index_inner(rows, rest)
 
 
 def _index_inner(rt, key):
     """rt[:, key...]: key[0] indexes the second dimension (ragged or uniform)."""
     second, rest = key[0], key[1:]
-    if not isinstance(rt.values, RaggedTensor) and isinstance(second, slice) and \
-            second.step is None:
-        starts, limits = rt.row_splits[:-1], rt.row_splits[1:]
-        lengths = limits - starts
-        begin = _clamp_bound(second.start, lengths, 0)
-        end = _clamp_bound(second.stop, lengths, lengths)
-        end = math_ops.maximum(end, begin)
-        op = _ops.apply_op("RaggedRange", [starts + begin, starts + end,
-                                           _ops.convert_to_tensor(1, dtype=starts.dtype)],
-                           {"Tsplits": rt.row_splits.dtype})
-        result = RaggedTensor._from_splits(array_ops.gather(rt.values, op.outputs[1]),
-                                           op.outputs[0], validate=False)
-        return result if not rest else result.with_values(
-            result.values[(slice(None),) + tuple(rest)])
-    if isinstance(second, int) or (isinstance(second, _ops.Tensor) and second.shape.ndims == 0):
+    if not isinstance(second, slice):
         # As in TensorFlow: a row may be shorter than any index.
         raise ValueError("Cannot index into an inner ragged dimension.")
-    raise ValueError(f"Flowstone's RaggedTensor indexing of a ragged dimension takes a slice "
-                     f"without step, got {second!r} (see docs/COMPAT.md)")
+    if second == slice(None):  # the whole dimension: index within each of its elements
+        if not rest:
+            return rt
+        inner = (slice(None),) + tuple(rest)
+        return rt.with_values(_getitem(rt.values, inner) if isinstance(rt.values, RaggedTensor)
+                              else rt.values[inner])
+    if second.step is not None or isinstance(rt.values, RaggedTensor):
+        raise ValueError("Flowstone slices a ragged dimension without step and over dense values "
+                         "(ragged_rank 1) only (see docs/COMPAT.md)")
+    starts, limits = rt.row_splits[:-1], rt.row_splits[1:]
+    lengths = limits - starts
+    begin = _clamp_bound(second.start, lengths, array_ops.zeros_like(lengths))
+    end = math_ops.maximum(_clamp_bound(second.stop, lengths, lengths), begin)
+    op = _ops.apply_op("RaggedRange", [starts + begin, starts + end,
+                                       _ops.convert_to_tensor(1, dtype=starts.dtype)],
+                       {"Tsplits": rt.row_splits.dtype})
+    result = RaggedTensor._from_splits(array_ops.gather(rt.values, op.outputs[1]),
+                                       op.outputs[0], validate=False)
+    return result if not rest else result.with_values(
+        result.values[(slice(None),) + tuple(rest)])
 
 
-def _clamp_bound(bound, lengths, default):
-    """A slice bound per row: negative counts from the row's end, clamped to [0, length]."""
+def _clamp_bound(bound, lengths, if_none):
+    """A slice bound per row: negative counts from the row's end, clamped to [0, length];
+    `if_none` when the slice gives none."""
     if bound is None:
-        return default if not isinstance(default, int) else array_ops.zeros_like(lengths)
+        return if_none
     bound = math_ops.cast(_ops.convert_to_tensor(bound), lengths.dtype)
     bound = math_ops.where(bound < 0, lengths + bound, bound + array_ops.zeros_like(lengths))
     return math_ops.minimum(math_ops.maximum(bound, 0), lengths)
 
 
-# --- Elementwise operators ---------------------------------------------------------------------
+# --- Elementwise operators -----------------------------------------------------------------------
 
 _OPERATORS = {
     "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
@@ -755,7 +747,7 @@ def elementwise(fn, x, y):
                      "(see docs/COMPAT.md)")
 
 
-# --- merge_dims ------------------------------------------------------------------------------------
+# --- merge_dims ----------------------------------------------------------------------------------
 
 def _merge_dims(rt, outer_axis, inner_axis):
     rank = rt.shape.ndims
@@ -772,7 +764,7 @@ def _merge_dims(rt, outer_axis, inner_axis):
     if outer_axis == 1:
         # The rows keep their places; their elements' partitions below are composed into one.
         values, splits = rt.values, rt.row_splits
-        for _ in builtins_range(inner_axis - outer_axis):
+        for _ in range(inner_axis - outer_axis):
             if isinstance(values, RaggedTensor):
                 splits = array_ops.gather(values.row_splits, splits)
                 values = values.values

@@ -153,6 +153,17 @@ def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     return _unary("StringToHashBucketFast", input, name, {"num_buckets": int(num_buckets)})
 
 
+@tf_export("strings.to_hash_bucket", "string_to_hash_bucket")
+def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None,
+                          input=None):  # noqa: A002 - TensorFlow's argument name
+    """Each string's legacy TensorFlow Hash64 modulo `num_buckets` (TensorFlow's buckets)."""
+    if string_tensor is None:
+        string_tensor = input
+    return _ops.apply_op("StringToHashBucket", [_strings(string_tensor, "string_tensor")],
+                         {"num_buckets": int(num_buckets)},
+                         name=name or "StringToHashBucket").outputs[0]
+
+
 def _split(op_type, source, sep, attrs, result_type):
     """The split op on a vector of strings, as a SparseTensor, or as a RaggedTensor (with the
     input's outer dimensions around it) for result_type="RaggedTensor"."""

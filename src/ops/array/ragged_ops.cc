@@ -25,6 +25,9 @@ namespace {
 using array_util::kIndexTypes;
 using Splits = std::vector<int64_t>;
 
+// The largest FIRST_DIM_SIZE accepted (its row splits are allocated before any check).
+constexpr int64_t kMaxRows = int64_t{1} << 32;
+
 // Checks that `splits` partitions `size` elements: starts at 0, never decreases, ends at `size`.
 Status CheckSplits(const char* op, const Splits& splits, int64_t size, int level) {
   if (splits.empty() || splits.front() != 0 || splits.back() != size ||
@@ -198,9 +201,9 @@ class RaggedTensorToTensorKernel final : public OpKernel {
     for (int64_t v = 0; v < values.dim(0); ++v) {
       int64_t offset = 0;
       bool inside = true;
-      for (int k = 0; k <= levels; ++k) {
+      for (int k = 0; k <= levels && inside; ++k) {
         const int64_t c = coords[v * (levels + 1) + k];
-        inside = inside && c < dims[k];
+        inside = c < dims[k];
         offset = offset * dims[k] + c;
       }
       if (inside) CopyElements(dtype, src + v * row * element, dst + offset * row * element, row);
@@ -214,11 +217,28 @@ class RaggedTensorToTensorKernel final : public OpKernel {
   Status PartitionsAsSplits(KernelContext& ctx, int64_t num_values,
                             std::vector<Splits>* out) const {
     const int count = ctx.num_inputs() - 3;
+    if (count != static_cast<int>(types_.size())) {
+      return errors::InvalidArgument("RaggedTensorToTensor: ", count, " row_partition_tensors for ",
+                                     types_.size(), " row_partition_types");
+    }
     if (types_[0] == "ROW_SPLITS") {
       return ReadNestedSplits("RaggedTensorToTensor", ctx, 3, count, num_values, out);
     }
-    int64_t rows = ctx.input(3).ElementAsInt64(0);
+    const Tensor& first_dim = ctx.input(3);
+    int64_t rows = first_dim.num_elements() == 1 ? first_dim.ElementAsInt64(0) : -1;
+    if (first_dim.rank() != 0 || rows < 0 || rows > kMaxRows) {
+      return errors::InvalidArgument(
+          "RaggedTensorToTensor: FIRST_DIM_SIZE must be a scalar in [0, ", kMaxRows, "], got ",
+          first_dim.shape().ToString(), rows < 0 ? "" : " holding ",
+          rows < 0 ? "" : std::to_string(rows));
+    }
     for (int k = 1; k < count; ++k) {
+      if (ctx.input(3 + k).rank() != 1) {
+        return errors::InvalidArgument(
+            "RaggedTensorToTensor: value_rowids must be vectors, got "
+            "shape ",
+            ctx.input(3 + k).shape().ToString());
+      }
       const std::vector<int64_t> ids = array_util::IntValues(ctx.input(3 + k));
       Splits splits(rows + 1, 0);
       for (size_t i = 0; i < ids.size(); ++i) {
@@ -347,6 +367,9 @@ FS_REGISTER_OP(OpBuilder("RaggedTensorToTensor")
 Status RaggedTensorToSparseKernel(KernelContext& ctx) {
   const int levels = ctx.num_inputs() - 1;
   const Tensor& values = ctx.input(levels);
+  if (levels < 1) {
+    return errors::InvalidArgument("RaggedTensorToSparse: RAGGED_RANK must be at least 1");
+  }
   if (values.rank() < 1) {
     return errors::InvalidArgument("RaggedTensorToSparse: rt_dense_values must have rank >= 1");
   }
@@ -408,16 +431,34 @@ FS_REGISTER_OP(OpBuilder("RaggedTensorToSparse")
 
 // --- RaggedRange -------------------------------------------------------------------------------
 
+// The most values RaggedRange makes (far past any memory, but small enough to add up).
+constexpr int64_t kMaxRangeSize = int64_t{1} << 48;
+
+// The number of values in [start, limit) by delta (delta != 0), computed without overflow.
 template <typename T>
-int64_t RangeSize(T start, T limit, T delta) {
-  if ((delta > 0 && limit < start) || (delta < 0 && limit > start)) return 0;
+Status RangeSize(T start, T limit, T delta, int64_t* size) {
+  *size = 0;
+  if ((delta > 0 && limit < start) || (delta < 0 && limit > start)) return Status::OK();
   if constexpr (std::is_integral_v<T>) {
-    const T span = limit > start ? limit - start : start - limit;
-    const T step = delta > 0 ? delta : -delta;
-    return static_cast<int64_t>((span + step - 1) / step);
+    const uint64_t span = limit > start
+                              ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                              : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+    const uint64_t step =
+        delta > 0 ? static_cast<uint64_t>(delta) : uint64_t{0} - static_cast<uint64_t>(delta);
+    const uint64_t count = span / step + (span % step != 0 ? 1 : 0);
+    if (count > static_cast<uint64_t>(kMaxRangeSize)) {
+      return errors::InvalidArgument("RaggedRange: a range of ", count, " values is too large");
+    }
+    *size = static_cast<int64_t>(count);
   } else {
-    return static_cast<int64_t>(std::ceil(std::abs((limit - start) / delta)));
+    const double count = std::ceil(std::abs((static_cast<double>(limit) - start) / delta));
+    if (!(count <= static_cast<double>(kMaxRangeSize))) {
+      return errors::InvalidArgument("RaggedRange: the range [", start, ", ", limit, ") by ", delta,
+                                     " is not finite or too large");
+    }
+    *size = static_cast<int64_t>(count);
   }
+  return Status::OK();
 }
 
 Status RaggedRangeKernel(KernelContext& ctx) {
@@ -451,7 +492,13 @@ Status RaggedRangeKernel(KernelContext& ctx) {
         for (int64_t r = 0; r < rows; ++r) {
           const T delta = at(deltas, r);
           if (delta == T(0)) return errors::InvalidArgument("Requires delta != 0");
-          splits[r + 1] = splits[r] + RangeSize<T>(at(starts, r), at(limits, r), delta);
+          int64_t size;
+          FS_RETURN_IF_ERROR(RangeSize<T>(at(starts, r), at(limits, r), delta, &size));
+          if (splits[r] > kMaxRangeSize - size) {
+            return errors::InvalidArgument("RaggedRange: the ranges hold more than ", kMaxRangeSize,
+                                           " values");
+          }
+          splits[r + 1] = splits[r] + size;
         }
         FS_RETURN_IF_ERROR(WriteInts(ctx, 0, splits, TensorShape{rows + 1}));
         Tensor* values;
@@ -501,6 +548,12 @@ Status RaggedGatherKernel(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(ctx.attrs().Get("PARAMS_RAGGED_RANK", &params_levels));
   FS_RETURN_IF_ERROR(ctx.attrs().Get("OUTPUT_RAGGED_RANK", &output_levels));
   const int levels = static_cast<int>(params_levels);
+  if (levels < 1 || levels + 2 != ctx.num_inputs()) {
+    return errors::InvalidArgument(
+        "RaggedGather: PARAMS_RAGGED_RANK must be at least 1 and match "
+        "the params_nested_splits, got ",
+        params_levels);
+  }
   const Tensor& values = ctx.input(levels);
   const Tensor& indices = ctx.input(levels + 1);
   if (values.rank() < 1 || indices.rank() < 1) {

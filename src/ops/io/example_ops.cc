@@ -177,6 +177,14 @@ class ParseExampleV2Kernel final : public OpKernel {
     FS_RETURN_IF_ERROR(node().attrs().Get("ragged_value_types", &config_.ragged_types));
     FS_RETURN_IF_ERROR(node().attrs().Get("ragged_split_types", &config_.ragged_split_types));
     FS_RETURN_IF_ERROR(example::CheckFeatureTypes("ParseExampleV2", config_.ragged_types));
+    for (DType split_type : config_.ragged_split_types) {
+      if (split_type != DType::kInt32 && split_type != DType::kInt64) {
+        return errors::InvalidArgument(
+            "ParseExampleV2: ragged_split_types must be int32 or "
+            "int64, got ",
+            DTypeName(split_type));
+      }
+    }
     if (config_.ragged_types.size() != config_.ragged_split_types.size()) {
       return errors::InvalidArgument("ParseExampleV2: ", config_.ragged_types.size(),
                                      " ragged_value_types for ", config_.ragged_split_types.size(),

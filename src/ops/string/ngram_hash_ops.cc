@@ -1,6 +1,7 @@
 // StringNGrams (tf.strings.ngrams: the n-grams of each row of a ragged tensor of tokens, with
-// optional padding) and StringToHashBucketStrong (tf.strings.to_hash_bucket_strong: SipHash-2-4
-// keyed by two 64-bit words, modulo a bucket count, TensorFlow's values exactly). Neither is
+// optional padding), StringToHashBucket (tf.strings.to_hash_bucket: TensorFlow's legacy Hash64)
+// and StringToHashBucketStrong (tf.strings.to_hash_bucket_strong: SipHash-2-4 keyed by two 64-bit
+// words), the hashes modulo a bucket count, TensorFlow's values exactly. None is
 // differentiable.
 #include <algorithm>
 #include <cstring>
@@ -157,6 +158,67 @@ FS_REGISTER_OP(OpBuilder("StringNGrams")
                    .Doc("The n-grams of each row of a ragged tensor of strings (data and "
                         "data_splits), joined by separator, padded as pad_width says."));
 
+// --- StringToHashBucket ------------------------------------------------------------------------
+
+// The first n (<= 8) bytes at p as a little-endian word.
+uint64_t LittleEndianWord(const unsigned char* p, size_t n) {
+  uint64_t word = 0;
+  for (size_t i = 0; i < n; ++i) word |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return word;
+}
+
+// TensorFlow's legacy Hash64 (tensorflow/core/lib/hash): MurmurHash64A over little-endian words
+// with the seed 0xDECAFCAFFE. tf.strings.to_hash_bucket's buckets depend on it exactly.
+uint64_t LegacyHash64(std::string_view s) {
+  constexpr uint64_t kMul = 0xc6a4a7935bd1e995ULL;
+  constexpr int kShift = 47;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(s.data());
+  size_t n = s.size();
+  uint64_t h = 0xDECAFCAFFEULL ^ (n * kMul);
+  for (; n >= 8; n -= 8, bytes += 8) {
+    uint64_t k = LittleEndianWord(bytes, 8);
+    k *= kMul;
+    k ^= k >> kShift;
+    k *= kMul;
+    h ^= k;
+    h *= kMul;
+  }
+  if (n > 0) {
+    h ^= LittleEndianWord(bytes, n);
+    h *= kMul;
+  }
+  h ^= h >> kShift;
+  h *= kMul;
+  h ^= h >> kShift;
+  return h;
+}
+
+Status StringToHashBucketKernel(KernelContext& ctx) {
+  const int64_t num_buckets = ctx.attrs().GetOr<int64_t>("num_buckets", 0);
+  if (num_buckets <= 0) {
+    return errors::InvalidArgument("StringToHashBucket: num_buckets must be positive, got ",
+                                   num_buckets);
+  }
+  const Tensor& in = ctx.input(0);
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, in.shape(), &out));
+  for (int64_t i = 0; i < in.num_elements(); ++i) {
+    out->data<int64_t>()[i] = static_cast<int64_t>(LegacyHash64(in.data<std::string>()[i]) %
+                                                   static_cast<uint64_t>(num_buckets));
+  }
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("StringToHashBucket")
+                   .Input("string_tensor", "string")
+                   .Output("output", "int64")
+                   .RequiredAttr("num_buckets", AttrType::kInt)
+                   .Shape(shape_fns::Unchanged)
+                   .Kernel("CPU", StringToHashBucketKernel)
+                   .NotDifferentiable()
+                   .Doc("Each string's legacy TensorFlow Hash64 modulo `num_buckets` "
+                        "(tf.strings.to_hash_bucket; TensorFlow's values)."));
+
 // --- StringToHashBucketStrong -------------------------------------------------------------------
 
 uint64_t Rotl(uint64_t x, int b) { return (x << b) | (x >> (64 - b)); }
@@ -172,12 +234,6 @@ void SipRound(uint64_t v[4]) {
   v[2] += v[1];
   v[1] = Rotl(v[1], 17) ^ v[2];
   v[2] = Rotl(v[2], 32);
-}
-
-uint64_t LittleEndianWord(const unsigned char* p, size_t n) {
-  uint64_t word = 0;
-  for (size_t i = 0; i < n; ++i) word |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return word;
 }
 
 // SipHash-2-4 of `s` under the 128-bit key (k0, k1).
