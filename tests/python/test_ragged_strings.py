@@ -204,27 +204,59 @@ def test_ragged_feature_type_errors():
         _run(tf.io.parse_example(RECORDS, {"words": tf.io.RaggedFeature(tf.int64)}))
 
 
+PARTITIONED = [_example(v=[1, 2, 3, 4, 5], splits=[0, 2, 5], starts=[0, 3], limits=[3, 5]),
+               _example(v=[6], splits=[0, 0, 1], starts=[0, 0], limits=[0, 1]),
+               _example()]
+
+
+def test_parse_example_batched_partitions():
+    partitions = {"by_splits": tf.io.RaggedFeature.RowSplits("splits"),
+                  "by_starts": tf.io.RaggedFeature.RowStarts("starts"),
+                  "by_limits": tf.io.RaggedFeature.RowLimits("limits")}
+    features = {k: tf.io.RaggedFeature(tf.int64, "v", [p]) for k, p in partitions.items()}
+    parsed = _run(tf.io.parse_example(PARTITIONED, features))
+    assert parsed["by_splits"].to_list() == [[[1, 2], [3, 4, 5]], [[], [6]], []]
+    assert parsed["by_starts"].to_list() == [[[1, 2, 3], [4, 5]], [[], [6]], []]
+    assert parsed["by_limits"].to_list() == [[[1, 2, 3], [4, 5]], [[], [6]], []]
+    with pytest.raises(ValueError, match="ValueRowIds"):
+        tf.io.parse_example(PARTITIONED, {"x": tf.io.RaggedFeature(
+            tf.int64, "v", [tf.io.RaggedFeature.ValueRowIds("splits")])})
+
+
+# (records, features as source text): parsed by Flowstone and by TensorFlow alike.
+PARSES = [
+    (RECORDS, """{
+        "nested": tf.io.RaggedFeature(tf.string, value_key="words",
+                                      partitions=[tf.io.RaggedFeature.RowLengths("lengths")]),
+        "lengths": tf.io.RaggedFeature(tf.int64),
+        "pairs": tf.io.RaggedFeature(tf.string, value_key="words",
+                                     partitions=[tf.io.RaggedFeature.UniformRowLength(1)])}"""),
+    (PARTITIONED, """{
+        k: tf.io.RaggedFeature(tf.int64, "v", [p]) for k, p in {
+            "by_splits": tf.io.RaggedFeature.RowSplits("splits"),
+            "by_starts": tf.io.RaggedFeature.RowStarts("starts"),
+            "by_limits": tf.io.RaggedFeature.RowLimits("limits")}.items()}"""),
+]
+
+
 @pytest.mark.skipif(not HAVE_PEER, reason=SKIP_REASON)
 def test_parse_example_ragged_equals_tensorflow(tmp_path):
-    (tmp_path / "records.json").write_text(json.dumps([list(r) for r in RECORDS]))
+    (tmp_path / "parses.json").write_text(json.dumps(
+        [[[list(r) for r in records], spec] for records, spec in PARSES]))
     script = """
         import json
         import tensorflow as tf
-        records = [bytes(r) for r in json.load(open("records.json"))]
-        features = {
-            "nested": tf.io.RaggedFeature(tf.string, value_key="words",
-                                          partitions=[tf.io.RaggedFeature.RowLengths("lengths")]),
-            "lengths": tf.io.RaggedFeature(tf.int64),
-        }
-        parsed = tf.io.parse_example(records, features)
-        print(json.dumps({k: v.to_list() for k, v in parsed.items()},
-                         default=lambda b: b.decode()))
+        out = []
+        for records, spec in json.load(open("parses.json")):
+            parsed = tf.io.parse_example([bytes(r) for r in records], eval(spec))
+            out.append({k: v.to_list() for k, v in parsed.items()})
+        print(json.dumps(out, default=lambda b: b.decode()))
     """
     want = json.loads(run_tensorflow(script, workdir=str(tmp_path)).strip().splitlines()[-1])
-    parsed = _run(tf.io.parse_example(RECORDS, {
-        "nested": tf.io.RaggedFeature(tf.string, value_key="words",
-                                      partitions=[tf.io.RaggedFeature.RowLengths("lengths")]),
-        "lengths": tf.io.RaggedFeature(tf.int64)}))
-    got = json.loads(json.dumps({k: v.to_list() for k, v in parsed.items()},
-                                default=lambda b: b.decode()))
-    assert got == want
+    assert len(want) == len(PARSES)
+    for (records, spec), expected in zip(PARSES, want):
+        tf.reset_default_graph()
+        parsed = _run(tf.io.parse_example(records, eval(spec)))
+        got = json.loads(json.dumps({k: v.to_list() for k, v in parsed.items()},
+                                    default=lambda b: b.decode()))
+        assert got == expected, spec

@@ -16,7 +16,8 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.framework.tensor_shape import as_shape
-from flowstone.ops import array_ops, sparse_ops
+from flowstone.ops import array_ops, math_ops, sparse_ops
+from flowstone.ops.ragged_tensor import RaggedTensor
 from flowstone.util.tf_export import tf_export
 
 
@@ -106,13 +107,7 @@ def _ragged_result(feature, key, values, splits, batched):
     """The RaggedTensor of a RaggedFeature from the parsed values and splits of its features
     (key -> (values, row splits of the batch)): the values, then each partition from the
     innermost out, then (batched) the rows of each record."""
-    from flowstone.ops import math_ops
-    from flowstone.ops.ragged_tensor import RaggedTensor
     dtype = feature.row_splits_dtype
-
-    def flat(feature_key):
-        return math_ops.cast(values[feature_key], dtype)
-
     value_key = feature.value_key or key
     result = values[value_key]
     record_splits = math_ops.cast(splits[value_key], dtype)
@@ -122,20 +117,52 @@ def _ragged_result(feature, key, values, splits, batched):
             result = RaggedTensor.from_uniform_row_length(result, length, validate=False)
             record_splits = record_splits // length
             continue
-        if batched and not isinstance(partition, RaggedFeature.RowLengths):
-            raise ValueError(f"Flowstone's batched parse_example takes RowLengths and "
-                             f"UniformRowLength partitions; got {partition!r} (see "
-                             "docs/COMPAT.md)")
+        if batched:
+            # The partition of every record as row lengths, the records' rows one after another.
+            lengths = _record_row_lengths(partition, values[partition.key],
+                                          splits[partition.key], record_splits)
+            result = RaggedTensor.from_row_lengths(result, math_ops.cast(lengths.values, dtype),
+                                                   validate=False)
+            record_splits = math_ops.cast(lengths.row_splits, dtype)
+            continue
         factory = {RaggedFeature.RowSplits: RaggedTensor.from_row_splits,
                    RaggedFeature.RowLengths: RaggedTensor.from_row_lengths,
                    RaggedFeature.RowStarts: RaggedTensor.from_row_starts,
                    RaggedFeature.RowLimits: RaggedTensor.from_row_limits,
                    RaggedFeature.ValueRowIds: RaggedTensor.from_value_rowids}[type(partition)]
-        result = factory(result, flat(partition.key), validate=False)
-        record_splits = math_ops.cast(splits[partition.key], dtype)
+        result = factory(result, math_ops.cast(values[partition.key], dtype), validate=False)
     if batched:
         return RaggedTensor.from_row_splits(result, record_splits, validate=False)
     return result
+
+
+def _record_row_lengths(partition, values, splits, inner_splits):
+    """Per record (a ragged [batch, rows] tensor), the lengths of the rows the partition feature
+    (`values` of each record at `splits`) makes of the record's inner values (at
+    `inner_splits`)."""
+    given = RaggedTensor.from_row_splits(values, splits, validate=False)
+    if isinstance(partition, RaggedFeature.RowLengths):
+        return given
+    if isinstance(partition, RaggedFeature.RowSplits):
+        return given[:, 1:] - given[:, :-1]
+    # Starts and limits: each value's neighbour in its own record, or the record's bound.
+    rowids = given.value_rowids()
+    positions = array_ops.range(array_ops.size(values, out_type=splits.dtype))
+    zero = array_ops.zeros_like(values[:1])
+    if isinstance(partition, RaggedFeature.RowLimits):
+        first = math_ops.equal(positions, array_ops.gather(splits, rowids))
+        previous = array_ops.concat([zero, values[:-1]], 0)
+        return given.with_values(values - math_ops.where(first, array_ops.zeros_like(values),
+                                                         previous))
+    if isinstance(partition, RaggedFeature.RowStarts):
+        last = math_ops.equal(positions, array_ops.gather(splits[1:], rowids) - 1)
+        counts = math_ops.cast(inner_splits[1:] - inner_splits[:-1], values.dtype)
+        following = array_ops.concat([values[1:], zero], 0)
+        return given.with_values(math_ops.where(last, array_ops.gather(counts, rowids),
+                                                following) - values)
+    raise ValueError(f"Flowstone's batched parse_example takes RowLengths, RowSplits, RowStarts, "
+                     f"RowLimits and UniformRowLength partitions; got {partition!r} (see "
+                     "docs/COMPAT.md)")
 
 
 class _ParseConfig:

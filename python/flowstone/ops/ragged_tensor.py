@@ -434,9 +434,14 @@ def _splits_to_rowids(splits):
 
 
 def _uniform_splits(values, length, nrows):
-    length = _ops.convert_to_tensor(length, name="uniform_row_length")
-    dtype = values.row_splits.dtype if isinstance(values, RaggedTensor) else _dtypes.int64
-    length = math_ops.cast(length, dtype)
+    # The splits' dtype: the values' partitions', a length tensor's, else int64 (TF's default).
+    if isinstance(values, RaggedTensor):
+        dtype = values.row_splits.dtype
+    elif isinstance(length, _ops.Tensor) and length.dtype in (_dtypes.int32, _dtypes.int64):
+        dtype = length.dtype
+    else:
+        dtype = _dtypes.int64
+    length = math_ops.cast(_ops.convert_to_tensor(length, name="uniform_row_length"), dtype)
     if nrows is None:
         total = _first_dim(values, dtype)
         nrows = total // math_ops.maximum(length, _ops.convert_to_tensor(1, dtype=dtype))
