@@ -1,5 +1,5 @@
 // The per-element kernels of tf.RaggedTensor (a composite of flat values and one row_splits vector
-// per ragged dimension, python/flowstone/framework/ragged_tensor.py):
+// per ragged dimension, python/flowstone/ops/ragged_tensor.py):
 //   - RaggedTensorToTensor: the padded dense tensor (RaggedTensor.to_tensor), its partitions given
 //     as ROW_SPLITS, or FIRST_DIM_SIZE then VALUE_ROWIDS; a shape crops or pads it;
 //   - RaggedTensorToSparse: the SparseTensor of the same elements (RaggedTensor.to_sparse);

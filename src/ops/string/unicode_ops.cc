@@ -309,36 +309,29 @@ Status UnicodeDecodeShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
-OpBuilder DecodeOp(const char* name, bool offsets, KernelFactory factory, const char* doc) {
+template <bool kOffsets>
+OpBuilder DecodeOp(const char* name, const char* doc) {
   OpBuilder builder(name);
   builder.Input("input", "string").Output("row_splits", "Tsplits").Output("char_values", "int32");
-  if (offsets) builder.Output("char_to_byte_starts", "int64");
+  if (kOffsets) builder.Output("char_to_byte_starts", "int64");
   builder.RequiredAttr("input_encoding", AttrType::kString)
       .Attr("errors", "replace")
       .Attr("replacement_char", 65533)
       .Attr("replace_control_characters", false)
       .TypeAttr("Tsplits", array_util::kIndexTypes, DType::kInt64)
       .Shape(UnicodeDecodeShape)
-      .KernelFactory("CPU", std::move(factory))
+      .KernelClass<UnicodeDecodeKernel<kOffsets>>("CPU")
       .NotDifferentiable()
       .Doc(doc);
   return builder;
 }
 
-template <typename K>
-Status MakeKernel(const Node& node, std::unique_ptr<OpKernel>* out) {
-  auto kernel = std::make_unique<K>(node);
-  FS_RETURN_IF_ERROR(kernel->Init());
-  *out = std::move(kernel);
-  return Status::OK();
-}
-
-FS_REGISTER_OP(DecodeOp("UnicodeDecode", false, MakeKernel<UnicodeDecodeKernel<false>>,
-                        "The code points of each string (flattened) as a ragged tensor: "
-                        "row_splits [num_strings + 1] and char_values."));
-FS_REGISTER_OP(DecodeOp("UnicodeDecodeWithOffsets", true, MakeKernel<UnicodeDecodeKernel<true>>,
-                        "UnicodeDecode, and the byte offset in its string where each character "
-                        "starts."));
+FS_REGISTER_OP(DecodeOp<false>("UnicodeDecode",
+                               "The code points of each string (flattened) as a ragged tensor: "
+                               "row_splits [num_strings + 1] and char_values."));
+FS_REGISTER_OP(DecodeOp<true>("UnicodeDecodeWithOffsets",
+                              "UnicodeDecode, and the byte offset in its string where each "
+                              "character starts."));
 
 // --- UnicodeEncode -------------------------------------------------------------------------------
 
