@@ -144,9 +144,12 @@ def test_operators_and_map_flat_values():
     assert _run(a > 1.5).to_list() == [[False, True], [True]]
     assert _run(a * tf.constant([[2.0], [3.0]])).to_list() == [[2.0, 4.0], [9.0]]
     assert _run(tf.ragged.map_flat_values(tf.square, a)).to_list() == [[1.0, 4.0], [9.0]]
+    assert _run(tf.ragged.map_flat_values(tf.add, a, b)).to_list() == [[11.0, 22.0], [33.0]]
     mismatched = tf.ragged.constant([[1.0], [2.0, 3.0]])
     with pytest.raises(tf.errors.InvalidArgumentError, match="identical ragged splits"):
         _run(a + mismatched)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="identical ragged splits"):
+        _run(tf.ragged.map_flat_values(tf.add, a, mismatched))
 
 
 def test_reductions():

@@ -87,6 +87,8 @@ def test_bytes_split_ngrams_and_split():
     assert _run(tf.strings.ngrams(["a", "b", "c"], 3)).tolist() == [b"a b c"]
     split = _run(tf.strings.split(["a b", "c"], result_type="RaggedTensor"))
     assert split.to_list() == [[b"a", b"b"], [b"c"]]
+    nested = _run(tf.strings.split(tf.ragged.constant([["a b", "c"], []])))
+    assert nested.to_list() == [[[b"a", b"b"], [b"c"]], []]
     sparse = _run(tf.strings.split(["a b", "c"]))  # TF1's default: a SparseTensor
     assert sparse.values.tolist() == [b"a", b"b", b"c"]
 

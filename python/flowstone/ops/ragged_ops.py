@@ -93,7 +93,8 @@ def map_flat_values(op, *args, **kwargs):
     kwargs = replace(kwargs)
     if not partitions:
         return op(*args, **kwargs)
-    return partitions[0].with_flat_values(op(*args, **kwargs))
+    with _ops.control_dependencies(_rt.same_partitions(*partitions)):
+        return partitions[0].with_flat_values(op(*args, **kwargs))
 
 
 @tf_export("ragged.row_splits_to_segment_ids")

@@ -724,19 +724,28 @@ def _elementwise_operator(name, rt, *args):
     return elementwise(lambda a, b: fn(b, a) if reflected else fn(a, b), rt, other)
 
 
+def same_partitions(first, *others):
+    """The assertions (run-time checks) that ragged tensors have the first one's row splits at
+    every level; a ValueError at once when their ragged ranks differ."""
+    checks = []
+    for other in others:
+        if other.ragged_rank != first.ragged_rank:
+            raise ValueError(f"Ragged operands must have the same ragged_rank, got "
+                             f"{first.ragged_rank} and {other.ragged_rank}")
+        checks += [check_ops.assert_equal(a, b, message="Inputs must have identical ragged "
+                                          "splits")
+                   for a, b in zip(first.nested_row_splits, other.nested_row_splits)
+                   if a is not b]
+    return checks
+
+
 def elementwise(fn, x, y):
     """fn(x, y) for a RaggedTensor x and a RaggedTensor of the same row partitions, a scalar, a
     tensor that broadcasts against the flat values' inner dimensions, or (ragged_rank 1) a
     [nrows, 1, ...] tensor broadcast along each row."""
     if isinstance(y, RaggedTensor):
-        if y.ragged_rank != x.ragged_rank:
-            raise ValueError(f"Ragged operands must have the same ragged_rank, got "
-                             f"{x.ragged_rank} and {y.ragged_rank}")
-        checks = [check_ops.assert_equal(a, b, message="Inputs must have identical ragged "
-                                         "splits")
-                  for a, b in zip(x.nested_row_splits, y.nested_row_splits) if a is not b]
-        with _ops.control_dependencies(checks):
-            other = _identity(y.flat_values) if checks else y.flat_values
+        with _ops.control_dependencies(same_partitions(x, y)):
+            other = _identity(y.flat_values)
         return x.with_flat_values(fn(x.flat_values, other))
     y = _ops.convert_to_tensor(y, dtype=x.dtype if not isinstance(y, _ops.Tensor) else None)
     inner_rank = x.flat_values.shape.ndims

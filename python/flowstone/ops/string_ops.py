@@ -170,6 +170,9 @@ def _split(op_type, source, sep, attrs, result_type):
     if result_type not in ("SparseTensor", "RaggedTensor"):
         raise ValueError(f"result_type must be 'RaggedTensor' or 'SparseTensor', got "
                          f"{result_type!r}")
+    if isinstance(source, RaggedTensor):  # each string split in place: one more dimension
+        return source.with_flat_values(_split(op_type, source.flat_values, sep, attrs,
+                                              "RaggedTensor"))
     source = _ops.convert_to_tensor(source, dtype=_dtypes.string, name="source")
     rank = source.shape.ndims
     if result_type == "SparseTensor":
