@@ -51,6 +51,10 @@ def test_factories_agree():
                tf.RaggedTensor.from_row_starts(values, [0, 4, 4, 6]),
                tf.RaggedTensor.from_row_limits(values, [4, 4, 6, 7])]:
         assert _run(rt).to_list() == expected
+    # Python lists give int64 partitions, as in TensorFlow; a tensor keeps its own dtype.
+    assert tf.RaggedTensor.from_row_lengths(values, [4, 0, 2, 1]).row_splits.dtype == tf.int64
+    narrow = tf.RaggedTensor.from_row_splits(values, tf.constant([0, 7], tf.int32))
+    assert narrow.row_splits.dtype == tf.int32 and _run(narrow).to_list() == [values]
     # A trailing empty row needs nrows.
     rt = tf.RaggedTensor.from_value_rowids([1, 2], [0, 1], nrows=4)
     assert _run(rt).to_list() == [[1], [2], [], []]

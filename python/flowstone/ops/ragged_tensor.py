@@ -18,6 +18,14 @@ from flowstone.ops.basic_ops import identity as _identity
 from flowstone.util.tf_export import tf_export
 
 
+def _partition(value, name):
+    """A row partition argument as a tensor: int64 unless it is a tensor or a numpy array of
+    its own integer dtype (TensorFlow's dtype hint)."""
+    if isinstance(value, (_ops.Tensor, np.ndarray)):
+        return _ops.convert_to_tensor(value, name=name)
+    return _ops.convert_to_tensor(value, dtype=_dtypes.int64, name=name)
+
+
 @tf_export("ragged.RaggedTensorValue")
 class RaggedTensorValue:
     """The numpy value of a RaggedTensor: values (a numpy array or a RaggedTensorValue) and
@@ -89,7 +97,7 @@ class RaggedTensor:
             values = _ops.convert_to_tensor(values, name="values")
             if values.shape.ndims == 0:
                 raise ValueError("values must have rank >= 1, got a scalar")
-        row_splits = _ops.convert_to_tensor(row_splits, name="row_splits")
+        row_splits = _partition(row_splits, "row_splits")
         if row_splits.dtype not in (_dtypes.int32, _dtypes.int64):
             raise ValueError(f"row_splits must be int32 or int64, got {row_splits.dtype.name}")
         if row_splits.shape.ndims not in (None, 1):
@@ -108,27 +116,27 @@ class RaggedTensor:
     @classmethod
     def from_row_lengths(cls, values, row_lengths, name=None, validate=True):
         with _ops.name_scope(name, "RaggedFromRowLengths"):
-            lengths = _ops.convert_to_tensor(row_lengths, name="row_lengths")
+            lengths = _partition(row_lengths, "row_lengths")
             return cls._from_splits(values, _lengths_to_splits(lengths), validate)
 
     @classmethod
     def from_row_starts(cls, values, row_starts, name=None, validate=True):
         with _ops.name_scope(name, "RaggedFromRowStarts"):
-            starts = _ops.convert_to_tensor(row_starts, name="row_starts")
+            starts = _partition(row_starts, "row_starts")
             count = _first_dim(values, starts.dtype)
             return cls._from_splits(values, array_ops.concat([starts, [count]], 0), validate)
 
     @classmethod
     def from_row_limits(cls, values, row_limits, name=None, validate=True):
         with _ops.name_scope(name, "RaggedFromRowLimits"):
-            limits = _ops.convert_to_tensor(row_limits, name="row_limits")
+            limits = _partition(row_limits, "row_limits")
             zero = _ops.convert_to_tensor([0], dtype=limits.dtype)
             return cls._from_splits(values, array_ops.concat([zero, limits], 0), validate)
 
     @classmethod
     def from_value_rowids(cls, values, value_rowids, nrows=None, name=None, validate=True):
         with _ops.name_scope(name, "RaggedFromValueRowIds"):
-            rowids = _ops.convert_to_tensor(value_rowids, name="value_rowids")
+            rowids = _partition(value_rowids, "value_rowids")
             return cls._from_splits(values, _rowids_to_splits(rowids, nrows), validate)
 
     @classmethod
