@@ -5,7 +5,9 @@ raw ops too. SipHash values are checked against TensorFlow there (and in test_ra
 
 import numpy as np
 
+import flowstone as tf
 from op_cases import RNG, Case
+from op_cases_data import EXAMPLE
 
 
 def _strings(*values):
@@ -153,5 +155,18 @@ CASES = [
          lambda s, v, i: (_i64([0, 2, 4]), _i64([0, 1, 1, 3, 6]), v[[5, 0, 1, 2, 3, 4]]),
          outputs=3, attrs={"OUTPUT_RAGGED_RANK": 2}),
 ]
+
+
+def _parse_ragged(serialized):
+    """The ParseExampleV2 op of tf.io.parse_example with one tf.io.RaggedFeature."""
+    return tf.io.parse_example(serialized, {"label": tf.io.RaggedFeature(tf.int64)})[
+        "label"].flat_values.op
+
+
+CASES.append(
+    # A ragged feature: every record's values, then the batch's row splits (op_cases_data's
+    # Example holds label [7]).
+    Case("ParseExampleV2", [np.array([EXAMPLE, EXAMPLE], dtype=object)],
+         lambda s: (_i64([7, 7]), _i64([0, 1, 2])), outputs=2, build=_parse_ragged))
 
 EXEMPT = {}
