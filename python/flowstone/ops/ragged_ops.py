@@ -38,10 +38,10 @@ def constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
     if not isinstance(pylist, (list, tuple)):
         return np.array(pylist, dtype=None if dtype is None else
                         _dtypes.as_dtype(dtype).as_numpy_dtype)
-    if ragged_rank == 0 or _rt._list_depth(pylist) <= 1:
+    if ragged_rank == 0 or _rt.list_depth(pylist) <= 1:
         return np.array(pylist, dtype=None if dtype is None else
                         _dtypes.as_dtype(dtype).as_numpy_dtype)
-    return _rt._constant_value(pylist, dtype, ragged_rank, inner_shape,
+    return _rt.nested_lists_value(pylist, dtype, ragged_rank, inner_shape,
                                _dtypes.as_dtype(row_splits_dtype))
 
 
@@ -101,7 +101,7 @@ def map_flat_values(op, *args, **kwargs):
 def row_splits_to_segment_ids(splits, name=None, out_type=None):
     with _ops.name_scope(name, "RaggedSplitsToSegmentIds"):
         splits = _ops.convert_to_tensor(splits, name="splits")
-        ids = _rt._splits_to_rowids(splits)
+        ids = _rt.splits_to_rowids(splits)
         return ids if out_type is None else math_ops.cast(ids, out_type)
 
 
@@ -109,7 +109,7 @@ def row_splits_to_segment_ids(splits, name=None, out_type=None):
 def segment_ids_to_row_splits(segment_ids, num_segments=None, out_type=None, name=None):
     with _ops.name_scope(name, "SegmentIdsToRaggedSplits"):
         ids = _ops.convert_to_tensor(segment_ids, name="segment_ids")
-        splits = _rt._rowids_to_splits(ids, num_segments)
+        splits = _rt.rowids_to_splits(ids, num_segments)
         return splits if out_type is None else math_ops.cast(splits, out_type)
 
 
@@ -132,7 +132,7 @@ def boolean_mask(data, mask, name=None):
         rank = mask.shape.ndims
         if rank == 1:
             if isinstance(data, RaggedTensor):
-                return _rt._gather(data, math_ops.where(mask)[:, 0])
+                return _rt.gather_rows(data, math_ops.where(mask)[:, 0])
             return partition_ops.boolean_mask(data, mask)
         if rank == 2 and not isinstance(data, RaggedTensor):
             data = _ops.convert_to_tensor(data, name="data")
@@ -176,7 +176,7 @@ def stack(values, axis=0, name=None):
             order = array_ops.reshape(
                 array_ops.expand_dims(array_ops.range(nrows), 1) +
                 array_ops.expand_dims(array_ops.range(count, dtype=nrows.dtype) * nrows, 0), [-1])
-            return RaggedTensor.from_uniform_row_length(_rt._gather(_concat_rows(rts), order),
+            return RaggedTensor.from_uniform_row_length(_rt.gather_rows(_concat_rows(rts), order),
                                                         count, nrows, validate=False)
         raise ValueError(f"Flowstone's ragged.stack takes axis 0 or 1, got {axis} (see "
                          "docs/COMPAT.md)")
@@ -215,7 +215,7 @@ def gather(params, indices, name=None, axis=None, batch_dims=0):
     if axis not in (None, 0) or batch_dims != 0:
         raise ValueError("Flowstone gathers ragged tensors along axis 0 without batch_dims")
     with _ops.name_scope(name, "RaggedGather"):
-        return _rt._gather(params, indices)
+        return _rt.gather_rows(params, indices)
 
 
 _SEGMENT_REDUCTIONS = {

@@ -137,7 +137,7 @@ class RaggedTensor:
     def from_value_rowids(cls, values, value_rowids, nrows=None, name=None, validate=True):
         with _ops.name_scope(name, "RaggedFromValueRowIds"):
             rowids = _partition(value_rowids, "value_rowids")
-            return cls._from_splits(values, _rowids_to_splits(rowids, nrows), validate)
+            return cls._from_splits(values, rowids_to_splits(rowids, nrows), validate)
 
     @classmethod
     def from_uniform_row_length(cls, values, uniform_row_length, nrows=None, validate=True,
@@ -260,7 +260,7 @@ class RaggedTensor:
 
     def value_rowids(self, name=None):
         with _ops.name_scope(name, "RaggedValueRowIds"):
-            return _splits_to_rowids(self._row_splits)
+            return splits_to_rowids(self._row_splits)
 
     def nested_value_rowids(self, name=None):
         with _ops.name_scope(name, "RaggedNestedValueRowIds"):
@@ -343,7 +343,7 @@ class RaggedTensor:
         """The component values of a fed RaggedTensorValue (or nested lists), in
         _fetch_components' order."""
         if not isinstance(value, RaggedTensorValue):
-            value = _constant_value(value, ragged_rank=self.ragged_rank,
+            value = nested_lists_value(value, ragged_rank=self.ragged_rank,
                                                row_splits_dtype=self._row_splits.dtype)
         if value.ragged_rank != self.ragged_rank:
             raise ValueError(f"Cannot feed a value of ragged_rank {value.ragged_rank} to a "
@@ -359,11 +359,6 @@ class RaggedTensor:
                              "session to `eval(session=sess)`")
         return session.run(self, feed_dict)
 
-    # --- Indexing and operators ----------------------------------------------------------------
-
-    def __getitem__(self, key):
-        return _getitem(self, key)
-
     def __repr__(self):
         if _ops.executing_eagerly() and hasattr(self.flat_values, "numpy"):
             return f"<tf.RaggedTensor {self.to_list()}>"
@@ -374,19 +369,6 @@ class RaggedTensor:
 
     def __len__(self):
         raise TypeError("len is not well defined for symbolic RaggedTensors; use rt.nrows()")
-
-
-def _operator(name):
-    def apply(self, *args):
-        return _elementwise_operator(name, self, *args)
-    apply.__name__ = f"__{name}__"
-    return apply
-
-
-for _name in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "floordiv",
-              "rfloordiv", "mod", "rmod", "pow", "rpow", "neg", "abs", "lt", "le", "gt", "ge",
-              "and", "rand", "or", "ror", "invert"):
-    setattr(RaggedTensor, f"__{_name}__", _operator(_name))
 
 
 # --- Row partitions as tensors -------------------------------------------------------------------
@@ -418,7 +400,7 @@ def _lengths_to_splits(lengths):
     return array_ops.concat([zero, scan_ops.cumsum(lengths)], 0)
 
 
-def _rowids_to_splits(rowids, nrows=None):
+def rowids_to_splits(rowids, nrows=None):
     """Row splits from sorted row ids: each row's count, summed (nrows: last id + 1 unless
     given)."""
     if rowids.dtype not in (_dtypes.int32, _dtypes.int64):
@@ -431,7 +413,7 @@ def _rowids_to_splits(rowids, nrows=None):
     return _lengths_to_splits(counts)
 
 
-def _splits_to_rowids(splits):
+def splits_to_rowids(splits):
     """The row of each value: how many row limits are <= its position."""
     count = math_ops.cast(splits[-1], splits.dtype)
     positions = array_ops.range(_ops.convert_to_tensor(0, dtype=splits.dtype), count)
@@ -551,7 +533,7 @@ def _from_sparse(st, splits_dtype):
         raise ValueError(f"from_sparse takes a 2-D SparseTensor, got rank {st.indices.shape[1]} "
                          "(TensorFlow's limit too)")
     rowids = math_ops.cast(st.indices[:, 0], splits_dtype)
-    splits = _rowids_to_splits(rowids, math_ops.cast(st.dense_shape[0], splits_dtype))
+    splits = rowids_to_splits(rowids, math_ops.cast(st.dense_shape[0], splits_dtype))
     # Right-ragged, as TensorFlow requires: each row's columns are 0, 1, ... in order.
     positions = array_ops.range(array_ops.size(rowids, out_type=splits_dtype)) - \
         array_ops.gather(splits, rowids)
@@ -563,14 +545,14 @@ def _from_sparse(st, splits_dtype):
         return RaggedTensor._from_splits(_identity(st.values), splits)
 
 
-def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
+def nested_lists_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
                     row_splits_dtype=_dtypes.int64):
     """A RaggedTensorValue of nested Python lists (rows of any length): its row splits at each
     of `ragged_rank` levels (all but the innermost list level by default)."""
     if isinstance(pylist, RaggedTensorValue):
         return pylist
     np_splits = _dtypes.as_dtype(row_splits_dtype).as_numpy_dtype
-    depth = _list_depth(pylist)
+    depth = list_depth(pylist)
     if inner_shape is not None:
         depth = max(depth, 1 + len(inner_shape))
     if ragged_rank is None:
@@ -609,7 +591,7 @@ def _constant_value(pylist, dtype=None, ragged_rank=None, inner_shape=None,
     return result
 
 
-def _list_depth(value):
+def list_depth(value):
     """How deeply lists nest in `value`, following a non-empty list at each level if any."""
     depth = 0
     while isinstance(value, (list, tuple)):
@@ -619,9 +601,9 @@ def _list_depth(value):
     return depth
 
 
-# --- Indexing ------------------------------------------------------------------------------------
+# --- Gathering rows ------------------------------------------------------------------------------
 
-def _gather(rt, indices):
+def gather_rows(rt, indices):
     """RaggedGather: the rows `indices` (a vector) of rt, as a RaggedTensor."""
     indices = _ops.convert_to_tensor(indices, name="indices")
     splits = list(rt.nested_row_splits)
@@ -629,107 +611,6 @@ def _gather(rt, indices):
     op = _ops.apply_op("RaggedGather", [splits, rt.flat_values, indices], {
         "OUTPUT_RAGGED_RANK": rank - 1 + len(splits)})
     return RaggedTensor.from_nested_row_splits(op.outputs[-1], op.outputs[:-1], validate=False)
-
-
-def _row(rt, index):
-    """Row `index` (a Python int or scalar tensor, negative counting from the end)."""
-    nrows = rt.nrows()
-    index = math_ops.cast(_ops.convert_to_tensor(index, name="index"), rt.row_splits.dtype)
-    index = math_ops.where(index < 0, index + nrows, index)
-    start, limit = rt.row_splits[index], rt.row_splits[index + 1]
-    if isinstance(rt.values, RaggedTensor):
-        return _slice_rows(rt.values, start, limit)
-    return rt.values[start:limit]
-
-
-def _slice_rows(rt, start, limit):
-    """Rows [start, limit) of rt (scalars), as a RaggedTensor."""
-    return _gather(rt, array_ops.range(start, limit))
-
-
-def _getitem_first_dim(rt, key):
-    if isinstance(key, slice):
-        if key.start is None and key.stop is None and key.step is None:
-            return rt
-        return _gather(rt, array_ops.range(rt.nrows())[key])
-    return _row(rt, key)
-
-
-def _getitem(rt, key):
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(k is Ellipsis or k is None for k in key):
-        raise ValueError("Flowstone's RaggedTensor indexing takes ints and slices; Ellipsis and "
-                         "tf.newaxis are not supported (see docs/COMPAT.md)")
-    if not key:
-        return rt
-    first, rest = key[0], key[1:]
-    if not rest:
-        return _getitem_first_dim(rt, first)
-    if not isinstance(first, slice):
-        row = _row(rt, first)
-        return row[rest] if len(rest) > 1 else row[rest[0]]
-    rows = _getitem_first_dim(rt, first)
-    return _index_inner(rows, rest)
-
-
-def _index_inner(rt, key):
-    """rt[:, key...]: key[0] indexes the second dimension (ragged or uniform)."""
-    second, rest = key[0], key[1:]
-    if not isinstance(second, slice):
-        # As in TensorFlow: a row may be shorter than any index.
-        raise ValueError("Cannot index into an inner ragged dimension.")
-    if second == slice(None):  # the whole dimension: index within each of its elements
-        if not rest:
-            return rt
-        inner = (slice(None),) + tuple(rest)
-        return rt.with_values(_getitem(rt.values, inner) if isinstance(rt.values, RaggedTensor)
-                              else rt.values[inner])
-    if second.step is not None or isinstance(rt.values, RaggedTensor):
-        raise ValueError("Flowstone slices a ragged dimension without step and over dense values "
-                         "(ragged_rank 1) only (see docs/COMPAT.md)")
-    starts, limits = rt.row_splits[:-1], rt.row_splits[1:]
-    lengths = limits - starts
-    begin = _clamp_bound(second.start, lengths, array_ops.zeros_like(lengths))
-    end = math_ops.maximum(_clamp_bound(second.stop, lengths, lengths), begin)
-    op = _ops.apply_op("RaggedRange", [starts + begin, starts + end,
-                                       _ops.convert_to_tensor(1, dtype=starts.dtype)],
-                       {"Tsplits": rt.row_splits.dtype})
-    result = RaggedTensor._from_splits(array_ops.gather(rt.values, op.outputs[1]),
-                                       op.outputs[0], validate=False)
-    return result if not rest else result.with_values(
-        result.values[(slice(None),) + tuple(rest)])
-
-
-def _clamp_bound(bound, lengths, if_none):
-    """A slice bound per row: negative counts from the row's end, clamped to [0, length];
-    `if_none` when the slice gives none."""
-    if bound is None:
-        return if_none
-    bound = math_ops.cast(_ops.convert_to_tensor(bound), lengths.dtype)
-    bound = math_ops.where(bound < 0, lengths + bound, bound + array_ops.zeros_like(lengths))
-    return math_ops.minimum(math_ops.maximum(bound, 0), lengths)
-
-
-# --- Elementwise operators -----------------------------------------------------------------------
-
-_OPERATORS = {
-    "add": math_ops.add, "sub": math_ops.subtract, "mul": math_ops.multiply,
-    "truediv": math_ops.truediv, "floordiv": math_ops.floordiv, "mod": math_ops.floormod,
-    "pow": math_ops.pow, "lt": math_ops.less, "le": math_ops.less_equal,
-    "gt": math_ops.greater, "ge": math_ops.greater_equal, "and": math_ops.logical_and,
-    "or": math_ops.logical_or,
-}
-_UNARY = {"neg": math_ops.negative, "abs": math_ops.abs, "invert": math_ops.logical_not}
-
-
-def _elementwise_operator(name, rt, *args):
-    if name in _UNARY:
-        return rt.with_flat_values(_UNARY[name](rt.flat_values))
-    reflected = name.startswith("r") and name[1:] in _OPERATORS
-    fn = _OPERATORS[name[1:] if reflected else name]
-    other = args[0]
-    return elementwise(lambda a, b: fn(b, a) if reflected else fn(a, b), rt, other)
 
 
 def same_partitions(first, *others):
@@ -745,28 +626,6 @@ def same_partitions(first, *others):
                    for a, b in zip(first.nested_row_splits, other.nested_row_splits)
                    if a is not b]
     return checks
-
-
-def elementwise(fn, x, y):
-    """fn(x, y) for a RaggedTensor x and a RaggedTensor of the same row partitions, a scalar, a
-    tensor that broadcasts against the flat values' inner dimensions, or (ragged_rank 1) a
-    [nrows, 1, ...] tensor broadcast along each row."""
-    if isinstance(y, RaggedTensor):
-        with _ops.control_dependencies(same_partitions(x, y)):
-            other = _identity(y.flat_values)
-        return x.with_flat_values(fn(x.flat_values, other))
-    y = _ops.convert_to_tensor(y, dtype=x.dtype if not isinstance(y, _ops.Tensor) else None)
-    inner_rank = x.flat_values.shape.ndims
-    if y.shape.ndims is not None and inner_rank is not None and y.shape.ndims < inner_rank:
-        return x.with_flat_values(fn(x.flat_values, y))
-    if x.ragged_rank == 1 and y.shape.ndims is not None and y.shape.ndims >= 2 and \
-            y.shape[1] == 1:
-        per_value = array_ops.gather(y[:, 0], x.value_rowids())
-        return x.with_flat_values(fn(x.flat_values, per_value))
-    raise ValueError(f"Flowstone broadcasts a RaggedTensor of shape {x.shape} against scalars, "
-                     f"ragged tensors of the same partitions, tensors of its values' inner "
-                     f"shape or of shape [nrows, 1, ...]; got shape {y.shape} "
-                     "(see docs/COMPAT.md)")
 
 
 # --- merge_dims ----------------------------------------------------------------------------------
