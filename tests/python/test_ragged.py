@@ -330,3 +330,15 @@ def _raw(op_type, inputs, attrs=None):
 def test_kernels_reject_bad_input(op_type, inputs, attrs, message):
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         _run(_raw(op_type, inputs(), attrs))
+
+
+def test_gradients_through_to_sparse_and_row_reductions():
+    values = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    rt = tf.RaggedTensor.from_row_splits(values, [0, 2, 3])
+    sparse_grad = tf.gradients(tf.reduce_sum(rt.to_sparse().values * 2.0), values)[0]
+    row_sums = tf.reduce_sum(rt, axis=1)  # [2 rows, 2]
+    reduce_grad = tf.gradients(tf.reduce_sum(row_sums * [[1.0, 10.0], [100.0, 1000.0]]),
+                               values)[0]
+    got_sparse, got_reduce = _run([sparse_grad, reduce_grad])
+    np.testing.assert_allclose(got_sparse, np.full((3, 2), 2.0))
+    np.testing.assert_allclose(got_reduce, [[1.0, 10.0], [1.0, 10.0], [100.0, 1000.0]])
