@@ -224,19 +224,28 @@ _SEGMENT_REDUCTIONS = {
 }
 
 
+# The dense reductions, for the flat values' uniform dimensions (and for all of a ragged tensor).
+_DENSE_REDUCTIONS = {
+    "Sum": reduction_ops.reduce_sum, "Mean": reduction_ops.reduce_mean,
+    "Max": reduction_ops.reduce_max, "Min": reduction_ops.reduce_min,
+    "Prod": reduction_ops.reduce_prod, "Any": math_reductions.reduce_any,
+    "All": math_reductions.reduce_all,
+}
+
+
 def _segment_reduce(op_type, values, ids, count):
     if op_type == "Mean":
         total = array_ops.unsorted_segment_sum(values, ids, count)
-        ones = array_ops.ones_like(values)
-        count = array_ops.unsorted_segment_sum(ones, ids, count)
+        sizes = array_ops.unsorted_segment_sum(array_ops.ones_like(values), ids, count)
         # An empty row's mean is 0 / 0: NaN, as TensorFlow's.
-        return math_ops.truediv(total, count) if values.dtype.is_floating else \
-            total // math_ops.maximum(count, 1)
+        return math_ops.truediv(total, sizes) if values.dtype.is_floating else \
+            total // math_ops.maximum(sizes, 1)
     if op_type in ("Any", "All"):
         as_int = math_ops.cast(values, _dtypes.int32)
         fn = segment_ops.unsorted_segment_max if op_type == "Any" else \
             segment_ops.unsorted_segment_min
-        return math_ops.cast(fn(as_int, ids, count), _dtypes.bool)
+        # An empty row's max is the lowest int (any: False), its min the highest (all: True).
+        return math_ops.greater(fn(as_int, ids, count), 0)
     return _SEGMENT_REDUCTIONS[op_type](values, ids, count)
 
 
@@ -246,15 +255,9 @@ def reduce(op_type, rt, axis, keepdims, name):
     columns (axis 0 of ragged_rank 1) or the flat values' inner dimensions."""
     if keepdims:
         raise ValueError("Flowstone's ragged reductions do not keep dims (see docs/COMPAT.md)")
-    dense = {"Sum": reduction_ops.reduce_sum, "Mean": reduction_ops.reduce_mean,
-             "Max": reduction_ops.reduce_max, "Min": reduction_ops.reduce_min,
-             "Prod": reduction_ops.reduce_prod}
     with _ops.name_scope(name, "RaggedReduce"):
         if axis is None:
-            if op_type in dense:
-                return dense[op_type](rt.flat_values)
-            fn = math_reductions.reduce_any if op_type == "Any" else math_reductions.reduce_all
-            return fn(rt.flat_values)
+            return _DENSE_REDUCTIONS[op_type](rt.flat_values)
         if isinstance(axis, (list, tuple)):
             if len(axis) != 1:
                 raise ValueError("Flowstone reduces a ragged tensor over one axis at a time")
@@ -273,10 +276,6 @@ def reduce(op_type, rt, axis, keepdims, name):
             values = rt.values
             if isinstance(values, RaggedTensor):
                 return rt.with_values(reduce(op_type, values, axis - 1, False, None))
-            fn = dense.get(op_type)
-            if fn is None:
-                    fn = math_reductions.reduce_any if op_type == "Any" else \
-                    math_reductions.reduce_all
-            return rt.with_values(fn(values, axis=axis - 1))
+            return rt.with_values(_DENSE_REDUCTIONS[op_type](values, axis=axis - 1))
         raise ValueError(f"Flowstone reduces a ragged tensor of ragged_rank {rt.ragged_rank} "
                          f"over axis {axis} only for ragged_rank 1 (see docs/COMPAT.md)")
