@@ -17,7 +17,8 @@ all: install
 # the compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's),
 # libjpeg-turbo, libpng and giflib for the image codecs, KISS FFT for tf.signal's transforms (pinned:
 # Debian bookworm's), and Open MPI (pinned: Debian bookworm's) for flowstone.horovod's MPI plugin
-# and the multi-process tests' mpirun. KISS FFT rather than FFTW: its C++ header is a template over
+# and the multi-process tests' mpirun, and ICU (libicu-dev) for tf.strings.unicode_script's script
+# codes. KISS FFT rather than FFTW: its C++ header is a template over
 # float and double (complex64 and complex128 alike), BSD-licensed (FFTW is GPL, this project
 # Apache-2.0), and the algorithm TensorFlow's own CPU kernels use through Eigen; bookworm has no
 # pocketfft package.
@@ -29,12 +30,12 @@ OPENMPI_VERSION := 4.1.4-3+b1
 $(BUILD)/.system-deps: Makefile
 	@mkdir -p $(BUILD)
 	@if ! dpkg -s libgtest-dev libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev \
-	    libjpeg62-turbo-dev libpng-dev libgif-dev libkissfft-dev libopenmpi-dev openmpi-bin >/dev/null 2>&1; then \
-	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng, giflib, kissfft and Open MPI (Debian)"; \
+	    libjpeg62-turbo-dev libpng-dev libgif-dev libkissfft-dev libopenmpi-dev openmpi-bin libicu-dev >/dev/null 2>&1; then \
+	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng, giflib, kissfft, Open MPI and ICU (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
 	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
 	    libjpeg62-turbo-dev libpng-dev libgif-dev libkissfft-dev=$(KISSFFT_VERSION) \
-	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION)) >/dev/null; \
+	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION) libicu-dev) >/dev/null; \
 	fi
 	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
 	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }

@@ -217,3 +217,8 @@ EXEMPT.update(_MATHBREADTH_EXEMPT)
 from op_cases_fusion import CASES as _FUSION_CASES  # noqa: E402
 
 CASES += _FUSION_CASES
+
+from op_cases_ragged import CASES as _RAGGED_CASES, EXEMPT as _RAGGED_EXEMPT  # noqa: E402
+
+CASES += _RAGGED_CASES
+EXEMPT.update(_RAGGED_EXEMPT)

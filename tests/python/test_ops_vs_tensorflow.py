@@ -209,13 +209,15 @@ def _flowstone_outputs(case):
         return sess.run(op.outputs, dict(zip(placeholders, case.inputs)))
 
 
-def _as_list(value, count):
+def _as_list(value, count, op=None):
     if count == 1 and not isinstance(value, list):
         return [value]
-    value = list(value)
-    if any(isinstance(v, list) for v in value):  # raw_ops groups each list output in a list
-        value = [x for v in value for x in (v if isinstance(v, list) else [v])]
-    return value
+    outputs = _C.op_def(op)["outputs"] if op else []
+    if len(outputs) == len(value) and any(is_list for _, is_list in outputs):
+        # TensorFlow returns a list output (RaggedGather's splits) as a nested list.
+        return [item for v, (_, is_list) in zip(value, outputs)
+                for item in (v if is_list else [v])]
+    return list(value)
 
 
 def _compare(case, mine, theirs):
@@ -253,7 +255,7 @@ def test_case_matches_tensorflow(tensorflow_results, key, case, inputs):
     if status == "error" and known is not None and known.tensorflow_rejects:
         pytest.skip(f"{case.op}: {known.why}")
     assert status == "ok", f"{case}: TensorFlow raised {theirs}; Flowstone gave {mine!r:.300}"
-    _compare(case, mine, _as_list(theirs, len(mine)))
+    _compare(case, mine, _as_list(theirs, len(mine), case.op))
 
 
 if __name__ == "__main__":

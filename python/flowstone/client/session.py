@@ -234,6 +234,10 @@ def _expand_composite_feeds(feed_dict):
             expanded[key] = value
             continue
         parts, _ = components()
+        feed_components = getattr(key, "_feed_components", None)
+        if feed_components is not None:  # a RaggedTensor, fed a RaggedTensorValue or lists
+            expanded.update(zip(parts, feed_components(value)))
+            continue
         if not isinstance(value, (tuple, list)) or len(value) != len(parts):
             raise TypeError(f"The feed of {key!r} must be a value of its {len(parts)} "
                             f"components (a SparseTensorValue), got {type(value).__name__}")

@@ -15,6 +15,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import basic_ops as _basic_ops
+from flowstone.util import dispatch as _dispatch
 
 __all__ = [
     "reshape", "transpose", "expand_dims", "squeeze", "concat", "stack", "unstack", "split",
@@ -180,6 +181,9 @@ def invert_permutation(x, name=None):
 
 def concat(values, axis, name="concat"):
     """Joins tensors along `axis`. A single tensor is returned as an identity."""
+    handler = _dispatch.lookup("concat", values)
+    if handler is not None:  # tf.RaggedTensor operands
+        return handler(values, axis, name)
     if not isinstance(values, (list, tuple)):
         values = [values]
     if len(values) == 1:
@@ -285,6 +289,9 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
     """Slices of `params` along `axis` (default 0) at `indices`. validate_indices is ignored:
     indices are always checked."""
+    handler = _dispatch.lookup("gather", params)
+    if handler is not None:  # a tf.RaggedTensor
+        return handler(params, indices, name=name, axis=axis, batch_dims=batch_dims)
     return _apply("GatherV2", [_ops.convert_to_tensor(params), _index_tensor(indices),
                                _index_tensor(0 if axis is None else axis)],
                   {"batch_dims": int(batch_dims)}, name=name)[0]

@@ -4,6 +4,7 @@ import numpy as np
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
+from flowstone.util import dispatch as _dispatch
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "argmax",
            "argmin"]
@@ -48,6 +49,9 @@ def _reduction_axes(x, axis):
 def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep_dims):
     axis = _deprecated_lookup("axis", axis, "reduction_indices", reduction_indices)
     keepdims = _deprecated_lookup("keepdims", keepdims, "keep_dims", keep_dims)
+    handler = _dispatch.lookup("reduce", input_tensor)
+    if handler is not None:  # a tf.RaggedTensor
+        return handler(op_type, input_tensor, axis, keepdims, name)
     x = _ops.convert_to_tensor(input_tensor)
     axes = _reduction_axes(x, axis)
     return _ops.apply_op(op_type, [x, axes], {"keep_dims": bool(keepdims)},

@@ -2,6 +2,10 @@
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
+from flowstone.framework.sparse_tensor import SparseTensor
+from flowstone.ops import array_ops
+from flowstone.ops import ragged_tensor as _ragged_tensor
+from flowstone.ops.ragged_tensor import RaggedTensor
 from flowstone.util.tf_export import tf_export
 
 
@@ -149,20 +153,41 @@ def string_to_hash_bucket_fast(input, num_buckets, name=None):  # noqa: A002
     return _unary("StringToHashBucketFast", input, name, {"num_buckets": int(num_buckets)})
 
 
-def _split_result(op, result_type):
-    from flowstone.framework.sparse_tensor import SparseTensor
-    if result_type != "SparseTensor":
-        raise NotImplementedError(f"result_type={result_type!r}: Flowstone has no RaggedTensor; "
-                                  "use result_type='SparseTensor'")
-    return SparseTensor(*op.outputs)
+@tf_export("strings.to_hash_bucket", "string_to_hash_bucket")
+def string_to_hash_bucket(string_tensor=None, num_buckets=None, name=None,
+                          input=None):  # noqa: A002 - TensorFlow's argument name
+    """Each string's legacy TensorFlow Hash64 modulo `num_buckets` (TensorFlow's buckets)."""
+    if string_tensor is None:
+        string_tensor = input
+    return _ops.apply_op("StringToHashBucket", [_strings(string_tensor, "string_tensor")],
+                         {"num_buckets": int(num_buckets)},
+                         name=name or "StringToHashBucket").outputs[0]
 
 
-def _split_source(value):
-    source = _ops.convert_to_tensor(value, dtype=_dtypes.string, name="source")
-    if source.shape.ndims is not None and source.shape.ndims > 1:
-        raise NotImplementedError(f"Flowstone splits vectors of strings (TensorFlow splits higher "
-                                  f"ranks into RaggedTensors); got shape {source.shape}")
-    return source
+def _split(op_type, source, sep, attrs, result_type):
+    """The split op on a vector of strings, as a SparseTensor, or as a RaggedTensor (with the
+    input's outer dimensions around it) for result_type="RaggedTensor"."""
+    if result_type not in ("SparseTensor", "RaggedTensor"):
+        raise ValueError(f"result_type must be 'RaggedTensor' or 'SparseTensor', got "
+                         f"{result_type!r}")
+    if isinstance(source, RaggedTensor):  # each string split in place: one more dimension
+        return source.with_flat_values(_split(op_type, source.flat_values, sep, attrs,
+                                              "RaggedTensor"))
+    source = _ops.convert_to_tensor(source, dtype=_dtypes.string, name="source")
+    rank = source.shape.ndims
+    if result_type == "SparseTensor":
+        if rank is not None and rank > 1:
+            raise ValueError(f"A SparseTensor split needs a vector of strings, got shape "
+                             f"{source.shape}; use result_type='RaggedTensor'")
+        return SparseTensor(*_ops.apply_op(op_type, [source, sep], attrs).outputs)
+    if rank is None:
+        raise ValueError("A RaggedTensor split needs input strings of known rank")
+    indices, values, shape = _ops.apply_op(op_type, [array_ops.reshape(source, [-1]), sep],
+                                           attrs).outputs
+    rows = RaggedTensor.from_value_rowids(values, indices[:, 0], shape[0], validate=False)
+    if rank == 0:
+        return rows.values
+    return _ragged_tensor.with_outer_dims(rows, source)
 
 
 @tf_export("string_split")
@@ -175,10 +200,8 @@ def string_split(source, sep=None, skip_empty=True, delimiter=None, result_type=
         raise ValueError("Cannot specify both 'sep' and 'delimiter'")
     sep = " " if sep is None and delimiter is None else (sep if sep is not None else delimiter)
     with _ops.name_scope(name, "StringSplit"):
-        op = _ops.apply_op("StringSplit", [_split_source(source),
-                                           _ops.convert_to_tensor(sep, dtype=_dtypes.string)],
-                           {"skip_empty": bool(skip_empty)})
-    return _split_result(op, result_type)
+        return _split("StringSplit", source, _ops.convert_to_tensor(sep, dtype=_dtypes.string),
+                      {"skip_empty": bool(skip_empty)}, result_type)
 
 
 @tf_export("strings.split")
@@ -189,10 +212,9 @@ def string_split_v2(input=None, sep=None, maxsplit=-1, result_type="SparseTensor
     if input is None:
         input = source  # noqa: A001 - TensorFlow's older argument name
     with _ops.name_scope(name, "StringSplit"):
-        op = _ops.apply_op("StringSplitV2", [_split_source(input),
-                                             _ops.convert_to_tensor(sep or "", dtype=_dtypes.string)],
-                           {"maxsplit": int(maxsplit)})
-    return _split_result(op, result_type)
+        return _split("StringSplitV2", input, _ops.convert_to_tensor(sep or "",
+                                                                     dtype=_dtypes.string),
+                      {"maxsplit": int(maxsplit)}, result_type)
 
 
 @tf_export("strings.unsorted_segment_join")

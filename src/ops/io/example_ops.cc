@@ -7,7 +7,9 @@
 //     default;
 //   - dense features with an unknown major dimension (tf.io.FixedLenSequenceFeature with
 //     allow_missing=True): batch_shape + [longest, shape[1:]...], shorter ones padded with the
-//     default (one element) or zeros.
+//     default (one element) or zeros;
+//   - ragged features (tf.io.RaggedFeature, ParseExampleV2 only): all records' values and the
+//     row splits of the batch, which Python makes a RaggedTensor (with any partitions).
 // The value helpers (example_parser.h) also serve ParseSequenceExampleV2
 // (sequence_example_ops.cc).
 #include <algorithm>
@@ -27,6 +29,9 @@ struct ParseConfig {
   std::vector<std::string> dense_keys;
   std::vector<DType> dense_types;
   std::vector<PartialShape> dense_shapes;
+  std::vector<std::string> ragged_keys;  // ParseExampleV2 only (tf.io.RaggedFeature)
+  std::vector<DType> ragged_types;
+  std::vector<DType> ragged_split_types;
 };
 
 Status ReadTypesAndShapes(const char* op, const AttrMap& attrs, ParseConfig* config) {
@@ -48,6 +53,38 @@ Status ParseRecord(const std::string& serialized, int64_t index, proto::Example*
     return errors::InvalidArgument("Could not parse example input, value: '",
                                    serialized.substr(0, 64), "' (record ", index,
                                    " of the batch is not a serialized tf.train.Example)");
+  }
+  return Status::OK();
+}
+
+// Writes a ragged feature (tf.io.RaggedFeature) of a batch: every record's values one after
+// another into output `values_out`, and where each record's start into `splits_out` (int32 or
+// int64, batch + 1 entries); a missing feature is an empty row.
+Status WriteRagged(const std::string& key, DType dtype,
+                   const std::vector<const proto::Feature*>& found, KernelContext& ctx,
+                   int values_out, int splits_out) {
+  std::vector<int64_t> splits{0};
+  for (const proto::Feature* feature : found) {
+    int64_t count = 0;
+    if (feature != nullptr) {
+      FS_RETURN_IF_ERROR(example::CheckKind(*feature, dtype, key));
+      count = example::ValueCount(*feature);
+    }
+    splits.push_back(splits.back() + count);
+  }
+  Tensor *values, *row_splits;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(values_out, TensorShape{splits.back()}, &values));
+  for (size_t b = 0; b < found.size(); ++b) {
+    if (found[b] != nullptr) example::CopyValues(*found[b], values, splits[b]);
+  }
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(
+      splits_out, TensorShape{static_cast<int64_t>(splits.size())}, &row_splits));
+  for (size_t b = 0; b < splits.size(); ++b) {
+    if (row_splits->dtype() == DType::kInt32) {
+      row_splits->data<int32_t>()[b] = static_cast<int32_t>(splits[b]);
+    } else {
+      row_splits->data<int64_t>()[b] = splits[b];
+    }
   }
   return Status::OK();
 }
@@ -89,6 +126,13 @@ Status ParseInto(KernelContext& ctx, const ParseConfig& config, const Tensor& se
                                            ctx.input(defaults_input + static_cast<int>(i)), ctx,
                                            3 * num_sparse + static_cast<int>(i)));
   }
+  const int first_ragged = 3 * num_sparse + static_cast<int>(config.dense_keys.size());
+  const int num_ragged = static_cast<int>(config.ragged_keys.size());
+  for (int i = 0; i < num_ragged; ++i) {
+    FS_RETURN_IF_ERROR(WriteRagged(config.ragged_keys[i], config.ragged_types[i],
+                                   find_all(config.ragged_keys[i]), ctx, first_ragged + i,
+                                   first_ragged + num_ragged + i));
+  }
   return Status::OK();
 }
 
@@ -104,6 +148,11 @@ Status ParseShape(InferenceContext& ctx, const PartialShape& batch_shape) {
     ctx.set_output(i, PartialShape({-1, rank < 0 ? -1 : rank + 1}));
     ctx.set_output(num_sparse + i, PartialShape({-1}));
     ctx.set_output(2 * num_sparse + i, PartialShape({rank < 0 ? -1 : rank + 1}));
+  }
+  // ParseExampleV2's ragged outputs (values and row splits) follow the dense ones.
+  const int first_ragged = static_cast<int>(3 * num_sparse + shapes.size());
+  for (int out = first_ragged; out < ctx.num_outputs(); ++out) {
+    ctx.set_output(out, PartialShape({-1}));
   }
   for (int i = 0; i < static_cast<int>(shapes.size()); ++i) {
     const int out = static_cast<int>(3 * num_sparse) + i;
@@ -125,10 +174,21 @@ class ParseExampleV2Kernel final : public OpKernel {
 
   Status Init() override {
     FS_RETURN_IF_ERROR(ReadTypesAndShapes("ParseExampleV2", node().attrs(), &config_));
-    if (!node().attrs().GetOr<std::vector<DType>>("ragged_value_types", {}).empty()) {
-      return errors::Unimplemented(
-          "ParseExampleV2: ragged features (tf.io.RaggedFeature) are not in Flowstone; parse "
-          "them as tf.io.VarLenFeature (a SparseTensor)");
+    FS_RETURN_IF_ERROR(node().attrs().Get("ragged_value_types", &config_.ragged_types));
+    FS_RETURN_IF_ERROR(node().attrs().Get("ragged_split_types", &config_.ragged_split_types));
+    FS_RETURN_IF_ERROR(example::CheckFeatureTypes("ParseExampleV2", config_.ragged_types));
+    for (DType split_type : config_.ragged_split_types) {
+      if (split_type != DType::kInt32 && split_type != DType::kInt64) {
+        return errors::InvalidArgument(
+            "ParseExampleV2: ragged_split_types must be int32 or "
+            "int64, got ",
+            DTypeName(split_type));
+      }
+    }
+    if (config_.ragged_types.size() != config_.ragged_split_types.size()) {
+      return errors::InvalidArgument("ParseExampleV2: ", config_.ragged_types.size(),
+                                     " ragged_value_types for ", config_.ragged_split_types.size(),
+                                     " ragged_split_types");
     }
     return Status::OK();
   }
@@ -137,6 +197,12 @@ class ParseExampleV2Kernel final : public OpKernel {
     ParseConfig config = config_;
     FS_RETURN_IF_ERROR(example::KeysInput(ctx, 2, "sparse_keys", &config.sparse_keys));
     FS_RETURN_IF_ERROR(example::KeysInput(ctx, 3, "dense_keys", &config.dense_keys));
+    FS_RETURN_IF_ERROR(example::KeysInput(ctx, 4, "ragged_keys", &config.ragged_keys));
+    if (config.ragged_keys.size() != config.ragged_types.size()) {
+      return errors::InvalidArgument("ParseExampleV2: ", config.ragged_keys.size(),
+                                     " ragged_keys for ", config.ragged_types.size(),
+                                     " ragged_value_types");
+    }
     if (config.sparse_keys.size() != config.sparse_types.size() ||
         config.dense_keys.size() != config.dense_types.size()) {
       return errors::InvalidArgument("ParseExampleV2: ", config.sparse_keys.size(),

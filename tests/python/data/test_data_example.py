@@ -58,7 +58,7 @@ def test_garbage_is_not_an_example():
 
 
 def test_unknown_feature_kinds_are_refused():
-    class Ragged:  # stands for tf.io.RaggedFeature, which Flowstone does not have
+    class Ragged:  # a feature kind the parser does not know
         pass
 
     with pytest.raises(ValueError, match="Unsupported feature type Ragged for key 'label'"):

@@ -185,9 +185,9 @@ def test_string_split_and_strings_split_give_sparse_tensors():
     assert got[4].values.tolist() == [b"1", b"2", b",3"] and got[4].dense_shape.tolist() == [1, 3]
     with pytest.raises(ValueError, match="Cannot specify both"):
         tf.string_split(lines, sep=" ", delimiter=",")
-    with pytest.raises(NotImplementedError, match="RaggedTensor"):
-        tf.strings.split(lines, result_type="RaggedTensor")
-    with pytest.raises(NotImplementedError, match="vectors of strings"):
+    with pytest.raises(ValueError, match="result_type must be 'RaggedTensor' or"):
+        tf.strings.split(lines, result_type="Dense")
+    with pytest.raises(ValueError, match="use result_type='RaggedTensor'"):
         tf.strings.split(tf.constant([["a b"]]))
     with pytest.raises(ValueError, match="rank 1"):
         tf.string_split(tf.constant("a b"))
