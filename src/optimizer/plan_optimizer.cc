@@ -208,13 +208,16 @@ class Optimizer {
     // Folded outputs may take up to the configured limit, and grow past the inputs by a little.
     const int64_t limit = std::min<int64_t>(config_.max_folded_constant_bytes,
                                             std::max(input_bytes, kMaxFoldGrowthBytes));
+    // Static output sizes are checked against what is left of the limit before they are
+    // multiplied: a shape such as [2**62] (an attr the kernel will reject) would overflow.
     int64_t static_bytes = 0;
     for (int o = 0; o < n.num_outputs(); ++o) {
       const int64_t elements = n.output_shape(o).num_elements();
-      if (elements > 0)
-        static_bytes += elements * static_cast<int64_t>(DTypeSize(n.output_type(o)));
+      const int64_t size = static_cast<int64_t>(DTypeSize(n.output_type(o)));
+      if (elements <= 0 || size <= 0) continue;
+      if (elements > (limit - static_bytes) / size) return false;
+      static_bytes += elements * size;
     }
-    if (static_bytes > limit) return false;
     if (FindKernelDef(n, "CPU") == nullptr || FoldCost(n, values) > kMaxFoldCost ||
         std::chrono::steady_clock::now() > fold_deadline_) {
       return false;

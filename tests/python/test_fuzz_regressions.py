@@ -325,3 +325,21 @@ def test_serialize_many_sparse_with_a_huge_first_dimension_is_resource_exhausted
             sess.run(tf.io.serialize_many_sparse(negative))
         small = tf.SparseTensor([[1, 0]], [2.0], [2, 3])
         assert sess.run(tf.io.serialize_many_sparse(small)).shape == (2, 3)
+
+
+def test_folding_a_node_whose_static_output_shape_overflows_bytes_is_not_tried():
+    # AllCandidateSampler with constant inputs and num_sampled=2**62 has the static output shape
+    # [2**62]: the constant folder multiplied it by 8 bytes (signed overflow, UBSan) to compare it
+    # with its size limit. The folder now skips it; the kernel reports the allocation.
+    true_classes = tf.constant(np.array([[3, 4], [1, 2]], np.int64))
+    huge = tf.random.all_candidate_sampler(true_classes, num_true=2, num_sampled=2**62,
+                                           unique=True)
+    small = tf.random.all_candidate_sampler(true_classes, num_true=2, num_sampled=5, unique=True)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match=r"shape\[4611686018427387904\] and type int64"):
+            sess.run(huge[0])
+        sampled, true_expected, sampled_expected = sess.run(small)
+    np.testing.assert_array_equal(sampled, np.arange(5))
+    np.testing.assert_array_equal(true_expected, np.ones((2, 2), np.float32))
+    np.testing.assert_array_equal(sampled_expected, np.ones(5, np.float32))
