@@ -27,6 +27,9 @@ constexpr double kMaxFoldCost = 1e8;
 // ZerosLike, OneHot...): writing memory costs a run little, while the folded value would be kept
 // for the session's life beside the graph's own constants.
 constexpr int64_t kMaxFoldGrowthBytes = 64 << 10;
+// What a folded kernel may allocate, outputs and scratch together, in multiples of the limit on
+// its outputs.
+constexpr int64_t kFoldScratchFactor = 4;
 
 // An estimate of the work of running `n` on `inputs`: elements touched, times the inner dimension
 // for products and decompositions. Deterministic, so a plan folds the same nodes on every machine.
@@ -224,11 +227,18 @@ class Optimizer {
     }
     std::unique_ptr<OpKernel> kernel;
     if (!CreateKernel(n, "CPU", &kernel).ok()) return false;
+    // The kernel allocates from a budget of a few times the limit: an output whose size the
+    // shape function could not know (SegmentSum's, sized by an id of 2**31) would otherwise be
+    // allocated in full from the process's memory, only to be dropped as too big. Past the
+    // budget the fold fails and the node runs, under the session's own memory limit.
+    auto budget = std::make_shared<LimitedAllocator>(
+        scope_.cpu->allocator(), kFoldScratchFactor * limit, "constant folding");
+    Device device(scope_.cpu->type(), scope_.cpu->id(), budget.get(), scope_.cpu->intra_op_pool());
     std::vector<Tensor> outputs(n.num_outputs());
     std::unique_ptr<bool[]> forwardable(new bool[values.size() + 1]());
     KernelContext::Params params;
     params.node = &n;
-    params.device = scope_.cpu;
+    params.device = &device;
     params.resources = scope_.resources;
     params.inputs = values.data();
     params.forwardable = forwardable.get();

@@ -343,3 +343,27 @@ def test_folding_a_node_whose_static_output_shape_overflows_bytes_is_not_tried()
     np.testing.assert_array_equal(sampled, np.arange(5))
     np.testing.assert_array_equal(true_expected, np.ones((2, 2), np.float32))
     np.testing.assert_array_equal(sampled_expected, np.ones(5, np.float32))
+    # SetSize's static output shape is set_shape[:-1], whose element count saturates.
+    indices = tf.constant(np.zeros((0, 3), np.int64))
+    values = tf.constant(np.zeros((0,), np.uint8))
+    set_shape = tf.constant(np.array([2**62 + 5, 2**61 + 3, 7], np.int64))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match="type int32"):
+            sess.run(apply_op("SetSize", [indices, values, set_shape], {}).outputs[0])
+
+
+def test_folding_allocates_from_a_budget_not_from_the_whole_machine():
+    # SegmentSum's output size is known only from the ids' values: the constant folder ran the
+    # kernel with the process's allocator, which handed out 16 GiB for an id of 2**31 + 1 before
+    # the result was dropped as too big to fold (the session's memory limit was never asked).
+    # The folder's kernels now allocate from a budget; the node runs under the session's limit.
+    data = tf.constant(np.array([[1, 2], [3, 4], [5, 6]], np.int32))
+    config = tf.ConfigProto()
+    config.experimental.cpu_memory_limit_mb = 256
+    with tf.Session(config=config) as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match=r"shape\[2147483650,2\] and type int32.*limit 268435456 bytes"):
+            sess.run(tf.math.segment_sum(data, tf.constant([1, 1, 2**31 + 1], tf.int64)))
+        np.testing.assert_array_equal(
+            sess.run(tf.math.segment_sum(data, tf.constant([0, 0, 2], tf.int64))),
+            [[4, 6], [0, 0], [5, 6]])
