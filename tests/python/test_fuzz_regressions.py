@@ -367,3 +367,21 @@ def test_folding_allocates_from_a_budget_not_from_the_whole_machine():
         np.testing.assert_array_equal(
             sess.run(tf.math.segment_sum(data, tf.constant([0, 0, 2], tf.int64))),
             [[4, 6], [0, 0], [5, 6]])
+
+
+def test_string_outputs_count_against_the_sessions_memory_limit():
+    # String (and variant, resource) outputs came from the process's allocator even on the CPU:
+    # UnsortedSegmentJoin with num_segments=609525267 allocated 20 GiB of std::string under a
+    # 256 MiB session limit. On a host device they now come from the device's allocator.
+    config = tf.ConfigProto()
+    config.experimental.cpu_memory_limit_mb = 256
+    inputs = tf.placeholder(tf.string, [4])
+    ids = tf.placeholder(tf.int32, [4])
+    num_segments = tf.placeholder(tf.int32, [])
+    joined = tf.strings.unsorted_segment_join(inputs, ids, num_segments, separator="-")
+    feed = {inputs: [b"a", b"b", b"c", b"d"], ids: [1, 0, 1, 3]}
+    with tf.Session(config=config) as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match=r"shape\[20000000\] and type string.*limit 268435456 bytes"):
+            sess.run(joined, {**feed, num_segments: 20_000_000})
+        assert sess.run(joined, {**feed, num_segments: 4}).tolist() == [b"b", b"a-c", b"", b"d"]
