@@ -385,3 +385,26 @@ def test_string_outputs_count_against_the_sessions_memory_limit():
                            match=r"shape\[20000000\] and type string.*limit 268435456 bytes"):
             sess.run(joined, {**feed, num_segments: 20_000_000})
         assert sess.run(joined, {**feed, num_segments: 4}).tolist() == [b"b", b"a-c", b"", b"d"]
+
+
+def test_string_format_with_a_huge_summarize_prints_everything():
+    # summarize=2**62 overflowed `2 * summarize` while the tensor was summarized (UBSan).
+    x = tf.constant(np.arange(12.0).reshape(3, 4))
+    out = apply_op("StringFormat", [[x]], {"template": "m: %s", "summarize": 2**62})
+    with tf.Session() as sess:
+        assert sess.run(out.outputs[0]) == (b"m: [[0 1 2 3]\n [4 5 6 7]\n [8 9 10 11]]")
+
+
+def test_parse_example_attrs_whose_lengths_disagree_are_an_error():
+    # num_sparse=5 with one sparse_types entry: the shape function wrote output shapes past the
+    # node's outputs (ASan: heap-buffer-overflow). TensorFlow requires the lengths to agree.
+    serialized = tf.constant([b""])
+    empty = tf.constant(np.zeros([0], object), tf.string)
+    inputs = [serialized, empty, empty, empty, empty, []]
+    attrs = {"Tdense": [], "num_sparse": 5, "sparse_types": [tf.int64],
+             "ragged_value_types": [], "ragged_split_types": [], "dense_shapes": []}
+    with pytest.raises(ValueError, match=r"ParseExampleV2: num_sparse \(5\) must equal the "
+                                         r"length of sparse_types \(1\)"):
+        apply_op("ParseExampleV2", inputs, attrs)
+    with pytest.raises(ValueError, match="ParseExampleV2: 2 dense_shapes for 0 Tdense types"):
+        apply_op("ParseExampleV2", inputs, dict(attrs, num_sparse=1, dense_shapes=[[1], [2]]))
