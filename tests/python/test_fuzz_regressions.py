@@ -408,3 +408,18 @@ def test_parse_example_attrs_whose_lengths_disagree_are_an_error():
         apply_op("ParseExampleV2", inputs, attrs)
     with pytest.raises(ValueError, match="ParseExampleV2: 2 dense_shapes for 0 Tdense types"):
         apply_op("ParseExampleV2", inputs, dict(attrs, num_sparse=1, dense_shapes=[[1], [2]]))
+
+
+def test_reading_a_reader_handle_as_a_variable_is_an_error():
+    # A reader's (or queue's) handle is a resource slot holding a variant: ReadVariableOp with
+    # dtype=float32 handed that variant on as a float32 tensor (the fetch raised a bare
+    # TypeError; a consumer would have read the variant's bytes as floats).
+    reader = tf.TextLineReader()
+    read = apply_op("ReadVariableOp", [reader.reader_ref], {"dtype": tf.float32})
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="with wrong dtype. Expected float32 got variant"):
+            sess.run(read.outputs[0])
+        v = tf.Variable(3.0)
+        sess.run(v.initializer)
+        assert sess.run(v.read_value()) == 3.0
