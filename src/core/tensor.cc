@@ -320,7 +320,7 @@ void SummarizeDimV2(const Tensor& t, int dim, int64_t ends, int64_t offset, std:
     if (i > 0) AppendSpacing(dim, t.rank(), out);
     SummarizeDimV2(t, dim + 1, ends, offset + stride * i, out);
   }
-  if (count > 2 * ends) {
+  if (count - ends > ends) {  // count > 2 * ends, without overflowing for a huge summarize
     AppendSpacing(dim, t.rank(), out);
     *out += "...";
   }

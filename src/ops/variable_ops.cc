@@ -80,6 +80,13 @@ Status ReadVariable(KernelContext& ctx) {
   Var* var = VarFromHandle(ctx.input(0));
   std::lock_guard<std::mutex> lock(var->mu());
   if (!var->initialized()) return UninitializedError(*var);
+  // The handle may be any resource (a reader's or a queue's slot holds a variant): a value of
+  // another dtype than the node's would reach consumers that read it as that dtype.
+  if (var->value().dtype() != ctx.output_type(0)) {
+    return errors::InvalidArgument("Trying to read variable ", var->name(),
+                                   " with wrong dtype. Expected ", DTypeName(ctx.output_type(0)),
+                                   " got ", DTypeName(var->value().dtype()));
+  }
   FS_RETURN_IF_ERROR(MoveVarToMemoryOf(var, ctx.device()));
   ctx.SetOutput(0, var->value());
   return Status::OK();

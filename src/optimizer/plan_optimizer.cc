@@ -28,6 +28,9 @@ constexpr double kMaxFoldCost = 1e8;
 // ZerosLike, OneHot...): writing memory costs a run little, while the folded value would be kept
 // for the session's life beside the graph's own constants.
 constexpr int64_t kMaxFoldGrowthBytes = 64 << 10;
+// What a folded kernel may allocate, outputs and scratch together, in multiples of the limit on
+// its outputs.
+constexpr int64_t kFoldScratchFactor = 4;
 
 // An estimate of the work of running `n` on `inputs`: elements touched, times the inner dimension
 // for products and decompositions. Deterministic, so a plan folds the same nodes on every machine.
@@ -212,24 +215,34 @@ class Optimizer {
     // Folded outputs may take up to the configured limit, and grow past the inputs by a little.
     const int64_t limit = std::min<int64_t>(config_.max_folded_constant_bytes,
                                             std::max(input_bytes, kMaxFoldGrowthBytes));
+    // Static output sizes are checked against what is left of the limit before they are
+    // multiplied: a shape such as [2**62] (an attr the kernel will reject) would overflow.
     int64_t static_bytes = 0;
     for (int o = 0; o < n.num_outputs(); ++o) {
       const int64_t elements = n.output_shape(o).num_elements();
-      if (elements > 0)
-        static_bytes += elements * static_cast<int64_t>(DTypeSize(n.output_type(o)));
+      const int64_t size = static_cast<int64_t>(DTypeSize(n.output_type(o)));
+      if (elements <= 0 || size <= 0) continue;
+      if (elements > (limit - static_bytes) / size) return false;
+      static_bytes += elements * size;
     }
-    if (static_bytes > limit) return false;
     if (FindKernelDef(n, "CPU") == nullptr || FoldCost(n, values) > kMaxFoldCost ||
         std::chrono::steady_clock::now() > fold_deadline_) {
       return false;
     }
     std::unique_ptr<OpKernel> kernel;
     if (!CreateKernel(n, "CPU", &kernel).ok()) return false;
+    // The kernel allocates from a budget of a few times the limit: an output whose size the
+    // shape function could not know (SegmentSum's, sized by an id of 2**31) would otherwise be
+    // allocated in full from the process's memory, only to be dropped as too big. Past the
+    // budget the fold fails and the node runs, under the session's own memory limit.
+    auto budget = std::make_shared<LimitedAllocator>(
+        scope_.cpu->allocator(), kFoldScratchFactor * limit, "constant folding");
+    Device device(scope_.cpu->type(), scope_.cpu->id(), budget.get(), scope_.cpu->intra_op_pool());
     std::vector<Tensor> outputs(n.num_outputs());
     std::unique_ptr<bool[]> forwardable(new bool[values.size() + 1]());
     KernelContext::Params params;
     params.node = &n;
-    params.device = scope_.cpu;
+    params.device = &device;
     params.resources = scope_.resources;
     params.inputs = values.data();
     params.forwardable = forwardable.get();

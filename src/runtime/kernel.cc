@@ -57,10 +57,15 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
-  // Resource handles, variants and strings are host structures whatever the device.
+  // Resource handles, variants and strings are host structures whatever the device. A host
+  // device's own allocator holds them, so that the session's memory limit covers them too (a
+  // string output sized by an input, such as UnsortedSegmentJoin's, was otherwise limited only
+  // by the machine's memory).
   const bool host = dtype == DType::kResource || HoldsObjects(dtype) ||
                     (p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[i]);
-  Allocator* allocator = host ? CpuAllocator() : p_.device->allocator();
+  Allocator* allocator = host && (p_.device == nullptr || !p_.device->host_memory())
+                             ? CpuAllocator()
+                             : p_.device->allocator();
   Status s = Tensor::Allocate(allocator, dtype, shape, &slot);
   if (!s.ok()) {
     if (s.code() == Code::kResourceExhausted) return OomError(dtype, shape);

@@ -325,3 +325,101 @@ def test_serialize_many_sparse_with_a_huge_first_dimension_is_resource_exhausted
             sess.run(tf.io.serialize_many_sparse(negative))
         small = tf.SparseTensor([[1, 0]], [2.0], [2, 3])
         assert sess.run(tf.io.serialize_many_sparse(small)).shape == (2, 3)
+
+
+def test_folding_a_node_whose_static_output_shape_overflows_bytes_is_not_tried():
+    # AllCandidateSampler with constant inputs and num_sampled=2**62 has the static output shape
+    # [2**62]: the constant folder multiplied it by 8 bytes (signed overflow, UBSan) to compare it
+    # with its size limit. The folder now skips it; the kernel reports the allocation.
+    true_classes = tf.constant(np.array([[3, 4], [1, 2]], np.int64))
+    huge = tf.random.all_candidate_sampler(true_classes, num_true=2, num_sampled=2**62,
+                                           unique=True)
+    small = tf.random.all_candidate_sampler(true_classes, num_true=2, num_sampled=5, unique=True)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match=r"shape\[4611686018427387904\] and type int64"):
+            sess.run(huge[0])
+        sampled, true_expected, sampled_expected = sess.run(small)
+    np.testing.assert_array_equal(sampled, np.arange(5))
+    np.testing.assert_array_equal(true_expected, np.ones((2, 2), np.float32))
+    np.testing.assert_array_equal(sampled_expected, np.ones(5, np.float32))
+    # SetSize's static output shape is set_shape[:-1], whose element count saturates.
+    indices = tf.constant(np.zeros((0, 3), np.int64))
+    values = tf.constant(np.zeros((0,), np.uint8))
+    set_shape = tf.constant(np.array([2**62 + 5, 2**61 + 3, 7], np.int64))
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError, match="type int32"):
+            sess.run(apply_op("SetSize", [indices, values, set_shape], {}).outputs[0])
+
+
+def test_folding_allocates_from_a_budget_not_from_the_whole_machine():
+    # SegmentSum's output size is known only from the ids' values: the constant folder ran the
+    # kernel with the process's allocator, which handed out 16 GiB for an id of 2**31 + 1 before
+    # the result was dropped as too big to fold (the session's memory limit was never asked).
+    # The folder's kernels now allocate from a budget; the node runs under the session's limit.
+    data = tf.constant(np.array([[1, 2], [3, 4], [5, 6]], np.int32))
+    config = tf.ConfigProto()
+    config.experimental.cpu_memory_limit_mb = 256
+    with tf.Session(config=config) as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match=r"shape\[2147483650,2\] and type int32.*limit 268435456 bytes"):
+            sess.run(tf.math.segment_sum(data, tf.constant([1, 1, 2**31 + 1], tf.int64)))
+        np.testing.assert_array_equal(
+            sess.run(tf.math.segment_sum(data, tf.constant([0, 0, 2], tf.int64))),
+            [[4, 6], [0, 0], [5, 6]])
+
+
+def test_string_outputs_count_against_the_sessions_memory_limit():
+    # String (and variant, resource) outputs came from the process's allocator even on the CPU:
+    # UnsortedSegmentJoin with num_segments=609525267 allocated 20 GiB of std::string under a
+    # 256 MiB session limit. On a host device they now come from the device's allocator.
+    config = tf.ConfigProto()
+    config.experimental.cpu_memory_limit_mb = 256
+    inputs = tf.placeholder(tf.string, [4])
+    ids = tf.placeholder(tf.int32, [4])
+    num_segments = tf.placeholder(tf.int32, [])
+    joined = tf.strings.unsorted_segment_join(inputs, ids, num_segments, separator="-")
+    feed = {inputs: [b"a", b"b", b"c", b"d"], ids: [1, 0, 1, 3]}
+    with tf.Session(config=config) as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match=r"shape\[20000000\] and type string.*limit 268435456 bytes"):
+            sess.run(joined, {**feed, num_segments: 20_000_000})
+        assert sess.run(joined, {**feed, num_segments: 4}).tolist() == [b"b", b"a-c", b"", b"d"]
+
+
+def test_string_format_with_a_huge_summarize_prints_everything():
+    # summarize=2**62 overflowed `2 * summarize` while the tensor was summarized (UBSan).
+    x = tf.constant(np.arange(12.0).reshape(3, 4))
+    out = apply_op("StringFormat", [[x]], {"template": "m: %s", "summarize": 2**62})
+    with tf.Session() as sess:
+        assert sess.run(out.outputs[0]) == (b"m: [[0 1 2 3]\n [4 5 6 7]\n [8 9 10 11]]")
+
+
+def test_parse_example_attrs_whose_lengths_disagree_are_an_error():
+    # num_sparse=5 with one sparse_types entry: the shape function wrote output shapes past the
+    # node's outputs (ASan: heap-buffer-overflow). TensorFlow requires the lengths to agree.
+    serialized = tf.constant([b""])
+    empty = tf.constant(np.zeros([0], object), tf.string)
+    inputs = [serialized, empty, empty, empty, empty, []]
+    attrs = {"Tdense": [], "num_sparse": 5, "sparse_types": [tf.int64],
+             "ragged_value_types": [], "ragged_split_types": [], "dense_shapes": []}
+    with pytest.raises(ValueError, match=r"ParseExampleV2: num_sparse \(5\) must equal the "
+                                         r"length of sparse_types \(1\)"):
+        apply_op("ParseExampleV2", inputs, attrs)
+    with pytest.raises(ValueError, match="ParseExampleV2: 2 dense_shapes for 0 Tdense types"):
+        apply_op("ParseExampleV2", inputs, dict(attrs, num_sparse=1, dense_shapes=[[1], [2]]))
+
+
+def test_reading_a_reader_handle_as_a_variable_is_an_error():
+    # A reader's (or queue's) handle is a resource slot holding a variant: ReadVariableOp with
+    # dtype=float32 handed that variant on as a float32 tensor (the fetch raised a bare
+    # TypeError; a consumer would have read the variant's bytes as floats).
+    reader = tf.TextLineReader()
+    read = apply_op("ReadVariableOp", [reader.reader_ref], {"dtype": tf.float32})
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="with wrong dtype. Expected float32 got variant"):
+            sess.run(read.outputs[0])
+        v = tf.Variable(3.0)
+        sess.run(v.initializer)
+        assert sess.run(v.read_value()) == 3.0

@@ -143,6 +143,20 @@ Status ParseShape(InferenceContext& ctx, const PartialShape& batch_shape) {
   std::vector<PartialShape> shapes;
   FS_RETURN_IF_ERROR(ctx.GetAttr("num_sparse", &num_sparse));
   FS_RETURN_IF_ERROR(ctx.GetAttr("dense_shapes", &shapes));
+  // The output lists are laid out by these lengths, so they must agree (as in TensorFlow): a
+  // sparse_types shorter than num_sparse put the shapes past the node's outputs.
+  std::vector<DType> sparse_types, dense_types;
+  FS_RETURN_IF_ERROR(ctx.GetAttr("sparse_types", &sparse_types));
+  FS_RETURN_IF_ERROR(ctx.GetAttr("Tdense", &dense_types));
+  if (num_sparse != static_cast<int64_t>(sparse_types.size())) {
+    return errors::InvalidArgument(ctx.op_type(), ": num_sparse (", num_sparse,
+                                   ") must equal the length of sparse_types (", sparse_types.size(),
+                                   ")");
+  }
+  if (shapes.size() != dense_types.size()) {
+    return errors::InvalidArgument(ctx.op_type(), ": ", shapes.size(), " dense_shapes for ",
+                                   dense_types.size(), " Tdense types");
+  }
   const int64_t rank = batch_shape.known_rank() ? batch_shape.rank() : -1;
   for (int i = 0; i < num_sparse; ++i) {
     ctx.set_output(i, PartialShape({-1, rank < 0 ? -1 : rank + 1}));
