@@ -202,14 +202,16 @@ def __getattr__(op_type):
     if fn is not None:
         return fn
     if op_type.startswith("_") or op_type not in _C.op_names():
-        raise AttributeError(f"module 'flowstone.raw_ops' has no attribute '{op_type}': no op "
-                             f"of that type is registered")
+        why = ("it is an internal op" if op_type in _C.op_names() else
+               "no op of that type is registered")
+        raise AttributeError(f"module 'flowstone.raw_ops' has no attribute '{op_type}': {why}")
     fn = _made[op_type] = _make(op_type)
     return fn
 
 
 def __dir__():
-    return sorted(_C.op_names())
+    # Ops named with a leading underscore (_FusedConv2D) are internal, as in TensorFlow.
+    return sorted(n for n in _C.op_names() if not n.startswith("_"))
 
 
 _export_value("raw_ops", sys.modules[__name__])
