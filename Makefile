@@ -77,6 +77,7 @@ bench: install
 	$(VPY) bench/bench_control_flow.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_graph_optimizer.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_lstm.py --peer-python $(PEERS)/bin/python
+	$(VPY) bench/bench_image_pipeline.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_distributed.py
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
