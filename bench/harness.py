@@ -17,6 +17,8 @@ def import_framework(name):
         import flowstone as tf
         return tf
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # tf.compat.v1.layers needs tf-keras (Keras 2) under TensorFlow 2.16+.
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     import tensorflow.compat.v1 as tf
     tf.disable_eager_execution()
     return tf
