@@ -144,12 +144,38 @@ void ForEachStridedRow(KernelContext& ctx, const std::vector<int64_t>& out_dims,
   });
 }
 
+// Drops dims of size 1 and merges each dim with the next when the strided side is contiguous
+// across them too (strides[j] == strides[j + 1] * dims[j + 1]), so that a slice keeping whole
+// trailing dims ([224, 224, 3] -> [200, 200, 3]) copies rows of 600 elements, not of 3. The
+// contiguous side is contiguous across any dims, so the element order is unchanged.
+inline void CoalesceStridedDims(std::vector<int64_t>* dims, std::vector<int64_t>* strides) {
+  std::vector<int64_t> merged_dims, merged_strides;
+  for (size_t j = 0; j < dims->size(); ++j) {
+    const int64_t d = (*dims)[j], stride = (*strides)[j];
+    if (d == 1) continue;
+    if (!merged_dims.empty() && merged_strides.back() == stride * d) {
+      merged_dims.back() *= d;
+      merged_strides.back() = stride;
+    } else {
+      merged_dims.push_back(d);
+      merged_strides.push_back(stride);
+    }
+  }
+  if (merged_dims.empty()) {  // every dim was 1: one element
+    merged_dims.push_back(1);
+    merged_strides.push_back(1);
+  }
+  *dims = std::move(merged_dims);
+  *strides = std::move(merged_strides);
+}
+
 // Output element (i_0, ..., i_{m-1}) is input element at offset sum_j i_j * in_strides[j], for
 // the output dims `out_dims`. The innermost loop is a memcpy when the last output dim is
 // contiguous in the input.
 template <typename U>
-void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& out_dims,
-                   const std::vector<int64_t>& in_strides, U* out) {
+void StridedGather(KernelContext& ctx, const U* in, std::vector<int64_t> out_dims,
+                   std::vector<int64_t> in_strides, U* out) {
+  CoalesceStridedDims(&out_dims, &in_strides);
   const int64_t row_len = out_dims.back();
   const int64_t row_stride = in_strides.back();
   ForEachStridedRow(ctx, out_dims, in_strides, [&](int64_t r, int64_t offset) {
@@ -168,8 +194,9 @@ void StridedGather(KernelContext& ctx, const U* in, const std::vector<int64_t>& 
 // The inverse of StridedGather: the contiguous elements of `in` (of dims `in_dims`) are written
 // to `out` at offsets sum_j i_j * out_strides[j]. The strided positions must be distinct.
 template <typename U>
-void StridedScatter(KernelContext& ctx, const U* in, const std::vector<int64_t>& in_dims,
-                    const std::vector<int64_t>& out_strides, U* out) {
+void StridedScatter(KernelContext& ctx, const U* in, std::vector<int64_t> in_dims,
+                    std::vector<int64_t> out_strides, U* out) {
+  CoalesceStridedDims(&in_dims, &out_strides);
   const int64_t row_len = in_dims.back();
   const int64_t row_stride = out_strides.back();
   ForEachStridedRow(ctx, in_dims, out_strides, [&](int64_t r, int64_t offset) {
