@@ -27,13 +27,9 @@ def _partition(value, name):
 
 
 @tf_export("ragged.RaggedTensorValue")
-class RaggedTensorValue:
-    """The numpy value of a RaggedTensor: values (a numpy array or a RaggedTensorValue) and
-    row_splits."""
-
-    def __init__(self, values, row_splits):
-        self._values = values
-        self._row_splits = np.asarray(row_splits)
+class _NestedRows:
+    """What RaggedTensor and RaggedTensorValue share: values nested in row partitions, read
+    through every level (a subclass's `values` may itself be of that subclass)."""
 
     values = property(lambda self: self._values)
     row_splits = property(lambda self: self._row_splits)
@@ -42,14 +38,14 @@ class RaggedTensorValue:
     @property
     def flat_values(self):
         values = self._values
-        while isinstance(values, RaggedTensorValue):
+        while isinstance(values, type(self)):
             values = values.values
         return values
 
     @property
     def nested_row_splits(self):
         splits, rt = [], self
-        while isinstance(rt, RaggedTensorValue):
+        while isinstance(rt, type(self)):
             splits.append(rt.row_splits)
             rt = rt.values
         return tuple(splits)
@@ -57,6 +53,15 @@ class RaggedTensorValue:
     @property
     def ragged_rank(self):
         return len(self.nested_row_splits)
+
+
+class RaggedTensorValue(_NestedRows):
+    """The numpy value of a RaggedTensor: values (a numpy array or a RaggedTensorValue) and
+    row_splits."""
+
+    def __init__(self, values, row_splits):
+        self._values = values
+        self._row_splits = np.asarray(row_splits)
 
     @property
     def shape(self):
@@ -79,7 +84,7 @@ class RaggedTensorValue:
 
 
 @tf_export("RaggedTensor")
-class RaggedTensor:
+class RaggedTensor(_NestedRows):
     """A tensor with ragged dimensions: `values` partitioned into rows by `row_splits`."""
 
     def __init__(self, values, row_splits, internal=False):
@@ -186,30 +191,7 @@ class RaggedTensor:
         with _ops.name_scope(name, "RaggedFromSparse"):
             return _from_sparse(st_input, _dtypes.as_dtype(row_splits_dtype))
 
-    # --- Components ----------------------------------------------------------------------------
-
-    values = property(lambda self: self._values)
-    row_splits = property(lambda self: self._row_splits)
-    dtype = property(lambda self: self.flat_values.dtype)
-
-    @property
-    def flat_values(self):
-        values = self._values
-        while isinstance(values, RaggedTensor):
-            values = values.values
-        return values
-
-    @property
-    def nested_row_splits(self):
-        splits, rt = [], self
-        while isinstance(rt, RaggedTensor):
-            splits.append(rt.row_splits)
-            rt = rt.values
-        return tuple(splits)
-
-    @property
-    def ragged_rank(self):
-        return len(self.nested_row_splits)
+    # --- Components (values, row_splits, flat_values, ... are _NestedRows') -----------------
 
     @property
     def graph(self):

@@ -1,5 +1,5 @@
-// Assertions and debugging ops: Assert, CheckNumerics, Print and PrintFormatted (tf.print), with
-// TensorFlow's messages.
+// Assertions and debugging ops: Assert, CheckNumerics and CheckNumericsV2, Print and PrintFormatted
+// (tf.print), with TensorFlow's messages.
 //
 // Flowstone has no string dtype yet, so the strings in an assertion's or a print's data (the
 // "Condition x == y did not hold element-wise:" parts) travel in the `string_data` attr, placed
@@ -8,6 +8,8 @@
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "flowstone/gradients.h"
 #include "flowstone/kernel.h"
@@ -97,44 +99,85 @@ FS_REGISTER_OP(OpBuilder("Assert")
 
 // --- CheckNumerics -------------------------------------------------------------------------------
 
-Status CheckNumericsKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  bool nan = false;
-  bool inf = false;
-  for (int64_t i = 0; i < x.num_elements() && !(nan && inf); ++i) {
+// Which non-finite values a tensor holds.
+struct NonFinite {
+  bool negative_inf = false, positive_inf = false, nan = false;
+  bool any() const { return negative_inf || positive_inf || nan; }
+};
+
+NonFinite ScanNumerics(const Tensor& x) {
+  NonFinite found;
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
     const double v = x.ElementAsDouble(i);
-    nan |= std::isnan(v);
-    inf |= std::isinf(v);
+    found.nan |= std::isnan(v);
+    found.negative_inf |= std::isinf(v) && v < 0;
+    found.positive_inf |= std::isinf(v) && v > 0;
   }
-  if (nan || inf) {
-    const char* what = nan && inf ? "Inf and NaN" : (nan ? "NaN" : "Inf");
-    return errors::InvalidArgument(ctx.attrs().GetOr<std::string>("message", ""), " : Tensor had ",
-                                   what, " values");
+  return found;
+}
+
+Status CheckNumericsFailure(KernelContext& ctx, const std::string& what) {
+  return errors::InvalidArgument(ctx.attrs().GetOr<std::string>("message", ""), " : Tensor had ",
+                                 what, " values");
+}
+
+// CheckNumerics says "Inf", "NaN" or "Inf and NaN".
+Status CheckNumericsKernel(KernelContext& ctx) {
+  const NonFinite found = ScanNumerics(ctx.input(0));
+  const bool inf = found.negative_inf || found.positive_inf;
+  if (found.any()) {
+    return CheckNumericsFailure(ctx, inf && found.nan ? "Inf and NaN" : (inf ? "Inf" : "NaN"));
   }
-  ctx.SetOutput(0, x);
+  ctx.SetOutput(0, ctx.input(0));
   return Status::OK();
 }
 
-// The gradient is checked too, naming the forward check.
+// CheckNumericsV2 (tf.debugging.enable_check_numerics puts one after every floating-point
+// output) says which of -Inf, +Inf and NaN it found.
+Status CheckNumericsV2Kernel(KernelContext& ctx) {
+  const NonFinite found = ScanNumerics(ctx.input(0));
+  if (found.any()) {
+    std::vector<std::string> names;
+    if (found.negative_inf) names.push_back("-Inf");
+    if (found.positive_inf) names.push_back("+Inf");
+    if (found.nan) names.push_back("NaN");
+    std::string what = names[0];
+    if (names.size() == 2) what = names[0] + " and " + names[1];
+    if (names.size() == 3) what = names[0] + ", " + names[1] + ", and " + names[2];
+    return CheckNumericsFailure(ctx, what);
+  }
+  ctx.SetOutput(0, ctx.input(0));
+  return Status::OK();
+}
+
+// The gradient is checked too, by the same op, naming the forward check.
 Status CheckNumericsGrad(GradientContext& ctx) {
   AttrMap attrs;
   attrs.Set("message", "Not a number (NaN) or infinity (Inf) values detected in gradient. " +
                            ctx.attrs().GetOr<std::string>("message", ""));
-  ctx.SetInputGrad(0, ctx.Op("CheckNumerics", {ctx.output_grad(0)}, attrs));
+  ctx.SetInputGrad(0, ctx.Op(ctx.node().type(), {ctx.output_grad(0)}, attrs));
   return Status::OK();
 }
 
-FS_REGISTER_OP(OpBuilder("CheckNumerics")
-                   .Input("tensor", "T")
-                   .Output("output", "T")
-                   .TypeAttr("T",
-                             {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64})
-                   .RequiredAttr("message", AttrType::kString)
-                   .Shape(shape_fns::Unchanged)
-                   .Kernel("CPU", CheckNumericsKernel)
-                   .Gradient(CheckNumericsGrad)
-                   .Doc("Its input, after checking it has no NaN or Inf; else "
-                        "InvalidArgument."));
+OpBuilder CheckNumericsOp(const char* name, KernelFn kernel, const char* doc) {
+  OpBuilder builder(name);
+  builder.Input("tensor", "T")
+      .Output("output", "T")
+      .TypeAttr("T", {DType::kFloat16, DType::kBFloat16, DType::kFloat32, DType::kFloat64})
+      .RequiredAttr("message", AttrType::kString)
+      .Shape(shape_fns::Unchanged)
+      .Kernel("CPU", std::move(kernel))
+      .Gradient(CheckNumericsGrad)
+      .Doc(doc);
+  return builder;
+}
+
+FS_REGISTER_OP(CheckNumericsOp("CheckNumerics", CheckNumericsKernel,
+                               "Its input, after checking it has no NaN or Inf; else "
+                               "InvalidArgument."));
+FS_REGISTER_OP(CheckNumericsOp("CheckNumericsV2", CheckNumericsV2Kernel,
+                               "Its input, after checking it has no NaN or infinity; else "
+                               "InvalidArgument saying which of -Inf, +Inf and NaN it holds."));
 
 // --- Print ---------------------------------------------------------------------------------------
 
