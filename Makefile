@@ -12,20 +12,27 @@ PEERS := .venv-peers
 
 all: install
 
-# System packages: GoogleTest for the C++ tests, ccache to speed up rebuilds, protobuf 3.21 (the
-# library and protoc) for TensorFlow's formats (CMake checks protobuf's version again), zlib for
-# the compressed files of tf.data, RE2 for the regex string ops (pinned: Debian bookworm's),
-# libjpeg-turbo, libpng and giflib for the image codecs, KISS FFT for tf.signal's transforms (pinned:
-# Debian bookworm's), and Open MPI (pinned: Debian bookworm's) for flowstone.horovod's MPI plugin
-# and the multi-process tests' mpirun, and ICU (libicu-dev) for tf.strings.unicode_script's script
-# codes. KISS FFT rather than FFTW: its C++ header is a template over
-# float and double (complex64 and complex128 alike), BSD-licensed (FFTW is GPL, this project
-# Apache-2.0), and the algorithm TensorFlow's own CPU kernels use through Eigen; bookworm has no
-# pocketfft package.
+# System packages (Debian bookworm), pinned where the version decides results or ABI:
+# - GoogleTest for the C++ tests, ccache to speed up rebuilds;
+# - protobuf 3.21 (the library and protoc) for TensorFlow's formats (CMake checks its version);
+# - zlib for the compressed files of tf.data;
+# - RE2 for the regex string ops (pinned);
+# - libjpeg-turbo and giflib for the image codecs (pinned: a decoder's version decides decoded
+#   bits), libpng (unpinned: bookworm ships it from the security archive, whose older builds go
+#   away; PNG is lossless, so its version changes no pixel);
+# - KISS FFT for tf.signal's transforms (pinned). KISS FFT rather than FFTW: its C++ header is a
+#   template over float and double (complex64 and complex128 alike), BSD-licensed (FFTW is GPL,
+#   this project Apache-2.0), and the algorithm TensorFlow's own CPU kernels use through Eigen;
+#   bookworm has no pocketfft package;
+# - Open MPI (pinned) for flowstone.horovod's MPI plugin and the multi-process tests' mpirun;
+# - ICU (pinned) for tf.strings.unicode_script's script codes.
 PROTOBUF_VERSION := 3.21
 RE2_VERSION := 20220601+dfsg-1+b1
 KISSFFT_VERSION := 131.1.0-4.1~deb12u1
 OPENMPI_VERSION := 4.1.4-3+b1
+LIBJPEG_TURBO_VERSION := 1:2.1.5-2
+GIFLIB_VERSION := 5.2.1-2.5+deb12u1
+ICU_VERSION := 72.1-3+deb12u1
 # Re-checked when this Makefile changes, so a newly listed package gets installed.
 $(BUILD)/.system-deps: Makefile
 	@mkdir -p $(BUILD)
@@ -34,8 +41,8 @@ $(BUILD)/.system-deps: Makefile
 	  echo "installing libgtest-dev, protobuf, zlib1g-dev, libre2-dev, libjpeg, libpng, giflib, kissfft, Open MPI and ICU (Debian)"; \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libgtest-dev \
 	    ccache libprotobuf-dev protobuf-compiler zlib1g-dev libre2-dev=$(RE2_VERSION) \
-	    libjpeg62-turbo-dev libpng-dev libgif-dev libkissfft-dev=$(KISSFFT_VERSION) \
-	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION) libicu-dev) >/dev/null; \
+	    libjpeg62-turbo-dev=$(LIBJPEG_TURBO_VERSION) libpng-dev libgif-dev=$(GIFLIB_VERSION) libkissfft-dev=$(KISSFFT_VERSION) \
+	    libopenmpi-dev=$(OPENMPI_VERSION) openmpi-bin=$(OPENMPI_VERSION) libicu-dev=$(ICU_VERSION)) >/dev/null; \
 	fi
 	@protoc --version | grep -q "libprotoc $(PROTOBUF_VERSION)\." || \
 	  { echo "protoc $(PROTOBUF_VERSION).x is required, found: $$(protoc --version)"; exit 1; }
