@@ -219,9 +219,9 @@ class DirectSession final : public Session, public FunctionRuntime {
     compiled->def = def;
     Status s = Compile(*def->body, def->args, def->rets, {}, &compiled->plan);
     if (!s.ok()) return InFunction(s, name);
-    // A function may run inside a node that the inter-op pool is running; a nested parallel
-    // plan would wait on that pool from one of its own threads, so function plans run in order.
-    compiled->plan.parallel = false;
+    OrderSideEffects(&compiled->plan);
+    compiled->plan.parallel =
+        compiled->plan.parallel && HasIndependentExpensiveNodes(compiled->plan);
     std::lock_guard<std::mutex> lock(mu_);
     auto [it, inserted] = functions_.emplace(name, std::move(compiled));
     *out = it->second.get();
@@ -246,7 +246,12 @@ class DirectSession final : public Session, public FunctionRuntime {
       trace = TraceScope{caller.trace()->collector,
                          StrCat(caller.trace()->node_prefix, f.def->name, "/")};
     }
-    Status s = f.plan.Run(args, rets, caller.resources(), nullptr, caller.step_id(), options,
+    // On the thread that called Session::Run, a function may run its independent nodes on the
+    // run's inter-op pool. On one of the pool's threads it runs in order: a parallel plan would
+    // wait on the pool from one of the pool's own threads.
+    ThreadPool* pool = FunctionPoolOfThisThread();
+    if (pool != nullptr && pool->InWorkerThread()) pool = nullptr;
+    Status s = f.plan.Run(args, rets, caller.resources(), pool, caller.step_id(), options,
                           *cancellation, this, trace ? &*trace : nullptr);
     return s.ok() ? s : InFunction(s, f.def->name);
   }
@@ -815,6 +820,37 @@ class DirectSession final : public Session, public FunctionRuntime {
     for (const PlanNode& pn : plan.nodes)
       if (IsCollectiveOpType(pn.node->type())) return true;
     return false;
+  }
+
+  // A function's side effects keep the order they were written in, as TensorFlow's automatic
+  // control dependencies keep a tf.function's: its stateful nodes and the nodes reading or writing
+  // a resource (a variable read after an assign in the same function sees the assign) wait for
+  // one another in plan order, which is the order of a sequential run. Only pure computation
+  // overlaps when the plan runs in parallel.
+  static void OrderSideEffects(ExecutionPlan* plan) {
+    auto ordered = [](const Node& node) {
+      if (node.is_stateful()) return true;
+      for (int i = 0; i < node.num_inputs(); ++i) {
+        if (node.input_type(i) == DType::kResource) return true;
+      }
+      return false;
+    };
+    int previous = -1;
+    for (int i = 0; i < static_cast<int>(plan->nodes.size()); ++i) {
+      if (!ordered(*plan->nodes[i].node)) continue;
+      if (previous >= 0) {
+        std::vector<int>& successors = plan->nodes[previous].successors;
+        if (std::find(successors.begin(), successors.end(), i) == successors.end()) {
+          successors.push_back(i);
+          ++plan->nodes[i].num_predecessors;
+        }
+      }
+      previous = i;
+    }
+    plan->roots.clear();
+    for (int i = 0; i < static_cast<int>(plan->nodes.size()); ++i) {
+      if (plan->nodes[i].num_predecessors == 0) plan->roots.push_back(i);
+    }
   }
 
   static bool HasIndependentExpensiveNodes(const ExecutionPlan& plan) {

@@ -347,6 +347,27 @@ Status ExecutionPlan::RunParallel(RunState& state, ResourceMgr* resources, Threa
   return shared.status;
 }
 
+namespace {
+thread_local ThreadPool* function_pool_of_this_thread = nullptr;
+
+// Sets this thread's function pool for the length of a plan run; a nested run (a function's)
+// restores its caller's when it ends.
+class ScopedFunctionPool {
+ public:
+  explicit ScopedFunctionPool(ThreadPool* pool) : previous_(function_pool_of_this_thread) {
+    function_pool_of_this_thread = pool;
+  }
+  ~ScopedFunctionPool() { function_pool_of_this_thread = previous_; }
+  ScopedFunctionPool(const ScopedFunctionPool&) = delete;
+  ScopedFunctionPool& operator=(const ScopedFunctionPool&) = delete;
+
+ private:
+  ThreadPool* previous_;
+};
+}  // namespace
+
+ThreadPool* FunctionPoolOfThisThread() { return function_pool_of_this_thread; }
+
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
                           const RunOptions& options, const CancellationToken& cancellation,
@@ -354,6 +375,7 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
   // Kernels run on this thread too: a signal handled here must not land on a kernel's stack
   // pointer (see core/thread_signals.h).
   EnsureAlternateSignalStack();
+  ScopedFunctionPool function_pool(inter_op_pool);
   std::unique_ptr<RunState> state = AcquireState();
   state->report_allocations_on_oom = options.report_tensor_allocations_upon_oom;
   state->cancellation = &cancellation;

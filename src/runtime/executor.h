@@ -116,6 +116,11 @@ class ExecutionPlan {
   mutable std::vector<std::unique_ptr<RunState>> free_states_;
 };
 
+// The inter-op pool of the plan run whose nodes this thread is executing (nullptr outside one):
+// a call op may run its function's independent nodes on it at once (see FunctionRuntime::Run in
+// direct_session.cc). Dataset threads and eager ops see nullptr.
+ThreadPool* FunctionPoolOfThisThread();
+
 // Adds the failing node's name, type, device and creation site to a kernel's error.
 Status AnnotateNodeError(const Status& status, const Node& node, const Device* device);
 
