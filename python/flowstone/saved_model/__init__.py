@@ -5,5 +5,6 @@ from flowstone.saved_model import builder  # noqa: F401
 from flowstone.saved_model import constants  # noqa: F401
 from flowstone.saved_model import loader  # noqa: F401
 from flowstone.saved_model import main_op  # noqa: F401
+from flowstone.saved_model import save  # noqa: F401
 from flowstone.saved_model import save_options  # noqa: F401
 from flowstone.saved_model import signature_def_utils  # noqa: F401

@@ -1,0 +1,227 @@
+"""tf.saved_model.save: Flowstone writes TensorFlow 2 SavedModels that real TensorFlow loads
+(restored functions, signatures, variables, TF 1's loader and saved_model_cli), and that Flowstone
+loads back."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import flowstone as tf
+from peers import PEER_PYTHON
+from tf_oracle import requires_tensorflow, run_tensorflow
+
+X = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 0.25]], np.float32)
+
+
+@pytest.fixture(autouse=True)
+def eager_mode():
+    tf.reset_default_graph()
+    tf.enable_eager_execution()
+    yield
+    tf.disable_eager_execution()
+    tf.reset_default_graph()
+
+
+class Dense(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable([[1.0, 2.0], [3.0, -4.0]], name="w")
+        self.b = tf.Variable(0.5, trainable=False, name="b")
+        self.layers = [tf.Variable([1.5, -0.5], name="scale")]
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+    def __call__(self, x):
+        return tf.matmul(x, self.w) * self.layers[0] + self.b
+
+    @tf.function
+    def double(self, x):
+        return {"twice": 2.0 * x + self.b, "sum": tf.reduce_sum(x)}
+
+
+def expected(x):
+    w = np.array([[1.0, 2.0], [3.0, -4.0]], np.float32)
+    return (x @ w) * np.array([1.5, -0.5], np.float32) + 0.5
+
+
+def save_dense(path):
+    model = Dense()
+    model.double(tf.constant(X))  # one trace, saved as the function's concrete function
+    tf.saved_model.save(model, str(path))
+    return model
+
+
+@requires_tensorflow
+def test_tensorflow_loads_functions_signatures_and_variables(tmp_path):
+    model = save_dense(tmp_path / "m")
+    ours = model(tf.constant(X)).numpy()
+    np.testing.assert_allclose(ours, expected(X), rtol=1e-6)
+    np.save(tmp_path / "x.npy", X)
+    out = run_tensorflow(f"""
+        import json
+        import numpy as np
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        x = np.load({str(tmp_path / "x.npy")!r})
+        sig = m.signatures["serving_default"]
+        print(json.dumps({{
+            "call": m(tf.constant(x)).numpy().tolist(),
+            "serving": {{k: v.numpy().tolist() for k, v in sig(x=tf.constant(x)).items()}},
+            "double": {{k: v.numpy().tolist() for k, v in m.double(tf.constant(x)).items()}},
+            "w": m.w.numpy().tolist(), "b": float(m.b.numpy()), "trainable": m.b.trainable,
+            "scale": m.layers[0].numpy().tolist(),
+            "inputs": sorted(sig.structured_input_signature[1]),
+            "outputs": sorted(sig.structured_outputs),
+        }}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    np.testing.assert_allclose(got["call"], ours, rtol=1e-5)
+    np.testing.assert_allclose(got["serving"]["output_0"], ours, rtol=1e-5)
+    twice = model.double(tf.constant(X))
+    np.testing.assert_allclose(got["double"]["twice"], twice["twice"].numpy(), rtol=1e-5)
+    np.testing.assert_allclose(got["double"]["sum"], twice["sum"].numpy(), rtol=1e-5)
+    np.testing.assert_array_equal(got["w"], model.w.numpy())
+    assert got["b"] == 0.5 and got["trainable"] is False
+    np.testing.assert_array_equal(got["scale"], [1.5, -0.5])
+    assert got["inputs"] == ["x"] and got["outputs"] == ["output_0"]
+
+
+@requires_tensorflow
+def test_saved_model_cli_shows_the_signature(tmp_path):
+    save_dense(tmp_path / "m")
+    cli = os.path.join(os.path.dirname(PEER_PYTHON), "saved_model_cli")
+    proc = subprocess.run([cli, "show", "--dir", str(tmp_path / "m"), "--all"],
+                          capture_output=True, text=True, timeout=300,
+                          env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": "",
+                               "PATH": os.environ.get("PATH", "")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = proc.stdout
+    assert "signature_def['serving_default']" in text
+    assert "inputs['x'] tensor_info:" in text and "name: serving_default_x:0" in text
+    assert "outputs['output_0'] tensor_info:" in text and "shape: (-1, 2)" in text
+    assert "Method name is: tensorflow/serving/predict" in text
+    assert "Concrete Functions:" in text and "Function Name: 'double'" in text
+    assert "x: TensorSpec(shape=(None, 2), dtype=tf.float32, name='x')" in text
+
+
+@requires_tensorflow
+def test_tensorflow_v1_loader_runs_the_signature(tmp_path):
+    model = save_dense(tmp_path / "m")
+    np.save(tmp_path / "x.npy", X)
+    out = run_tensorflow(f"""
+        import json
+        import numpy as np
+        import tensorflow as tf
+        tf1 = tf.compat.v1
+        tf1.disable_eager_execution()
+        x = np.load({str(tmp_path / "x.npy")!r})
+        with tf1.Session(graph=tf.Graph()) as sess:
+            meta = tf1.saved_model.loader.load(sess, ["serve"], {str(tmp_path / "m")!r})
+            sig = meta.signature_def["serving_default"]
+            y = sess.run(sig.outputs["output_0"].name, {{sig.inputs["x"].name: x}})
+        print(json.dumps(y.tolist()))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    np.testing.assert_allclose(got, model(tf.constant(X)).numpy(), rtol=1e-5)
+
+
+def test_flowstone_loads_what_it_saved(tmp_path):
+    model = save_dense(tmp_path / "m")
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    result = loaded.signatures["serving_default"](x=tf.constant(X))
+    np.testing.assert_allclose(result["output_0"].numpy(), model(tf.constant(X)).numpy(),
+                               rtol=1e-6)
+    reader = tf.train.load_checkpoint(str(tmp_path / "m" / "variables" / "variables"))
+    np.testing.assert_array_equal(reader.get_tensor("w/.ATTRIBUTES/VARIABLE_VALUE"),
+                                  model.w.numpy())
+    np.testing.assert_array_equal(reader.get_tensor("layers/0/.ATTRIBUTES/VARIABLE_VALUE"),
+                                  [1.5, -0.5])
+
+
+def test_flowstone_v1_loader_restores_the_variables(tmp_path):
+    model = save_dense(tmp_path / "m")
+    want = model(tf.constant(X)).numpy()
+    tf.disable_eager_execution()
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "m"))
+        signature = meta.signature_def["serving_default"]
+        got = sess.run(signature.outputs["output_0"].name, {signature.inputs["x"].name: X})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+class Scaler(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.k = tf.Variable(3.0)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32),
+                                  tf.TensorSpec([None], tf.float32)])
+    def combine(self, a, b):
+        return {"sum": a * self.k + b, "diff": a - b}
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+    def count(self, n):
+        return tf.range(n) * 2
+
+
+@requires_tensorflow
+def test_explicit_signatures_with_dict_outputs_and_int_inputs(tmp_path):
+    model = Scaler()
+    tf.saved_model.save(model, str(tmp_path / "m"),
+                        signatures={"combine": model.combine,
+                                    "count": model.count.get_concrete_function()})
+    out = run_tensorflow(f"""
+        import json
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        c = m.signatures["combine"](a=tf.constant([1.0, 2.0]), b=tf.constant([0.5, 4.0]))
+        n = m.signatures["count"](n=tf.constant(4))
+        print(json.dumps({{"sigs": sorted(m.signatures), "sum": c["sum"].numpy().tolist(),
+                          "diff": c["diff"].numpy().tolist(),
+                          "count": n["output_0"].numpy().tolist()}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["sigs"] == ["combine", "count"]
+    ours = model.combine(tf.constant([1.0, 2.0]), tf.constant([0.5, 4.0]))
+    np.testing.assert_allclose(got["sum"], ours["sum"].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got["diff"], ours["diff"].numpy(), rtol=1e-6)
+    assert got["count"] == [0, 2, 4, 6]
+
+
+def test_unsaveable_objects_raise_tensorflows_error(tmp_path):
+    for obj in (object(), [1, 2]):
+        with pytest.raises(ValueError, match="Expected an object of type `Trackable`"):
+            tf.saved_model.save(obj, str(tmp_path / "m"))
+
+
+def test_signature_function_needs_an_input_signature(tmp_path):
+    model = Dense()
+    with pytest.raises(ValueError, match="Only `tf.functions` with an input signature or "
+                                         "concrete functions can be used as a signature"):
+        tf.saved_model.save(model, str(tmp_path / "m"), signatures=model.double)
+
+
+def test_export_dir_that_is_a_file(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(tf.errors.FailedPreconditionError, match="is not a directory"):
+        tf.saved_model.save(Dense(), str(path))
+
+
+def test_function_capturing_an_untracked_variable(tmp_path):
+    module = tf.Module()
+    hidden = tf.Variable(2.0)
+    module.f = tf.function(lambda x: x * hidden,
+                           input_signature=[tf.TensorSpec([], tf.float32)])
+    with pytest.raises(AssertionError, match="references an 'untracked' resource"):
+        tf.saved_model.save(module, str(tmp_path / "m"))
+
+
+def test_non_tensor_signature_output(tmp_path):
+    module = tf.Module()
+    module.f = tf.function(lambda x: (x, {"a": x * 2.0}),
+                           input_signature=[tf.TensorSpec([], tf.float32)])
+    with pytest.raises(ValueError, match="for key 'output_1' .* must be a single Tensor"):
+        tf.saved_model.save(module, str(tmp_path / "m"), signatures=module.f)
