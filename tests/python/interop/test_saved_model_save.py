@@ -225,3 +225,45 @@ def test_non_tensor_signature_output(tmp_path):
                            input_signature=[tf.TensorSpec([], tf.float32)])
     with pytest.raises(ValueError, match="for key 'output_1' .* must be a single Tensor"):
         tf.saved_model.save(module, str(tmp_path / "m"), signatures=module.f)
+
+
+def test_flowstone_restores_the_objects(tmp_path):
+    model = save_dense(tmp_path / "m")
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.w.numpy(), model.w.numpy())
+    assert loaded.b.numpy() == 0.5 and not loaded.b.trainable and loaded.w.trainable
+    np.testing.assert_array_equal(loaded.layers[0].numpy(), [1.5, -0.5])
+    want = model(tf.constant(X)).numpy()
+    np.testing.assert_allclose(loaded(tf.constant(X)).numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(loaded.signatures["serving_default"](x=X)["output_0"].numpy(),
+                               want, rtol=1e-6)
+    twice = loaded.double(tf.constant(X))
+    np.testing.assert_allclose(twice["twice"].numpy(), 2.0 * X + 0.5, rtol=1e-6)
+    with pytest.raises(ValueError, match="Could not find matching concrete function"):
+        loaded.double(tf.constant([1.0]))
+    # The functions read the restored variables: an assignment is seen by the next call.
+    loaded.b.assign(1.5)
+    np.testing.assert_allclose(loaded(tf.constant(X)).numpy(), want + 1.0, rtol=1e-6)
+
+
+@requires_tensorflow
+def test_flowstone_restores_the_objects_of_a_tensorflow_savedmodel(tmp_path):
+    run_tensorflow(f"""
+        import tensorflow as tf
+        class M(tf.Module):
+            def __init__(self):
+                super().__init__()
+                self.v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
+                self.parts = {{"bias": tf.Variable(0.25)}}
+            @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
+            def __call__(self, x):
+                return tf.matmul(x, self.v) + self.parts["bias"]
+        tf.saved_model.save(M(), {str(tmp_path / "tf")!r})
+    """)
+    loaded = tf.saved_model.load(str(tmp_path / "tf"))
+    v = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_array_equal(loaded.v.numpy(), v)
+    assert loaded.parts["bias"].numpy() == 0.25
+    np.testing.assert_allclose(loaded(tf.constant(X)).numpy(), X @ v + 0.25, rtol=1e-6)
+    np.testing.assert_allclose(
+        loaded.signatures["serving_default"](x=X)["output_0"].numpy(), X @ v + 0.25, rtol=1e-6)
