@@ -267,3 +267,57 @@ def test_flowstone_restores_the_objects_of_a_tensorflow_savedmodel(tmp_path):
     np.testing.assert_allclose(loaded(tf.constant(X)).numpy(), X @ v + 0.25, rtol=1e-6)
     np.testing.assert_allclose(
         loaded.signatures["serving_default"](x=X)["output_0"].numpy(), X @ v + 0.25, rtol=1e-6)
+
+
+@requires_tensorflow
+def test_keras_model_saved_to_a_directory_serves_in_tensorflow(tmp_path):
+    tf.disable_eager_execution()  # Flowstone's Keras builds graphs
+    keras = tf.keras
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu", input_shape=(2,)),
+                              keras.layers.Dense(1)])
+    want = model.predict(X)
+    model.save(str(tmp_path / "keras"), save_format="tf")
+    np.save(tmp_path / "x.npy", X)
+    out = run_tensorflow(f"""
+        import json
+        import numpy as np
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "keras")!r})
+        x = np.load({str(tmp_path / "x.npy")!r})
+        out = m.signatures["serving_default"]({model.input_names[0]}=tf.constant(x))
+        print(json.dumps({{k: v.numpy().tolist() for k, v in out.items()}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    np.testing.assert_allclose(got[model.output_names[0]], want, rtol=1e-5)
+
+
+@requires_tensorflow
+def test_estimator_export_serves_in_tensorflow(tmp_path):
+    tf.disable_eager_execution()
+
+    def model_fn(features, labels, mode):
+        w = tf.get_variable("w", [], initializer=tf.constant_initializer(2.5))
+        y = features["x"] * w + 1.0
+        return tf.estimator.EstimatorSpec(
+            mode, predictions={"y": y},
+            export_outputs={"serving_default": tf.estimator.export.PredictOutput({"y": y})})
+
+    est = tf.estimator.Estimator(model_fn, model_dir=str(tmp_path / "model"))
+    os.makedirs(tmp_path / "model", exist_ok=True)
+    with tf.Graph().as_default():
+        tf.train.get_or_create_global_step()
+        tf.get_variable("w", [], initializer=tf.constant_initializer(2.5))
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            tf.train.Saver().save(sess, str(tmp_path / "model" / "model.ckpt"))
+    receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None], name="x")})
+    export_dir = est.export_saved_model(str(tmp_path / "export"), receiver).decode()
+    out = run_tensorflow(f"""
+        import json
+        import tensorflow as tf
+        m = tf.saved_model.load({export_dir!r})
+        y = m.signatures["serving_default"](x=tf.constant([1.0, -2.0]))["y"]
+        print(json.dumps(y.numpy().tolist()))
+    """)
+    assert json.loads(out.strip().splitlines()[-1]) == [3.5, -4.0]
