@@ -163,24 +163,22 @@ def _signature_outputs(key, concrete):
     """{output key: flat output index} of a signature (TensorFlow's keys: a dict's own, else
     output_N)."""
     structure = concrete._structure
-    flat = nest.flatten(structure)
     if isinstance(structure, dict):
-        items = list(structure.items())
+        order = sorted(structure)  # nest.flatten's order
+        items = [(k, structure[k], order.index(k)) for k in structure]
     elif isinstance(structure, (list, tuple)):
-        items = [(f"output_{i}", v) for i, v in enumerate(structure)]
+        items = [(f"output_{i}", v, i) for i, v in enumerate(structure)]
     else:
-        items = [("output_0", structure)]
+        items = [("output_0", structure, 0)]
     outputs = {}
-    for name, value in items:
-        value = value.value() if isinstance(value, _variables.Variable) else value
-        if not isinstance(value, _ops.Tensor) or not isinstance(name, str):
+    for name, value, index in items:
+        if not isinstance(value, (_ops.Tensor, _variables.Variable)) or not isinstance(name, str):
             raise ValueError(
                 f"Got a non-Tensor value {value!r} for key '{name}' in the output of the function "
                 f"{concrete.graph.name} used to generate the SavedModel signature '{key}'. "
                 "Outputs for functions used as signatures must be a single Tensor, a sequence of "
                 "Tensors, or a dictionary from string to Tensor.")
-        outputs[name] = next(i for i, v in enumerate(flat) if v is value or (
-            isinstance(v, _variables.Variable) and v.value() is value))
+        outputs[name] = index
     return outputs
 
 

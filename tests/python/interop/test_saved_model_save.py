@@ -165,6 +165,13 @@ class Scaler(tf.Module):
     def count(self, n):
         return tf.range(n) * 2
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def powers(self, x):
+        """Control flow in a saved function: its branch and loop bodies travel in the library."""
+        y = tf.cond(tf.reduce_sum(x) > 0, lambda: x * self.k, lambda: -x)
+        _, z = tf.while_loop(lambda i, z: i < 3, lambda i, z: (i + 1, z * 2.0), [0, y])
+        return z
+
 
 @requires_tensorflow
 def test_explicit_signatures_with_dict_outputs_and_int_inputs(tmp_path):
@@ -180,7 +187,9 @@ def test_explicit_signatures_with_dict_outputs_and_int_inputs(tmp_path):
         n = m.signatures["count"](n=tf.constant(4))
         print(json.dumps({{"sigs": sorted(m.signatures), "sum": c["sum"].numpy().tolist(),
                           "diff": c["diff"].numpy().tolist(),
-                          "count": n["output_0"].numpy().tolist()}}))
+                          "count": n["output_0"].numpy().tolist(),
+                          "up": m.powers(tf.constant([1.0, 2.0])).numpy().tolist(),
+                          "down": m.powers(tf.constant([-1.0, -2.0])).numpy().tolist()}}))
     """)
     got = json.loads(out.strip().splitlines()[-1])
     assert got["sigs"] == ["combine", "count"]
@@ -188,6 +197,10 @@ def test_explicit_signatures_with_dict_outputs_and_int_inputs(tmp_path):
     np.testing.assert_allclose(got["sum"], ours["sum"].numpy(), rtol=1e-6)
     np.testing.assert_allclose(got["diff"], ours["diff"].numpy(), rtol=1e-6)
     assert got["count"] == [0, 2, 4, 6]
+    assert got["up"] == [24.0, 48.0] and got["down"] == [8.0, 16.0]
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    assert loaded.powers(tf.constant([1.0, 2.0])).numpy().tolist() == [24.0, 48.0]
+    assert loaded.signatures["count"](n=tf.constant(3))["output_0"].numpy().tolist() == [0, 2, 4]
 
 
 def test_unsaveable_objects_raise_tensorflows_error(tmp_path):
