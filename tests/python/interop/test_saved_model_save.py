@@ -334,3 +334,35 @@ def test_estimator_export_serves_in_tensorflow(tmp_path):
         print(json.dumps(y.numpy().tolist()))
     """)
     assert json.loads(out.strip().splitlines()[-1]) == [3.5, -4.0]
+
+
+@requires_tensorflow
+def test_function_without_signature_or_trace_saves_without_concrete_functions(tmp_path):
+    model = Dense()  # `double` is never called: nothing to save for it, as in TensorFlow
+    tf.saved_model.save(model, str(tmp_path / "m"))
+    out = run_tensorflow(f"""
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        try:
+            m.double(tf.constant([1.0]))
+        except ValueError as e:
+            print("ValueError", e)
+    """)
+    assert "ValueError Found zero restored functions for caller function" in out
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    with pytest.raises(ValueError, match="Could not find matching concrete function"):
+        loaded.double(tf.constant([1.0]))
+
+
+def test_checkpoint_root_and_function_attributes(tmp_path):
+    module = tf.Module()
+    module.v = tf.Variable([1.0, 2.0])
+    module.scale = tf.function(lambda x: x * module.v,
+                               input_signature=[tf.TensorSpec([2], tf.float32)])
+    root = tf.train.Checkpoint(model=module)
+    tf.saved_model.save(root, str(tmp_path / "m"), signatures=module.scale)
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.model.v.numpy(), [1.0, 2.0])
+    np.testing.assert_array_equal(loaded.model.scale(tf.constant([3.0, 4.0])).numpy(), [3.0, 8.0])
+    result = loaded.signatures["serving_default"](x=tf.constant([1.0, 1.0]))
+    np.testing.assert_array_equal(result["output_0"].numpy(), [1.0, 2.0])
