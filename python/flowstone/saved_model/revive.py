@@ -208,11 +208,13 @@ def revive(meta, variables_prefix):
                                                  reader)
         elif kind == "constant":
             objects[node_id] = _restore_constant(constants[node.constant.operation])
-        elif kind == "user_object" and node.user_object.identifier == "trackable_list_wrapper":
+        elif kind == "user_object" and node.user_object.identifier in (
+                "trackable_list_wrapper", "trackable_tuple_wrapper"):
             objects[node_id] = []
         elif kind == "user_object" and node.user_object.identifier == "trackable_dict_wrapper":
             objects[node_id] = {}
     library = meta.graph_def.library
+    _check_references(proto, {f.signature.name for f in library.function})
     concretes = {}
 
     def concrete(name, keywords=None):
@@ -251,6 +253,36 @@ def revive(meta, variables_prefix):
                                                        RestoredObject):
         root.signatures = dict(vars(root.signatures))
     return root
+
+
+def _check_references(proto, library_names):
+    """InvalidArgument-style ValueErrors for an object graph whose references dangle (node ids
+    out of range, functions the library lacks): untrusted input never indexes past a list."""
+    count = len(proto.nodes)
+
+    def check_node(node_id, what):
+        if not 0 <= node_id < count:
+            raise ValueError(f"The SavedModel's object graph is invalid: {what} refers to node "
+                             f"{node_id}, but the graph has {count} nodes.")
+
+    def check_function(name, what):
+        if name not in proto.concrete_functions or name not in library_names:
+            raise ValueError(f"The SavedModel's object graph is invalid: {what} names the "
+                             f"function {name!r}, which its function library lacks.")
+
+    for node_id, node in enumerate(proto.nodes):
+        for child in node.children:
+            check_node(child.node_id, f"a child of node {node_id}")
+        kind = node.WhichOneof("kind")
+        if kind == "function":
+            for name in node.function.concrete_functions:
+                check_function(name, f"function node {node_id}")
+        elif kind == "bare_concrete_function":
+            check_function(node.bare_concrete_function.concrete_function_name,
+                           f"concrete function node {node_id}")
+    for name, saved in proto.concrete_functions.items():
+        for node_id in saved.bound_inputs:
+            check_node(node_id, f"a bound input of function {name!r}")
 
 
 def _restore_variable(saved, node_id, checkpoint_graph, reader):

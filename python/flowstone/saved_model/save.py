@@ -34,13 +34,11 @@ from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops.dataset_structure import TensorSpec
 from flowstone.saved_model import constants
 from flowstone.train import object_checkpoint as _object_checkpoint
-from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
 
 _StructuredValue = tf_protos.message_class("StructuredValue")
 _SavedObjectGraph = tf_protos.message_class("SavedObjectGraph")
 _FunctionDef = tf_protos.message_class("FunctionDef")
-_DT_RESOURCE = tf_protos.enum_value("DataType", "DT_RESOURCE")
 _SIGNATURE_MAP = "signatures"
 # TensorFlow's revived types: list, tuple and dict attributes come back as its wrappers.
 _WRAPPER_IDENTIFIERS = {list: "trackable_list_wrapper", tuple: "trackable_tuple_wrapper",
@@ -299,8 +297,8 @@ class _Saver:
         self.names[id(concrete)] = renamed[concrete.graph.name]
         return self.names[id(concrete)]
 
-    def signature_wrapper(self, key, concrete, input_keys, outputs):
-        """A function with the signature's inputs in `input_keys` order (then the captures)
+    def signature_wrapper(self, key, concrete, outputs):
+        """A function with the signature's inputs in argument order (then the captures)
         returning its outputs in sorted key order: one call of the trace."""
         callee = self.export_function(concrete)
         wrapper = _FunctionDef()
@@ -312,7 +310,8 @@ class _Saver:
             wrapper.signature.input_arg.add(name=f"arg_{index}", type=dtype)
             call.input.append(f"arg_{index}")
         for index, tensor in enumerate(concrete._captured):
-            wrapper.signature.input_arg.add(name=f"capture_{index}", type=tensor.dtype.as_datatype_enum)
+            wrapper.signature.input_arg.add(name=f"capture_{index}",
+                                            type=tensor.dtype.as_datatype_enum)
             call.input.append(f"capture_{index}")
         returned = [t.dtype.as_datatype_enum for t in concrete.graph.outputs]
         call.attr["Tin"].list.type.extend(arg_types + [t.dtype.as_datatype_enum
@@ -379,7 +378,7 @@ def _object_graph(saver):
     for key, concrete in saver.signatures.items():
         input_keys = _input_keys(concrete)
         outputs = _signature_outputs(key, concrete)
-        name = saver.signature_wrapper(key, concrete, input_keys, outputs)
+        name = saver.signature_wrapper(key, concrete, outputs)
         saved = graph.concrete_functions[name]
         saved.bound_inputs.extend(saver.bound_inputs(concrete))
         inputs = _StructuredValue()

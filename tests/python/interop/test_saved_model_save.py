@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from flowstone.framework import tf_protos
+from flowstone.saved_model import revive
 from peers import PEER_PYTHON
 from tf_oracle import requires_tensorflow, run_tensorflow
 
@@ -366,3 +368,41 @@ def test_checkpoint_root_and_function_attributes(tmp_path):
     np.testing.assert_array_equal(loaded.model.scale(tf.constant([3.0, 4.0])).numpy(), [3.0, 8.0])
     result = loaded.signatures["serving_default"](x=tf.constant([1.0, 1.0]))
     np.testing.assert_array_equal(result["output_0"].numpy(), [1.0, 2.0])
+
+
+@requires_tensorflow
+def test_captured_eager_constants_are_saved(tmp_path):
+    offset = tf.constant([10.0, 20.0])
+    module = tf.Module()
+    module.v = tf.Variable(2.0)
+    module.f = tf.function(lambda x: x * module.v + offset,
+                           input_signature=[tf.TensorSpec([2], tf.float32)])
+    tf.saved_model.save(module, str(tmp_path / "m"))
+    out = run_tensorflow(f"""
+        import json
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        print(json.dumps(m.f(tf.constant([1.0, 2.0])).numpy().tolist()))
+    """)
+    assert json.loads(out.strip().splitlines()[-1]) == [12.0, 24.0]
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    assert loaded.f(tf.constant([1.0, 2.0])).numpy().tolist() == [12.0, 24.0]
+    assert loaded.signatures["serving_default"](x=[0.0, 0.0])["output_0"].numpy().tolist() == \
+        [10.0, 20.0]
+
+
+def test_dangling_references_in_the_object_graph(tmp_path):
+    save_dense(tmp_path / "m")
+    path = tmp_path / "m" / "saved_model.pb"
+    saved_model = tf_protos.SavedModel.FromString(path.read_bytes())
+    graph = saved_model.meta_graphs[0].object_graph_def
+    next(iter(graph.concrete_functions.values())).bound_inputs.append(999)
+    path.write_bytes(saved_model.SerializeToString())
+    meta = saved_model.meta_graphs[0]
+    prefix = str(tmp_path / "m" / "variables" / "variables")
+    with pytest.raises(ValueError, match="refers to node 999, but the graph has"):
+        revive.revive(meta, prefix)
+    # tf.saved_model.load warns and keeps the signatures.
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    result = loaded.signatures["serving_default"](x=X)["output_0"]
+    np.testing.assert_allclose(np.asarray(result), expected(X), rtol=1e-6)
