@@ -38,7 +38,7 @@ def decode(value):
         return None
     if kind == "tensor_spec_value":
         spec = value.tensor_spec_value
-        return TensorSpec(_shape(spec.shape), _dtypes.from_enum(spec.dtype), spec.name or None)
+        return TensorSpec(_shape(spec.shape), _dtypes.as_dtype(spec.dtype), spec.name or None)
     if kind == "list_value":
         return [decode(v) for v in value.list_value.values]
     if kind == "tuple_value":
@@ -50,7 +50,7 @@ def decode(value):
     if kind == "tensor_shape_value":
         return _shape(value.tensor_shape_value)
     if kind == "tensor_dtype_value":
-        return _dtypes.from_enum(value.tensor_dtype_value)
+        return _dtypes.as_dtype(value.tensor_dtype_value)
     if kind in ("float64_value", "int64_value", "string_value", "bool_value"):
         return getattr(value, kind)
     raise ValueError(f"Cannot restore a function signature holding a {kind}.")
@@ -221,6 +221,12 @@ def revive(meta, variables_prefix):
         key = (name, None if keywords is None else tuple(keywords))
         if key not in concretes:
             saved = proto.concrete_functions[name]
+            for node_id in saved.bound_inputs:
+                if not isinstance(objects[node_id], (_variables.Variable, _ops.Tensor)):
+                    kind = proto.nodes[node_id].WhichOneof("kind")
+                    raise NotImplementedError(
+                        f"Function {name!r} is bound to node {node_id}, a {kind} that Flowstone "
+                        "cannot restore as a tensor (variables and constants only).")
             concretes[key] = _RestoredConcreteFunction(
                 name, library, saved, [objects[i] for i in saved.bound_inputs], keywords)
         return concretes[key]
@@ -295,7 +301,7 @@ def _restore_variable(saved, node_id, checkpoint_graph, reader):
     value = np.asarray(reader.get_tensor(key))
     return _variables.Variable(value, trainable=saved.trainable,
                                name=saved.name or "Variable",
-                               dtype=_dtypes.from_enum(saved.dtype))
+                               dtype=_dtypes.as_dtype(saved.dtype))
 
 
 def _restore_constant(node):

@@ -270,6 +270,7 @@ def test_flowstone_restores_the_objects_of_a_tensorflow_savedmodel(tmp_path):
                 super().__init__()
                 self.v = tf.Variable([[1.0, 2.0], [3.0, 4.0]])
                 self.parts = {{"bias": tf.Variable(0.25)}}
+                self.step = tf.Variable(7, dtype=tf.int64)
             @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32)])
             def __call__(self, x):
                 return tf.matmul(x, self.v) + self.parts["bias"]
@@ -279,6 +280,7 @@ def test_flowstone_restores_the_objects_of_a_tensorflow_savedmodel(tmp_path):
     v = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
     np.testing.assert_array_equal(loaded.v.numpy(), v)
     assert loaded.parts["bias"].numpy() == 0.25
+    assert loaded.step.dtype == tf.int64 and loaded.step.numpy() == 7
     np.testing.assert_allclose(loaded(tf.constant(X)).numpy(), X @ v + 0.25, rtol=1e-6)
     np.testing.assert_allclose(
         loaded.signatures["serving_default"](x=X)["output_0"].numpy(), X @ v + 0.25, rtol=1e-6)
@@ -406,3 +408,21 @@ def test_dangling_references_in_the_object_graph(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "m"))
     result = loaded.signatures["serving_default"](x=X)["output_0"]
     np.testing.assert_allclose(np.asarray(result), expected(X), rtol=1e-6)
+
+
+@requires_tensorflow
+def test_objects_flowstone_cannot_rebuild_fall_back_to_the_signatures(tmp_path):
+    run_tensorflow(f"""
+        import tensorflow as tf
+        table = tf.lookup.StaticHashTable(
+            tf.lookup.KeyValueTensorInitializer(["a", "b"], [1, 2]), default_value=0)
+        module = tf.Module()
+        module.table = table
+        module.f = tf.function(lambda x: table.lookup(x),
+                               input_signature=[tf.TensorSpec([None], tf.string)])
+        tf.saved_model.save(module, {str(tmp_path / "tf")!r})
+    """)
+    loaded = tf.saved_model.load(str(tmp_path / "tf"))
+    assert not hasattr(loaded, "f")  # the table is a resource: signatures only
+    result = loaded.signatures["serving_default"](x=np.array([b"b", b"z"], object))
+    assert np.asarray(result["output_0"]).tolist() == [2, 0]
