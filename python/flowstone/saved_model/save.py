@@ -404,9 +404,6 @@ def _object_graph(saver):
         proto = graph.nodes.add()
         for name, child in objects.children[node]:
             proto.children.add(node_id=child, local_name=name)
-        for variable, slot_name, slot in objects.slots.get(node, []):
-            proto.slot_variables.add(original_variable_node_id=variable, slot_name=slot_name,
-                                     slot_variable_node_id=slot)
         nodes.append(proto)
     for node, obj in enumerate(objects.nodes):
         proto = nodes[node]

@@ -426,3 +426,25 @@ def test_objects_flowstone_cannot_rebuild_fall_back_to_the_signatures(tmp_path):
     assert not hasattr(loaded, "f")  # the table is a resource: signatures only
     result = loaded.signatures["serving_default"](x=np.array([b"b", b"z"], object))
     assert np.asarray(result["output_0"]).tolist() == [2, 0]
+
+
+@requires_tensorflow
+def test_module_with_an_optimizer_and_its_slots(tmp_path):
+    model = Dense()
+    model.opt = tf.train.AdamOptimizer(0.1)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(model.w * model.w)
+    model.opt.apply_gradients(zip(tape.gradient(loss, [model.w]), [model.w]))
+    tf.saved_model.save(model, str(tmp_path / "m"))
+    reader = tf.train.load_checkpoint(str(tmp_path / "m" / "variables" / "variables"))
+    assert "w/.OPTIMIZER_SLOT/opt/m/.ATTRIBUTES/VARIABLE_VALUE" in \
+        reader.get_variable_to_shape_map()
+    out = run_tensorflow(f"""
+        import json
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        print(json.dumps({{"w": m.w.numpy().tolist(), "beta1": float(m.opt.beta1_power.numpy())}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    np.testing.assert_allclose(got["w"], model.w.numpy(), rtol=1e-6)
+    assert got["beta1"] == pytest.approx(0.81)
