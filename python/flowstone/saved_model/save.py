@@ -558,8 +558,8 @@ def _is_saveable(obj):
 @tf_export("saved_model.save")
 def save(obj, export_dir, signatures=None, options=None):
     """Writes `obj` (a tf.Module, tf.train.Checkpoint or other tracked object) with its
-    variables and tf.functions as a TensorFlow 2 SavedModel in `export_dir`."""
-    del options
+    variables and tf.functions as a TensorFlow 2 SavedModel in `export_dir`. Of `options`
+    (tf.saved_model.SaveOptions), `function_aliases` is written; the rest is ignored."""
     if not _is_saveable(obj):
         raise ValueError("Expected an object of type `Trackable`, such as `tf.Module` or a "
                          f"subclass of the `Trackable` class, for export. Got {obj} with type "
@@ -569,10 +569,15 @@ def save(obj, export_dir, signatures=None, options=None):
         raise _errors.FailedPreconditionError(None, None, f"{export_dir} is not a directory")
     saver = _Saver(obj, signatures)
     object_graph, signature_functions = _object_graph(saver)
+    aliases = {}
+    for alias, function in ((options.function_aliases if options else None) or {}).items():
+        for concrete in _concrete_functions(function):
+            aliases[saver.export_function(concrete)] = alias
     graph_def, saver_def, placeholders, call_names = _graph(saver, signature_functions)
     meta = tf_protos.MetaGraphDef()
     meta.meta_info_def.tags.append(constants.SERVING)
-    meta.meta_info_def.meta_graph_version = "flowstone"
+    for name, alias in aliases.items():
+        meta.meta_info_def.function_aliases[name] = alias
     meta.graph_def.CopyFrom(graph_def)
     meta.saver_def.CopyFrom(saver_def)
     meta.object_graph_def.CopyFrom(object_graph)

@@ -448,3 +448,17 @@ def test_module_with_an_optimizer_and_its_slots(tmp_path):
     got = json.loads(out.strip().splitlines()[-1])
     np.testing.assert_allclose(got["w"], model.w.numpy(), rtol=1e-6)
     assert got["beta1"] == pytest.approx(0.81)
+
+
+@requires_tensorflow
+def test_function_aliases(tmp_path):
+    model = Dense()
+    options = tf.saved_model.SaveOptions(function_aliases={"fwd": model.__call__})
+    tf.saved_model.save(model, str(tmp_path / "m"), options=options)
+    out = run_tensorflow(f"""
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r}, options=tf.saved_model.LoadOptions(
+            experimental_load_function_aliases=True))
+        print(sorted(m.function_aliases), m.function_aliases["fwd"](tf.ones([1, 2])).numpy())
+    """)
+    assert out.strip().splitlines()[-1] == "['fwd'] [[6.5 1.5]]"
