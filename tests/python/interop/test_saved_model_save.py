@@ -462,3 +462,35 @@ def test_function_aliases(tmp_path):
         print(sorted(m.function_aliases), m.function_aliases["fwd"](tf.ones([1, 2])).numpy())
     """)
     assert out.strip().splitlines()[-1] == "['fwd'] [[6.5 1.5]]"
+
+
+class Outer(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Scaler()
+        self.shared = self.inner.k  # one variable reached twice is one node
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+    def __call__(self, x):
+        return self.inner.combine(x, x)["sum"] + self.shared
+
+
+@requires_tensorflow
+def test_nested_modules_keep_their_functions(tmp_path):
+    model = Outer()
+    tf.saved_model.save(model, str(tmp_path / "m"))
+    out = run_tensorflow(f"""
+        import json
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        x = tf.constant([1.0, 2.0])
+        m.shared.assign(4.0)
+        print(json.dumps({{"outer": m(x).numpy().tolist(),
+                          "inner": m.inner.combine(x, x)["sum"].numpy().tolist(),
+                          "same": m.shared is m.inner.k}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got == {"outer": [9.0, 14.0], "inner": [5.0, 10.0], "same": True}
+    loaded = tf.saved_model.load(str(tmp_path / "m"))
+    assert loaded.shared is loaded.inner.k
+    assert loaded(tf.constant([1.0, 2.0])).numpy().tolist() == [7.0, 11.0]
