@@ -8,9 +8,12 @@ import os
 from google.protobuf import message as _message
 from google.protobuf import text_format
 
+from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
+from flowstone.platform import tf_logging as _logging
 from flowstone.saved_model import constants
+from flowstone.saved_model import revive
 from flowstone.train import meta_graph
 from flowstone.util.tf_export import tf_export
 
@@ -184,8 +187,7 @@ def load_v2(export_dir, tags=None, options=None):
     meta = next((m for m in saved_model.meta_graphs if set(m.meta_info_def.tags) == set(tags)),
                 None)
     if meta is not None and meta.object_graph_def.nodes and _ops.executing_eagerly():
-        from flowstone.saved_model import revive
-        root = _revived(revive, meta, export_dir)
+        root = _revived(meta, export_dir)
         if root is not None:
             return root
     graph = _ops.Graph()
@@ -194,11 +196,9 @@ def load_v2(export_dir, tags=None, options=None):
     return _LoadedSavedModel(sess, meta)
 
 
-def _revived(revive, meta, export_dir):
+def _revived(meta, export_dir):
     """The SavedModel's root object, or None (with a warning) when an object kind it holds
     cannot be rebuilt yet: its signatures still load through a session."""
-    from flowstone import errors as _errors
-    from flowstone.platform import tf_logging as _logging
     prefix = os.path.join(export_dir, constants.VARIABLES_DIRECTORY, constants.VARIABLES_FILENAME)
     try:
         root = revive.revive(meta, prefix)

@@ -13,10 +13,12 @@ import numpy as np
 from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
+from flowstone.client import session as _session
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
 from flowstone.framework.tensor_shape import TensorShape
+from flowstone.ops import graph_io as _graph_io
 from flowstone.ops import tensor_util as _tensor_util
 from flowstone.ops import variables as _variables
 from flowstone.ops.dataset_structure import TensorSpec
@@ -81,10 +83,8 @@ class _RestoredConcreteFunction:
         call.attr["f"].func.name = name
         self._num_outputs = len(fdef.signature.output_arg)
         self._outer = _ops.Graph()
-        from flowstone.client import session as _session
-        from flowstone.ops import graph_io
         with self._outer.as_default():
-            graph_io.import_graph_def(graph_def, name="")
+            _graph_io.import_graph_def(graph_def, name="")
         feeds = [self._outer.get_tensor_by_name(f"arg_{i}:0")
                  for i in range(len(fdef.signature.input_arg))]
         outputs = [self._outer.get_tensor_by_name(f"call:{i}") for i in range(self._num_outputs)]
