@@ -17,45 +17,14 @@ from flowstone.client import session as _session
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
-from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import graph_io as _graph_io
 from flowstone.ops import tensor_util as _tensor_util
 from flowstone.ops import variables as _variables
 from flowstone.ops.dataset_structure import TensorSpec
+from flowstone.saved_model import nested_structure_coder as _coder
 from flowstone.train import object_checkpoint as _object_checkpoint
 from flowstone.train import saver as _saver
 from flowstone.util import nest
-
-
-def _shape(proto):
-    if proto.unknown_rank:
-        return TensorShape(None)
-    return TensorShape([None if d.size < 0 else d.size for d in proto.dim])
-
-
-def decode(value):
-    """A StructuredValue as the Python structure it encodes (TensorSpecs for tensors)."""
-    kind = value.WhichOneof("kind")
-    if kind in (None, "none_value"):
-        return None
-    if kind == "tensor_spec_value":
-        spec = value.tensor_spec_value
-        return TensorSpec(_shape(spec.shape), _dtypes.as_dtype(spec.dtype), spec.name or None)
-    if kind == "list_value":
-        return [decode(v) for v in value.list_value.values]
-    if kind == "tuple_value":
-        return tuple(decode(v) for v in value.tuple_value.values)
-    if kind == "dict_value":
-        return {key: decode(v) for key, v in value.dict_value.fields.items()}
-    if kind == "named_tuple_value":
-        return {pair.key: decode(pair.value) for pair in value.named_tuple_value.values}
-    if kind == "tensor_shape_value":
-        return _shape(value.tensor_shape_value)
-    if kind == "tensor_dtype_value":
-        return _dtypes.as_dtype(value.tensor_dtype_value)
-    if kind in ("float64_value", "int64_value", "string_value", "bool_value"):
-        return getattr(value, kind)
-    raise ValueError(f"Cannot restore a function signature holding a {kind}.")
 
 
 class _RestoredConcreteFunction:
@@ -66,9 +35,9 @@ class _RestoredConcreteFunction:
         self.name = name
         self._captures = captures
         self._keywords = keywords
-        args, kwargs = decode(saved.canonicalized_input_signature)
+        args, kwargs = _coder.decode(saved.canonicalized_input_signature)
         self.structured_input_signature = (args, kwargs)
-        self.structured_outputs = decode(saved.output_signature)
+        self.structured_outputs = _coder.decode(saved.output_signature)
         self._specs = [s for s in nest.flatten((args, kwargs)) if isinstance(s, TensorSpec)]
         fdef = next(f for f in library.function if f.signature.name == name)
         graph_def = tf_protos.GraphDef()

@@ -30,95 +30,17 @@ from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
 from flowstone.ops import def_function as _def_function
 from flowstone.ops import variables as _variables
-from flowstone.framework.tensor_shape import TensorShape
-from flowstone.ops.dataset_structure import TensorSpec
 from flowstone.saved_model import constants
+from flowstone.saved_model import nested_structure_coder as _coder
 from flowstone.train import object_checkpoint as _object_checkpoint
 from flowstone.util.tf_export import tf_export
 
-_StructuredValue = tf_protos.message_class("StructuredValue")
 _SavedObjectGraph = tf_protos.message_class("SavedObjectGraph")
 _FunctionDef = tf_protos.message_class("FunctionDef")
 _SIGNATURE_MAP = "signatures"
 # TensorFlow's revived types: list, tuple and dict attributes come back as its wrappers.
 _WRAPPER_IDENTIFIERS = {list: "trackable_list_wrapper", tuple: "trackable_tuple_wrapper",
                         dict: "trackable_dict_wrapper"}
-
-
-# --- StructuredValue (TensorFlow's nested_structure_coder) -----------------------------------
-
-def _shape_into(proto, shape):
-    if shape.rank is None:
-        proto.unknown_rank = True
-        return
-    for dim in shape.as_list():
-        proto.dim.add().size = -1 if dim is None else dim
-
-
-def _spec_value(name, shape, dtype):
-    value = _StructuredValue()
-    spec = value.tensor_spec_value
-    spec.name = name or ""
-    _shape_into(spec.shape, shape)
-    spec.dtype = _dtypes.as_dtype(dtype).as_datatype_enum
-    return value
-
-
-def _structured(value, name="unknown"):
-    """A Python structure of TensorSpecs, tensors and Python values as a StructuredValue."""
-    out = _StructuredValue()
-    if isinstance(value, TensorSpec):
-        return _spec_value(value.name or name, value.shape, value.dtype)
-    if isinstance(value, (_ops.Tensor, np.ndarray)):
-        return _spec_value(name, TensorShape(list(value.shape)) if
-                           isinstance(value, np.ndarray) else value.shape, value.dtype)
-    if value is None:
-        out.none_value.SetInParent()
-    elif isinstance(value, bool):
-        out.bool_value = value
-    elif isinstance(value, int):
-        out.int64_value = value
-    elif isinstance(value, float):
-        out.float64_value = value
-    elif isinstance(value, str):
-        out.string_value = value
-    elif isinstance(value, dict):
-        out.dict_value.SetInParent()
-        for key, item in value.items():
-            out.dict_value.fields[str(key)].CopyFrom(_structured(item, str(key)))
-    elif isinstance(value, tuple):
-        out.tuple_value.SetInParent()
-        for index, item in enumerate(value):
-            out.tuple_value.values.add().CopyFrom(_structured(item, f"{name}_{index}"))
-    elif isinstance(value, list):
-        out.list_value.SetInParent()
-        for index, item in enumerate(value):
-            out.list_value.values.add().CopyFrom(_structured(item, f"{name}_{index}"))
-    else:
-        raise ValueError(f"Cannot save the value {value!r} of type {type(value).__name__} in a "
-                         "function signature: only tensors, TensorSpecs, Python scalars and "
-                         "strings, and lists, tuples and dicts of them are supported.")
-    return out
-
-
-def _argspec(python_function):
-    """(FunctionSpec.fullargspec as a StructuredValue, is_method, argument names after self)."""
-    is_method = inspect.ismethod(python_function)
-    function = python_function.__func__ if is_method else python_function
-    spec = inspect.getfullargspec(function)
-    fields = [("args", list(spec.args)), ("varargs", spec.varargs), ("varkw", spec.varkw),
-              ("defaults", None if spec.defaults is None else tuple(
-                  d if isinstance(d, (bool, int, float, str, type(None))) else None
-                  for d in spec.defaults)),
-              ("kwonlyargs", list(spec.kwonlyargs)), ("kwonlydefaults", None),
-              ("annotations", {})]
-    value = _StructuredValue()
-    value.named_tuple_value.name = "FullArgSpec"
-    for key, item in fields:
-        pair = value.named_tuple_value.values.add(key=key)
-        pair.value.CopyFrom(_structured(item))
-    names = list(spec.args[1:] if is_method else spec.args)
-    return value, is_method, names
 
 
 # --- the objects -----------------------------------------------------------------------------
@@ -193,7 +115,7 @@ def _tensor_output_indices(concrete):
 def _input_keys(concrete):
     """The signature's input names: the input_signature's TensorSpec names, else the Python
     function's argument names."""
-    _, _, names = _argspec(concrete._python_function)
+    _, _, names = _coder.argspec(concrete._python_function)
     args, kwargs = concrete.structured_input_signature
     if kwargs or any(isinstance(a, (list, tuple, dict)) for a in args):
         raise ValueError(f"The signature function {concrete.graph.name} takes nested or keyword "
@@ -349,25 +271,25 @@ def _concrete_signature(saver, concrete, graph):
     name = saver.export_function(concrete)
     saved = graph.concrete_functions[name]
     saved.bound_inputs.extend(saver.bound_inputs(concrete))
-    _, _, names = _argspec(concrete._python_function)
+    _, _, names = _coder.argspec(concrete._python_function)
     args, kwargs = concrete.structured_input_signature
-    named = tuple(_structured(a, names[i] if i < len(names) else f"arg_{i}")
+    named = tuple(_coder.encode(a, names[i] if i < len(names) else f"arg_{i}")
                   for i, a in enumerate(args))
-    signature = _StructuredValue()
+    signature = _coder.StructuredValue()
     pair = signature.tuple_value.values
     pair.add().tuple_value.values.extend(named)
-    pair.add().CopyFrom(_structured(dict(kwargs)))
+    pair.add().CopyFrom(_coder.encode(dict(kwargs)))
     saved.canonicalized_input_signature.CopyFrom(signature)
-    saved.output_signature.CopyFrom(_structured(concrete._structure))
+    saved.output_signature.CopyFrom(_coder.encode(concrete._structure))
     return name
 
 
 def _function_spec(proto, function):
     python_function = function.python_function
-    fullargspec, is_method, _ = _argspec(python_function)
+    fullargspec, is_method, _ = _coder.argspec(python_function)
     proto.fullargspec.CopyFrom(fullargspec)
     proto.is_method = is_method
-    proto.input_signature.CopyFrom(_structured(
+    proto.input_signature.CopyFrom(_coder.encode(
         None if function.input_signature is None else tuple(function.input_signature)))
 
 
@@ -381,19 +303,20 @@ def _object_graph(saver):
         name = saver.signature_wrapper(key, concrete, outputs)
         saved = graph.concrete_functions[name]
         saved.bound_inputs.extend(saver.bound_inputs(concrete))
-        inputs = _StructuredValue()
+        inputs = _coder.StructuredValue()
         inputs.tuple_value.values.add().tuple_value.SetInParent()
         fields = inputs.tuple_value.values.add().dict_value
         fields.SetInParent()
         for input_key, tensor in zip(input_keys, concrete.graph.inputs):
-            fields.fields[input_key].CopyFrom(_spec_value(input_key, tensor.shape, tensor.dtype))
+            fields.fields[input_key].CopyFrom(
+                _coder.spec_value(input_key, tensor.shape, tensor.dtype))
         saved.canonicalized_input_signature.CopyFrom(inputs)
-        out = _StructuredValue()
+        out = _coder.StructuredValue()
         out.dict_value.SetInParent()
         for output_key, index in outputs.items():
             tensor = concrete._flat_out[index]
             out.dict_value.fields[output_key].CopyFrom(
-                _spec_value(output_key, tensor.shape, tensor.dtype))
+                _coder.spec_value(output_key, tensor.shape, tensor.dtype))
         saved.output_signature.CopyFrom(out)
         signature_functions[key] = (name, input_keys, outputs)
     for node, function in saver.functions:
@@ -410,7 +333,7 @@ def _object_graph(saver):
         if isinstance(obj, _variables.Variable):
             variable = proto.variable
             variable.dtype = obj.dtype.base_dtype.as_datatype_enum
-            _shape_into(variable.shape, obj.shape)
+            _coder.shape_into(variable.shape, obj.shape)
             variable.trainable = bool(obj.trainable)
             variable.name = _object_checkpoint._full_name(obj)
         elif isinstance(obj, _def_function.Function):
@@ -420,7 +343,7 @@ def _object_graph(saver):
         elif isinstance(obj, _def_function.ConcreteFunction):
             bare = proto.bare_concrete_function
             bare.concrete_function_name = saver.names[id(obj)]
-            keys = _argspec(obj._python_function)[2]
+            keys = _coder.argspec(obj._python_function)[2]
             bare.argument_keywords.extend(keys)
             bare.allowed_positional_arguments = len(keys)
         elif node == saver.signature_node:
@@ -526,13 +449,13 @@ def _signature_defs(meta, saver, signature_functions, placeholders, call_names):
             info = signature.inputs[input_key]
             info.name = tensor.name
             info.dtype = tensor.dtype.as_datatype_enum
-            _shape_into(info.tensor_shape, tensor.shape)
+            _coder.shape_into(info.tensor_shape, tensor.shape)
         for position, output_key in enumerate(sorted(outputs)):
             tensor = concrete._flat_out[outputs[output_key]]
             info = signature.outputs[output_key]
             info.name = f"{call_names[key]}:{position}"
             info.dtype = tensor.dtype.as_datatype_enum
-            _shape_into(info.tensor_shape, tensor.shape)
+            _coder.shape_into(info.tensor_shape, tensor.shape)
     init = meta.signature_def[constants.INIT_OP_SIGNATURE_KEY]
     init.outputs[constants.INIT_OP_SIGNATURE_KEY].name = "NoOp"
     init.outputs[constants.INIT_OP_SIGNATURE_KEY].tensor_shape.unknown_rank = True
