@@ -20,6 +20,7 @@ functions and the signature map are nodes appended after the tracked objects.
 import inspect
 import itertools
 import os
+import re
 
 import numpy as np
 
@@ -224,7 +225,8 @@ class _Saver:
         returning its outputs in sorted key order: one call of the trace."""
         callee = self.export_function(concrete)
         wrapper = _FunctionDef()
-        wrapper.signature.name = f"__inference_signature_wrapper_{key}_{next(self.counter)}"
+        safe_key = re.sub(r"[^A-Za-z0-9_]", "_", key)  # a FunctionDef name
+        wrapper.signature.name = f"__inference_signature_wrapper_{safe_key}_{next(self.counter)}"
         wrapper.signature.is_stateful = True
         call = wrapper.node_def.add(name="StatefulPartitionedCall", op="StatefulPartitionedCall")
         arg_types = [t.dtype.as_datatype_enum for t in concrete.graph.inputs]

@@ -494,3 +494,18 @@ def test_nested_modules_keep_their_functions(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "m"))
     assert loaded.shared is loaded.inner.k
     assert loaded(tf.constant([1.0, 2.0])).numpy().tolist() == [7.0, 11.0]
+
+
+@requires_tensorflow
+def test_saving_again_over_a_savedmodel_with_any_signature_key(tmp_path):
+    model = Scaler()
+    tf.saved_model.save(model, str(tmp_path / "m"), signatures={"count": model.count})
+    model.k.assign(5.0)
+    tf.saved_model.save(model, str(tmp_path / "m"), signatures={"combine-v2.x": model.combine})
+    out = run_tensorflow(f"""
+        import tensorflow as tf
+        m = tf.saved_model.load({str(tmp_path / "m")!r})
+        out = m.signatures["combine-v2.x"](a=tf.constant([1.0]), b=tf.constant([2.0]))
+        print(sorted(m.signatures), out["sum"].numpy().tolist())
+    """)
+    assert out.strip().splitlines()[-1] == "['combine-v2.x'] [7.0]"
