@@ -54,6 +54,7 @@ class ConcreteFunction:
     eager tensors."""
 
     def __init__(self, name, python_function, args, kwargs, input_signature):
+        self._python_function = python_function
         self._outer = _ops.Graph()
         self._outer._eager_outer = True  # variables made while tracing are eager ones
         self.graph = FuncGraph(name, self._outer)
@@ -182,8 +183,8 @@ class Function:
             if not _is_tensor_like(value) and not isinstance(value, (int, float, bool, list)):
                 ok = False
                 break
-            tensor = value if isinstance(value, _ops.Tensor) else _ops.convert_to_tensor(
-                value, dtype=spec.dtype)
+            tensor = value if isinstance(value, (_ops.Tensor, TensorSpec)) else \
+                _ops.convert_to_tensor(value, dtype=spec.dtype)
             ok = spec.is_compatible_with(tensor)
         if not ok:
             raise TypeError(f"Binding inputs to tf.function `{self._name}` failed due to "

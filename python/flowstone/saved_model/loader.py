@@ -8,9 +8,12 @@ import os
 from google.protobuf import message as _message
 from google.protobuf import text_format
 
+from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
 from flowstone.framework import tf_protos
+from flowstone.platform import tf_logging as _logging
 from flowstone.saved_model import constants
+from flowstone.saved_model import revive
 from flowstone.train import meta_graph
 from flowstone.util.tf_export import tf_export
 
@@ -168,19 +171,43 @@ class _LoadedSavedModel:
 @tf_export("saved_model.load_v2")
 def load_v2(export_dir, tags=None, options=None):
     """TensorFlow 2's tf.saved_model.load: the SavedModel at `export_dir` (its "serve"
-    MetaGraphDef, or the one tagged `tags`), restored into a session of its own, with its
-    signatures as callables. Restored tf.Module objects (attributes, methods) are not
-    rebuilt: call the signatures."""
+    MetaGraphDef, or the one tagged `tags`). Executing eagerly, a SavedModel with an object
+    graph (tf.saved_model.save's) comes back as its objects: variables with their values,
+    tf.functions and `.signatures` that call its functions (saved_model/revive.py). Otherwise
+    it is restored into a session of its own, with its signatures as callables."""
     del options
     from flowstone.client import session as _session
     export_dir = os.fspath(export_dir)
+    saved_model = _read_saved_model(export_dir)
     if tags is None:
-        saved_model = _read_saved_model(export_dir)
         tag_sets = [list(m.meta_info_def.tags) for m in saved_model.meta_graphs]
         tags = ["serve"] if ["serve"] in tag_sets or not tag_sets else tag_sets[0]
     elif isinstance(tags, str):
         tags = [tags]
+    meta = next((m for m in saved_model.meta_graphs if set(m.meta_info_def.tags) == set(tags)),
+                None)
+    if meta is not None and meta.object_graph_def.nodes and _ops.executing_eagerly():
+        root = _revived(meta, export_dir)
+        if root is not None:
+            return root
     graph = _ops.Graph()
     sess = _session.Session(graph=graph)
     meta = load(sess, tags, export_dir)
     return _LoadedSavedModel(sess, meta)
+
+
+def _revived(meta, export_dir):
+    """The SavedModel's root object, or None (with a warning) when an object kind it holds
+    cannot be rebuilt yet: its signatures still load through a session."""
+    prefix = os.path.join(export_dir, constants.VARIABLES_DIRECTORY, constants.VARIABLES_FILENAME)
+    try:
+        root = revive.revive(meta, prefix)
+    except (ValueError, KeyError, NotImplementedError, _errors.OpError) as e:
+        _logging.warning("The objects of the SavedModel at %s cannot be restored (%s); only its "
+                         "signatures are loaded.", export_dir, e)
+        return None
+    if isinstance(root, revive.RestoredObject):
+        root.tensorflow_version = meta.meta_info_def.tensorflow_version
+        if not isinstance(getattr(root, "signatures", None), dict):
+            root.signatures = {}
+    return root

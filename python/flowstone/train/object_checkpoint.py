@@ -320,9 +320,18 @@ def _read_object_graph(path):
         raise ValueError(f"The checkpoint at {path} has no object graph: it was written by a "
                          "name-based tf.train.Saver. Restore it with tf.train.Saver, or with "
                          "tf.train.init_from_checkpoint.")
+    return reader, parse_object_graph(reader.get_tensor(OBJECT_GRAPH_KEY))
+
+
+def parse_object_graph(value):
+    """The TrackableObjectGraph of the bundle's object-graph string. The bytes are taken as
+    they are: a numpy bytes array would drop trailing NULs, the encoding of an empty last field
+    (TensorFlow's SavedModels end with one)."""
+    if isinstance(value, np.ndarray):
+        value = value.reshape(-1)[0]
     graph = _TrackableObjectGraph()
-    graph.ParseFromString(np.asarray(reader.get_tensor(OBJECT_GRAPH_KEY)).item())
-    return reader, graph
+    graph.ParseFromString(value)
+    return graph
 
 
 def _describe(path):

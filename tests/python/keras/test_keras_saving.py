@@ -135,10 +135,22 @@ def test_missing_h5py_is_a_clear_import_error(tmp_path, monkeypatch):
         model.save(str(tmp_path / "m.h5"))
 
 
-def test_savedmodel_format_is_unimplemented(tmp_path):
-    model = keras.Sequential([keras.layers.Dense(2, input_shape=(4,))])
-    with pytest.raises(tf.errors.UnimplementedError, match="SavedModel format is not supported"):
-        model.save(str(tmp_path / "saved_model_dir"))
+def test_savedmodel_format_writes_a_serving_signature(tmp_path):
+    model = keras.Sequential([keras.layers.Dense(3, activation="relu", input_shape=(4,)),
+                              keras.layers.Dense(2)])
+    x = np.random.RandomState(0).randn(5, 4).astype(np.float32)
+    want = model.predict(x)
+    model.save(str(tmp_path / "saved_model_dir"))
+    model.save(str(tmp_path / "saved_model_dir"))  # overwrites
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], str(tmp_path / "saved_model_dir"))
+        signature = meta.signature_def["serving_default"]
+        assert list(signature.inputs) == [model.input_names[0]]
+        got = sess.run(signature.outputs[model.output_names[0]].name,
+                       {signature.inputs[model.input_names[0]].name: x})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    with pytest.raises(FileExistsError, match="pass overwrite=True"):
+        model.save(str(tmp_path / "saved_model_dir"), overwrite=False)
 
 
 # --- both directions with tf-keras -------------------------------------------------------------

@@ -5,6 +5,7 @@ the destination, synced, then renamed over it, so a crash leaves the old file or
 """
 
 import os
+import shutil
 import uuid
 
 from flowstone import errors
@@ -56,12 +57,48 @@ def _atomic_h5(filepath, overwrite, write):
 def save_model(model, filepath, overwrite=True, include_optimizer=True, save_format=None,
                **kwargs):
     if not _is_h5(filepath, save_format):
-        raise errors.UnimplementedError(
-            None, None,
-            f"Saving {filepath!r} in the SavedModel format is not supported by Flowstone. "
-            "Save to an HDF5 file instead: model.save('model.h5').")
+        _save_saved_model(model, os.fspath(filepath), overwrite)
+        return
     _atomic_h5(filepath, overwrite,
                lambda f: hdf5_format.write_model(f, model, include_optimizer))
+
+
+def _save_saved_model(model, filepath, overwrite):
+    """The model as a SavedModel directory: its graph and weights (TensorFlow 1's layout, see
+    docs/COMPAT.md) with a "serving_default" signature from the model's inputs to its outputs,
+    keyed by their layers' names as tf-keras keys them. Written into a temporary directory
+    beside `filepath`, whose entries then replace those of the same names."""
+    from flowstone.saved_model import builder, constants, signature_def_utils
+    if os.path.exists(filepath) and not os.path.isdir(filepath):
+        raise errors.FailedPreconditionError(None, None, f"{filepath} is not a directory")
+    if not getattr(model, "inputs", None) or not getattr(model, "outputs", None):
+        raise ValueError(f"Model {model} cannot be saved because the input shape is not "
+                         "available. Build the model with an input shape, or call it on data "
+                         "first.")
+    if os.path.isdir(filepath) and os.listdir(filepath) and not overwrite:
+        raise FileExistsError(f"{filepath} already exists; pass overwrite=True to replace it.")
+    signature = signature_def_utils.predict_signature_def(
+        dict(zip(model.input_names, model.inputs)), dict(zip(model.output_names, model.outputs)))
+    parent = os.path.dirname(os.path.abspath(filepath))
+    os.makedirs(parent, exist_ok=True)
+    temp = os.path.join(parent, f".{os.path.basename(filepath)}.tmp-{uuid.uuid4().hex}")
+    session = K.get_session()
+    try:
+        with session.graph.as_default():
+            saved = builder.SavedModelBuilder(temp)
+            saved.add_meta_graph_and_variables(
+                session, [constants.SERVING],
+                signature_def_map={constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature},
+                clear_devices=True)
+            saved.save()
+        os.makedirs(filepath, exist_ok=True)
+        for name in os.listdir(temp):
+            target = os.path.join(filepath, name)
+            if os.path.isdir(target):
+                shutil.rmtree(target)
+            os.replace(os.path.join(temp, name), target)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @tf_export("keras.models.load_model")
