@@ -130,6 +130,31 @@ def test_backward_pass_runs_nothing_of_the_forward_iterations():
         assert sess.run(counter) == 10
 
 
+def test_nested_loop_iterations_run_once_and_keep_their_masks():
+    """An inner loop's recording loop stands in for the inner forward loop inside the outer
+    loop's forward function: a gradient run runs each inner iteration once, and dropout inside
+    the inner body keeps its masks."""
+    counter = tf.Variable(0, name="inner_counter")
+    x = tf.placeholder(tf.float64, [40])
+
+    def inner_body(j, g):
+        with tf.control_dependencies([counter.assign_add(1)]):
+            return j + 1, tf.nn.dropout(g, rate=0.25) * 0.75
+
+    def outer(i, h):
+        return i + 1, tf.while_loop(lambda j, g: j < i + 1, inner_body, [0, h])[1]
+
+    y = tf.while_loop(lambda i, h: i < 3, outer, [0, x])[1]
+    (g,) = tf.gradients(tf.reduce_sum(y), [x])
+    xv = np.linspace(1.0, 2.0, 40)
+    with tf.Session() as sess:
+        sess.run(counter.initializer)
+        y_value, g_value = sess.run([y, g], {x: xv})
+        assert sess.run(counter) == 1 + 2 + 3
+    np.testing.assert_allclose(g_value, y_value / xv, rtol=1e-12)
+    assert 0 < np.count_nonzero(g_value) < 40
+
+
 def test_dropout_in_a_loop_body_uses_the_forward_masks():
     """Random values drawn in the body are recorded, not drawn again for the gradient: the
     gradient of a chain of dropouts is the product of the masks the forward pass drew."""
