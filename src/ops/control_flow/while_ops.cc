@@ -300,20 +300,31 @@ Status WhileGradient(GradientContext& ctx) {
                               {h[vars.recorded.size() + i], k, b.ScalarInt32(-1)},
                               ElementDTypeAttr(TypeOf(split.intermediates[i]))));
       }
-      // Incoming gradients of the body's outputs: the carried ones, zeros for pass-throughs
-      // (their gradients are summed here instead).
+      // Incoming gradients of the body's outputs: the carried ones. A pass-through output's
+      // gradient reaches its input unchanged, so giving it the sum so far makes the function
+      // return the new sum (no zeros to add, no second sum per iteration).
+      std::vector<char> summed_in_call(num_grads, 0);
       for (int o : grads.dy_outputs) {
-        auto carried = std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), o);
-        inputs.push_back(Contains(vars.varying, o) ? g[carried - vars.grad_inputs.begin()]
-                                                   : b.Op("ZerosLike", {x[o]}));
+        const auto m = std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), o) -
+                       vars.grad_inputs.begin();
+        if (m == num_grads) {
+          inputs.push_back(b.Op("ZerosLike", {x[o]}));
+          continue;
+        }
+        inputs.push_back(g[m]);
+        summed_in_call[m] = 1;
       }
       std::vector<Endpoint> step = b.Call(*body_grad, inputs);
       rets.push_back(b.Op("Sub", {k, b.ScalarInt32(1)}));
       for (int m = 0; m < num_grads; ++m) {
-        // Gradients of lists add up with AddN (element by element), others with AddV2.
+        if (summed_in_call[m] || Contains(vars.varying, vars.grad_inputs[m])) {
+          rets.push_back(step[m]);
+          continue;
+        }
+        // An invariant whose gradient the call does not sum (a variable's handle) is summed
+        // here. Gradients of lists add up with AddN (element by element), others with AddV2.
         const char* add = vars.grad_types[m] == DType::kVariant ? "AddN" : "AddV2";
-        rets.push_back(Contains(vars.varying, vars.grad_inputs[m]) ? step[m]
-                                                                   : b.Op(add, {g[m], step[m]}));
+        rets.push_back(b.Op(add, {g[m], step[m]}));
       }
       rets.insert(rets.end(), h.begin(), h.end());
       rets.insert(rets.end(), inv.begin(), inv.end());
