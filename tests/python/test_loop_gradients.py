@@ -98,6 +98,32 @@ def test_dynamic_rnn_lstm_and_gru_with_sequence_lengths():
                     atol=1e-8)
 
 
+def test_scan_and_map_fn_over_tensor_arrays():
+    elems = RNG.uniform(-1, 1, (5, 3))
+
+    def scanned(x, w):
+        return tf.scan(lambda acc, e: tf.tanh(acc * w + e), x, initializer=tf.zeros([3],
+                                                                                  tf.float64))
+
+    def mapped(x, w):
+        return tf.map_fn(lambda e: tf.sin(e) * w, x)
+
+    check_gradients(scanned, [elems, RNG.uniform(-1, 1, 3)], wrt=[0, 1])
+    check_gradients(mapped, [elems, RNG.uniform(-1, 1, 3)], wrt=[0, 1])
+
+
+def test_two_gradients_of_one_loop_agree():
+    x = tf.placeholder(tf.float64, [2, 2])
+    w = tf.constant(W22)
+    y = _matmul_tanh_loop(x, w)
+    (g1,) = tf.gradients(tf.reduce_sum(y), [x])
+    (g2,) = tf.gradients(tf.reduce_sum(y * 1.0), [x])
+    with tf.Session() as sess:
+        a, b = sess.run([g1, g2], {x: X22})
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(sess.run(g1, {x: X22}), a)
+
+
 def test_second_derivative_through_a_loop():
     x = tf.placeholder(tf.float64, [])
     y = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * tf.sin(a) + a), [0, x])[1]
