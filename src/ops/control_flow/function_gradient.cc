@@ -1,6 +1,5 @@
 #include "function_gradient.h"
 
-#include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
