@@ -1,6 +1,12 @@
 #include "function_gradient.h"
 
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
 #include "function_call.h"
+#include "graph/loop_stand_in.h"
 
 namespace flowstone {
 namespace {
@@ -32,6 +38,7 @@ StatusOr<Endpoint> ZerosLikeArg(Graph& body, const std::string& prefix, Endpoint
 Status BuildGradientBody(const FunctionDef& function, GradientBody* out) {
   Graph& body = *function.body;
   const std::string prefix = function.name + "_grad";
+  out->first_gradient_node = body.num_nodes();
   std::vector<Endpoint> ys;
   for (int o = 0; o < static_cast<int>(function.rets.size()); ++o) {
     const Endpoint& ret = function.rets[o];
@@ -77,6 +84,168 @@ StatusOr<std::string> AddGradientFunction(const FunctionDef& function, const Gra
   std::string name = grad.name;
   FS_RETURN_IF_ERROR(library.Add(std::move(grad)));
   return name;
+}
+
+namespace {
+
+// Copies the gradient ops of a function body into a body of their own (SplitGradientFunction).
+// Walking back from the gradients, a node is
+//  - an argument of the backward function when it is an input of the function or an incoming
+//    gradient;
+//  - copied when it is a gradient op, or a forward constant (cheaper to copy than to record);
+//  - an intermediate (an argument, recorded by the forward pass) when it is a forward node, or a
+//    recording loop that a nested loop's gradient added: such a loop runs the forward loop
+//    itself (it stands in for it), so it belongs to the forward pass.
+class BackwardCopy {
+ public:
+  BackwardCopy(const FunctionDef& function, const GradientBody& body)
+      : function_(function),
+        body_(body),
+        out_(std::make_shared<Graph>(function.body->shared_library())) {}
+
+  StatusOr<SplitGradient> Build(const std::vector<int>& inputs, const std::vector<DType>& types) {
+    const std::string name = function_.body->library().UniqueName(function_.name + "_backward");
+    std::vector<Endpoint> grads;
+    for (int j : inputs) grads.push_back(body_.grads[j]);
+    Mark(grads);
+    for (Node* node : function_.body->nodes()) {
+      if (!copied_.count(node)) continue;
+      FS_ASSIGN_OR_RETURN(copied_[node], Copy(*node));
+    }
+    FunctionDef backward;
+    backward.name = name;
+    backward.body = out_;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (grads[k].node != nullptr) {
+        FS_ASSIGN_OR_RETURN(Endpoint g, Map(grads[k]));
+        backward.rets.push_back(g);
+      } else {
+        // No gradient flows to this input: zeros like it.
+        FS_ASSIGN_OR_RETURN(Endpoint x, Argument(function_.args[inputs[k]]));
+        FS_ASSIGN_OR_RETURN(Endpoint zeros, ZerosLikeArg(*out_, name, x, types[k]));
+        backward.rets.push_back(zeros);
+      }
+    }
+    SplitGradient split;
+    for (int j = 0; j < static_cast<int>(function_.args.size()); ++j) {
+      auto it = arguments_.find(Key(function_.args[j]));
+      if (it == arguments_.end()) continue;
+      split.reads_inputs.push_back(j);
+      backward.args.push_back(it->second);
+    }
+    for (const Endpoint& e : intermediates_) backward.args.push_back(arguments_.at(Key(e)));
+    split.intermediates = intermediates_;
+    for (const Endpoint& dy : body_.dys) {
+      FS_ASSIGN_OR_RETURN(Endpoint arg, Argument(dy));
+      backward.args.push_back(arg);
+    }
+    split.backward = name;
+    FS_RETURN_IF_ERROR(out_->library().Add(std::move(backward)));
+
+    FunctionDef forward;
+    forward.name = function_.body->library().UniqueName(function_.name + "_forward");
+    forward.body = function_.body;
+    forward.args = function_.args;
+    forward.rets = function_.rets;
+    forward.rets.insert(forward.rets.end(), intermediates_.begin(), intermediates_.end());
+    split.forward = forward.name;
+    FS_RETURN_IF_ERROR(out_->library().Add(std::move(forward)));
+    return split;
+  }
+
+ private:
+  using EndpointKey = std::pair<const Node*, int>;
+  static EndpointKey Key(const Endpoint& e) { return {e.node, e.index}; }
+
+  bool IsArgument(const Node* node) const {
+    for (const Endpoint& e : function_.args)
+      if (e.node == node) return true;
+    for (const Endpoint& e : body_.dys)
+      if (e.node == node) return true;
+    return false;
+  }
+
+  bool IsForward(const Node* node) const {
+    if (node->id() < body_.first_gradient_node) {
+      return !(node->type() == "Const" && node->control_inputs().empty());
+    }
+    return node->attrs().Find(kRecordsLoopAttr) != nullptr;
+  }
+
+  // Marks the nodes to copy (copied_ gets a null entry each) and lists the intermediates, in the
+  // order first met.
+  void Mark(const std::vector<Endpoint>& from) {
+    std::vector<Endpoint> stack;
+    for (const Endpoint& e : from)
+      if (e.node != nullptr) stack.push_back(e);
+    std::set<EndpointKey> seen;
+    while (!stack.empty()) {
+      const Endpoint e = stack.back();
+      stack.pop_back();
+      if (IsArgument(e.node)) continue;
+      if (IsForward(e.node)) {
+        if (seen.insert(Key(e)).second) intermediates_.push_back(e);
+        continue;
+      }
+      if (!copied_.emplace(e.node, nullptr).second) continue;
+      for (const Endpoint& in : e.node->inputs()) stack.push_back(in);
+      // A control input on the forward side already ran when the backward function runs.
+      for (Node* dep : e.node->control_inputs())
+        if (!IsArgument(dep) && !IsForward(dep)) stack.push_back(Endpoint{dep, 0});
+    }
+  }
+
+  // The backward function's Placeholder standing for `e` (created on first use).
+  StatusOr<Endpoint> Argument(const Endpoint& e) {
+    auto it = arguments_.find(Key(e));
+    if (it != arguments_.end()) return it->second;
+    NodeSpec spec;
+    spec.name = out_->UniqueName(e.node->name());
+    spec.op = "Placeholder";
+    spec.attrs.Set("dtype", e.node->output_type(e.index));
+    spec.attrs.Set("shape", e.node->output_shape(e.index));
+    FS_ASSIGN_OR_RETURN(Node * node, out_->AddNode(std::move(spec)));
+    return arguments_[Key(e)] = Endpoint{node, 0};
+  }
+
+  StatusOr<Endpoint> Map(const Endpoint& e) {
+    auto it = copied_.find(e.node);
+    if (it != copied_.end()) return Endpoint{it->second, e.index};
+    return Argument(e);
+  }
+
+  StatusOr<Node*> Copy(const Node& node) {
+    NodeSpec spec;
+    spec.name = out_->UniqueName(node.name());
+    spec.op = node.type();
+    for (const Endpoint& in : node.inputs()) {
+      FS_ASSIGN_OR_RETURN(Endpoint mapped, Map(in));
+      spec.inputs.push_back(mapped);
+    }
+    for (Node* dep : node.control_inputs()) {
+      auto it = copied_.find(dep);
+      if (it != copied_.end()) spec.control_inputs.push_back(it->second);
+    }
+    spec.attrs = node.attrs();
+    spec.device = node.requested_device();
+    spec.creation_site = node.creation_site();
+    return out_->AddNode(std::move(spec));
+  }
+
+  const FunctionDef& function_;
+  const GradientBody& body_;
+  std::shared_ptr<Graph> out_;
+  std::unordered_map<const Node*, Node*> copied_;
+  std::map<EndpointKey, Endpoint> arguments_;
+  std::vector<Endpoint> intermediates_;
+};
+
+}  // namespace
+
+StatusOr<SplitGradient> SplitGradientFunction(const FunctionDef& function, const GradientBody& body,
+                                              const std::vector<int>& inputs,
+                                              const std::vector<DType>& types) {
+  return BackwardCopy(function, body).Build(inputs, types);
 }
 
 Status CallGradient(GradientContext& ctx, const std::string& function_attr) {

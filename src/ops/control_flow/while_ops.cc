@@ -94,29 +94,33 @@ class WhileKernel final : public OpKernel {
 //
 // The forward While cannot be changed after the fact (graphs are append-only), so its gradient
 // runs two loops:
-//  1. a recording loop: the same cond and body, which also appends each iteration's loop
-//     variables to a history tensor per variable ([n + 1, ...]: the inputs of every iteration and
-//     the final values), and counts the iterations n;
-//  2. a backward loop over k = n-1 .. 0: it reads iteration k's variables from the histories and
-//     calls the body's gradient function (which recomputes that one iteration) to carry the
-//     gradients of the loop variables back one step. Loop invariants (variables the body passes
-//     through unchanged: captured tensors and variables) keep no history; their gradients are
-//     summed over the iterations.
+//  1. a recording loop: the same cond, and a body that computes what the forward body computes
+//     and also returns the intermediates, the forward values its gradient ops read
+//     (SplitGradientFunction). Each iteration appends them, and the loop variables the gradient
+//     reads, to one TensorList per value; the loop counts the iterations n. A variable's history
+//     holds the inputs of every iteration and the final values ([n + 1, ...]).
+//  2. a backward loop over k = n-1 .. 0: it reads iteration k's loop variables and intermediates
+//     from the lists and calls the body's backward function (the gradient ops alone: nothing of
+//     the forward iteration runs again) to carry the gradients of the loop variables back one
+//     step. Loop invariants (variables the body passes through unchanged: captured tensors and
+//     variables) keep no history; their gradients are summed over the iterations.
 // The recording loop computes the forward loop's outputs too (its first outputs), so a run that
 // needs both runs the recording loop alone and reads the forward outputs from it: the session
 // makes that substitution when it compiles the run (RecordingLoopStandIns), and the forward
-// values are recorded during the forward pass instead of recomputed. A run that fetches only the
-// forward results runs the plain loop and records nothing.
-// Memory: the histories hold (n + 1) x the size of the varying loop variables, for the duration
-// of the run that computes the gradient. A history is a TensorList that each iteration pushes
-// its variables onto, sharing their buffers; the push is in place when the loop holds the list's
-// only reference. It works for every dtype, variants (TensorArrays carried by the loop) included.
+// values are recorded during the forward pass. Side effects happen once, and random values that
+// the gradient reads are the forward pass's. A run that fetches only the forward results runs the
+// plain loop and records nothing.
+// Memory: the lists hold n x the intermediates and (n + 1) x the recorded variables, for the
+// duration of the run that computes the gradient. A push shares the value's buffer, and is in
+// place when the loop holds the list's only reference. It works for every dtype: variants
+// (TensorArrays carried by the loop, a nested loop's lists) included.
 
 struct LoopVars {
   std::vector<int> varying;      // loop variables the body changes
   std::vector<int> invariant;    // loop variables the body returns unchanged
   std::vector<int> grad_inputs;  // body inputs whose gradients the backward loop carries
   std::vector<DType> grad_types;
+  std::vector<int> recorded;  // varying variables the backward function reads
 };
 
 AttrMap ElementDTypeAttr(DType dtype) {
@@ -131,27 +135,44 @@ bool CarriesGradient(DType dtype) {
   return IsFloating(dtype) || IsComplex(dtype) || dtype == DType::kVariant;
 }
 
-Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const FunctionDef& body,
-                     const LoopVars& vars, std::vector<Endpoint>* histories, Endpoint* count) {
+bool Contains(const std::vector<int>& list, int value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+DType TypeOf(const Endpoint& e) { return e.node->output_type(e.index); }
+
+// The lists the recording loop fills, as outputs of the recording While.
+struct Recording {
+  std::vector<Endpoint> histories;      // per LoopVars::recorded
+  std::vector<Endpoint> intermediates;  // per SplitGradient::intermediates
+  Endpoint count;
+};
+
+Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const FunctionDef& forward,
+                     const LoopVars& vars, const SplitGradient& split, Recording* out) {
   const Node& w = ctx.node();
   const int n = w.num_inputs();
+  const int num_lists = static_cast<int>(vars.recorded.size() + split.intermediates.size());
   std::string names[2];
   for (int f = 0; f < 2; ++f) {
-    FunctionBuilder b(*ctx.graph(), (f == 0 ? cond.name : body.name) + "_record");
-    std::vector<Endpoint> x, h;
+    FunctionBuilder b(*ctx.graph(), (f == 0 ? cond.name : forward.name) + "_record");
+    std::vector<Endpoint> x, lists;
     for (int j = 0; j < n; ++j) x.push_back(b.Arg(w.input_type(j), w.output_shape(j)));
-    for (size_t v = 0; v < vars.varying.size(); ++v) {
-      h.push_back(b.Arg(DType::kVariant, PartialShape{}));
-    }
+    for (int l = 0; l < num_lists; ++l) lists.push_back(b.Arg(DType::kVariant, PartialShape{}));
     Endpoint iterations = b.Arg(DType::kInt32, PartialShape{});
     std::vector<Endpoint> rets;
     if (f == 0) {
       rets = b.Call(cond, x);
     } else {
-      rets = b.Call(body, x);
-      for (size_t v = 0; v < vars.varying.size(); ++v) {
-        rets.push_back(b.Op("TensorListPushBack", {h[v], rets[vars.varying[v]]},
-                            ElementDTypeAttr(w.input_type(vars.varying[v]))));
+      std::vector<Endpoint> values = b.Call(forward, x);
+      rets.assign(values.begin(), values.begin() + n);
+      // The values recorded: the varying variables' next values, then the intermediates.
+      std::vector<Endpoint> pushed;
+      for (int j : vars.recorded) pushed.push_back(values[j]);
+      pushed.insert(pushed.end(), values.begin() + n, values.end());
+      for (int l = 0; l < num_lists; ++l) {
+        rets.push_back(
+            b.Op("TensorListPushBack", {lists[l], pushed[l]}, ElementDTypeAttr(TypeOf(pushed[l]))));
       }
       rets.push_back(b.Op("AddV2", {iterations, b.ScalarInt32(1)}));
     }
@@ -164,13 +185,17 @@ Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const Functi
     attrs.Set("dtype", DType::kInt32);
     return ctx.Op("Const", {}, attrs);
   };
-  for (int j : vars.varying) {
-    AttrMap list_attrs = ElementDTypeAttr(w.input_type(j));
+  auto empty_list = [&](DType dtype) {
+    AttrMap list_attrs = ElementDTypeAttr(dtype);
     list_attrs.Set("shape_type", DType::kInt32);
-    Endpoint empty = ctx.Op("EmptyTensorList", {int32_const(-1), int32_const(-1)}, list_attrs);
-    inputs.push_back(
-        ctx.Op("TensorListPushBack", {empty, w.input(j)}, ElementDTypeAttr(w.input_type(j))));
+    return ctx.Op("EmptyTensorList", {int32_const(-1), int32_const(-1)}, list_attrs);
+  };
+  // A history starts with the loop's inputs; an intermediate's list starts empty.
+  for (int j : vars.recorded) {
+    inputs.push_back(ctx.Op("TensorListPushBack", {empty_list(w.input_type(j)), w.input(j)},
+                            ElementDTypeAttr(w.input_type(j))));
   }
+  for (const Endpoint& e : split.intermediates) inputs.push_back(empty_list(TypeOf(e)));
   inputs.push_back(int32_const(0));
   AttrMap attrs;
   attrs.Set("cond", FunctionRef{names[0]});
@@ -179,9 +204,12 @@ Status RecordingLoop(GradientContext& ctx, const FunctionDef& cond, const Functi
   attrs.Set(kRecordsLoopAttr, w.name());
   Node* record = ctx.AddNode("While", inputs, attrs);
   if (record == nullptr) return ctx.status();
-  for (size_t v = 0; v < vars.varying.size(); ++v)
-    histories->push_back(Endpoint{record, n + static_cast<int>(v)});
-  *count = Endpoint{record, n + static_cast<int>(vars.varying.size())};
+  int output = n;
+  for (size_t r = 0; r < vars.recorded.size(); ++r)
+    out->histories.push_back(Endpoint{record, output++});
+  for (size_t i = 0; i < split.intermediates.size(); ++i)
+    out->intermediates.push_back(Endpoint{record, output++});
+  out->count = Endpoint{record, output};
   return Status::OK();
 }
 
@@ -228,17 +256,20 @@ Status WhileGradient(GradientContext& ctx) {
     for (int j : vars.invariant) ctx.SetInputGrad(j, passthrough_grad(j));
     return Status::OK();
   }
-  FS_ASSIGN_OR_RETURN(std::string grad_name,
-                      AddGradientFunction(*body, grads, vars.grad_inputs, vars.grad_types));
-  const FunctionDef* body_grad = library.Find(grad_name);
+  FS_ASSIGN_OR_RETURN(SplitGradient split,
+                      SplitGradientFunction(*body, grads, vars.grad_inputs, vars.grad_types));
+  const FunctionDef* forward = library.Find(split.forward);
+  const FunctionDef* body_grad = library.Find(split.backward);
+  for (int j : vars.varying)
+    if (Contains(split.reads_inputs, j)) vars.recorded.push_back(j);
 
-  std::vector<Endpoint> histories;
-  Endpoint count;
-  FS_RETURN_IF_ERROR(RecordingLoop(ctx, *cond, *body, vars, &histories, &count));
+  Recording recording;
+  FS_RETURN_IF_ERROR(RecordingLoop(ctx, *cond, *forward, vars, split, &recording));
 
-  // Backward loop variables: k, one gradient per grad input, the histories, the invariants.
+  // Backward loop variables: k, one gradient per grad input, the recorded lists, the invariants.
   const int num_grads = static_cast<int>(vars.grad_inputs.size());
-  const int num_varying = static_cast<int>(vars.varying.size());
+  std::vector<Endpoint> lists = recording.histories;
+  lists.insert(lists.end(), recording.intermediates.begin(), recording.intermediates.end());
   std::string names[2];
   for (int f = 0; f < 2; ++f) {
     FunctionBuilder b(*ctx.graph(), body->name + (f == 0 ? "_grad_cond" : "_grad_body"));
@@ -247,40 +278,53 @@ Status WhileGradient(GradientContext& ctx) {
     for (int m = 0; m < num_grads; ++m) {
       g.push_back(b.Arg(vars.grad_types[m], w.output_shape(vars.grad_inputs[m])));
     }
-    for (size_t v = 0; v < vars.varying.size(); ++v) {
-      h.push_back(b.Arg(DType::kVariant, PartialShape{}));
-    }
+    for (size_t l = 0; l < lists.size(); ++l) h.push_back(b.Arg(DType::kVariant, PartialShape{}));
     for (int j : vars.invariant) inv.push_back(b.Arg(w.input_type(j), w.output_shape(j)));
     std::vector<Endpoint> rets;
     if (f == 0) {
       rets.push_back(b.Op("GreaterEqual", {k, b.ScalarInt32(0)}));
     } else {
-      // The loop variables at the start of iteration k.
+      // The loop variables at the start of iteration k (those the backward function reads).
       std::vector<Endpoint> x(n);
-      for (int v = 0; v < num_varying; ++v) {
-        const int j = vars.varying[v];
-        x[j] = b.Op("TensorListGetItem", {h[v], k, b.ScalarInt32(-1)},
+      for (size_t r = 0; r < vars.recorded.size(); ++r) {
+        const int j = vars.recorded[r];
+        x[j] = b.Op("TensorListGetItem", {h[r], k, b.ScalarInt32(-1)},
                     ElementDTypeAttr(w.input_type(j)));
       }
       for (size_t i = 0; i < vars.invariant.size(); ++i) x[vars.invariant[i]] = inv[i];
-      // Incoming gradients of the body's outputs: the carried ones, zeros for pass-throughs
-      // (their gradients are summed here instead).
-      std::vector<Endpoint> inputs = x;
+      std::vector<Endpoint> inputs;
+      for (int j : split.reads_inputs) inputs.push_back(x[j]);
+      // Iteration k's intermediates.
+      for (size_t i = 0; i < split.intermediates.size(); ++i) {
+        inputs.push_back(b.Op("TensorListGetItem",
+                              {h[vars.recorded.size() + i], k, b.ScalarInt32(-1)},
+                              ElementDTypeAttr(TypeOf(split.intermediates[i]))));
+      }
+      // Incoming gradients of the body's outputs: the carried ones. A pass-through output's
+      // gradient reaches its input unchanged, so giving it the sum so far makes the function
+      // return the new sum (no zeros to add, no second sum per iteration).
+      std::vector<char> summed_in_call(num_grads, 0);
       for (int o : grads.dy_outputs) {
-        auto carried = std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), o);
-        const bool varying =
-            std::find(vars.varying.begin(), vars.varying.end(), o) != vars.varying.end();
-        inputs.push_back(varying ? g[carried - vars.grad_inputs.begin()]
-                                 : b.Op("ZerosLike", {x[o]}));
+        const auto m = std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), o) -
+                       vars.grad_inputs.begin();
+        if (m == num_grads) {
+          inputs.push_back(b.Op("ZerosLike", {x[o]}));
+          continue;
+        }
+        inputs.push_back(g[m]);
+        summed_in_call[m] = 1;
       }
       std::vector<Endpoint> step = b.Call(*body_grad, inputs);
       rets.push_back(b.Op("Sub", {k, b.ScalarInt32(1)}));
       for (int m = 0; m < num_grads; ++m) {
-        const bool varying = std::find(vars.varying.begin(), vars.varying.end(),
-                                       vars.grad_inputs[m]) != vars.varying.end();
-        // Gradients of lists add up with AddN (element by element), others with AddV2.
+        if (summed_in_call[m] || Contains(vars.varying, vars.grad_inputs[m])) {
+          rets.push_back(step[m]);
+          continue;
+        }
+        // An invariant whose gradient the call does not sum (a variable's handle) is summed
+        // here. Gradients of lists add up with AddN (element by element), others with AddV2.
         const char* add = vars.grad_types[m] == DType::kVariant ? "AddN" : "AddV2";
-        rets.push_back(varying ? step[m] : b.Op(add, {g[m], step[m]}));
+        rets.push_back(b.Op(add, {g[m], step[m]}));
       }
       rets.insert(rets.end(), h.begin(), h.end());
       rets.insert(rets.end(), inv.begin(), inv.end());
@@ -288,7 +332,8 @@ Status WhileGradient(GradientContext& ctx) {
     FS_ASSIGN_OR_RETURN(names[f], b.Finish(rets));
   }
 
-  std::vector<Endpoint> inputs = {ctx.Op("Sub", {count, ctx.ScalarLike(count, 1)})};
+  std::vector<Endpoint> inputs = {
+      ctx.Op("Sub", {recording.count, ctx.ScalarLike(recording.count, 1)})};
   for (int m = 0; m < num_grads; ++m) {
     const int j = vars.grad_inputs[m];
     if (w.input_type(j) == DType::kResource) {
@@ -299,7 +344,7 @@ Status WhileGradient(GradientContext& ctx) {
       inputs.push_back(ctx.output_grad(j));  // zeros when nothing flows into output j
     }
   }
-  inputs.insert(inputs.end(), histories.begin(), histories.end());
+  inputs.insert(inputs.end(), lists.begin(), lists.end());
   for (int j : vars.invariant) inputs.push_back(w.input(j));
   AttrMap attrs;
   attrs.Set("cond", FunctionRef{names[0]});
@@ -309,8 +354,7 @@ Status WhileGradient(GradientContext& ctx) {
   for (int m = 0; m < num_grads; ++m)
     ctx.SetInputGrad(vars.grad_inputs[m], Endpoint{backward, 1 + m});
   for (int j : vars.invariant) {
-    if (std::find(vars.grad_inputs.begin(), vars.grad_inputs.end(), j) == vars.grad_inputs.end())
-      ctx.SetInputGrad(j, passthrough_grad(j));
+    if (!Contains(vars.grad_inputs, j)) ctx.SetInputGrad(j, passthrough_grad(j));
   }
   return Status::OK();
 }
