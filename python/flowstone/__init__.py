@@ -104,12 +104,13 @@ _tf_export.populate(_sys.modules[__name__])
 
 # Packages built on the whole namespace, loaded on first use so that `import flowstone` stays
 # as fast without them.
-_LAZY_PACKAGES = ("keras", "estimator", "feature_column", "distributions", "distribute")
+_LAZY_PACKAGES = ("keras", "estimator", "feature_column", "distributions", "distribute",
+                  "autograph")
 
 
 def __getattr__(name):
-    """tf.keras, tf.estimator, tf.feature_column, tf.distributions and tf.distribute load on first
-    use."""
+    """tf.keras, tf.estimator, tf.feature_column, tf.distributions, tf.distribute and tf.autograph
+    load on first use."""
     if name in _LAZY_PACKAGES:
         return _importlib.import_module(f"flowstone.{name}")
     raise AttributeError(f"module 'flowstone' has no attribute '{name}'")

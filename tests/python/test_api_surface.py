@@ -37,7 +37,7 @@ TRAIN_QUEUE_AND_DISTRIBUTED = {
 TARGETS = {".": 0.80, "nn": 0.70, "math": 0.70, "train": 0.70, "linalg": 0.70}
 
 # Names each namespace had at least when last raised (2026-11-27, complex): coverage may only grow.
-COVERAGE_FLOORS = {".": 602}
+COVERAGE_FLOORS = {".": 603}
 
 # Names Flowstone exports on purpose although tf.compat.v1 lacks them: "namespace name".
 # tf.summary is TensorFlow 1's and 2's at once (summary/summary_v2.py), so it has TF2's writers.
