@@ -86,6 +86,10 @@ void RegisterDeviceCollectives(const std::string& device_type,
 // in parallel, a process could block its threads in collectives its peers have not reached.
 void RegisterCollectiveOpType(const std::string& type);
 bool IsCollectiveOpType(const std::string& type);
+// Collective op types that only submit their work and return (HorovodAllreduceStart): a plan
+// runs each as soon as its inputs exist, so the collective overlaps with the nodes after it.
+void RegisterEarlyCollectiveOpType(const std::string& type);
+bool IsEarlyCollectiveOpType(const std::string& type);
 
 // The entry point a transport plugin exports (extern "C"); returns nullptr and sets *error when
 // the library cannot start.

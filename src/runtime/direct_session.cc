@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -812,7 +813,58 @@ class DirectSession final : public Session, public FunctionRuntime {
         }
       }
     }
+    StartCollectivesEarly(&order, [&](Node* n, const auto& visit) {
+      const std::vector<Endpoint>& inputs = inputs_of(n);
+      for (const Endpoint& in : inputs) {
+        if (Node* src = source(in).node) visit(producer(src));
+      }
+      for (Node* dep : n->control_inputs()) {
+        if (Node* src = control_source(dep)) visit(producer(src));
+      }
+    });
     return order;
+  }
+
+  // Moves each early collective (IsEarlyCollectiveOpType: an allreduce's Start) to just after the
+  // last node it waits for, so that the collective runs on the background thread while the nodes
+  // after it do: the last layer's gradient starts its allreduce while the earlier layers'
+  // gradients are computed. A node only moves earlier, never before what it waits for, so the
+  // order stays topological, and it is the same in every process.
+  template <typename ForEachPredecessor>
+  static void StartCollectivesEarly(std::vector<Node*>* order,
+                                    const ForEachPredecessor& for_each_predecessor) {
+    auto early = [](const Node* n) { return IsEarlyCollectiveOpType(n->type()); };
+    if (std::none_of(order->begin(), order->end(), early)) return;
+    std::unordered_map<const Node*, int> position;
+    for (size_t i = 0; i < order->size(); ++i) position[(*order)[i]] = static_cast<int>(i);
+    std::unordered_map<const Node*, std::vector<Node*>> right_after;  // early nodes per anchor
+    std::vector<Node*> first;  // early nodes that wait for nothing in the plan
+    for (Node* n : *order) {
+      if (!early(n)) continue;
+      const Node* anchor = nullptr;
+      int latest = -1;
+      for_each_predecessor(n, [&](const Node* pred) {
+        auto p = position.find(pred);
+        if (p != position.end() && p->second > latest) {
+          latest = p->second;
+          anchor = pred;
+        }
+      });
+      (anchor == nullptr ? first : right_after[anchor]).push_back(n);
+    }
+    std::vector<Node*> reordered;
+    reordered.reserve(order->size());
+    std::function<void(Node*)> emit = [&](Node* n) {
+      reordered.push_back(n);
+      auto it = right_after.find(n);
+      if (it == right_after.end()) return;
+      for (Node* e : it->second) emit(e);
+    };
+    for (Node* n : first) emit(n);
+    for (Node* n : *order) {
+      if (!early(n)) emit(n);
+    }
+    *order = std::move(reordered);
   }
 
   // True when two expensive nodes sit at the same depth, so running them at once can pay.

@@ -17,6 +17,11 @@ def _hvd(op_type, attrs=None, extra_inputs=()):
     return build
 
 
+def _start_done(x, attrs):
+    handle = apply_op("HorovodAllreduceStart", [x], attrs).outputs[0]
+    return apply_op("HorovodAllreduceDone", [handle, x])
+
+
 X = rand(2, 3)
 CASES = [
     Case("HorovodAllreduce", [X], lambda x: x, grad=(0,),
@@ -26,6 +31,12 @@ CASES = [
                                          "postscale_factor": 1.5})),
     Case("HorovodGroupedAllreduce", [X, rand(4)], lambda x, y: (x, y), outputs=2, grad=(0, 1),
          build=lambda x, y: (hvd.init(), apply_op("HorovodGroupedAllreduce", [[x, y]]))[1]),
+    # Start returns a variant handle, so both ops are checked through Done's output.
+    Case("HorovodAllreduceStart", [X], lambda x: x * 3.0,
+         build=lambda x: (hvd.init(), _start_done(x, {"reduce_op": 0, "prescale_factor": 2.0,
+                                                      "postscale_factor": 1.5}))[1]),
+    Case("HorovodAllreduceDone", [X], lambda x: x,
+         build=lambda x: (hvd.init(), _start_done(x, {"reduce_op": 1}))[1]),
     Case("HorovodAllgather", [X], lambda x: x, grad=(0,), build=_hvd("HorovodAllgather")),
     Case("HorovodBroadcast", [X], lambda x: x, grad=(0,),
          build=_hvd("HorovodBroadcast", {"root_rank": 0})),

@@ -458,3 +458,39 @@ def test_flowstone_run_builds_an_mpirun_command():
     assert cmd[cmd.index("orte_enable_recovery") - 1:][:3] == ["--mca", "orte_enable_recovery",
                                                                "1"]
     assert "--oversubscribe" in cmd and cmd[-2:] == ["python", "t.py"]
+
+
+def test_gradient_allreduces_start_during_the_backward_pass(single):
+    """Each gradient's allreduce is submitted as soon as the gradient exists: the last layer's
+    starts before the first layer's gradient is computed, so the reductions overlap with the rest
+    of the backward pass (run order of a sequential plan, the same in every process)."""
+    rng = np.random.RandomState(0)
+    with tf.Graph().as_default() as graph:
+        x = tf.constant(rng.randn(8, 6).astype(np.float32))
+        weights = [tf.Variable(rng.randn(6, 5).astype(np.float32)),
+                   tf.Variable(rng.randn(5, 4).astype(np.float32)),
+                   tf.Variable(rng.randn(4, 1).astype(np.float32))]
+        h = x
+        for w in weights:
+            h = tf.nn.tanh(tf.matmul(h, w))
+        loss = tf.reduce_sum(h * h)
+        opt = hvd.DistributedOptimizer(tf.train.GradientDescentOptimizer(0.1))
+        train = opt.minimize(loss)
+        plain = tf.gradients(loss, weights)
+        # In variable order: starts[0] reduces the first layer's kernel gradient.
+        starts = [op for op in graph.get_operations() if op.type == "HorovodAllreduceStart"]
+        assert len(starts) == 3
+        first_layer_grad = starts[0].inputs[0].op.name
+        options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        meta = tf.RunMetadata()
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            before = sess.run(weights)
+            grads = sess.run(plain)
+            sess.run(train, options=options, run_metadata=meta)
+            after = sess.run(weights)
+    for b, g, a in zip(before, grads, after):
+        np.testing.assert_allclose(a, b - 0.1 * g, rtol=1e-5, atol=1e-6)  # size 1: the average is g
+    order = [ns.node_name for dev in meta.step_stats.dev_stats for ns in dev.node_stats]
+    assert order.index(starts[2].name) < order.index(first_layer_grad), order
+    assert order.index(starts[1].name) < order.index(first_layer_grad), order

@@ -105,6 +105,28 @@ def grouped_allreduce(tensors, average=None, device_dense="", device_sparse="",
     return results
 
 
+def overlapped_allreduce(tensors, compression=Compression.none, op=None, prescale_factor=1.0,
+                         postscale_factor=1.0):
+    """The tensors allreduced as grouped_allreduce does, each submitted as soon as it is
+    computed and awaited where its result is used (HorovodAllreduceStart / HorovodAllreduceDone),
+    so a backward pass's allreduces overlap with the rest of it, as Horovod's asynchronous ops
+    do. Graph mode only: each Start runs early in the plan."""
+    op = _reduce_op(op, None)
+    _check_op(op)
+    attrs = {"reduce_op": op, "prescale_factor": float(prescale_factor),
+             "postscale_factor": float(postscale_factor)}
+    results = []
+    for tensor in tensors:
+        tensor = _ops.convert_to_tensor(tensor)
+        compressed, ctx = compression.compress(tensor)
+        handle = _apply("HorovodAllreduceStart", [compressed], attrs, None, "HorovodAllreduce",
+                        tensor).outputs[0]
+        reduced = _ops.apply_op("HorovodAllreduceDone", [handle, compressed],
+                                name=f"{handle.op.name}_done").outputs[0]
+        results.append(compression.decompress(reduced, ctx))
+    return results
+
+
 def allgather(tensor, name=None):
     """The ranks' tensors concatenated along the first dimension, in rank order; the first
     dimensions may differ between ranks, the others must agree."""

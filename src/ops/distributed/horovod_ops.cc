@@ -5,6 +5,11 @@
 // submitted them and the operation ran. The ops are Collective(): a plan holding one runs one
 // node at a time in plan order, which is the same on every rank, so a rank never waits in one
 // collective while its peers wait in another. Gradients are Horovod's.
+//
+// HorovodAllreduceStart / HorovodAllreduceDone split an allreduce in two so that it overlaps
+// with the backward pass, as Horovod's asynchronous ops do: Start submits the tensor and returns
+// at once, Done waits for the result. The plan runs each Start as soon as its input exists
+// (IsEarlyCollectiveOpType), while the gradients of earlier layers are still being computed.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -15,6 +20,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "flowstone/variant.h"
 #include "ops/distributed/horovod_kernels.h"
 
 namespace flowstone {
@@ -23,21 +29,22 @@ namespace {
 const std::vector<DType> kCollectiveTypes = {DType::kFloat32, DType::kFloat64, DType::kInt32,
                                              DType::kInt64, DType::kFloat16};
 
-// Submits `requests` and waits for all of them; a cancelled run stops waiting (the background
-// thread still finishes the collectives, which the other ranks need, into the shared state).
-Status RunCollectives(KernelContext& ctx, std::vector<CollectiveRequest> requests,
-                      std::vector<CollectiveResult>* results) {
-  struct Waiter {
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t remaining = 0;
-    Status status;
-    std::vector<CollectiveResult> results;
-  };
+// Submitted collectives, completed by the background thread.
+struct CollectiveWaiter {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t remaining = 0;
+  Status status;
+  std::vector<CollectiveResult> results;
+};
+
+// Hands `requests` to the background thread; the returned waiter completes when all ran.
+std::shared_ptr<CollectiveWaiter> SubmitCollectives(KernelContext& ctx,
+                                                    std::vector<CollectiveRequest> requests) {
   // A tensor in a device's own memory (a GPU) is reduced there, by the device's collectives.
   Device* device = ctx.device()->host_memory() ? nullptr : ctx.device();
   for (CollectiveRequest& q : requests) q.device = device;
-  auto waiter = std::make_shared<Waiter>();
+  auto waiter = std::make_shared<CollectiveWaiter>();
   waiter->remaining = requests.size();
   waiter->results.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -49,15 +56,44 @@ Status RunCollectives(KernelContext& ctx, std::vector<CollectiveRequest> request
                         if (--waiter->remaining == 0) waiter->cv.notify_all();
                       });
   }
-  std::unique_lock<std::mutex> lock(waiter->mu);
-  while (waiter->remaining > 0) {
-    waiter->cv.wait_for(lock, std::chrono::milliseconds(50));
+  return waiter;
+}
+
+// Waits for `waiter`; a cancelled run stops waiting (the background thread still finishes the
+// collectives, which the other ranks need, into the shared state).
+Status AwaitCollectives(KernelContext& ctx, CollectiveWaiter& waiter,
+                        std::vector<CollectiveResult>* results) {
+  std::unique_lock<std::mutex> lock(waiter.mu);
+  while (waiter.remaining > 0) {
+    waiter.cv.wait_for(lock, std::chrono::milliseconds(50));
     FS_RETURN_IF_ERROR(ctx.CheckCancelled());
   }
-  FS_RETURN_IF_ERROR(waiter->status);
-  *results = std::move(waiter->results);
+  FS_RETURN_IF_ERROR(waiter.status);
+  *results = waiter.results;
   return Status::OK();
 }
+
+Status RunCollectives(KernelContext& ctx, std::vector<CollectiveRequest> requests,
+                      std::vector<CollectiveResult>* results) {
+  std::shared_ptr<CollectiveWaiter> waiter = SubmitCollectives(ctx, std::move(requests));
+  return AwaitCollectives(ctx, *waiter, results);
+}
+
+// What HorovodAllreduceStart hands to HorovodAllreduceDone: the submitted allreduce.
+class PendingAllreduce final : public VariantValue {
+ public:
+  explicit PendingAllreduce(std::shared_ptr<CollectiveWaiter> waiter)
+      : waiter_(std::move(waiter)) {}
+  std::string TypeName() const override { return "flowstone::PendingAllreduce"; }
+  std::string DebugString() const override { return "<a submitted allreduce>"; }
+  std::unique_ptr<VariantValue> Clone() const override {
+    return std::make_unique<PendingAllreduce>(waiter_);
+  }
+  CollectiveWaiter& waiter() const { return *waiter_; }
+
+ private:
+  std::shared_ptr<CollectiveWaiter> waiter_;
+};
 
 Status AllreduceRequest(KernelContext& ctx, const Tensor& input, std::string name,
                         CollectiveRequest* q) {
@@ -85,6 +121,39 @@ Status HorovodAllreduceKernel(KernelContext& ctx) {
   FS_RETURN_IF_ERROR(AllreduceRequest(ctx, ctx.input(0), ctx.node().name(), &q[0]));
   std::vector<CollectiveResult> results;
   FS_RETURN_IF_ERROR(RunCollectives(ctx, std::move(q), &results));
+  ctx.SetOutput(0, std::move(results[0].output));
+  return Status::OK();
+}
+
+Status HorovodAllreduceStartKernel(KernelContext& ctx) {
+  std::vector<CollectiveRequest> q(1);
+  FS_RETURN_IF_ERROR(AllreduceRequest(ctx, ctx.input(0), ctx.node().name(), &q[0]));
+  Tensor handle = Tensor::Host(DType::kVariant, TensorShape{});
+  handle.data<Variant>()[0] =
+      Variant(std::make_shared<PendingAllreduce>(SubmitCollectives(ctx, std::move(q))));
+  ctx.SetOutput(0, std::move(handle));
+  return Status::OK();
+}
+
+Status HorovodAllreduceDoneKernel(KernelContext& ctx) {
+  const Tensor& handle = ctx.input(0);
+  const PendingAllreduce* pending = handle.dtype() == DType::kVariant && handle.num_elements() == 1
+                                        ? handle.data<Variant>()[0].get<PendingAllreduce>()
+                                        : nullptr;
+  if (pending == nullptr) {
+    return errors::InvalidArgument(
+        "HorovodAllreduceDone needs the handle a HorovodAllreduceStart returned; got a ",
+        DTypeName(handle.dtype()), " tensor of shape ", handle.shape().ToString());
+  }
+  std::vector<CollectiveResult> results;
+  FS_RETURN_IF_ERROR(AwaitCollectives(ctx, pending->waiter(), &results));
+  const Tensor& like = ctx.input(1);
+  if (results[0].output.dtype() != like.dtype() || results[0].output.shape() != like.shape()) {
+    return errors::InvalidArgument(
+        "HorovodAllreduceDone: the reduced tensor (", DTypeName(results[0].output.dtype()), " ",
+        results[0].output.shape().ToString(), ") does not match `like` (", DTypeName(like.dtype()),
+        " ", like.shape().ToString(), ")");
+  }
   ctx.SetOutput(0, std::move(results[0].output));
   return Status::OK();
 }
@@ -283,6 +352,43 @@ FS_REGISTER_OP(OpBuilder("HorovodAllreduce")
                    .Doc("Reduces the tensor across ranks: reduce_op 0 = Average, 1 = Sum "
                         "(2 = Adasum, unimplemented)."));
 
+Status ScalarHandle(InferenceContext& ctx) {
+  ctx.set_output(0, PartialShape(std::vector<int64_t>{}));
+  return Status::OK();
+}
+
+Status LikeSecondInput(InferenceContext& ctx) {
+  ctx.set_output(0, ctx.input(1));
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("HorovodAllreduceStart")
+                   .Input("tensor", "T")
+                   .Output("handle", "variant")
+                   .TypeAttr("T", kCollectiveTypes)
+                   .Attr("reduce_op", 1)
+                   .Attr("prescale_factor", 1.0f)
+                   .Attr("postscale_factor", 1.0f)
+                   .Shape(ScalarHandle)
+                   .Stateful()
+                   .Kernel("CPU", HorovodAllreduceStartKernel)
+                   .NotDifferentiable()
+                   .Doc("Submits the tensor's allreduce (as HorovodAllreduce) and returns at "
+                        "once; HorovodAllreduceDone waits for the result. DistributedOptimizer's "
+                        "gradients, which are not differentiated again."));
+
+FS_REGISTER_OP(OpBuilder("HorovodAllreduceDone")
+                   .Input("handle", "variant")
+                   .Input("like", "T")
+                   .Output("sum", "T")
+                   .TypeAttr("T", kCollectiveTypes)
+                   .Shape(LikeSecondInput)
+                   .Stateful()
+                   .Kernel("CPU", HorovodAllreduceDoneKernel)
+                   .NotDifferentiable()
+                   .Doc("Waits for the allreduce HorovodAllreduceStart submitted; `like` is the "
+                        "tensor submitted (the result has its dtype and shape)."));
+
 FS_REGISTER_OP(
     OpBuilder("HorovodGroupedAllreduce")
         .InputList("tensors", "T", "num_tensors")
@@ -332,10 +438,12 @@ FS_REGISTER_OP(OpBuilder("HorovodAlltoall")
                         "received, in rank order."));
 
 const bool kCollectiveTypesRegistered = [] {
-  for (const char* type : {"HorovodAllreduce", "HorovodGroupedAllreduce", "HorovodAllgather",
-                           "HorovodBroadcast", "HorovodAlltoall"}) {
+  for (const char* type :
+       {"HorovodAllreduce", "HorovodGroupedAllreduce", "HorovodAllgather", "HorovodBroadcast",
+        "HorovodAlltoall", "HorovodAllreduceStart", "HorovodAllreduceDone"}) {
     RegisterCollectiveOpType(type);
   }
+  RegisterEarlyCollectiveOpType("HorovodAllreduceStart");
   return true;
 }();
 

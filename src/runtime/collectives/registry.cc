@@ -13,6 +13,7 @@ namespace {
 struct Tables {
   std::mutex mu;
   std::set<std::string> op_types;
+  std::set<std::string> early_op_types;  // a subset of op_types
   std::map<std::string, std::shared_ptr<DeviceCollectives>> device_collectives;
 };
 
@@ -49,6 +50,18 @@ bool IsCollectiveOpType(const std::string& type) {
   Tables& t = GetTables();
   std::lock_guard<std::mutex> lock(t.mu);
   return t.op_types.count(type) > 0;
+}
+
+void RegisterEarlyCollectiveOpType(const std::string& type) {
+  Tables& t = GetTables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  t.early_op_types.insert(type);
+}
+
+bool IsEarlyCollectiveOpType(const std::string& type) {
+  Tables& t = GetTables();
+  std::lock_guard<std::mutex> lock(t.mu);
+  return t.early_op_types.count(type) > 0;
 }
 
 void RegisterDeviceCollectives(const std::string& device_type,
