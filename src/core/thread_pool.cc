@@ -9,10 +9,12 @@
 #include <new>
 
 #include "core/thread_signals.h"
+#include "flowstone/inline_parallel_for.h"
 
 namespace flowstone {
 namespace {
 thread_local const ThreadPool* current_pool = nullptr;
+thread_local bool inline_parallel_for = false;  // see InlineParallelForScope
 
 // The live pools, for the fork handlers.
 std::mutex& PoolsMutex() {
@@ -124,7 +126,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   constexpr int64_t kMinCostPerShard = 50000;
   int64_t total_cost = n * std::max<int64_t>(cost_per_unit, 1);
   int64_t max_shards = std::min<int64_t>(num_threads() + 1, total_cost / kMinCostPerShard);
-  if (max_shards <= 1 || InWorkerThread()) {
+  if (max_shards <= 1 || InWorkerThread() || inline_parallel_for) {
     fn(0, n);
     return;
   }
@@ -143,6 +145,12 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   fn(0, std::min(n, block));
   done.wait();
 }
+
+InlineParallelForScope::InlineParallelForScope() : previous_(inline_parallel_for) {
+  inline_parallel_for = true;
+}
+
+InlineParallelForScope::~InlineParallelForScope() { inline_parallel_for = previous_; }
 
 int NumSchedulableCpus() {
   cpu_set_t set;

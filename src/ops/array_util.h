@@ -169,6 +169,13 @@ inline void CoalesceStridedDims(std::vector<int64_t>* dims, std::vector<int64_t>
   *strides = std::move(merged_strides);
 }
 
+// Copies `n` groups of kLen contiguous elements: group p from src + p * stride to dst + p * kLen.
+// The group size is a constant, so each copy is a few moves, not a call.
+template <int kLen, typename U>
+void CopyShortGroups(const U* src, int64_t stride, int64_t n, U* dst) {
+  for (int64_t p = 0; p < n; ++p) std::memcpy(dst + p * kLen, src + p * stride, kLen * sizeof(U));
+}
+
 // Output element (i_0, ..., i_{m-1}) is input element at offset sum_j i_j * in_strides[j], for
 // the output dims `out_dims`. The innermost loop is a memcpy when the last output dim is
 // contiguous in the input.
@@ -176,6 +183,32 @@ template <typename U>
 void StridedGather(KernelContext& ctx, const U* in, std::vector<int64_t> out_dims,
                    std::vector<int64_t> in_strides, U* out) {
   CoalesceStridedDims(&out_dims, &in_strides);
+  const size_t m = out_dims.size();
+  if constexpr (std::is_trivially_copyable_v<U>) {
+    // Contiguous runs of at most 4 elements (flipping the width of an RGB image: runs of 3)
+    // would cost a memcpy call each; a row of the last two dims is copied in one loop instead.
+    const int64_t group = out_dims.back();
+    if (m >= 2 && in_strides.back() == 1 && group <= 4) {
+      const int64_t groups = out_dims[m - 2], group_stride = in_strides[m - 2];
+      out_dims.pop_back();
+      in_strides.pop_back();
+      ForEachStridedRow(ctx, out_dims, in_strides, [&](int64_t r, int64_t offset) {
+        U* dst = out + r * groups * group;
+        const U* src = in + offset;
+        switch (group) {
+          case 1:
+            return CopyShortGroups<1>(src, group_stride, groups, dst);
+          case 2:
+            return CopyShortGroups<2>(src, group_stride, groups, dst);
+          case 3:
+            return CopyShortGroups<3>(src, group_stride, groups, dst);
+          default:
+            return CopyShortGroups<4>(src, group_stride, groups, dst);
+        }
+      });
+      return;
+    }
+  }
   const int64_t row_len = out_dims.back();
   const int64_t row_stride = in_strides.back();
   ForEachStridedRow(ctx, out_dims, in_strides, [&](int64_t r, int64_t offset) {

@@ -7,8 +7,11 @@
 // iteration (`for x in dataset`) is meant to call the same function (see iterator_resource.h).
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -123,5 +126,30 @@ Status SliceRow(const Tensor& t, int64_t index, Tensor* out);
 Status StackRows(const std::vector<Tensor>& rows, Tensor* out);
 // A host tensor, or ResourceExhausted naming the shape.
 Status AllocateHost(DType dtype, const TensorShape& shape, Tensor* out);
+
+// What a user function called on a pipeline's own thread (prefetch's, parallel map's workers)
+// reads from the context of the request that started the thread: its device, session resources,
+// step and function runtime. Node, inputs and outputs stay unset.
+inline KernelContext::Params BackgroundCallParams(const KernelContext& ctx) {
+  KernelContext::Params params;
+  params.device = ctx.device();
+  params.resources = ctx.resources();
+  params.step_id = ctx.step_id();
+  params.functions = ctx.functions();
+  params.report_allocations_on_oom = ctx.report_allocations_on_oom();
+  return params;
+}
+
+// Waits on `changed` until `ready()` while the consumer's run goes on: a pipeline thread cannot
+// wake the consumer when its run is cancelled (Session::Close, a deadline), so the wait checks
+// the run's cancellation every 20 ms and returns its status.
+template <typename Ready>
+Status WaitUnlessCancelled(const KernelContext& ctx, std::condition_variable& changed,
+                           std::unique_lock<std::mutex>& lock, Ready ready) {
+  while (!changed.wait_for(lock, std::chrono::milliseconds(20), ready)) {
+    FS_RETURN_IF_ERROR(ctx.CheckCancelled());
+  }
+  return Status::OK();
+}
 
 }  // namespace flowstone::data

@@ -2,11 +2,17 @@
 // FlatMapDataset and InterleaveDataset. The function is a graph function of the graph's library
 // (Python traces it once); each call runs its compiled plan in C++, with no Python per element.
 #include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "dataset.h"
+#include "flowstone/inline_parallel_for.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "flowstone/thread_pool.h"
 #include "user_function.h"
 
 namespace flowstone::data {
@@ -26,7 +32,9 @@ class MapDataset final : public DatasetBase {
         preserve_cardinality_(preserve_cardinality) {}
 
   std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(std::static_pointer_cast<const MapDataset>(self()));
+    auto self = std::static_pointer_cast<const MapDataset>(this->self());
+    if (parallel_calls_ == 1) return std::make_unique<Iterator>(std::move(self));
+    return std::make_unique<ParallelIterator>(std::move(self));
   }
   // Dataset.map promises one output per input (preserve_cardinality); a map that may end early
   // (from_generator's) does not.
@@ -35,64 +43,176 @@ class MapDataset final : public DatasetBase {
   }
 
  private:
-  // Maps blocks of up to parallel_calls elements at once, one thread per call, and hands the
-  // results out in input order, so the output is deterministic whatever the parallelism.
+  // The element a call's status and result stand for: OutOfRange from the function ends the
+  // dataset, as in TF (a tf.py_func raising StopIteration: Dataset.from_generator's end), unless
+  // the map promised to keep its input's cardinality: then it is an error, as TF makes it.
+  Status Deliver(Status status, Element* result, Element* out, bool* end) const {
+    *end = false;
+    if (status.code() == Code::kOutOfRange && preserve_cardinality_) {
+      return Annotate(errors::InvalidArgument("Function invocation produced OutOfRangeError: ",
+                                              status.message()));
+    }
+    if (status.code() == Code::kOutOfRange) {
+      *end = true;
+      return Status::OK();
+    }
+    if (!status.ok()) return status;
+    *out = std::move(*result);
+    return Status::OK();
+  }
+
+  // One call of the function, checked against the declared element spec and annotated.
+  Status MapOne(KernelContext& ctx, const Element& input, Element* result) const {
+    Status s = fn_->Call(ctx, input, result);
+    if (s.ok()) s = CheckElement(*this, *result);
+    return Annotate(s);
+  }
+
+  // Dataset.map without num_parallel_calls: one call per element on the caller's thread.
   class Iterator final : public IteratorBase {
    public:
     explicit Iterator(std::shared_ptr<const MapDataset> dataset)
         : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
 
     Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
-      if (!ended_ && next_ == results_.size()) FS_RETURN_IF_ERROR(MapBlock(ctx));
-      *end = ended_ || next_ == results_.size();
+      *end = ended_;
+      if (ended_) return Status::OK();
+      Element input;
+      FS_RETURN_IF_ERROR(input_->GetNext(ctx, &input, end));
       if (*end) return Status::OK();
-      const size_t i = next_++;
-      // OutOfRange from the function ends the dataset, as in TF (a tf.py_func raising
-      // StopIteration: Dataset.from_generator's end), unless the map promised to keep its
-      // input's cardinality: then it is an error, as TF makes it.
-      if (statuses_[i].code() == Code::kOutOfRange && dataset_->preserve_cardinality_) {
-        return dataset_->Annotate(errors::InvalidArgument(
-            "Function invocation produced OutOfRangeError: ", statuses_[i].message()));
-      }
-      if (statuses_[i].code() == Code::kOutOfRange) {
-        ended_ = *end = true;
-        return Status::OK();
-      }
-      if (!statuses_[i].ok()) return statuses_[i];
-      *out = std::move(results_[i]);
-      return Status::OK();
+      Element result;
+      Status s = dataset_->MapOne(ctx, input, &result);
+      s = dataset_->Deliver(std::move(s), &result, out, end);
+      ended_ = *end;
+      return s;
     }
 
    private:
-    Status MapBlock(KernelContext& ctx) {
-      std::vector<Element> inputs;
-      bool end = false;
-      while (!end && static_cast<int64_t>(inputs.size()) < dataset_->parallel_calls_) {
-        Element element;
-        FS_RETURN_IF_ERROR(input_->GetNext(ctx, &element, &end));
-        if (!end) inputs.push_back(std::move(element));
+    std::shared_ptr<const MapDataset> dataset_;
+    std::unique_ptr<IteratorBase> input_;
+    bool ended_ = false;
+  };
+
+  // Dataset.map with num_parallel_calls: parallel_calls worker threads, started with the first
+  // request and kept for the iterator's life, run the calls of up to parallel_calls elements
+  // ahead of the consumer. The consumer's thread reads the input (in order) and hands the results
+  // out in input order, so the output is deterministic whatever the parallelism; the calls it
+  // starts keep running while the consumer works on what it was given.
+  class ParallelIterator final : public IteratorBase {
+   public:
+    explicit ParallelIterator(std::shared_ptr<const MapDataset> dataset)
+        : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
+
+    ~ParallelIterator() override {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        stopping_ = true;
       }
-      results_.assign(inputs.size(), Element());
-      statuses_.assign(inputs.size(), Status::OK());
-      next_ = 0;
-      auto map_one = [&](size_t i) {
-        Status s = dataset_->fn_->Call(ctx, inputs[i], &results_[i]);
-        if (s.ok()) s = CheckElement(*dataset_, results_[i]);
-        statuses_[i] = dataset_->Annotate(s);
-      };
-      std::vector<std::thread> threads;
-      for (size_t i = 1; i < inputs.size(); ++i) threads.emplace_back(map_one, i);
-      if (!inputs.empty()) map_one(0);
-      for (std::thread& t : threads) t.join();
-      return Status::OK();
+      // A call still running (an endless loop, a blocked py_func) stops at its next check.
+      cancellation_.Cancel(errors::Cancelled("The iterator of ", dataset_->op(), " '",
+                                             dataset_->node(), "' was destroyed"));
+      work_.notify_all();
+      for (std::thread& t : workers_) t.join();
+    }
+
+    Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
+      *end = ended_;
+      if (ended_) return Status::OK();
+      if (workers_.empty()) {
+        KernelContext::Params params = BackgroundCallParams(ctx);
+        params.cancellation = &cancellation_;
+        for (int64_t i = 0; i < dataset_->parallel_calls_; ++i) {
+          workers_.emplace_back([this, params] { Work(params); });
+        }
+      }
+      StartCalls(ctx);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (calls_.empty()) {  // the input ended
+        ended_ = *end = true;
+        return Status::OK();
+      }
+      FS_RETURN_IF_ERROR(
+          WaitUnlessCancelled(ctx, done_, lock, [&] { return calls_.front()->done; }));
+      std::unique_ptr<Call> call = std::move(calls_.front());
+      calls_.pop_front();
+      if (started_ > 0) --started_;  // calls start in order: the first was taken if any was
+      lock.unlock();
+      if (call->input_failed) return call->status;
+      Status s = dataset_->Deliver(std::move(call->status), &call->result, out, end);
+      ended_ = *end;
+      return s;
+    }
+
+   private:
+    struct Call {
+      Element input;
+      Element result;
+      Status status;
+      bool done = false;
+      bool input_failed = false;  // status is the input's error, passed on as it is
+    };
+
+    // Reads input elements until parallel_calls calls are queued or running. An input error takes
+    // its place among them, done at once, so that it comes out in input order.
+    void StartCalls(KernelContext& ctx) {
+      while (!input_ended_) {
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (static_cast<int64_t>(calls_.size()) >= dataset_->parallel_calls_) break;
+        }
+        auto call = std::make_unique<Call>();
+        bool end = false;
+        call->status = input_->GetNext(ctx, &call->input, &end);
+        const bool failed = call->input_failed = call->done = !call->status.ok();
+        if (!failed && end) {
+          input_ended_ = true;
+          break;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          calls_.push_back(std::move(call));
+        }
+        if (failed) break;  // the next request reads on
+        work_.notify_one();
+      }
+    }
+
+    // A worker: runs the oldest call not yet started, until the iterator goes.
+    void Work(KernelContext::Params params) {
+      KernelContext ctx(params);
+      // Workers that keep every core busy run their kernels unsplit.
+      std::optional<InlineParallelForScope> inline_kernels;
+      if (dataset_->parallel_calls_ >= NumSchedulableCpus()) inline_kernels.emplace();
+      std::unique_lock<std::mutex> lock(mu_);
+      while (true) {
+        work_.wait(lock, [&] { return stopping_ || started_ < calls_.size(); });
+        if (stopping_) return;
+        Call* call = calls_[started_++].get();  // calls_ owns it until it is done and taken
+        if (call->input_failed) continue;
+        lock.unlock();
+        call->status = dataset_->MapOne(ctx, call->input, &call->result);
+        call->input.clear();
+        lock.lock();
+        call->done = true;
+        // Only the oldest call's end can be waited for.
+        if (calls_.front().get() == call) done_.notify_one();
+      }
     }
 
     std::shared_ptr<const MapDataset> dataset_;
-    std::unique_ptr<IteratorBase> input_;
-    std::vector<Element> results_;
-    std::vector<Status> statuses_;
-    size_t next_ = 0;
+    std::unique_ptr<IteratorBase> input_;  // read by the consumer's thread only
+    bool input_ended_ = false;
     bool ended_ = false;
+    std::vector<std::thread> workers_;
+    std::mutex mu_;
+    std::condition_variable work_;  // a call was queued, or the iterator is going
+    std::condition_variable done_;  // the oldest call is done
+    // The calls in input order: the first started_ are running or done, the rest wait for a
+    // worker.
+    std::deque<std::unique_ptr<Call>> calls_;
+    size_t started_ = 0;
+    bool stopping_ = false;
+    CancellationToken cancellation_;  // the workers' calls stop with the iterator
   };
 
   DatasetPtr input_;

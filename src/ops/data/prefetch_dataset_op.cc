@@ -41,6 +41,9 @@ class PrefetchDataset final : public DatasetBase {
         std::lock_guard<std::mutex> lock(mu_);
         stopping_ = true;
       }
+      // The thread may be waiting inside its input (a parallel map's call): that wait ends too.
+      cancellation_.Cancel(errors::Cancelled("The iterator of PrefetchDataset '", dataset_->node(),
+                                             "' was destroyed"));
       changed_.notify_all();
       if (thread_.joinable()) thread_.join();
     }
@@ -49,8 +52,13 @@ class PrefetchDataset final : public DatasetBase {
       std::unique_lock<std::mutex> lock(mu_);
       // The thread starts with the first request: it runs user functions with the session
       // resources of that request's context.
-      if (!thread_.joinable()) StartThread(ctx);
-      changed_.wait(lock, [&] { return !buffer_.empty() || input_done_; });
+      if (!thread_.joinable()) {
+        KernelContext::Params params = BackgroundCallParams(ctx);
+        params.cancellation = &cancellation_;
+        thread_ = std::thread([this, params] { Fill(params); });
+      }
+      FS_RETURN_IF_ERROR(WaitUnlessCancelled(ctx, changed_, lock,
+                                             [&] { return !buffer_.empty() || input_done_; }));
       if (buffer_.empty()) {  // the input ended, or failed: report that once, then end
         *end = true;
         Status s = std::move(status_);
@@ -65,17 +73,6 @@ class PrefetchDataset final : public DatasetBase {
     }
 
    private:
-    void StartThread(KernelContext& ctx) {
-      // What a function call reads from its caller; node, inputs and outputs stay unset.
-      KernelContext::Params params;
-      params.device = ctx.device();
-      params.resources = ctx.resources();
-      params.step_id = ctx.step_id();
-      params.functions = ctx.functions();
-      params.report_allocations_on_oom = ctx.report_allocations_on_oom();
-      thread_ = std::thread([this, params] { Fill(params); });
-    }
-
     void Fill(KernelContext::Params params) {
       KernelContext ctx(params);
       const int64_t capacity = dataset_->buffer_size_;
@@ -109,6 +106,7 @@ class PrefetchDataset final : public DatasetBase {
     bool input_done_ = false;
     bool stopping_ = false;
     Status status_;
+    CancellationToken cancellation_;  // the thread's calls stop with the iterator
     std::thread thread_;
   };
 
