@@ -423,3 +423,21 @@ def test_reading_a_reader_handle_as_a_variable_is_an_error():
         v = tf.Variable(3.0)
         sess.run(v.initializer)
         assert sess.run(v.read_value()) == 3.0
+
+
+@pytest.mark.parametrize("data_format,shape", [("NHWC", (1, 4, 7, 0)), ("NCHW", (3, 0)),
+                                               ("NHWC", (0, 0))])
+def test_bias_gradients_of_zero_channels_are_empty_not_a_division_by_zero(data_format, shape):
+    # The channels-last sum of BiasAddGrad and _ReluGradBiasAddGrad grouped 64 / channels rows
+    # at once: with no channels the process died of SIGFPE (release run, 2026-11-27).
+    x = tf.placeholder(tf.float32, [None] * len(shape))
+    value = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 1
+    bias_grad = apply_op("BiasAddGrad", [x], {"data_format": data_format})
+    fused = apply_op("_ReluGradBiasAddGrad", [x, x], {"data_format": data_format})
+    with tf.Session() as sess:
+        got, (backprops, fused_bias) = sess.run([bias_grad.outputs[0], fused.outputs], {x: value})
+        channels = shape[1] if data_format == "NCHW" else shape[-1]
+        assert got.shape == fused_bias.shape == (channels,)
+        assert backprops.shape == shape
+        ones = np.ones((2, 3) + (1,) * (len(shape) - 2), np.float32)  # channels: dim 1 or last
+        assert sess.run(bias_grad.outputs[0], {x: ones}).sum() == 6.0
