@@ -441,3 +441,16 @@ def test_bias_gradients_of_zero_channels_are_empty_not_a_division_by_zero(data_f
         assert backprops.shape == shape
         ones = np.ones((2, 3) + (1,) * (len(shape) - 2), np.float32)  # channels: dim 1 or last
         assert sess.run(bias_grad.outputs[0], {x: ones}).sum() == 6.0
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_ragged_range_does_not_step_past_its_last_value(dtype):
+    # The kernel added delta once more after the last value: 8 by -1815985065 in int32 left the
+    # type's range (UBSan: signed integer overflow; ASan run 2026-11-27).
+    delta = np.iinfo(dtype).min + 1 if dtype == np.int64 else -1815985065
+    args = [tf.constant(np.array(x, dtype)) for x in (8, delta, delta)]
+    out = apply_op("RaggedRange", args, {})
+    with tf.Session() as sess:
+        splits, values = sess.run(out.outputs)
+    assert splits.tolist() == [0, 2]
+    assert values.tolist() == [8, 8 + int(delta)]
