@@ -454,3 +454,18 @@ def test_ragged_range_does_not_step_past_its_last_value(dtype):
         splits, values = sess.run(out.outputs)
     assert splits.tolist() == [0, 2]
     assert values.tolist() == [8, 8 + int(delta)]
+
+
+def test_sparse_split_into_zero_pieces_is_an_error_not_a_division_by_zero():
+    # num_split=0 divided the split dimension by 0 (UBSan: division by zero; ASan run
+    # 2026-11-27). As in TensorFlow, num_split must be at least 1.
+    inputs = [tf.constant(np.int64(1)), tf.constant(np.array([[0, 0], [1, 3]], np.int64)),
+              tf.constant([1.0, 2.0]), tf.constant(np.array([4, 5], np.int64))]
+    with pytest.raises(ValueError, match="Attr 'num_split' of 'SparseSplit' Op passed 0 less "
+                                         "than minimum 1."):
+        apply_op("SparseSplit", inputs, {"num_split": 0})
+    pieces = apply_op("SparseSplit", inputs, {"num_split": 2})
+    with tf.Session() as sess:
+        out = sess.run(pieces.outputs)
+    assert [o.tolist() for o in out[:2]] == [[[0, 0]], [[1, 0]]]
+    assert [o.tolist() for o in out[4:]] == [[4, 3], [4, 2]]
