@@ -141,6 +141,8 @@ void ChannelSum(KernelContext& ctx, const ChannelView& view, const Read& read, T
   constexpr int64_t kBlock = 256;
   const int64_t blocks = (view.outer + kBlock - 1) / kBlock;
   const int64_t c = view.channels;
+  // No channels, no sums: the output is empty (and `kWide / c` below would divide by zero).
+  if (c == 0) return;
   std::vector<T> partial(std::max<int64_t>(blocks, 1) * c, T(0));
   // Channels last with few channels (a LeNet layer has 6): a row is too short to vectorize, so
   // `rows` consecutive rows are summed at once into a wide accumulator of `rows * c` (one

@@ -355,16 +355,27 @@ def producers(dtype, arg_name=None):
     return _PRODUCERS[dtype]
 
 
-def align_producer(call, attrs, listed_types):
+# A lookup table's key and value dtypes, by the names its consumers give them (LookupTableFindV2's
+# Tin and Tout, InitializeTableV2's Tkey and Tval, LookupTableExportV2's Tkeys and Tvalues).
+PRODUCER_TYPE_ALIASES = {"key_dtype": ("Tin", "Tkey", "Tkeys"),
+                         "value_dtype": ("Tout", "Tval", "Tvalues")}
+
+
+def align_producer(call, attrs, listed_types, types):
     """Makes the call of an input's producer agree with the consumer's: its type and shape list
     attrs (component_types, output_types, output_shapes) copied from the consumer's attrs of the
     same name, or else set to the dtypes of the consumer's type-list inputs (a queue's components
-    for QueueEnqueueV2)."""
+    for QueueEnqueueV2); a table's key_dtype and value_dtype from the consumer's type attrs
+    (`types`: set, or carried by its inputs)."""
     for name, type_name, _ in _C.op_def(call.op)["attrs"]:
         if type_name in ("list(type)", "list(shape)") and name in attrs:
             call.attrs[name] = attrs[name]
         elif type_name == "list(type)" and listed_types:
             call.attrs[name] = list(listed_types)
+        elif type_name == "type":
+            found = [types[a] for a in PRODUCER_TYPE_ALIASES.get(name, ()) if a in types]
+            if found:
+                call.attrs[name] = found[0]
 
 
 _CALLS = {}
@@ -498,6 +509,9 @@ def _schema_calls(op):
     defaults = op_def["attr_defaults"]
     allowed = op_def["allowed_types"]
     number_attrs = {number for _, _, _, number, _ in op_def["input_types"] if number}
+    # Type attrs that an input carries; the others (a table's key_dtype, an export's Tkeys) must
+    # be set for the call to build at all.
+    input_type_attrs = {type_attr for _, _, type_attr, _, _ in op_def["input_types"] if type_attr}
     type_choices = {name: st.sampled_from(allowed[name] or ALL_DTYPES)
                     for name, type_name in attr_types.items() if type_name == "type"}
     # One input in ten gets another dtype than its type attr says (mismatched dtypes).
@@ -511,10 +525,13 @@ def _schema_calls(op):
     adversarial, gentle = {}, {}
     for name, type_name in attr_types.items():
         value = attr_values(type_name, defaults.get(name), allowed.get(name))
-        inferred = type_name == "type" or name in number_attrs or name in defaults
+        inferred = ((type_name == "type" and name in input_type_attrs) or name in number_attrs or
+                    name in defaults)
         adversarial[name] = st.one_of(st.just(_UNSET), value) if inferred else value
         if inferred:
             gentle[name] = st.just(_UNSET)
+        elif type_name == "type":
+            gentle[name] = type_choices[name]
         elif type_name == "int":
             gentle[name] = st.sampled_from(SMALL_INTS)
         elif type_name == "list(int)":  # strides, ksize, dilations: often all ones
@@ -533,7 +550,7 @@ def _schema_calls(op):
         is_gentle = draw(gentle_call)
         chosen_types = {name: draw(s) for name, s in type_choices.items()}
         lengths = {name: draw(list_length) for name in number_attrs}
-        inputs, base_shape, listed = [], None, {}
+        inputs, base_shape, listed, types = [], None, {}, {}
         for arg_name, fixed, type_attr, number_attr, list_attr in op_def["input_types"]:
             if list_attr:  # a list of any dtypes (a queue's components): its attr matches them
                 listed[list_attr] = [draw(list_item_dtype) for _ in range(draw(list_length))]
@@ -544,6 +561,8 @@ def _schema_calls(op):
                 if not is_gentle and draw(mismatch):
                     dtype = draw(other_dtype)
                 item = draw(tensors(dtype, base_shape, len(inputs), arg_name))
+                if type_attr and item.kind != "tensorlist":
+                    types.setdefault(type_attr, DTYPE_ENUM[item.dtype])
                 if base_shape is None and item.value is not None:
                     base_shape = tuple(np.shape(item.value))
                 inputs.append(item)
@@ -561,9 +580,11 @@ def _schema_calls(op):
                 if draw(st.booleans()):
                     attrs[name] = [None] * len(attrs[type_lists[0]])
         listed_types = [DTYPE_ENUM[d] for dtypes in listed.values() for d in dtypes]
+        types.update({name: value for name, value in attrs.items()
+                      if attr_types.get(name) == "type" and isinstance(value, int)})
         for item in inputs:
             if item.kind == "op":
-                align_producer(item.call, attrs, listed_types)
+                align_producer(item.call, attrs, listed_types, types)
         if func_attrs and draw(st.booleans()):
             attrs.update(library_functions(op_def, func_attrs, inputs, draw(st.sampled_from([0, 1]))))
         if not is_gentle and draw(extra_attr):

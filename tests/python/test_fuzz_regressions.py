@@ -423,3 +423,49 @@ def test_reading_a_reader_handle_as_a_variable_is_an_error():
         v = tf.Variable(3.0)
         sess.run(v.initializer)
         assert sess.run(v.read_value()) == 3.0
+
+
+@pytest.mark.parametrize("data_format,shape", [("NHWC", (1, 4, 7, 0)), ("NCHW", (3, 0)),
+                                               ("NHWC", (0, 0))])
+def test_bias_gradients_of_zero_channels_are_empty_not_a_division_by_zero(data_format, shape):
+    # The channels-last sum of BiasAddGrad and _ReluGradBiasAddGrad grouped 64 / channels rows
+    # at once: with no channels the process died of SIGFPE (release run, 2026-11-27).
+    x = tf.placeholder(tf.float32, [None] * len(shape))
+    value = np.arange(np.prod(shape), dtype=np.float32).reshape(shape) - 1
+    bias_grad = apply_op("BiasAddGrad", [x], {"data_format": data_format})
+    fused = apply_op("_ReluGradBiasAddGrad", [x, x], {"data_format": data_format})
+    with tf.Session() as sess:
+        got, (backprops, fused_bias) = sess.run([bias_grad.outputs[0], fused.outputs], {x: value})
+        channels = shape[1] if data_format == "NCHW" else shape[-1]
+        assert got.shape == fused_bias.shape == (channels,)
+        assert backprops.shape == shape
+        ones = np.ones((2, 3) + (1,) * (len(shape) - 2), np.float32)  # channels: dim 1 or last
+        assert sess.run(bias_grad.outputs[0], {x: ones}).sum() == 6.0
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_ragged_range_does_not_step_past_its_last_value(dtype):
+    # The kernel added delta once more after the last value: 8 by -1815985065 in int32 left the
+    # type's range (UBSan: signed integer overflow; ASan run 2026-11-27).
+    delta = np.iinfo(dtype).min + 1 if dtype == np.int64 else -1815985065
+    args = [tf.constant(np.array(x, dtype)) for x in (8, delta, delta)]
+    out = apply_op("RaggedRange", args, {})
+    with tf.Session() as sess:
+        splits, values = sess.run(out.outputs)
+    assert splits.tolist() == [0, 2]
+    assert values.tolist() == [8, 8 + int(delta)]
+
+
+def test_sparse_split_into_zero_pieces_is_an_error_not_a_division_by_zero():
+    # num_split=0 divided the split dimension by 0 (UBSan: division by zero; ASan run
+    # 2026-11-27). As in TensorFlow, num_split must be at least 1.
+    inputs = [tf.constant(np.int64(1)), tf.constant(np.array([[0, 0], [1, 3]], np.int64)),
+              tf.constant([1.0, 2.0]), tf.constant(np.array([4, 5], np.int64))]
+    with pytest.raises(ValueError, match="Attr 'num_split' of 'SparseSplit' Op passed 0 less "
+                                         "than minimum 1."):
+        apply_op("SparseSplit", inputs, {"num_split": 0})
+    pieces = apply_op("SparseSplit", inputs, {"num_split": 2})
+    with tf.Session() as sess:
+        out = sess.run(pieces.outputs)
+    assert [o.tolist() for o in out[:2]] == [[[0, 0]], [[1, 0]]]
+    assert [o.tolist() for o in out[4:]] == [[4, 3], [4, 2]]

@@ -505,10 +505,13 @@ Status RaggedRangeKernel(KernelContext& ctx) {
         FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, TensorShape{splits.back()}, &values));
         T* out = values->data<T>();
         for (int64_t r = 0; r < rows; ++r) {
-          // Accumulated as TensorFlow does, so float ranges round as its do.
+          // Accumulated as TensorFlow does, so float ranges round as its do. No step past the
+          // last value: it can leave T's range (8 by -1815985065 in int32, undefined behaviour).
           T value = at(starts, r);
-          for (int64_t j = splits[r]; j < splits[r + 1]; ++j, value += at(deltas, r))
+          for (int64_t j = splits[r]; j < splits[r + 1]; ++j) {
             out[j] = value;
+            if (j + 1 < splits[r + 1]) value += at(deltas, r);
+          }
         }
         return Status::OK();
       });

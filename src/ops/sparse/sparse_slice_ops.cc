@@ -227,8 +227,18 @@ int64_t PieceStart(int64_t dim, int64_t num, int64_t k) {
   return k * base + std::min(k, extra);
 }
 
+// TensorFlow's op def gives num_split a minimum of 1; 0 pieces would divide by zero.
+Status CheckNumSplit(int num) {
+  if (num < 1) {
+    return errors::InvalidArgument("Attr 'num_split' of 'SparseSplit' Op passed ", num,
+                                   " less than minimum 1.");
+  }
+  return Status::OK();
+}
+
 Status SparseSplitKernel(KernelContext& ctx) {
   const int num = ctx.num_outputs() / 3;
+  FS_RETURN_IF_ERROR(CheckNumSplit(num));
   SparseInput sp;
   FS_RETURN_IF_ERROR(ReadSparse(ctx, 1, &sp));
   if (ctx.input(0).num_elements() != 1) {
@@ -281,6 +291,7 @@ Status SparseSplitKernel(KernelContext& ctx) {
 
 Status SparseSplitShape(InferenceContext& ctx) {
   const int num = ctx.num_outputs() / 3;
+  FS_RETURN_IF_ERROR(CheckNumSplit(num));
   const PartialShape& shape = ctx.input(3);
   const int64_t rank = shape.known_rank() && shape.rank() == 1 ? shape.dim(0) : -1;
   for (int k = 0; k < num; ++k) {
