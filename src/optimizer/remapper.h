@@ -12,7 +12,10 @@ namespace flowstone {
 
 // Adds to `rewrites` (the other rewrites of the plan, already found) a replacement for the last
 // node of each chain of `scope`'s needed nodes that can be fused. The fused kernels compute each
-// element with the same operations as the separate kernels, so results are bit-identical.
-void FuseProducts(const OptimizerScope& scope, PlanRewrites* rewrites);
+// element with the same operations as the separate kernels, so results are bit-identical; but
+// with `fold_batch_norms`, an inference batch norm after a Conv2D whose filter and statistics are
+// constants is folded into the filter and a bias (Conv2D -> [BiasAdd] -> FusedBatchNorm ->
+// [activation] becomes one _FusedConv2D with a BiasAdd), which rounds differently.
+void FuseProducts(const OptimizerScope& scope, PlanRewrites* rewrites, bool fold_batch_norms);
 
 }  // namespace flowstone
