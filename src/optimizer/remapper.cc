@@ -32,6 +32,9 @@ bool IsScaleCandidate(const Node& n) {
 
 bool FusableDType(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
 
+// The convolutions that fuse with the tails a Conv2D takes (MobileNet's depthwise ones too).
+bool IsConv(const Node& n) { return n.type() == "Conv2D" || n.type() == "DepthwiseConv2dNative"; }
+
 // Readers that need only their input's shape: in training, the gradient of an Add reads the
 // shapes of both operands (BroadcastGradientArgs), so an Add used as a bias has Shape readers on
 // the product's output. They read the chain's result instead, which has the same shape.
@@ -59,11 +62,12 @@ struct Chain {
 // Folds an inference batch norm (and a bias before it) into a convolution's constant filter:
 // conv(x, w) + b, normalized, is conv(x, w * gain) + (b - mean) * gain + offset per output
 // channel, with gain = scale / sqrt(variance + epsilon) computed in double as FusedBatchNorm's
-// kernel does. The filter is HWIO in either data format, so the channel is its last dimension.
+// kernel does. The filter is HWIO (or a depthwise HWIM) in either data format, so an output
+// channel's weights are every `channels`-th element.
 template <typename T>
-void FoldNormInto(const Tensor& filter, const Tensor* bias, const Tensor* stats[4], double epsilon,
-                  Tensor* new_filter, Tensor* new_bias) {
-  const int64_t channels = filter.dim(filter.rank() - 1);
+void FoldNormInto(const Tensor& filter, int64_t new_bias_channels, const Tensor* bias,
+                  const Tensor* stats[4], double epsilon, Tensor* new_filter, Tensor* new_bias) {
+  const int64_t channels = new_bias_channels;
   std::vector<double> gain(channels);
   *new_bias = Tensor::Host(filter.dtype(), TensorShape({channels}));
   T* b = new_bias->data<T>();
@@ -207,7 +211,7 @@ class Remapper {
                                                        : last;
     if (!Intermediate(product_out, reader)) return false;
     const Node* product = product_out.node;
-    if (product->type() != "Conv2D" && product->type() != "MatMul") return false;
+    if (!IsConv(*product) && product->type() != "MatMul") return false;
     if (!FusableDType(product->output_type(0)) || product->is_stateful()) return false;
     chain->product = product;
     const DType dtype = product->output_type(0);
@@ -215,11 +219,11 @@ class Remapper {
     // An activation alone fuses into a convolution only (a CNN's Conv2D -> Relu without a bias);
     // like TensorFlow's remapper, a MatMul fuses with a bias, so traces of MatMul -> Relu keep
     // showing both nodes.
-    if (chain->bias_node == nullptr) return product->type() == "Conv2D";
+    if (chain->bias_node == nullptr) return IsConv(*product);
     // The bias must add along the product's channels: its last dimension, or the second one for
     // an NCHW convolution with an NCHW BiasAdd.
-    const bool nchw_conv = product->type() == "Conv2D" &&
-                           product->attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
+    const bool nchw_conv =
+        IsConv(*product) && product->attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
     const Node& bias_node = *chain->bias_node;
     if (IsInferenceBatchNorm(bias_node)) {
       // FusedBatchNorm takes rank-4 inputs in the convolution's layout.
@@ -228,12 +232,12 @@ class Remapper {
                                              "data_format", "NHWC") == "NCHW") != nchw_conv) {
         return false;
       }
-      return product->type() == "Conv2D" && nchw_norm == nchw_conv;
+      return IsConv(*product) && nchw_norm == nchw_conv;
     }
     if (bias_node.type() == "BiasAdd") {
       const bool nchw_bias = bias_node.attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
       // A rank-2 BiasAdd adds along dimension 1 in either format.
-      if (product->type() == "Conv2D" && nchw_bias != nchw_conv) return false;
+      if (IsConv(*product) && nchw_bias != nchw_conv) return false;
       return true;
     }
     if (nchw_conv) return false;  // an Add of a vector adds along the last dimension
@@ -255,7 +259,7 @@ class Remapper {
     // Add(product, bias) or Add(bias, product): addition of two floats is commutative.
     for (int k = 0; k < 2; ++k) {
       const Endpoint p = Source(bias_node.input(k));
-      if (p.node != nullptr && (p.node->type() == "Conv2D" || p.node->type() == "MatMul")) {
+      if (p.node != nullptr && (IsConv(*p.node) || p.node->type() == "MatMul")) {
         *product_out = p;
         chain->args.push_back(bias_node.input(1 - k));
         return true;
@@ -286,7 +290,9 @@ class Remapper {
         filter.rank() != 4) {
       return false;
     }
-    const int64_t channels = filter.dim(3);
+    // A depthwise filter is [rows, cols, in, multiplier]: output channel i * multiplier + m.
+    const int64_t channels =
+        chain.product->type() == "Conv2D" ? filter.dim(3) : filter.dim(2) * filter.dim(3);
     auto vector_ok = [&](const Tensor& t) {
       return t.dtype() == dtype && t.rank() == 1 && t.dim(0) == channels;
     };
@@ -303,9 +309,9 @@ class Remapper {
     Tensor new_filter, new_bias;
     const Tensor* pre = chain.pre_bias != nullptr ? &bias : nullptr;
     if (dtype == DType::kFloat32) {
-      FoldNormInto<float>(filter, pre, stat_ptrs, epsilon, &new_filter, &new_bias);
+      FoldNormInto<float>(filter, channels, pre, stat_ptrs, epsilon, &new_filter, &new_bias);
     } else {
-      FoldNormInto<double>(filter, pre, stat_ptrs, epsilon, &new_filter, &new_bias);
+      FoldNormInto<double>(filter, channels, pre, stat_ptrs, epsilon, &new_filter, &new_bias);
     }
     *constants = {std::move(new_filter), std::move(new_bias)};
     return true;
@@ -314,6 +320,7 @@ class Remapper {
   void Replace(const Chain& chain) {
     const Node& product = *chain.product;
     const bool conv = product.type() == "Conv2D";
+    const bool depthwise = product.type() == "DepthwiseConv2dNative";
     bool norm = chain.bias_node != nullptr && IsInferenceBatchNorm(*chain.bias_node);
     std::vector<Tensor> constants;
     const bool folded = norm && fold_ && FoldNorm(chain, &constants);
@@ -343,7 +350,11 @@ class Remapper {
     }
     const Node& last = *chain.last;
     const Node* fused =
-        MakeFused(last, conv ? "_FusedConv2D" : "_FusedMatMul", inputs, constants, attrs,
+        MakeFused(last,
+                  conv        ? "_FusedConv2D"
+                  : depthwise ? "_FusedDepthwiseConv2dNative"
+                              : "_FusedMatMul",
+                  inputs, constants, attrs,
                   StrCat(product.id(), ",", chain.bias_node ? chain.bias_node->id() : -1,
                          folded ? ",folded" : ""));
     if (fused == nullptr) return;

@@ -1,7 +1,8 @@
-// Fusion, as TensorFlow's remapper does it: a Conv2D or MatMul followed by a per-channel bias
-// (BiasAdd, or an Add of a vector of the channels) or an inference FusedBatchNorm (Conv2D only),
-// and/or an activation (Relu, Relu6, Elu, LeakyRelu), runs as one _FusedConv2D / _FusedMatMul
-// node in place of the chain's last node, when nothing else reads the intermediate results; and
+// Fusion, as TensorFlow's remapper does it: a Conv2D, DepthwiseConv2dNative or MatMul followed by
+// a per-channel bias (BiasAdd, or an Add of a vector of the channels) or an inference
+// FusedBatchNorm (convolutions only), and/or an activation (Relu, Relu6, Elu, LeakyRelu), runs as
+// one _FusedConv2D / _FusedDepthwiseConv2dNative / _FusedMatMul node in place of the chain's last
+// node, when nothing else reads the intermediate results; and
 // BiasAddGrad(ReluGrad) runs as one _ReluGradBiasAddGrad. See
 // docs/architecture/graph-optimizer.md.
 #pragma once

@@ -126,3 +126,40 @@ def test_read_intermediate_keeps_the_chain():
     (out, _), ran = traced(graph, [y, bias_out], {x: feed}, FOLD)
     assert "FusedBatchNormV3" in ran.values()
     np.testing.assert_allclose(out, reference(feed), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_batch_norm_relu6_fuses_and_folds(stride):
+    """MobileNet's block: DepthwiseConv2dNative -> inference FusedBatchNorm -> Relu6 runs as one
+    _FusedDepthwiseConv2dNative: with the batch norm folded into the filter by default, as an
+    epilogue (bit-identical to the unfused plan) with arithmetic_optimization off."""
+    w = rand(3, 3, 4, 2) * 0.4
+    scale, offset, mean = (rand(8) for _ in range(3))
+    var = np.abs(rand(8)) + 0.2
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 7, 7, 4])
+        h = tf.nn.depthwise_conv2d_native(x, tf.constant(w), [1, stride, stride, 1], "SAME")
+        y, _, _ = tf.nn.fused_batch_norm(h, tf.constant(scale), tf.constant(offset),
+                                         mean=tf.constant(mean), variance=tf.constant(var),
+                                         epsilon=0.001, is_training=False)
+        y = tf.nn.relu6(y)
+    feed = rand(2, 7, 7, 4)
+    folded, ran = traced(graph, y, {x: feed}, FOLD)
+    epilogue, ran_epilogue = traced(graph, y, {x: feed}, NO_FOLD)
+    unfused, ran_unfused = traced(graph, y, {x: feed}, config(remapping=RewriterConfig.OFF))
+    for r in (ran, ran_epilogue):
+        assert list(r.values()).count("_FusedDepthwiseConv2dNative") == 1
+        assert not {"DepthwiseConv2dNative", "FusedBatchNormV3", "Relu6"} & set(r.values())
+    assert "FusedBatchNormV3" in ran_unfused.values()
+    np.testing.assert_array_equal(epilogue, unfused)
+    # The reference, in float64: each channel i convolved with its filters w[:, :, i, m].
+    padded = np.pad(feed.astype(np.float64), [(0, 0), (1, 1), (1, 1), (0, 0)])
+    conv = np.zeros((2, 7, 7, 4, 2))
+    for i in range(3):
+        for j in range(3):
+            conv += padded[:, i:i + 7, j:j + 7, :, None] * w[i, j]
+    conv = conv.reshape(2, 7, 7, 8)[:, ::stride, ::stride]
+    epsilon = float(np.float32(0.001))
+    expected = np.clip((conv - mean) / np.sqrt(var + epsilon) * scale + offset, 0, 6)
+    np.testing.assert_allclose(folded, expected, rtol=1e-5, atol=1e-5)
