@@ -13,6 +13,13 @@ peer's TensorFlow through a .pth file). All three get the machine's cores (intra
 cores, one inter-op thread). Each figure is the median wall time of --rounds runs after two
 warm-up runs, in milliseconds; the frameworks run one after another, so compare them within one
 run of the script.
+
+    .venv/bin/python bench/bench_model_zoo.py --ablation [--models ...] [--rounds 7]
+
+times Flowstone alone with the optimizer's switches: everything on (the default), batch norm
+folding off (arithmetic_optimization OFF), fusion off (remapping OFF, which also stops folding)
+and all rewrites off (disable_meta_optimizer), one session each, their runs alternating so that
+all four see the same load.
 """
 
 import argparse
@@ -119,6 +126,45 @@ def run_onnxruntime(models, rounds):
     return results
 
 
+def run_ablation(models, rounds):
+    """{config: {"<model> b<batch>": ms}} for Flowstone under each rewrite setting."""
+    import flowstone as tf
+    from flowstone.protos import RewriterConfig
+
+    def config(**rewrites):
+        cfg = tf.ConfigProto(intra_op_parallelism_threads=THREADS, inter_op_parallelism_threads=1)
+        for name, value in rewrites.items():
+            setattr(cfg.graph_options.rewrite_options, name, value)
+        return cfg
+    configs = {"default": config(),
+               "no folding": config(arithmetic_optimization=RewriterConfig.OFF),
+               "no fusion": config(remapping=RewriterConfig.OFF),
+               "no rewrites": config(disable_meta_optimizer=True)}
+    results = {c: {} for c in configs}
+    for name in models:
+        data, meta, _, _ = model_zoo.load(name)
+        graph_def = tf.GraphDef()
+        graph_def.ParseFromString(data)
+        graph = tf.Graph()
+        with graph.as_default():
+            tf.import_graph_def(graph_def, name="")
+        sessions = {c: tf.Session(graph=graph, config=cfg) for c, cfg in configs.items()}
+        for batch in BATCHES:
+            feed = {meta["input"]: model_zoo.batch_input(meta, batch)}
+            times = {c: [] for c in configs}
+            for i in range(rounds + 2):
+                for c, sess in sessions.items():
+                    start = time.perf_counter()
+                    sess.run(meta["output"], feed)
+                    if i >= 2:  # two warm-up runs
+                        times[c].append((time.perf_counter() - start) * 1e3)
+            for c in configs:
+                results[c][f"{name} b{batch}"] = statistics.median(times[c])
+        for sess in sessions.values():
+            sess.close()
+    return results
+
+
 RUNNERS = {"flowstone": run_flowstone, "tensorflow": run_tensorflow,
            "onnxruntime": run_onnxruntime}
 
@@ -143,8 +189,22 @@ def main():
                         help="a Python with tensorflow-cpu, tf2onnx and onnxruntime")
     parser.add_argument("--models", default=",".join(model_zoo.MODELS))
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--ablation", action="store_true",
+                        help="time Flowstone alone with rewrites switched off one by one")
     args = parser.parse_args()
     models = args.models.split(",")
+    if args.ablation:
+        results = run_ablation(models, args.rounds)
+        print(f"load average {os.getloadavg()[0]:.1f}, {THREADS} threads, median ms of "
+              f"{args.rounds} runs")
+        print("| model | batch | " + " | ".join(results) + " |")
+        print("|---|---:|" + "---:|" * len(results))
+        for name in models:
+            for batch in BATCHES:
+                key = f"{name} b{batch}"
+                print(f"| {name} | {batch} | "
+                      + " | ".join(f"{r[key]:.2f}" for r in results.values()) + " |")
+        return
     if args.framework:
         print(json.dumps(RUNNERS[args.framework](models, args.rounds)))
         return
