@@ -10,9 +10,11 @@ imports it into a compat.v1 graph and session (Grappler on), in the peer Python;
 the graph converted by tf2onnx (`tf2onnx.convert.from_graph_def`, opset 17) in a Python that has
 tf2onnx and onnxruntime (`--onnx-python`; `make bench` makes build/onnx-venv, which sees the
 peer's TensorFlow through a .pth file). All three get the machine's cores (intra-op threads =
-cores, one inter-op thread). Each figure is the median wall time of --rounds runs after two
-warm-up runs, in milliseconds; the frameworks run one after another, so compare them within one
-run of the script.
+cores, one inter-op thread). Each figure is the median of --rounds runs after two warm-up runs,
+in milliseconds: the wall time (the latency), and the CPU time of the process (all its threads),
+which on a shared, loaded machine says more about the work than the wall time, most of which is
+then waiting for a core. The frameworks run one after another, so compare them within one run of
+the script.
 
     .venv/bin/python bench/bench_model_zoo.py --ablation [--models ...] [--rounds 7]
 
@@ -40,15 +42,19 @@ BATCHES = (1, 32)
 THREADS = os.cpu_count()
 
 
+def _timed(run):
+    """(wall ms, CPU ms) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    run()
+    return (time.perf_counter() - wall) * 1e3, (time.process_time() - cpu) * 1e3
+
+
 def _median_ms(run, rounds):
+    """[median wall ms, median CPU ms] of `rounds` calls after two warm-up calls."""
     for _ in range(2):
         run()
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    times = [_timed(run) for _ in range(rounds)]
+    return [statistics.median(t[0] for t in times), statistics.median(t[1] for t in times)]
 
 
 def _time_graph_sessions(tf, graph_def_from_bytes, models, rounds):
@@ -154,12 +160,12 @@ def run_ablation(models, rounds):
             times = {c: [] for c in configs}
             for i in range(rounds + 2):
                 for c, sess in sessions.items():
-                    start = time.perf_counter()
-                    sess.run(meta["output"], feed)
+                    t = _timed(lambda: sess.run(meta["output"], feed))
                     if i >= 2:  # two warm-up runs
-                        times[c].append((time.perf_counter() - start) * 1e3)
+                        times[c].append(t)
             for c in configs:
-                results[c][f"{name} b{batch}"] = statistics.median(times[c])
+                results[c][f"{name} b{batch}"] = [statistics.median(t[0] for t in times[c]),
+                                                  statistics.median(t[1] for t in times[c])]
         for sess in sessions.values():
             sess.close()
     return results
@@ -196,14 +202,15 @@ def main():
     if args.ablation:
         results = run_ablation(models, args.rounds)
         print(f"load average {os.getloadavg()[0]:.1f}, {THREADS} threads, median ms of "
-              f"{args.rounds} runs")
+              f"{args.rounds} runs, wall / CPU")
         print("| model | batch | " + " | ".join(results) + " |")
         print("|---|---:|" + "---:|" * len(results))
         for name in models:
             for batch in BATCHES:
                 key = f"{name} b{batch}"
                 print(f"| {name} | {batch} | "
-                      + " | ".join(f"{r[key]:.2f}" for r in results.values()) + " |")
+                      + " | ".join(f"{r[key][0]:.1f} / {r[key][1]:.1f}" for r in results.values())
+                      + " |")
         return
     if args.framework:
         print(json.dumps(RUNNERS[args.framework](models, args.rounds)))
@@ -220,16 +227,18 @@ def main():
     for column, (_, error) in columns.items():
         if error:
             print(f"{column}: {error}")
-    print("| model | batch | " + " | ".join(f"{c} ms" for c in columns)
-          + " | TF / Flowstone | ORT / Flowstone |")
-    print("|---|---:|" + "---:|" * (len(columns) + 2))
-    for name in models:
-        for batch in BATCHES:
-            key = f"{name} b{batch}"
-            values = [res[key] if res else None for res, _ in columns.values()]
-            cells = [f"{v:.2f}" if v is not None else "n/a" for v in values]
-            ratios = [f"{v / values[0]:.2f}x" if v is not None else "-" for v in values[1:]]
-            print(f"| {name} | {batch} | " + " | ".join(cells + ratios) + " |")
+    for index, what in enumerate(["wall time (latency)", "CPU time"]):
+        print(f"\n{what}:")
+        print("| model | batch | " + " | ".join(f"{c} ms" for c in columns)
+              + " | TF / Flowstone | ORT / Flowstone |")
+        print("|---|---:|" + "---:|" * (len(columns) + 2))
+        for name in models:
+            for batch in BATCHES:
+                key = f"{name} b{batch}"
+                values = [res[key][index] if res else None for res, _ in columns.values()]
+                cells = [f"{v:.2f}" if v is not None else "n/a" for v in values]
+                ratios = [f"{v / values[0]:.2f}x" if v is not None else "-" for v in values[1:]]
+                print(f"| {name} | {batch} | " + " | ".join(cells + ratios) + " |")
 
 
 if __name__ == "__main__":
