@@ -6,6 +6,9 @@ BUILD := build/release
 JOBS ?= $(shell nproc)
 # Real TensorFlow and PyTorch are peers for benchmarks only, in their own venv.
 PEERS := .venv-peers
+# ONNX Runtime and tf2onnx for the model zoo benchmark: a venv that sees the peers' TensorFlow
+# through a .pth file (installed without dependencies, so that the peers' versions stay).
+ONNX_VENV := build/onnx-venv
 
 .PHONY: all demo test bench bootstrap install cpp-test py-test tsan tsan-build asan asan-configure asan-python \
 	stress fuzz format clean
@@ -86,6 +89,14 @@ bench: install
 	$(VPY) bench/bench_lstm.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_image_pipeline.py --peer-python $(PEERS)/bin/python
 	$(VPY) bench/bench_distributed.py
+	@if [ -x $(PEERS)/bin/python ] && [ ! -x $(ONNX_VENV)/bin/python ]; then \
+	  $(PEERS)/bin/python -m venv $(ONNX_VENV) && \
+	  $(PEERS)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+	    "$$($(ONNX_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/peers.pth" && \
+	  $(ONNX_VENV)/bin/pip install -q --no-deps tf2onnx onnx onnxruntime || \
+	  echo "tf2onnx/onnxruntime could not be installed; the model zoo runs without ONNX Runtime"; \
+	fi
+	$(VPY) bench/bench_model_zoo.py --peer-python $(PEERS)/bin/python --onnx-python $(ONNX_VENV)/bin/python
 
 # Concurrency under ThreadSanitizer: the C++ tests (many threads on one session) in their own tree.
 tsan-build: $(BUILD)/.system-deps $(VENV)/.deps

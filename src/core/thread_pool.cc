@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <latch>
+#include <memory>
 #include <new>
+#include <vector>
 
 #include "core/thread_signals.h"
 #include "flowstone/inline_parallel_for.h"
@@ -133,17 +134,34 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   int64_t shards = std::min<int64_t>(max_shards, n);
   int64_t block = (n + shards - 1) / shards;
   shards = (n + block - 1) / block;
-  std::latch done(shards - 1);
+  // Each shard runs once, on whichever thread claims it first: a worker, or the caller, which
+  // after its own first shard takes every shard no worker has started. On a loaded machine a
+  // sleeping worker may wait milliseconds for a core; the caller then does its share instead of
+  // waiting for it. The shards are the same whoever runs them, so results do not change. The
+  // state lives on the heap: a worker that wakes after the caller returned finds its shard taken
+  // and touches nothing else.
+  struct Shared {
+    explicit Shared(int64_t shards) : claimed(shards), unfinished(shards) {}
+    std::vector<std::atomic<bool>> claimed;
+    std::atomic<int64_t> unfinished;
+    std::mutex mu;
+    std::condition_variable cv;
+  };
+  auto shared = std::make_shared<Shared>(shards);
+  auto run = [&fn, block, n](Shared& st, int64_t s) {
+    if (st.claimed[s].exchange(true, std::memory_order_acq_rel)) return;
+    fn(s * block, std::min(n, (s + 1) * block));
+    if (st.unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(st.mu);
+      st.cv.notify_all();
+    }
+  };
   for (int64_t s = 1; s < shards; ++s) {
-    int64_t begin = s * block;
-    int64_t end = std::min(n, begin + block);
-    Schedule([&fn, &done, begin, end] {
-      fn(begin, end);
-      done.count_down();
-    });
+    Schedule([shared, run, s] { run(*shared, s); });
   }
-  fn(0, std::min(n, block));
-  done.wait();
+  for (int64_t s = 0; s < shards; ++s) run(*shared, s);
+  std::unique_lock<std::mutex> lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->unfinished.load(std::memory_order_acquire) == 0; });
 }
 
 InlineParallelForScope::InlineParallelForScope() : previous_(inline_parallel_for) {

@@ -493,7 +493,7 @@ void FillZero(Tensor* t) { std::memset(t->raw_data(), 0, t->bytes()); }
 class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const Node& node)
-      : OpKernel(node), depthwise_(node.type().rfind("Depthwise", 0) == 0) {}
+      : OpKernel(node), depthwise_(node.type().find("Depthwise") != std::string::npos) {}
   Status Init() override { return conv::ParseConvAttrs(node().attrs(), &attrs_); }
 
  protected:
@@ -682,8 +682,8 @@ class ConvForwardKernel final : public ConvKernel {
   Status Compute(KernelContext& ctx) override { return Forward(ctx, nullptr); }
 };
 
-// _FusedConv2D: Conv2D, then a bias and an activation applied to each chunk of images as it is
-// computed (fused_epilogue.h).
+// _FusedConv2D and _FusedDepthwiseConv2dNative: the convolution, then a bias and an activation
+// applied to each chunk of images as it is computed (fused_epilogue.h).
 class FusedConvKernel final : public ConvKernel {
  public:
   using ConvKernel::ConvKernel;
@@ -974,11 +974,33 @@ void RegisterFusedConv2D() {
   OpRegistry::Global().Register(fused.Build());
 }
 
+// TensorFlow's _FusedDepthwiseConv2dNative: DepthwiseConv2dNative and the same tails as
+// _FusedConv2D (the plan optimizer creates it from a depthwise convolution + bias or batch norm +
+// activation, as MobileNet's blocks are).
+void RegisterFusedDepthwiseConv2D() {
+  OpBuilder fused("_FusedDepthwiseConv2dNative");
+  fused.Input("input", "T").Input("filter", "T").InputList("args", "T", "num_args");
+  fused.Output("output", "T");
+  WindowAttrDefs(fused, false)
+      .Attr("num_args", 0)
+      .Attr("fused_ops", AttrValue(std::vector<std::string>{}))
+      .Attr("epsilon", 0.0001f)
+      .Attr("leakyrelu_alpha", 0.2f)
+      .Shape([](InferenceContext& c) { return ConvForwardShape(c, true); })
+      .KernelClass<FusedConvKernel>("CPU")
+      .NotDifferentiable()
+      .Doc(
+          "DepthwiseConv2dNative followed by the fused_ops (BiasAdd or FusedBatchNorm, and an "
+          "activation) in one kernel. Created by graph optimizers, so it has no gradient.");
+  OpRegistry::Global().Register(fused.Build());
+}
+
 struct Registrar {
   Registrar() {
     RegisterConvFamily("Conv2D", true);
     RegisterConvFamily("DepthwiseConv2dNative", false);
     RegisterFusedConv2D();
+    RegisterFusedDepthwiseConv2D();
   }
 } registrar;
 

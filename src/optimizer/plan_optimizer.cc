@@ -177,7 +177,7 @@ class Optimizer {
       if (merge) TryMerge(*n, inputs);
     }
     // After the others, as in TensorFlow: fusion sees the graph that will run.
-    if (remap) FuseProducts(scope_, &rewrites_);
+    if (remap) FuseProducts(scope_, &rewrites_, /*fold_batch_norms=*/arithmetic);
     return std::move(rewrites_);
   }
 

@@ -30,10 +30,12 @@ namespace flowstone {
 
 // A user's node that a plan runs as another node: `node`, a fused op owned by a FusionCache
 // (with the user's node's name, device and outputs) or the user's node itself, reading `inputs`
-// from the user's graph.
+// from the user's graph, then `constants`: values computed once, when the plan is built (a
+// convolution's filter with a batch norm folded in), which the plan holds like a Const's.
 struct Replacement {
   const Node* node = nullptr;
   std::vector<Endpoint> inputs;
+  std::vector<Tensor> constants;
 };
 
 class PlanRewrites {

@@ -1,5 +1,6 @@
 #include "optimizer/remapper.h"
 
+#include <cmath>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -31,6 +32,9 @@ bool IsScaleCandidate(const Node& n) {
 
 bool FusableDType(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
 
+// The convolutions that fuse with the tails a Conv2D takes (MobileNet's depthwise ones too).
+bool IsConv(const Node& n) { return n.type() == "Conv2D" || n.type() == "DepthwiseConv2dNative"; }
+
 // Readers that need only their input's shape: in training, the gradient of an Add reads the
 // shapes of both operands (BroadcastGradientArgs), so an Add used as a bias has Shape readers on
 // the product's output. They read the chain's result instead, which has the same shape.
@@ -45,25 +49,58 @@ struct EndpointHash {
 };
 
 // One chain to fuse: product -> [bias or batch norm] -> [activation], `last` being the node
-// replaced.
+// replaced; or, when batch norms are folded, Conv2D -> [BiasAdd] -> batch norm -> [activation].
 struct Chain {
   const Node* product = nullptr;
+  const Node* pre_bias = nullptr;   // a BiasAdd between a Conv2D and its batch norm
   const Node* bias_node = nullptr;  // the bias or batch norm
   std::vector<Endpoint> args;       // its per-channel vectors, as the user's graph names them
   const Node* activation = nullptr;
   const Node* last = nullptr;
 };
 
+// Folds an inference batch norm (and a bias before it) into a convolution's constant filter:
+// conv(x, w) + b, normalized, is conv(x, w * gain) + (b - mean) * gain + offset per output
+// channel, with gain = scale / sqrt(variance + epsilon) computed in double as FusedBatchNorm's
+// kernel does. The filter is HWIO (or a depthwise HWIM) in either data format, so an output
+// channel's weights are every `channels`-th element.
+template <typename T>
+void FoldNormInto(const Tensor& filter, int64_t new_bias_channels, const Tensor* bias,
+                  const Tensor* stats[4], double epsilon, Tensor* new_filter, Tensor* new_bias) {
+  const int64_t channels = new_bias_channels;
+  std::vector<double> gain(channels);
+  *new_bias = Tensor::Host(filter.dtype(), TensorShape({channels}));
+  T* b = new_bias->data<T>();
+  const T* scale = stats[0]->data<T>();
+  const T* offset = stats[1]->data<T>();
+  const T* mean = stats[2]->data<T>();
+  const T* var = stats[3]->data<T>();
+  for (int64_t c = 0; c < channels; ++c) {
+    gain[c] = scale[c] / std::sqrt(static_cast<double>(var[c]) + epsilon);
+    const double added = bias != nullptr ? static_cast<double>(bias->data<T>()[c]) : 0.0;
+    b[c] = T((added - mean[c]) * gain[c] + offset[c]);
+  }
+  *new_filter = Tensor::Host(filter.dtype(), filter.shape());
+  const T* w = filter.data<T>();
+  T* out = new_filter->data<T>();
+  for (int64_t k = 0; k < filter.num_elements(); ++k) out[k] = T(w[k] * gain[k % channels]);
+}
+
 class Remapper {
  public:
-  Remapper(const OptimizerScope& scope, PlanRewrites* rewrites)
-      : scope_(scope), rewrites_(*rewrites), graph_(*scope.graph) {}
+  Remapper(const OptimizerScope& scope, PlanRewrites* rewrites, bool fold_batch_norms)
+      : scope_(scope), rewrites_(*rewrites), graph_(*scope.graph), fold_(fold_batch_norms) {}
 
   void Run() {
     CountReaders();
     // Chains that end in an activation first, so that a bias followed by one is fused whole.
+    // Chains without one are matched from their last node backwards, so that a batch norm after
+    // a BiasAdd is folded with it before the BiasAdd alone would be fused (anywhere else, only
+    // the first of two scale nodes follows a product, so the order changes nothing).
+    const int num_nodes = graph_.num_nodes_unlocked();
     for (const bool activations : {true, false}) {
-      for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      for (int k = 0; k < num_nodes; ++k) {
+        const int id = activations ? k : num_nodes - 1 - k;
         if (!Live(id)) continue;
         const Node* n = graph_.node_unlocked(id);
         if (used_.count(n)) continue;
@@ -161,10 +198,20 @@ class Remapper {
     }
     if (chain->bias_node != nullptr && !MatchBias(*chain->bias_node, chain, &product_out))
       return false;
-    const Node& reader = chain->bias_node != nullptr ? *chain->bias_node : last;
+    // Conv2D -> BiasAdd -> batch norm (Keras's convolutions with use_bias before a
+    // BatchNormalization) fuses only by folding the batch norm into the filter.
+    if (fold_ && chain->bias_node != nullptr && IsInferenceBatchNorm(*chain->bias_node) &&
+        product_out.node != nullptr && product_out.node->type() == "BiasAdd" &&
+        Intermediate(product_out, *chain->bias_node)) {
+      chain->pre_bias = product_out.node;
+      product_out = Source(chain->pre_bias->input(0));
+    }
+    const Node& reader = chain->pre_bias != nullptr    ? *chain->pre_bias
+                         : chain->bias_node != nullptr ? *chain->bias_node
+                                                       : last;
     if (!Intermediate(product_out, reader)) return false;
     const Node* product = product_out.node;
-    if (product->type() != "Conv2D" && product->type() != "MatMul") return false;
+    if (!IsConv(*product) && product->type() != "MatMul") return false;
     if (!FusableDType(product->output_type(0)) || product->is_stateful()) return false;
     chain->product = product;
     const DType dtype = product->output_type(0);
@@ -172,21 +219,25 @@ class Remapper {
     // An activation alone fuses into a convolution only (a CNN's Conv2D -> Relu without a bias);
     // like TensorFlow's remapper, a MatMul fuses with a bias, so traces of MatMul -> Relu keep
     // showing both nodes.
-    if (chain->bias_node == nullptr) return product->type() == "Conv2D";
+    if (chain->bias_node == nullptr) return IsConv(*product);
     // The bias must add along the product's channels: its last dimension, or the second one for
     // an NCHW convolution with an NCHW BiasAdd.
-    const bool nchw_conv = product->type() == "Conv2D" &&
-                           product->attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
+    const bool nchw_conv =
+        IsConv(*product) && product->attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
     const Node& bias_node = *chain->bias_node;
     if (IsInferenceBatchNorm(bias_node)) {
       // FusedBatchNorm takes rank-4 inputs in the convolution's layout.
       const bool nchw_norm = bias_node.attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
-      return product->type() == "Conv2D" && nchw_norm == nchw_conv;
+      if (chain->pre_bias != nullptr && (chain->pre_bias->attrs().GetOr<std::string>(
+                                             "data_format", "NHWC") == "NCHW") != nchw_conv) {
+        return false;
+      }
+      return IsConv(*product) && nchw_norm == nchw_conv;
     }
     if (bias_node.type() == "BiasAdd") {
       const bool nchw_bias = bias_node.attrs().GetOr<std::string>("data_format", "NHWC") == "NCHW";
       // A rank-2 BiasAdd adds along dimension 1 in either format.
-      if (product->type() == "Conv2D" && nchw_bias != nchw_conv) return false;
+      if (IsConv(*product) && nchw_bias != nchw_conv) return false;
       return true;
     }
     if (nchw_conv) return false;  // an Add of a vector adds along the last dimension
@@ -208,7 +259,7 @@ class Remapper {
     // Add(product, bias) or Add(bias, product): addition of two floats is commutative.
     for (int k = 0; k < 2; ++k) {
       const Endpoint p = Source(bias_node.input(k));
-      if (p.node != nullptr && (p.node->type() == "Conv2D" || p.node->type() == "MatMul")) {
+      if (p.node != nullptr && (IsConv(*p.node) || p.node->type() == "MatMul")) {
         *product_out = p;
         chain->args.push_back(bias_node.input(1 - k));
         return true;
@@ -217,20 +268,77 @@ class Remapper {
     return false;
   }
 
+  // The value of `e` when the plan holds it as a constant: a Const's, or a folded node's.
+  bool ConstantValue(const Endpoint& e, Tensor* value) const {
+    const Endpoint s = Source(e);
+    if (s.node == nullptr || scope_.is_fed(s)) return false;
+    if (const std::vector<Tensor>* folded = rewrites_.Folded(s.node)) {
+      *value = (*folded)[s.index];
+      return true;
+    }
+    if (s.node->type() != "Const" || !s.node->control_inputs().empty()) return false;
+    *value = std::get<Tensor>(*s.node->attrs().Find("value"));
+    return true;
+  }
+
+  // The filter and bias of `chain`'s convolution with its batch norm (and the bias before it)
+  // folded in, when they are all constants of the convolution's dtype and channel count.
+  bool FoldNorm(const Chain& chain, std::vector<Tensor>* constants) const {
+    const DType dtype = chain.product->output_type(0);
+    Tensor filter, bias, stats[4];
+    if (!ConstantValue(chain.product->input(1), &filter) || filter.dtype() != dtype ||
+        filter.rank() != 4) {
+      return false;
+    }
+    // A depthwise filter is [rows, cols, in, multiplier]: output channel i * multiplier + m.
+    const int64_t channels =
+        chain.product->type() == "Conv2D" ? filter.dim(3) : filter.dim(2) * filter.dim(3);
+    auto vector_ok = [&](const Tensor& t) {
+      return t.dtype() == dtype && t.rank() == 1 && t.dim(0) == channels;
+    };
+    if (chain.pre_bias != nullptr &&
+        (!ConstantValue(chain.pre_bias->input(1), &bias) || !vector_ok(bias))) {
+      return false;
+    }
+    const Tensor* stat_ptrs[4];
+    for (int k = 0; k < 4; ++k) {
+      if (!ConstantValue(chain.args[k], &stats[k]) || !vector_ok(stats[k])) return false;
+      stat_ptrs[k] = &stats[k];
+    }
+    const double epsilon = chain.bias_node->attrs().GetOr<double>("epsilon", 1e-4);
+    Tensor new_filter, new_bias;
+    const Tensor* pre = chain.pre_bias != nullptr ? &bias : nullptr;
+    if (dtype == DType::kFloat32) {
+      FoldNormInto<float>(filter, channels, pre, stat_ptrs, epsilon, &new_filter, &new_bias);
+    } else {
+      FoldNormInto<double>(filter, channels, pre, stat_ptrs, epsilon, &new_filter, &new_bias);
+    }
+    *constants = {std::move(new_filter), std::move(new_bias)};
+    return true;
+  }
+
   void Replace(const Chain& chain) {
     const Node& product = *chain.product;
     const bool conv = product.type() == "Conv2D";
-    const bool norm = chain.bias_node != nullptr && IsInferenceBatchNorm(*chain.bias_node);
+    const bool depthwise = product.type() == "DepthwiseConv2dNative";
+    bool norm = chain.bias_node != nullptr && IsInferenceBatchNorm(*chain.bias_node);
+    std::vector<Tensor> constants;
+    const bool folded = norm && fold_ && FoldNorm(chain, &constants);
+    if (chain.pre_bias != nullptr && !folded) return;
+    if (folded) norm = false;  // the fused node adds the folded bias
     std::vector<std::string> fused_ops;
     if (chain.bias_node != nullptr) fused_ops.push_back(norm ? "FusedBatchNorm" : "BiasAdd");
     if (chain.activation != nullptr) fused_ops.push_back(chain.activation->type());
-    std::vector<Endpoint> inputs = {product.input(0), product.input(1)};
-    inputs.insert(inputs.end(), chain.args.begin(), chain.args.end());
+    std::vector<Endpoint> inputs = {product.input(0)};
+    if (!folded) {
+      inputs.push_back(product.input(1));
+      inputs.insert(inputs.end(), chain.args.begin(), chain.args.end());
+    }
 
     AttrMap attrs;
     for (const auto& [name, value] : product.attrs().entries()) attrs.Set(name, value);
     if (norm) attrs.Set("epsilon", *chain.bias_node->attrs().Find("epsilon"));
-    const int64_t num_args = static_cast<int64_t>(chain.args.size());
+    const int64_t num_args = folded ? 1 : static_cast<int64_t>(chain.args.size());
     attrs.Set("num_args", num_args);
     if (conv) {
       attrs.Set("TArgs", std::vector<DType>(num_args, product.output_type(0)));
@@ -242,15 +350,23 @@ class Remapper {
     }
     const Node& last = *chain.last;
     const Node* fused =
-        MakeFused(last, conv ? "_FusedConv2D" : "_FusedMatMul", inputs, attrs,
-                  StrCat(product.id(), ",", chain.bias_node ? chain.bias_node->id() : -1));
+        MakeFused(last,
+                  conv        ? "_FusedConv2D"
+                  : depthwise ? "_FusedDepthwiseConv2dNative"
+                              : "_FusedMatMul",
+                  inputs, constants, attrs,
+                  StrCat(product.id(), ",", chain.bias_node ? chain.bias_node->id() : -1,
+                         folded ? ",folded" : ""));
     if (fused == nullptr) return;
     used_.insert(&product);
+    if (chain.pre_bias != nullptr) used_.insert(chain.pre_bias);
     if (chain.bias_node != nullptr) used_.insert(chain.bias_node);
     used_.insert(&last);
-    rewrites_.Replace(&last, Replacement{fused, std::move(inputs)});
+    rewrites_.Replace(&last, Replacement{fused, std::move(inputs), std::move(constants)});
     // The intermediates' shape readers read the result, so that the intermediates never run.
     std::vector<Endpoint> intermediates = {Endpoint{const_cast<Node*>(&product), 0}};
+    if (chain.pre_bias != nullptr)
+      intermediates.push_back(Endpoint{const_cast<Node*>(chain.pre_bias), 0});
     if (chain.bias_node != nullptr && chain.bias_node != &last)
       intermediates.push_back(Endpoint{const_cast<Node*>(chain.bias_node), 0});
     for (const Endpoint& e : intermediates) {
@@ -283,7 +399,7 @@ class Remapper {
     attrs.Set("data_format", bias_grad.attrs().GetOr<std::string>("data_format", "NHWC"));
     std::vector<Endpoint> inputs = {relu_grad->input(0), relu_grad->input(1)};
     const Node* fused =
-        MakeFused(*relu_grad, "_ReluGradBiasAddGrad", inputs, attrs,
+        MakeFused(*relu_grad, "_ReluGradBiasAddGrad", inputs, {}, attrs,
                   StrCat(bias_grad.id(), ";", AttrValueToString(*attrs.Find("data_format"))));
     if (fused == nullptr) return;
     used_.insert(relu_grad);
@@ -292,10 +408,11 @@ class Remapper {
     rewrites_.Forward(&bias_grad, {Endpoint{const_cast<Node*>(relu_grad), 1}});
   }
 
-  // The fused node `op` that stands for `last`, reading `inputs`, made on first use.
+  // The fused node `op` that stands for `last`, reading `inputs` then `constants`, made on first
+  // use.
   const Node* MakeFused(const Node& last, const std::string& op,
-                        const std::vector<Endpoint>& inputs, const AttrMap& attrs,
-                        const std::string& key) {
+                        const std::vector<Endpoint>& inputs, const std::vector<Tensor>& constants,
+                        const AttrMap& attrs, const std::string& key) {
     std::string signature = op + ";" + key;
     for (const auto& [name, value] : attrs.entries())
       signature += StrCat(";", name, "=", AttrValueToString(value));
@@ -310,6 +427,16 @@ class Remapper {
         spec.op = "Placeholder";
         spec.attrs.Set("dtype", in.node->output_type(in.index));
         spec.attrs.Set("shape", in.node->output_shape(in.index));
+        StatusOr<Node*> p = g->AddNode(std::move(spec));
+        if (!p.ok()) return nullptr;
+        placeholders.push_back({*p, 0});
+      }
+      for (size_t k = 0; k < constants.size(); ++k) {
+        NodeSpec spec;
+        spec.name = StrCat(last.name(), "_folded_", k);
+        spec.op = "Placeholder";
+        spec.attrs.Set("dtype", constants[k].dtype());
+        spec.attrs.Set("shape", PartialShape(constants[k].shape()));
         StatusOr<Node*> p = g->AddNode(std::move(spec));
         if (!p.ok()) return nullptr;
         placeholders.push_back({*p, 0});
@@ -333,13 +460,14 @@ class Remapper {
   std::unordered_map<Endpoint, std::vector<const Node*>, EndpointHash> shape_readers_;
   std::unordered_set<const Node*> waited_for_;
   std::unordered_set<const Node*> used_;
+  const bool fold_;
 };
 
 }  // namespace
 
-void FuseProducts(const OptimizerScope& scope, PlanRewrites* rewrites) {
+void FuseProducts(const OptimizerScope& scope, PlanRewrites* rewrites, bool fold_batch_norms) {
   if (scope.fusions == nullptr) return;
-  Remapper(scope, rewrites).Run();
+  Remapper(scope, rewrites, fold_batch_norms).Run();
 }
 
 }  // namespace flowstone

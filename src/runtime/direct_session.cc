@@ -738,6 +738,19 @@ class DirectSession final : public Session, public FunctionRuntime {
           if (p != plan_index.end()) preds.insert(p->second);
         }
       }
+      // A replacement's constants (a filter with a batch norm folded in) follow its inputs, each
+      // in a host slot of its own that every run starts with, like a Const's.
+      if (const Replacement* r = rewrites.Replaced(n)) {
+        for (const Tensor& value : r->constants) {
+          const int s = plan->num_slots++;
+          plan->constants.push_back({s, value});
+          plan->slot_consumers.push_back(1);
+          plan->slot_names.push_back(StrCat(n->name(), " folded constant ", pn.input_slots.size()));
+          slot_device.push_back(nullptr);
+          pn.input_slots.push_back(s);
+          ++input_count;
+        }
+      }
       for (Node* dep : n->control_inputs()) {
         Node* src = control_source(dep);
         auto p = src == nullptr ? plan_index.end() : plan_index.find(src->id());

@@ -148,5 +148,30 @@ TEST(ThreadPoolTest, ParallelForCoversTheRangeOnce) {
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
 }
 
+// A caller does not wait for workers that have not started its shards: with every worker busy,
+// ParallelFor runs all shards itself and returns; the workers, when free, find them taken.
+TEST(ThreadPoolTest, ParallelForRunsUnstartedShardsOnTheCaller) {
+  ThreadPool pool("test", 2);
+  std::atomic<bool> release{false};
+  std::atomic<int> blocked{0};
+  for (int i = 0; i < 2; ++i) {
+    pool.Schedule([&] {
+      ++blocked;
+      while (!release.load()) std::this_thread::yield();
+    });
+  }
+  while (blocked.load() < 2) std::this_thread::yield();
+  std::vector<std::atomic<int>> hits(100000);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> elsewhere{0};
+  pool.ParallelFor(100000, 1000, [&](int64_t b, int64_t e) {
+    if (std::this_thread::get_id() != caller) ++elsewhere;
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_EQ(elsewhere.load(), 0);
+  release = true;  // the queued closures now run, find their shards taken and return
+}
+
 }  // namespace
 }  // namespace flowstone

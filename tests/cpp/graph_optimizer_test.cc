@@ -122,5 +122,48 @@ TEST(GraphOptimizerTest, FusesMatMulBiasReluUnderTheLastNodesName) {
   EXPECT_NE(s.ToString().find("2 channels"), std::string::npos) << s.ToString();
 }
 
+// A constant inference batch norm (after a BiasAdd) folds into the convolution's filter: the plan
+// runs one _FusedConv2D holding the folded filter and bias as constants. With
+// arithmetic_optimization off the batch norm runs as its own node.
+TEST(GraphOptimizerTest, FoldsAConstantBatchNormIntoTheConvolution) {
+  GraphBuilder b;
+  auto vec = [&](std::vector<float> v, const char* name) {
+    return b.Const(Tensor::FromVector<float>(v, {2}), name);
+  };
+  Endpoint x = b.Placeholder(DType::kFloat32, PartialShape({-1, 1, 2, 1}), "x");
+  Endpoint w = b.Const(Tensor::FromVector<float>({2, -1}, {1, 1, 1, 2}), "w");
+  AttrMap conv_attrs;
+  conv_attrs.Set("strides", std::vector<int64_t>{1, 1, 1, 1});
+  conv_attrs.Set("padding", std::string("VALID"));
+  Endpoint conv = b.Op("Conv2D", {x, w}, conv_attrs, "conv");
+  Endpoint biased = b.Op("BiasAdd", {conv, vec({1, 0.5f}, "b")}, {}, "biased");
+  AttrMap norm_attrs;
+  norm_attrs.Set("is_training", false);
+  norm_attrs.Set("epsilon", 0.0f);
+  Endpoint norm = b.Op("FusedBatchNormV3",
+                       {biased, vec({0.5f, 2}, "scale"), vec({0, 1}, "offset"),
+                        vec({1, 0.5f}, "mean"), vec({4, 1}, "var")},
+                       norm_attrs, "norm");
+  Endpoint y = b.Op("Relu", {norm}, {}, "y");
+  ASSERT_TRUE(b.status().ok()) << b.status().ToString();
+  Tensor xv = Tensor::FromVector<float>({1, 3}, {1, 1, 2, 1});
+
+  Traced folded, kept;
+  RewriterConfig no_arithmetic;
+  no_arithmetic.arithmetic_optimization = RewriterConfig::kOff;
+  ASSERT_TRUE(RunTraced(b, {}, {{x, xv}}, {y}, &folded).ok());
+  ASSERT_TRUE(RunTraced(b, no_arithmetic, {{x, xv}}, {y}, &kept).ok());
+  EXPECT_EQ(folded.ran.at("y"), "_FusedConv2D");
+  EXPECT_EQ(folded.ran.count("norm"), 0u);
+  EXPECT_EQ(folded.ran.count("biased"), 0u);
+  EXPECT_EQ(kept.ran.at("norm"), "FusedBatchNormV3");
+  // Folded: filter {2 * 0.25, -1 * 2}, bias {(1 - 1) * 0.25 + 0, (0.5 - 0.5) * 2 + 1}, so
+  // relu([[0.5, -1], [1.5, -5]]), exactly as the unfolded chain.
+  for (const Traced* t : {&folded, &kept}) {
+    const float* values = t->outputs[0].data<float>();
+    EXPECT_EQ(std::vector<float>(values, values + 4), (std::vector<float>{0.5f, 0, 1.5f, 0}));
+  }
+}
+
 }  // namespace
 }  // namespace flowstone

@@ -218,6 +218,10 @@ from op_cases_fusion import CASES as _FUSION_CASES  # noqa: E402
 
 CASES += _FUSION_CASES
 
+from op_cases_zoo import CASES as _ZOO_CASES  # noqa: E402
+
+CASES += _ZOO_CASES
+
 from op_cases_ragged import CASES as _RAGGED_CASES, EXEMPT as _RAGGED_EXEMPT  # noqa: E402
 
 CASES += _RAGGED_CASES

@@ -120,6 +120,10 @@ void ForEachElement(KernelContext& ctx, const Extent& e, int64_t cost_per_elemen
                   [&](int64_t begin, int64_t end) {
                     for (int64_t o = begin; o < end; ++o) {
                       int64_t k = o * e.channels * e.inner;
+                      if (e.inner == 1) {  // channels last: a loop the compiler vectorizes
+                        for (int64_t c = 0; c < e.channels; ++c) fn(k + c, c);
+                        continue;
+                      }
                       for (int64_t c = 0; c < e.channels; ++c) {
                         for (int64_t i = 0; i < e.inner; ++i) fn(k++, c);
                       }
