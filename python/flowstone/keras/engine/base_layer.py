@@ -5,7 +5,9 @@ Calling a layer on Keras tensors builds it if needed, runs `call` under the laye
 and records a Node, so that models can be traced from their outputs back to their inputs.
 """
 
+import contextlib
 import inspect
+import threading
 
 import numpy as np
 
@@ -21,6 +23,32 @@ from flowstone.util.tf_export import tf_export
 
 _LAYER_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "weights",
                  "activity_regularizer", "input_dim", "autocast", "dynamic"}
+
+
+class _CallContext(threading.local):
+    """The `training` value of the outermost layer call that was given one: a model called with
+    `training=True` passes it to the layers it calls (Dropout, BatchNormalization), as tf-keras
+    does."""
+    training = None
+
+
+_CALL_CONTEXT = _CallContext()
+_CALL_ACCEPTS = {}   # (layer class, argument) -> whether its `call` takes that argument
+
+
+@contextlib.contextmanager
+def _training_scope(training):
+    previous = _CALL_CONTEXT.training
+    _CALL_CONTEXT.training = training
+    try:
+        yield
+    finally:
+        _CALL_CONTEXT.training = previous
+
+
+def _is_eager(tensor):
+    from flowstone.framework.eager import EagerTensor
+    return isinstance(tensor, EagerTensor)
 
 
 def _as_tensor_shape(shape):
@@ -151,9 +179,12 @@ class Layer:
         variable = tf.Variable(lambda: initializer(shape, dtype=dtype), name=name, dtype=dtype,
                                trainable=trainable, constraint=constraint)
         K.track_variable(variable)
-        if regularizer is not None:
-            with tf.name_scope(f"{name}/Regularizer"):
-                self._losses.append(regularizer(variable.value()))
+        if regularizer is not None and getattr(variable, "_eager", False):
+            # An eager variable's penalty is computed where `losses` is read (eagerly, or in
+            # the trace of a train step), from the variable's value then.
+            self._losses.append(lambda: _regularization(regularizer, variable, name))
+        elif regularizer is not None:
+            self._losses.append(_regularization(regularizer, variable, name))
         (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
         return variable
 
@@ -189,6 +220,8 @@ class Layer:
             self._losses.append(loss)
 
     def add_update(self, updates, inputs=None):
+        if tf.executing_eagerly():
+            return   # an eager update has run already; there is no op to keep
         for update in updates if isinstance(updates, (list, tuple)) else [updates]:
             self._updates.append(update)
 
@@ -208,9 +241,13 @@ class Layer:
                                   f"({type(self).__name__}).")
 
     def _call_accepts(self, argument):
-        parameters = inspect.signature(self.call).parameters
-        return argument in parameters or any(
-            p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        key = (type(self), argument)
+        accepts = _CALL_ACCEPTS.get(key)
+        if accepts is None:
+            parameters = inspect.signature(self.call).parameters
+            accepts = _CALL_ACCEPTS[key] = argument in parameters or any(
+                p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        return accepts
 
     def _maybe_build(self, inputs):
         if self.built:
@@ -233,8 +270,23 @@ class Layer:
                       tf.convert_to_tensor(x, dtype=self._dtype)) for x in flat]
         if any(c is not x for c, x in zip(converted, flat)):
             inputs = _pack_like(inputs, converted)
-        graph = converted[0].graph
-        with graph.as_default():
+        training = kwargs.get("training")
+        inherited = False
+        if training is None and self._call_accepts("training"):
+            # tf-keras's rule: the enclosing call's `training`, else (in eager mode) the
+            # learning phase, which is 0 (inference) unless set_learning_phase fixed it.
+            training = _CALL_CONTEXT.training
+            if training is None and tf.executing_eagerly_outside_functions():
+                training = K.learning_phase_value()
+            inherited = training is not None
+            if inherited:
+                kwargs["training"] = training
+        # Eager tensors run the layer's ops at once (the same `call` graph mode builds with);
+        # Keras tensors build into their own graph.
+        eager = _is_eager(converted[0])
+        graph_scope = contextlib.nullcontext() if eager else converted[0].graph.as_default()
+        with graph_scope, _training_scope(training if training is not None
+                                          else _CALL_CONTEXT.training):
             assert_input_compatibility(self.input_spec, inputs, self.name)
             with tf.name_scope(self._name):
                 if not self.built:
@@ -250,7 +302,7 @@ class Layer:
                     if any(out is x for x in converted):
                         flat_out[i] = tf.identity(out)
                 outputs = _pack_like(outputs, flat_out)
-                if self.activity_regularizer is not None:
+                if self.activity_regularizer is not None and not eager:
                     with tf.name_scope("ActivityRegularizer"):
                         for out in flat_out:
                             batch = tf.cast(tf.shape(out)[0], out.dtype)
@@ -263,8 +315,9 @@ class Layer:
                     else [output_mask] * len(flat_out)
                 for out, m in zip(flat_out, out_masks):
                     node_module.set_mask(out, m)
-        if all(node_module.history(x) is not None for x in converted):
-            arguments = {k: v for k, v in kwargs.items() if k != "mask"}
+        if not eager and all(node_module.history(x) is not None for x in converted):
+            arguments = {k: v for k, v in kwargs.items()
+                         if k != "mask" and not (inherited and k == "training")}
             node_module.Node(self, inputs, outputs, arguments)
         return outputs
 
@@ -341,6 +394,11 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__module__}.{type(self).__name__} object named {self.name!r}>"
+
+
+def _regularization(regularizer, variable, name):
+    with tf.name_scope(f"{name}/Regularizer"):
+        return regularizer(variable.value())
 
 
 def _pack_like(structure, flat):

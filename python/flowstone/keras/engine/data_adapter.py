@@ -1,5 +1,6 @@
 """The data fit/evaluate/predict accept: numpy arrays (single, lists, dicts by input name),
-Python generators, and keras.utils.Sequence, turned into batches of numpy arrays."""
+Python generators, keras.utils.Sequence and tf.data datasets, turned into batches of numpy
+arrays."""
 
 import math
 
@@ -31,6 +32,39 @@ def num_samples(xs, ys=None, sample_weights=None):
         raise ValueError("Data cardinality is ambiguous:\n" + "\n".join(lines) +
                          "\nMake sure all arrays contain the same number of samples.")
     return sizes.pop() if sizes else 0
+
+
+def is_dataset(data):
+    from flowstone.ops.dataset_ops import DatasetV1
+    return isinstance(data, DatasetV1)
+
+
+class DatasetBatches:
+    """A dataset's elements one at a time as numpy structures, None at its end: eagerly through
+    the dataset's eager iterator; in graph mode through an iterator op in the default graph, run
+    by Keras's session (the input pipeline itself runs in C++ either way)."""
+
+    def __init__(self, dataset):
+        import flowstone as tf
+        from flowstone.keras import backend as K
+        from flowstone.util import nest
+        self._nest = nest
+        if tf.executing_eagerly():
+            self._eager = iter(dataset)
+        else:
+            self._eager = None
+            self._next = dataset.make_one_shot_iterator().get_next()
+            self._session = K.get_session()
+        self._errors = tf.errors
+
+    def next(self):
+        try:
+            if self._eager is not None:
+                element = next(self._eager)
+                return self._nest.map_structure(lambda t: t.numpy(), element)
+            return self._session.run(self._next)
+        except (StopIteration, self._errors.OutOfRangeError):
+            return None
 
 
 def is_generator_like(data):
