@@ -30,6 +30,7 @@ class _CallContext(threading.local):
     `training=True` passes it to the layers it calls (Dropout, BatchNormalization), as tf-keras
     does."""
     training = None
+    depth = 0   # layer calls in progress on this thread
 
 
 _CALL_CONTEXT = _CallContext()
@@ -73,6 +74,7 @@ class Layer:
         self._trainable_weights = []
         self._non_trainable_weights = []
         self._losses = []
+        self._call_losses = []   # eager mode: the losses added by the last outermost call
         self._updates = []
         self._inbound_nodes = []
         self._outbound_nodes = []
@@ -154,6 +156,7 @@ class Layer:
     @property
     def losses(self):
         losses = [loss() if callable(loss) else loss for loss in self._losses]
+        losses += self.__dict__.get("_call_losses", [])
         for layer in self._flatten_layers():
             losses += layer.losses
         return losses
@@ -217,7 +220,20 @@ class Layer:
     # --- losses and updates ----------------------------------------------------------------
     def add_loss(self, losses, inputs=None):
         for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
+            self._add_loss(loss)
+
+    def _add_loss(self, loss):
+        """A loss tensor computed by a call is that call's in eager mode, as in tf-keras: the
+        next outermost call starts the list again (see __call__); callables stay."""
+        if tf.executing_eagerly_outside_functions() and not callable(loss):
+            self.__dict__.setdefault("_call_losses", []).append(loss)
+        else:
             self._losses.append(loss)
+
+    def _clear_call_losses(self):
+        self._call_losses = []
+        for layer in self._flatten_layers():
+            layer._clear_call_losses()
 
     def add_update(self, updates, inputs=None):
         if tf.executing_eagerly():
@@ -284,6 +300,16 @@ class Layer:
         # Eager tensors run the layer's ops at once (the same `call` graph mode builds with);
         # Keras tensors build into their own graph.
         eager = _is_eager(converted[0])
+        if _CALL_CONTEXT.depth == 0 and tf.executing_eagerly_outside_functions():
+            self._clear_call_losses()
+        _CALL_CONTEXT.depth += 1
+        try:
+            return self._call_in_scope(inputs, converted, args, kwargs, training, inherited,
+                                       eager)
+        finally:
+            _CALL_CONTEXT.depth -= 1
+
+    def _call_in_scope(self, inputs, converted, args, kwargs, training, inherited, eager):
         graph_scope = contextlib.nullcontext() if eager else converted[0].graph.as_default()
         with graph_scope, _training_scope(training if training is not None
                                           else _CALL_CONTEXT.training):
@@ -302,11 +328,11 @@ class Layer:
                     if any(out is x for x in converted):
                         flat_out[i] = tf.identity(out)
                 outputs = _pack_like(outputs, flat_out)
-                if self.activity_regularizer is not None and not eager:
+                if self.activity_regularizer is not None:
                     with tf.name_scope("ActivityRegularizer"):
                         for out in flat_out:
                             batch = tf.cast(tf.shape(out)[0], out.dtype)
-                            self._losses.append(self.activity_regularizer(out) / batch)
+                            self._add_loss(self.activity_regularizer(out) / batch)
                 previous_mask = kwargs.get("mask")
                 if previous_mask is None:
                     previous_mask = masks if isinstance(inputs, (list, tuple)) else masks[0]

@@ -6,6 +6,10 @@ import math
 
 import numpy as np
 
+import flowstone as tf
+from flowstone.keras import backend as K
+from flowstone.util import nest
+
 
 def as_list(data, names, what):
     """[array per input/output] from an array, a list/tuple of arrays, or a dict by name."""
@@ -35,33 +39,37 @@ def num_samples(xs, ys=None, sample_weights=None):
 
 
 def is_dataset(data):
-    from flowstone.ops.dataset_ops import DatasetV1
-    return isinstance(data, DatasetV1)
+    return isinstance(data, tf.data.Dataset)
 
 
 class DatasetBatches:
     """A dataset's elements one at a time as numpy structures, None at its end: eagerly through
-    the dataset's eager iterator; in graph mode through an iterator op in the default graph, run
-    by Keras's session (the input pipeline itself runs in C++ either way)."""
+    the dataset's eager iterator; in graph mode through one initializable iterator in the
+    default graph, run by Keras's session (the input pipeline itself runs in C++ either way).
+    `restart` begins the dataset again (a new epoch without steps_per_epoch)."""
 
     def __init__(self, dataset):
-        import flowstone as tf
-        from flowstone.keras import backend as K
-        from flowstone.util import nest
-        self._nest = nest
-        if tf.executing_eagerly():
-            self._eager = iter(dataset)
-        else:
-            self._eager = None
-            self._next = dataset.make_one_shot_iterator().get_next()
-            self._session = K.get_session()
+        self._dataset = dataset
+        self._eager = tf.executing_eagerly()
         self._errors = tf.errors
+        if self._eager:
+            self._iterator = iter(dataset)
+        else:
+            iterator = dataset.make_initializable_iterator()
+            self._initializer, self._next = iterator.initializer, iterator.get_next()
+            self._session = K.get_session()
+            self._session.run(self._initializer)
+
+    def restart(self):
+        if self._eager:
+            self._iterator = iter(self._dataset)
+        else:
+            self._session.run(self._initializer)
 
     def next(self):
         try:
-            if self._eager is not None:
-                element = next(self._eager)
-                return self._nest.map_structure(lambda t: t.numpy(), element)
+            if self._eager:
+                return nest.map_structure(lambda t: t.numpy(), next(self._iterator))
             return self._session.run(self._next)
         except (StopIteration, self._errors.OutOfRangeError):
             return None

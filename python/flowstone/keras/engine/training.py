@@ -797,10 +797,14 @@ class _BatchSource:
         Keras's warning."""
         self.steps = steps
         self.exhausted = False
-        iterator = data_adapter.DatasetBatches(dataset) if steps is not None else None
+        batches = None
 
         def epoch():
-            batches = iterator or data_adapter.DatasetBatches(dataset)
+            nonlocal batches
+            if batches is None:
+                batches = data_adapter.DatasetBatches(dataset)
+            elif steps is None:
+                batches.restart()
             step = 0
             while steps is None or step < steps:
                 batch = batches.next()
