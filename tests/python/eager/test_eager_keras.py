@@ -2,6 +2,8 @@
 (eagerly and under tf.function), and compile/fit/evaluate/predict, whose steps are traced once per
 input signature. tf-keras (in the peer venv) is the oracle where installed."""
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -226,6 +228,21 @@ def test_losses_and_metrics_objects_eagerly():
     assert accuracy.result().numpy() == 0.0
 
 
+def run_both(script, folder):
+    """Runs `script` (Keras code that prints one JSON line last) here, eagerly, and in tf-keras;
+    returns both results."""
+    theirs = json.loads(tf_keras_peer.run("import json\n" + script, cwd=folder)
+                        .strip().splitlines()[-1])
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            exec(script, {"keras": keras, "tf": tf, "np": np, "json": json})  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    return json.loads(out.getvalue().strip().splitlines()[-1]), theirs
+
+
 ADAM_LOOP = """
 model = keras.Sequential([keras.layers.Dense(4, activation='relu', input_shape=(3,)),
                           keras.layers.Dense(1)])
@@ -256,18 +273,7 @@ def test_traced_adam_loop_matches_tf_keras(tmp_path):
     rng = np.random.RandomState(4)
     for i, shape in enumerate([(3, 4), (4,), (4, 1), (1,)]):
         np.save(tmp_path / f"w{i}.npy", rng.uniform(-0.5, 0.5, shape).astype(np.float32))
-    script = ADAM_LOOP.replace("STEP", STEP)
-    theirs = json.loads(tf_keras_peer.run("import json\n" + script, cwd=tmp_path)
-                        .strip().splitlines()[-1])
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        namespace = {"keras": keras, "tf": tf, "np": np, "json": json}
-        exec(script.replace("print(json.dumps(", "result = ((").replace("]}))", "]}))"),
-             namespace)
-    finally:
-        os.chdir(cwd)
-    ours = namespace["result"]
+    ours, theirs = run_both(ADAM_LOOP.replace("STEP", STEP), tmp_path)
     np.testing.assert_allclose(ours["losses"], theirs["losses"], rtol=1e-4, atol=1e-6)
     for a, b in zip(ours["weights"], theirs["weights"]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
@@ -351,6 +357,53 @@ def test_eager_fit_matches_tf_keras(case, tmp_path):
                                    atol=2e-4, err_msg=f"{case}: {key}")
 
 
+SUBCLASSED_ON_DATASET = """
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = keras.layers.Dense(4, activation='relu')
+        self.norm = keras.layers.BatchNormalization()
+        self.out = keras.layers.Dense(1)
+
+    def call(self, inputs, training=None):
+        return self.out(self.norm(self.hidden(inputs), training=training))
+
+model = Net()
+model(np.zeros((1, 3), np.float32))
+model.set_weights([np.load(f'w{i}.npy') for i in range(8)])
+model.compile(optimizer=keras.optimizers.Adam(0.02), loss='mse', metrics=['mae'])
+x, y = np.load('x.npy'), np.load('y.npy')
+data = tf.data.Dataset.from_tensor_slices((x, y)).batch(8)
+history = model.fit(data.repeat(), steps_per_epoch=3, epochs=3, verbose=0, validation_data=data)
+print(json.dumps({'history': history.history, 'predictions': model.predict(x).tolist(),
+                  'weights': [w.tolist() for w in model.get_weights()]}))
+"""
+
+
+@requires_tf_keras
+def test_subclassed_model_fit_on_dataset_matches_tf_keras(tmp_path):
+    x, y = linear_problem()
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    rng = np.random.RandomState(5)
+    # Dense: kernel, bias; BatchNormalization: gamma, beta, moving mean and variance; Dense.
+    values = [rng.uniform(-0.5, 0.5, s).astype(np.float32)
+              for s in [(3, 4), (4,), (4,), (4,), (4,), (4,), (4, 1), (1,)]]
+    values[2] += 1.0
+    values[5] = np.abs(values[5]) + 0.5
+    for i, value in enumerate(values):
+        np.save(tmp_path / f"w{i}.npy", value)
+    ours, theirs = run_both(SUBCLASSED_ON_DATASET, tmp_path)
+    assert set(ours["history"]) == set(theirs["history"]) == {"loss", "mae", "val_loss",
+                                                              "val_mae"}
+    for key in theirs["history"]:
+        np.testing.assert_allclose(ours["history"][key], theirs["history"][key], rtol=1e-3,
+                                   atol=1e-5, err_msg=key)
+    np.testing.assert_allclose(ours["predictions"], theirs["predictions"], rtol=1e-3, atol=1e-5)
+    for a, b in zip(ours["weights"], theirs["weights"]):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+
+
 # --- tf.data ----------------------------------------------------------------------------------
 def test_fit_evaluate_predict_on_datasets():
     x, y = linear_problem()
@@ -413,3 +466,31 @@ def test_tensorboard_callback_writes_scalars_and_histograms(tmp_path):
     np.testing.assert_allclose([float(scalars[0]), float(scalars[1])],
                                history.history["loss"], rtol=1e-6)
     assert ("dense/kernel_0", 1) in histograms
+
+
+REGULARIZED = """
+model = keras.Sequential([
+    keras.layers.Dense(4, activation='tanh', input_shape=(3,),
+                       kernel_regularizer=keras.regularizers.l2(0.01),
+                       activity_regularizer=keras.regularizers.l1(0.001)),
+    keras.layers.Dropout(0.0), keras.layers.Dense(1, bias_regularizer='l1')])
+model.set_weights([np.load(f'w{i}.npy') for i in range(4)])
+model.compile(optimizer=keras.optimizers.RMSprop(0.01), loss='mse')
+history = model.fit(np.load('x.npy'), np.load('y.npy'), batch_size=4, epochs=3, shuffle=False,
+                    verbose=0)
+print(json.dumps({'history': history.history, 'evaluate': model.evaluate(
+    np.load('x.npy'), np.load('y.npy'), verbose=0)}))
+"""
+
+
+@requires_tf_keras
+def test_regularized_fit_matches_tf_keras(tmp_path):
+    x, y = linear_problem()
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    rng = np.random.RandomState(6)
+    for i, shape in enumerate([(3, 4), (4,), (4, 1), (1,)]):
+        np.save(tmp_path / f"w{i}.npy", rng.uniform(-0.5, 0.5, shape).astype(np.float32))
+    ours, theirs = run_both(REGULARIZED, tmp_path)
+    np.testing.assert_allclose(ours["history"]["loss"], theirs["history"]["loss"], rtol=1e-3)
+    np.testing.assert_allclose(ours["evaluate"], theirs["evaluate"], rtol=1e-3)
