@@ -307,12 +307,13 @@ def test_run_eagerly_gives_the_same_weights():
         model = keras.Sequential([keras.layers.Dense(2, activation="tanh", input_shape=(3,)),
                                   keras.layers.Dense(1)])
         model.set_weights([np.full((3, 2), 0.1), np.zeros(2), np.full((2, 1), 0.2), np.zeros(1)])
-        model.compile(optimizer="adam", loss="mae", metrics=["mse"], run_eagerly=run_eagerly)
+        model.compile(optimizer="adam", loss="mae", metrics=["mse", "accuracy"],
+                      run_eagerly=run_eagerly)
         history = model.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0)
         results.append((model.get_weights(), history.history))
     for a, b in zip(results[0][0], results[1][0]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
-    assert set(results[0][1]) == {"loss", "mse"}
+    assert set(results[0][1]) == {"loss", "mse", "accuracy"}
     np.testing.assert_allclose(results[0][1]["mse"], results[1][1]["mse"], rtol=1e-5)
 
 

@@ -643,7 +643,7 @@ class _EagerPlan:
         return results
 
     def run(self, arrays):
-        values = self.function(*[np.asarray(a, dtype.as_numpy_dtype)
+        values = self.function(*[tf.convert_to_tensor(np.asarray(a, dtype.as_numpy_dtype))
                                  for a, dtype in zip(arrays, self.dtypes)])
         if self.kind == "predict":
             return [v.numpy() for v in values]
