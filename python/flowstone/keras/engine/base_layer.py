@@ -236,8 +236,10 @@ class Layer:
             layer._clear_call_losses()
 
     def add_update(self, updates, inputs=None):
-        if tf.executing_eagerly():
-            return   # an eager update has run already; there is no op to keep
+        if tf.executing_eagerly_outside_functions():
+            # Eager mode: an eager update has run already, and a traced step runs every
+            # stateful op of its trace; there is no op to keep for later.
+            return
         for update in updates if isinstance(updates, (list, tuple)) else [updates]:
             self._updates.append(update)
 

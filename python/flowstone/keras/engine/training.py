@@ -3,7 +3,8 @@
 Training is a compiled plan per (model, kind, input signature): the first step of a signature
 builds one graph fragment (loss, gradients, optimizer updates, metric updates and their reads)
 and a session callable for it; every step after that is one call of that callable, with no
-per-op Python. Plans are cached until the next compile.
+per-op Python. In eager mode the same step ops are traced by tf.function instead (`_EagerPlan`),
+and each step is one call of the compiled trace. Plans are cached until the next compile.
 """
 
 import numpy as np
