@@ -12,6 +12,9 @@ import weakref
 import numpy as np
 
 import flowstone as tf
+from flowstone.framework import ops as ops_module
+from flowstone.framework.eager import EagerTensor
+from flowstone.framework.func_graph import FuncGraph
 from flowstone.util.tf_export import tf_export
 
 _FLOATX = "float32"
@@ -60,8 +63,6 @@ def get_graph():
     if not tf.executing_eagerly():
         return tf.get_default_graph()
     if _KERAS_GRAPH is None:
-        from flowstone.framework import ops as ops_module
-        from flowstone.framework.func_graph import FuncGraph
         outer = ops_module.Graph()
         outer._eager_outer = True   # variables made in it are eager ones (see init_scope)
         _KERAS_GRAPH = FuncGraph("keras_graph", outer)
@@ -322,7 +323,6 @@ def _check_assignable(variable, value):
 
 
 def _is_eager_tensor(x):
-    from flowstone.framework.eager import EagerTensor
     return isinstance(x, EagerTensor)
 
 

@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 import flowstone as tf
+from flowstone.framework.eager import EagerTensor
 from flowstone.keras import backend as K
 from flowstone.keras import constraints as constraints_module
 from flowstone.keras import initializers as initializers_module
@@ -45,11 +46,6 @@ def _training_scope(training):
         yield
     finally:
         _CALL_CONTEXT.training = previous
-
-
-def _is_eager(tensor):
-    from flowstone.framework.eager import EagerTensor
-    return isinstance(tensor, EagerTensor)
 
 
 def _as_tensor_shape(shape):
@@ -301,7 +297,7 @@ class Layer:
                 kwargs["training"] = training
         # Eager tensors run the layer's ops at once (the same `call` graph mode builds with);
         # Keras tensors build into their own graph.
-        eager = _is_eager(converted[0])
+        eager = isinstance(converted[0], EagerTensor)
         if _CALL_CONTEXT.depth == 0 and tf.executing_eagerly_outside_functions():
             self._clear_call_losses()
         _CALL_CONTEXT.depth += 1
