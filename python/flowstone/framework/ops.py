@@ -547,6 +547,12 @@ class Graph:
             yield  # TensorFlow ignores colocation when executing eagerly
             return
         entry = None
+        target = getattr(op, "handle", op)
+        if isinstance(target, Tensor) and target._op is None:
+            # An eager tensor (an eager variable's handle) read by a function being traced:
+            # the body reads it through a capture, so there is nothing to colocate with.
+            yield
+            return
         if op is not None:
             op = _op_to_colocate_with(op)
             if op.graph is not self:

@@ -12,6 +12,9 @@ import weakref
 import numpy as np
 
 import flowstone as tf
+from flowstone.framework import ops as ops_module
+from flowstone.framework.eager import EagerTensor
+from flowstone.framework.func_graph import FuncGraph
 from flowstone.util.tf_export import tf_export
 
 _FLOATX = "float32"
@@ -35,11 +38,35 @@ class _GraphState:
 
 
 def _state(graph=None):
-    graph = graph or tf.get_default_graph()
+    graph = graph or get_graph()
     state = _GRAPH_STATE.get(graph)
     if state is None:
         state = _GRAPH_STATE[graph] = _GraphState()
     return state
+
+
+# --- eager mode --------------------------------------------------------------------------------
+_KERAS_GRAPH = None   # eager mode: the private graph Keras tensors (tf.keras.Input) live in
+
+
+def _is_eager_variable(variable):
+    return bool(getattr(variable, "_eager", False))
+
+
+@tf_export("keras.backend.get_graph")
+def get_graph():
+    """The graph Keras builds symbolic models in: the default graph in graph mode; while
+    executing eagerly, a private function graph of its own (as tf-keras's), whose variables are
+    made eagerly and read there as captures. A model built in it runs on eager tensors by calling
+    its layers again, eagerly or inside a tf.function trace."""
+    global _KERAS_GRAPH
+    if not tf.executing_eagerly():
+        return tf.get_default_graph()
+    if _KERAS_GRAPH is None:
+        outer = ops_module.Graph()
+        outer._eager_outer = True   # variables made in it are eager ones (see init_scope)
+        _KERAS_GRAPH = FuncGraph("keras_graph", outer)
+    return _KERAS_GRAPH
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -98,7 +125,10 @@ def reset_uids():
 # --- the learning phase ------------------------------------------------------------------------
 @tf_export("keras.backend.learning_phase")
 def learning_phase():
-    """A scalar bool placeholder (False unless fed), or the value set_learning_phase fixed."""
+    """A scalar bool placeholder (False unless fed), or the value set_learning_phase fixed;
+    while executing eagerly, that value or 0 (inference), as in tf-keras."""
+    if tf.executing_eagerly():
+        return learning_phase_value()
     state = _state()
     if state.fixed_learning_phase is not None:
         return state.fixed_learning_phase
@@ -108,6 +138,12 @@ def learning_phase():
             state.learning_phase = tf.placeholder_with_default(
                 False, shape=[], name="keras_learning_phase")
     return state.learning_phase
+
+
+def learning_phase_value():
+    """The learning phase eager mode runs layers in: the one set_learning_phase fixed, else 0."""
+    fixed = None if _KERAS_GRAPH is None else _state(_KERAS_GRAPH).fixed_learning_phase
+    return 0 if fixed is None else fixed
 
 
 @tf_export("keras.backend.set_learning_phase")
@@ -147,7 +183,10 @@ def in_test_phase(x, alt, training=None):
 
 # --- the session -------------------------------------------------------------------------------
 def track_variable(variable):
-    """Remembers a variable Keras made, so get_session initializes it before first use."""
+    """Remembers a variable Keras made, so get_session initializes it before first use (eager
+    variables are initialized when made)."""
+    if _is_eager_variable(variable):
+        return
     state = _state(variable.graph)
     state.uninitialized.append(variable)
     state.created.append(variable)
@@ -172,6 +211,8 @@ def _initialize_tracked(session, only=None):
 
 def _mark_initialized(variables):
     for variable in variables:
+        if _is_eager_variable(variable):
+            continue
         state = _state(variable.graph)
         state.uninitialized = [v for v in state.uninitialized if v is not variable]
 
@@ -212,10 +253,11 @@ def set_session(session):
 @tf_export("keras.backend.clear_session")
 def clear_session():
     """Closes Keras's session and starts a fresh default graph (names start again at 'dense')."""
-    global _SESSION
+    global _SESSION, _KERAS_GRAPH
     if _SESSION is not None:
         _SESSION.close()
         _SESSION = None
+    _KERAS_GRAPH = None
     tf.reset_default_graph()
 
 
@@ -236,6 +278,8 @@ def batch_get_value(tensors):
     if not tensors:
         return []
     tensors = list(tensors)
+    if builtins.all(_is_eager_variable(t) or _is_eager_tensor(t) for t in tensors):
+        return [np.array(t.numpy()) for t in tensors]
     if builtins.all(isinstance(t, tf.Variable) for t in tensors):
         return session_with(tensors).run(tensors)
     return get_session().run(tensors)
@@ -253,19 +297,33 @@ def batch_set_value(tuples):
     tuples = list(tuples)
     if not tuples:
         return
+    if builtins.all(_is_eager_variable(v) for v, _ in tuples):
+        for variable, value in tuples:
+            value = np.asarray(value, dtype=variable.dtype.as_numpy_dtype)
+            _check_assignable(variable, value)
+            variable.assign(value, read_value=False)
+        return
     session = _current_session()
     feeds, ops = {}, []
     for variable, value in tuples:
         placeholder, assign = _assigner(variable)
         value = np.asarray(value, dtype=variable.dtype.as_numpy_dtype)
-        if not variable.shape.is_compatible_with(value.shape):
-            raise ValueError(f"Cannot assign value to variable '{variable.name}': Shape "
-                             f"mismatch. The variable shape {tuple(variable.shape.as_list())}, "
-                             f"and the assigned value shape {value.shape} are incompatible.")
+        _check_assignable(variable, value)
         feeds[placeholder] = value
         ops.append(assign)
     session.run(ops, feeds)
     _mark_initialized([variable for variable, _ in tuples])
+
+
+def _check_assignable(variable, value):
+    if not variable.shape.is_compatible_with(value.shape):
+        raise ValueError(f"Cannot assign value to variable '{variable.name}': Shape "
+                         f"mismatch. The variable shape {tuple(variable.shape.as_list())}, "
+                         f"and the assigned value shape {value.shape} are incompatible.")
+
+
+def _is_eager_tensor(x):
+    return isinstance(x, EagerTensor)
 
 
 @tf_export("keras.backend.set_value")
@@ -291,7 +349,8 @@ def variable(value, dtype=None, name=None, constraint=None):
 def placeholder(shape=None, ndim=None, dtype=None, sparse=False, name=None, ragged=False):
     if shape is None and ndim is not None:
         shape = (None,) * ndim
-    return tf.placeholder(dtype or floatx(), shape=shape, name=name)
+    with get_graph().as_default():
+        return tf.placeholder(dtype or floatx(), shape=shape, name=name)
 
 
 @tf_export("keras.backend.int_shape")

@@ -12,7 +12,9 @@ from flowstone.keras import backend as K
 from flowstone.keras.utils.progbar import Progbar
 from flowstone.platform import tf_logging as logging
 from flowstone.summary import summary_ops
+from flowstone.summary import summary_v2
 from flowstone.summary.writer import FileWriter
+from flowstone.ops.eager_mode import executing_eagerly
 from flowstone.util.tf_export import tf_export
 
 
@@ -496,15 +498,25 @@ class TensorBoard(Callback):
         self._samples_at_last_write = 0
 
     def on_train_begin(self, logs=None):
+        if executing_eagerly():
+            # Eager mode has no session graph: TF 2's writer takes the same scalars and
+            # histograms, in the same event-file layout.
+            self.writer = summary_v2.create_file_writer(self.log_dir)
+            return
         graph = K.get_session().graph if self.write_graph else None
         self.writer = FileWriter(self.log_dir, graph=graph)
 
     def _write_scalars(self, prefix, logs, step):
+        values = [(prefix + name, float(np.mean(value))) for name, value in (logs or {}).items()
+                  if name not in ("batch", "size", "num_steps")]
+        if executing_eagerly():
+            with self.writer.as_default():
+                for tag, value in values:
+                    summary_ops.scalar(tag, value, step=step)
+            return
         summary = Summary()
-        for name, value in (logs or {}).items():
-            if name in ("batch", "size", "num_steps"):
-                continue
-            summary.value.add(tag=prefix + name, simple_value=float(np.mean(value)))
+        for tag, value in values:
+            summary.value.add(tag=tag, simple_value=value)
         self.writer.add_summary(summary, step)
 
     def on_train_batch_end(self, batch, logs=None):
@@ -517,6 +529,11 @@ class TensorBoard(Callback):
         self._batches_seen += 1
 
     def _write_histograms(self, epoch):
+        if executing_eagerly():
+            with self.writer.as_default():
+                for w in self.model.weights:
+                    summary_ops.histogram(w.name.replace(":", "_"), w.value(), step=epoch)
+            return
         session = K.get_session()
         if self._histograms is None:
             with session.graph.as_default():

@@ -91,7 +91,11 @@ class Variable(metaclass=_VariableMetaclass):
         self._dtype = value.dtype
         self._shape = var_shape
         self._initial_value = value
-        self._name = name or "Variable"
+        # As in TensorFlow 2, an eager variable's name carries the name scope it was made in
+        # (`dense/kernel:0`), not made unique.
+        scope = _ops.eager_name_scope() or _ops.get_default_graph().get_name_scope()
+        scope = scope.rstrip("/")
+        self._name = f"{scope}/{name or 'Variable'}" if scope else (name or "Variable")
         _eager_variable_count += 1
         self._handle = _ops.apply_op(
             "VarHandleOp", [], {"dtype": self._dtype, "shape": var_shape,
@@ -238,7 +242,7 @@ class Variable(metaclass=_VariableMetaclass):
                              f"'{self._name}' of shape {self._shape}.")
         op = _ops.apply_op(op_type, [self._handle, value], {"dtype": self._dtype},
                            name=name or op_type)
-        if self._eager:  # eager: the update has happened
+        if _ops.executing_eagerly():  # the update has happened (in a trace it is an op)
             return self._read() if read_value else None
         if not read_value:
             return op

@@ -5,11 +5,14 @@ Calling a layer on Keras tensors builds it if needed, runs `call` under the laye
 and records a Node, so that models can be traced from their outputs back to their inputs.
 """
 
+import contextlib
 import inspect
+import threading
 
 import numpy as np
 
 import flowstone as tf
+from flowstone.framework.eager import EagerTensor
 from flowstone.keras import backend as K
 from flowstone.keras import constraints as constraints_module
 from flowstone.keras import initializers as initializers_module
@@ -21,6 +24,28 @@ from flowstone.util.tf_export import tf_export
 
 _LAYER_KWARGS = {"input_shape", "batch_input_shape", "batch_size", "weights",
                  "activity_regularizer", "input_dim", "autocast", "dynamic"}
+
+
+class _CallContext(threading.local):
+    """The `training` value of the outermost layer call that was given one: a model called with
+    `training=True` passes it to the layers it calls (Dropout, BatchNormalization), as tf-keras
+    does."""
+    training = None
+    depth = 0   # layer calls in progress on this thread
+
+
+_CALL_CONTEXT = _CallContext()
+_CALL_ACCEPTS = {}   # (layer class, argument) -> whether its `call` takes that argument
+
+
+@contextlib.contextmanager
+def _training_scope(training):
+    previous = _CALL_CONTEXT.training
+    _CALL_CONTEXT.training = training
+    try:
+        yield
+    finally:
+        _CALL_CONTEXT.training = previous
 
 
 def _as_tensor_shape(shape):
@@ -45,6 +70,7 @@ class Layer:
         self._trainable_weights = []
         self._non_trainable_weights = []
         self._losses = []
+        self._call_losses = []   # eager mode: the losses added by the last outermost call
         self._updates = []
         self._inbound_nodes = []
         self._outbound_nodes = []
@@ -126,6 +152,7 @@ class Layer:
     @property
     def losses(self):
         losses = [loss() if callable(loss) else loss for loss in self._losses]
+        losses += self.__dict__.get("_call_losses", [])
         for layer in self._flatten_layers():
             losses += layer.losses
         return losses
@@ -151,9 +178,12 @@ class Layer:
         variable = tf.Variable(lambda: initializer(shape, dtype=dtype), name=name, dtype=dtype,
                                trainable=trainable, constraint=constraint)
         K.track_variable(variable)
-        if regularizer is not None:
-            with tf.name_scope(f"{name}/Regularizer"):
-                self._losses.append(regularizer(variable.value()))
+        if regularizer is not None and getattr(variable, "_eager", False):
+            # An eager variable's penalty is computed where `losses` is read (eagerly, or in
+            # the trace of a train step), from the variable's value then.
+            self._losses.append(lambda: _regularization(regularizer, variable, name))
+        elif regularizer is not None:
+            self._losses.append(_regularization(regularizer, variable, name))
         (self._trainable_weights if trainable else self._non_trainable_weights).append(variable)
         return variable
 
@@ -186,9 +216,26 @@ class Layer:
     # --- losses and updates ----------------------------------------------------------------
     def add_loss(self, losses, inputs=None):
         for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
+            self._add_loss(loss)
+
+    def _add_loss(self, loss):
+        """A loss tensor computed by a call is that call's in eager mode, as in tf-keras: the
+        next outermost call starts the list again (see __call__); callables stay."""
+        if tf.executing_eagerly_outside_functions() and not callable(loss):
+            self.__dict__.setdefault("_call_losses", []).append(loss)
+        else:
             self._losses.append(loss)
 
+    def _clear_call_losses(self):
+        self._call_losses = []
+        for layer in self._flatten_layers():
+            layer._clear_call_losses()
+
     def add_update(self, updates, inputs=None):
+        if tf.executing_eagerly_outside_functions():
+            # Eager mode: an eager update has run already, and a traced step runs every
+            # stateful op of its trace; there is no op to keep for later.
+            return
         for update in updates if isinstance(updates, (list, tuple)) else [updates]:
             self._updates.append(update)
 
@@ -208,9 +255,13 @@ class Layer:
                                   f"({type(self).__name__}).")
 
     def _call_accepts(self, argument):
-        parameters = inspect.signature(self.call).parameters
-        return argument in parameters or any(
-            p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        key = (type(self), argument)
+        accepts = _CALL_ACCEPTS.get(key)
+        if accepts is None:
+            parameters = inspect.signature(self.call).parameters
+            accepts = _CALL_ACCEPTS[key] = argument in parameters or any(
+                p.kind == inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        return accepts
 
     def _maybe_build(self, inputs):
         if self.built:
@@ -233,8 +284,33 @@ class Layer:
                       tf.convert_to_tensor(x, dtype=self._dtype)) for x in flat]
         if any(c is not x for c, x in zip(converted, flat)):
             inputs = _pack_like(inputs, converted)
-        graph = converted[0].graph
-        with graph.as_default():
+        training = kwargs.get("training")
+        inherited = False
+        if training is None and self._call_accepts("training"):
+            # tf-keras's rule: the enclosing call's `training`, else (in eager mode) the
+            # learning phase, which is 0 (inference) unless set_learning_phase fixed it.
+            training = _CALL_CONTEXT.training
+            if training is None and tf.executing_eagerly_outside_functions():
+                training = K.learning_phase_value()
+            inherited = training is not None
+            if inherited:
+                kwargs["training"] = training
+        # Eager tensors run the layer's ops at once (the same `call` graph mode builds with);
+        # Keras tensors build into their own graph.
+        eager = isinstance(converted[0], EagerTensor)
+        if _CALL_CONTEXT.depth == 0 and tf.executing_eagerly_outside_functions():
+            self._clear_call_losses()
+        _CALL_CONTEXT.depth += 1
+        try:
+            return self._call_in_scope(inputs, converted, args, kwargs, training, inherited,
+                                       eager)
+        finally:
+            _CALL_CONTEXT.depth -= 1
+
+    def _call_in_scope(self, inputs, converted, args, kwargs, training, inherited, eager):
+        graph_scope = contextlib.nullcontext() if eager else converted[0].graph.as_default()
+        with graph_scope, _training_scope(training if training is not None
+                                          else _CALL_CONTEXT.training):
             assert_input_compatibility(self.input_spec, inputs, self.name)
             with tf.name_scope(self._name):
                 if not self.built:
@@ -254,7 +330,7 @@ class Layer:
                     with tf.name_scope("ActivityRegularizer"):
                         for out in flat_out:
                             batch = tf.cast(tf.shape(out)[0], out.dtype)
-                            self._losses.append(self.activity_regularizer(out) / batch)
+                            self._add_loss(self.activity_regularizer(out) / batch)
                 previous_mask = kwargs.get("mask")
                 if previous_mask is None:
                     previous_mask = masks if isinstance(inputs, (list, tuple)) else masks[0]
@@ -263,8 +339,9 @@ class Layer:
                     else [output_mask] * len(flat_out)
                 for out, m in zip(flat_out, out_masks):
                     node_module.set_mask(out, m)
-        if all(node_module.history(x) is not None for x in converted):
-            arguments = {k: v for k, v in kwargs.items() if k != "mask"}
+        if not eager and all(node_module.history(x) is not None for x in converted):
+            arguments = {k: v for k, v in kwargs.items()
+                         if k != "mask" and not (inherited and k == "training")}
             node_module.Node(self, inputs, outputs, arguments)
         return outputs
 
@@ -341,6 +418,11 @@ class Layer:
 
     def __repr__(self):
         return f"<{type(self).__module__}.{type(self).__name__} object named {self.name!r}>"
+
+
+def _regularization(regularizer, variable, name):
+    with tf.name_scope(f"{name}/Regularizer"):
+        return regularizer(variable.value())
 
 
 def _pack_like(structure, flat):

@@ -1,9 +1,14 @@
 """The data fit/evaluate/predict accept: numpy arrays (single, lists, dicts by input name),
-Python generators, and keras.utils.Sequence, turned into batches of numpy arrays."""
+Python generators, keras.utils.Sequence and tf.data datasets, turned into batches of numpy
+arrays."""
 
 import math
 
 import numpy as np
+
+import flowstone as tf
+from flowstone.keras import backend as K
+from flowstone.util import nest
 
 
 def as_list(data, names, what):
@@ -31,6 +36,43 @@ def num_samples(xs, ys=None, sample_weights=None):
         raise ValueError("Data cardinality is ambiguous:\n" + "\n".join(lines) +
                          "\nMake sure all arrays contain the same number of samples.")
     return sizes.pop() if sizes else 0
+
+
+def is_dataset(data):
+    return isinstance(data, tf.data.Dataset)
+
+
+class DatasetBatches:
+    """A dataset's elements one at a time as numpy structures, None at its end: eagerly through
+    the dataset's eager iterator; in graph mode through one initializable iterator in the
+    default graph, run by Keras's session (the input pipeline itself runs in C++ either way).
+    `restart` begins the dataset again (a new epoch without steps_per_epoch)."""
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+        self._eager = tf.executing_eagerly()
+        self._errors = tf.errors
+        if self._eager:
+            self._iterator = iter(dataset)
+        else:
+            iterator = dataset.make_initializable_iterator()
+            self._initializer, self._next = iterator.initializer, iterator.get_next()
+            self._session = K.get_session()
+            self._session.run(self._initializer)
+
+    def restart(self):
+        if self._eager:
+            self._iterator = iter(self._dataset)
+        else:
+            self._session.run(self._initializer)
+
+    def next(self):
+        try:
+            if self._eager:
+                return nest.map_structure(lambda t: t.numpy(), next(self._iterator))
+            return self._session.run(self._next)
+        except (StopIteration, self._errors.OutOfRangeError):
+            return None
 
 
 def is_generator_like(data):

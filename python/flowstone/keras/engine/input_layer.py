@@ -26,8 +26,8 @@ class InputLayer(Layer):
                 raise ValueError("Please provide to Input a `shape` or a `tensor` or a "
                                  "`type_spec` argument. Note that `shape` does not include the "
                                  "batch dimension.")
-            graph = tf.get_default_graph()
-            with graph.name_scope(None):
+            graph = K.get_graph()
+            with graph.as_default(), graph.name_scope(None):
                 input_tensor = tf.placeholder(self._dtype, shape=list(batch_input_shape),
                                               name=name)
         else:

@@ -8,8 +8,36 @@ Tensor has fixed slots, so histories live in a weak map beside the tensors.
 
 import weakref
 
-_HISTORY = weakref.WeakKeyDictionary()   # tensor -> KerasHistory
-_MASKS = weakref.WeakKeyDictionary()     # tensor -> its mask tensor (Embedding(mask_zero=True))
+
+
+class _TensorMap:
+    """A weak map by tensor identity: eager tensors, unlike graph ones, are unhashable (as in
+    TensorFlow), so entries are keyed by id and dropped when their tensor dies."""
+
+    def __init__(self):
+        self._entries = {}   # id(tensor) -> (weak reference to the tensor, value)
+
+    def get(self, tensor):
+        entry = self._entries.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else None
+
+    def set(self, tensor, value):
+        key = id(tensor)
+        entries = self._entries
+
+        def forget(dead, key=key):
+            entry = entries.get(key)
+            if entry is not None and entry[0] is dead:   # not a newer tensor at that address
+                del entries[key]
+        self._entries[key] = (weakref.ref(tensor, forget), value)
+
+    def pop(self, tensor):
+        if self.get(tensor) is not None:
+            del self._entries[id(tensor)]
+
+
+_HISTORY = _TensorMap()   # tensor -> KerasHistory
+_MASKS = _TensorMap()     # tensor -> its mask tensor (Embedding(mask_zero=True))
 
 
 class KerasHistory:
@@ -27,7 +55,7 @@ def history(tensor):
 
 
 def set_history(tensor, value):
-    _HISTORY[tensor] = value
+    _HISTORY.set(tensor, value)
 
 
 def mask(tensor):
@@ -36,9 +64,9 @@ def mask(tensor):
 
 def set_mask(tensor, value):
     if value is None:
-        _MASKS.pop(tensor, None)
+        _MASKS.pop(tensor)
     else:
-        _MASKS[tensor] = value
+        _MASKS.set(tensor, value)
 
 
 def _is_weakrefable(value):

@@ -3,7 +3,8 @@
 Training is a compiled plan per (model, kind, input signature): the first step of a signature
 builds one graph fragment (loss, gradients, optimizer updates, metric updates and their reads)
 and a session callable for it; every step after that is one call of that callable, with no
-per-op Python. Plans are cached until the next compile.
+per-op Python. In eager mode the same step ops are traced by tf.function instead (`_EagerPlan`),
+and each step is one call of the compiled trace. Plans are cached until the next compile.
 """
 
 import numpy as np
@@ -40,6 +41,7 @@ class Model(Layer):
         self.optimizer = None
         self.compiled_loss = None
         self._plans = {}
+        self.run_eagerly = False
         self._compiled = False
         self.stop_training = False
         self.history = None
@@ -190,6 +192,7 @@ class Model(Layer):
         self.compiled_metrics_spec = metrics
         self.compiled_weighted_metrics_spec = weighted_metrics
         self.loss_weights = loss_weights
+        self.run_eagerly = bool(run_eagerly)
         self._plans = {}
         self._metric_objects = None
         self._compiled = True
@@ -239,8 +242,9 @@ class Model(Layer):
         self._build_from_arrays(xs)
 
     def _build_from_arrays(self, xs):
-        """A subclassed or deferred model meets data: placeholders of the data's shapes."""
-        graph = tf.get_default_graph()
+        """A subclassed or deferred model meets data: placeholders of the data's shapes (in
+        eager mode, in Keras's own graph: see backend.get_graph)."""
+        graph = K.get_graph()
         with graph.as_default():
             placeholders = []
             for i, array in enumerate(xs):
@@ -303,7 +307,9 @@ class Model(Layer):
         signature = (kind, tuple((a.shape[1:], a.dtype.kind) for a in xs),
                      tuple((a.shape[1:], a.dtype.kind) for a in ys or []), with_sample_weights)
         plan = self._plans.get(signature)
-        if plan is None:
+        if plan is None and tf.executing_eagerly():
+            plan = self._plans[signature] = _EagerPlan(self, kind, xs, ys, with_sample_weights)
+        elif plan is None:
             graph = self.inputs[0].graph
             start = len(K.created_variables(graph))
             with graph.as_default():
@@ -320,57 +326,64 @@ class Model(Layer):
         learning_phase = K.symbolic_learning_phase()
         if kind == "predict":
             return _Plan(feeds, list(self.outputs), [], learning_phase, False)
+        self._check_compiled(ys)
+        with tf.name_scope(None):
+            targets, weights = [], []
+            for name, array, output in zip(self.output_names, ys, self.outputs):
+                dtype = _target_dtype(array, output)
+                targets.append(tf.placeholder(dtype, [None] + list(array.shape[1:]),
+                                              name=f"{name}_target"))
+                weights.append(tf.placeholder(K.floatx(), [None], name=f"{name}_sample_weights")
+                               if with_sample_weights else None)
+        total, updates, metrics = self._losses_and_metrics(self.outputs, targets, weights)
+        if kind == "train":
+            trainable = self._trainable_for_step()
+            with tf.name_scope("training"):
+                updates.append(self.optimizer.get_updates(total, trainable))
+            updates += self.updates
+        results, names = _results_after(updates, metrics)
+        feeds += targets + [w for w in weights if w is not None]
+        return _Plan(feeds, results, names, learning_phase, kind == "train", metrics)
+
+    def _check_compiled(self, ys):
         if not self._compiled:
             raise RuntimeError("You must compile your model before training/testing. Use "
                                "`model.compile(optimizer, loss)`.")
         if len(ys) != len(self.outputs):
             raise ValueError(f"Expected {len(self.outputs)} targets, got {len(ys)}: the model "
                              f"has outputs {self.output_names}.")
-        with tf.name_scope(None):
-            targets, weights = [], []
-            for name, array, output in zip(self.output_names, ys, self.outputs):
-                dtype = output.dtype if array.dtype.kind in "fc" else tf.as_dtype(array.dtype)
-                targets.append(tf.placeholder(dtype, [None] + list(array.shape[1:]),
-                                              name=f"{name}_target"))
-                weights.append(tf.placeholder(K.floatx(), [None], name=f"{name}_sample_weights")
-                               if with_sample_weights else None)
+
+    def _trainable_for_step(self):
+        trainable = self.trainable_weights
+        if not trainable:
+            raise ValueError("No trainable weights to train: every layer of the model is "
+                             "frozen (trainable=False).")
+        return trainable
+
+    def _losses_and_metrics(self, outputs, targets, weights):
+        """The total loss of one batch, the metric updates, and the metrics in Keras's order
+        (loss first): one step's ops, for a graph-mode plan or a traced eager step alike."""
         loss_fns = [_as_loss_object(spec) for spec in self._per_output(self.loss, "loss")]
         if any(fn is None for fn in loss_fns):
             raise ValueError("No loss found. You may have forgotten to provide a `loss` "
                              "argument in the `compile()` method.")
         loss_weights = self._per_output(self.loss_weights, "loss_weights") \
-            if self.loss_weights is not None else [1.0] * len(self.outputs)
+            if self.loss_weights is not None else [1.0] * len(outputs)
         loss_metrics, metric_objects = self._metric_objects_for(targets, loss_fns)
         with tf.name_scope("loss"):
-            per_output = [fn(t, o, w) for fn, t, o, w in zip(loss_fns, targets, self.outputs,
+            per_output = [fn(t, o, w) for fn, t, o, w in zip(loss_fns, targets, outputs,
                                                              weights)]
             total = tf.add_n([tf.cast(lw, o.dtype) * loss if lw != 1.0 else loss
-                              for lw, loss, o in zip(loss_weights, per_output, self.outputs)])
-            regularization = self.losses
+                              for lw, loss, o in zip(loss_weights, per_output, outputs)])
+            regularization = _losses_in_this_graph(self.losses)
             if regularization:
                 total = total + tf.add_n([tf.cast(r, total.dtype) for r in regularization])
-        batch = tf.cast(tf.shape(self.outputs[0])[0], K.floatx())
+        batch = tf.cast(tf.shape(outputs[0])[0], K.floatx())
         updates = [loss_metrics[0].update_state(total, batch)]
         updates += [m.update_state(v, batch) for m, v in zip(loss_metrics[1:], per_output)]
-        for target, output, weight, objects in zip(targets, self.outputs, weights,
-                                                   metric_objects):
+        for target, output, weight, objects in zip(targets, outputs, weights, metric_objects):
             updates += [m.update_state(target, output, sample_weight=weight) for m in objects]
-        if kind == "train":
-            trainable = self.trainable_weights
-            if not trainable:
-                raise ValueError("No trainable weights to train: every layer of the model is "
-                                 "frozen (trainable=False).")
-            with tf.name_scope("training"):
-                updates.append(self.optimizer.get_updates(total, trainable))
-            updates += self.updates
-        with tf.control_dependencies(updates):
-            results = [m.result() for m in loss_metrics] + \
-                [m.result() for objects in metric_objects for m in objects]
-        names = [m.name for m in loss_metrics] + [m.name for objects in metric_objects
-                                                  for m in objects]
-        feeds += targets + [w for w in weights if w is not None]
-        metrics = loss_metrics + [m for objects in metric_objects for m in objects]
-        return _Plan(feeds, results, names, learning_phase, kind == "train", metrics)
+        return total, updates, loss_metrics + [m for group in metric_objects for m in group]
 
     @property
     def metrics(self):
@@ -461,6 +474,8 @@ class Model(Layer):
                 callback_list.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
+            if source.exhausted:
+                self.stop_training = True
             logs = dict(logs)
             if val_source is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_source(val_source, None)
@@ -581,6 +596,95 @@ class _Plan:
         return {name: float(v) for name, v in zip(self.names, values)}
 
 
+class _EagerPlan:
+    """One step in eager mode: the same step ops as a graph-mode plan (`_losses_and_metrics`),
+    traced once by tf.function for inputs of any batch size, so that each batch is one call of
+    the compiled trace. With `compile(run_eagerly=True)` the step runs op by op instead."""
+
+    def __init__(self, model, kind, xs, ys, with_sample_weights):
+        self.model, self.kind = model, kind
+        ys = ys or []
+        if kind != "predict":
+            model._check_compiled(ys)
+        outputs = model.outputs or [None] * len(ys)
+        inputs = model.inputs if len(model.inputs) == len(xs) else [None] * len(xs)
+        self.dtypes = ([_input_dtype(a, i) for a, i in zip(xs, inputs)] +
+                       [_target_dtype(a, o) for a, o in zip(ys, outputs)] +
+                       [tf.as_dtype(K.floatx())] * (len(ys) if with_sample_weights else 0))
+        shapes = [[None] + list(a.shape[1:]) for a in xs + ys] + \
+            [[None]] * (len(ys) if with_sample_weights else 0)
+        self.counts = (len(xs), len(ys))
+        self.names = None
+        if model.run_eagerly:
+            self.function = self._step
+        else:
+            specs = [tf.TensorSpec(shape, dtype) for shape, dtype in zip(shapes, self.dtypes)]
+            self.function = tf.function(self._step, input_signature=specs)
+
+    def _step(self, *tensors):
+        model, (num_x, num_y) = self.model, self.counts
+        inputs = list(tensors[:num_x])
+        x = inputs if model._nested_inputs or num_x > 1 else inputs[0]
+        if self.kind == "predict":
+            return node_module.flatten(model(x, training=False))
+        targets = list(tensors[num_x:num_x + num_y])
+        weights = list(tensors[num_x + num_y:]) or [None] * num_y
+        training = self.kind == "train"
+        with tf.GradientTape() as tape:
+            outputs = node_module.flatten(model(x, training=training))
+            total, updates, metrics = model._losses_and_metrics(outputs, targets, weights)
+        if training:
+            trainable = model._trainable_for_step()
+            grads = model.optimizer._clip(tape.gradient(total, trainable))
+            if all(g is None for g in grads):
+                raise ValueError("No gradients provided for any variable: "
+                                 f"{[v.name for v in trainable]}.")
+            updates.append(model.optimizer.apply_gradients(zip(grads, trainable)))
+        results, self.names = _results_after(updates, metrics)
+        return results
+
+    def run(self, arrays):
+        values = self.function(*[tf.convert_to_tensor(np.asarray(a, dtype.as_numpy_dtype))
+                                 for a, dtype in zip(arrays, self.dtypes)])
+        if self.kind == "predict":
+            return [v.numpy() for v in values]
+        return {name: float(v.numpy()) for name, v in zip(self.names, values)}
+
+
+def _results_after(updates, metrics):
+    """Each metric's result, read after the step's updates; and the metrics' names."""
+    with tf.control_dependencies([u for u in updates if u is not None]):
+        results = [m.result() for m in metrics]
+    return results, [m.name for m in metrics]
+
+
+def _losses_in_this_graph(losses):
+    """The losses a step can add: those computed in the graph being built (a Keras tensor of
+    another graph, an activity penalty of the symbolic model, say, is not this step's)."""
+    from flowstone.framework.eager import EagerTensor
+    graph = None if tf.executing_eagerly() else tf.get_default_graph()
+    kept = []
+    for loss in losses:
+        if isinstance(loss, EagerTensor):
+            if graph is None:
+                kept.append(loss)
+        elif not isinstance(loss, tf.Tensor) or loss.graph is graph:
+            kept.append(loss)
+    return kept
+
+
+def _input_dtype(array, model_input):
+    if model_input is not None:
+        return model_input.dtype
+    return tf.as_dtype(K.floatx() if array.dtype.kind == "f" else array.dtype)
+
+
+def _target_dtype(array, output):
+    if array.dtype.kind in "fc":
+        return output.dtype if output is not None else tf.as_dtype(K.floatx())
+    return tf.as_dtype(array.dtype)
+
+
 def _sparse_targets(y_true, y_pred):
     true_rank, pred_rank = y_true.shape.ndims, y_pred.shape.ndims
     true_last = y_true.shape.as_list()[-1] if true_rank else None
@@ -616,11 +720,15 @@ class _BatchSource:
     def __init__(self):
         self.validation = None
         self.steps = None
+        self.exhausted = False
 
     @classmethod
     def from_fit(cls, model, x, y, sample_weight, class_weight, batch_size, shuffle,
                  validation_split, steps):
         source = cls()
+        if data_adapter.is_dataset(x):
+            source._dataset(model, x, steps, class_weight)
+            return source
         if data_adapter.is_generator_like(x) and not isinstance(x, np.ndarray):
             source._generator(model, x, steps, class_weight)
             return source
@@ -649,10 +757,8 @@ class _BatchSource:
 
     @classmethod
     def from_validation(cls, model, data, batch_size, steps):
-        if data_adapter.is_generator_like(data) and not isinstance(data, (tuple, list)):
-            source = cls()
-            source._generator(model, data, steps, None)
-            return source
+        if data_adapter.is_dataset(data) or data_adapter.is_generator_like(data) and not isinstance(data, (tuple, list)):
+            return cls.from_fit(model, data, None, None, None, batch_size, False, 0.0, steps)
         x, y, sw = data_adapter.unpack(tuple(data))
         return cls.from_fit(model, x, y, sw, None, batch_size, False, 0.0, None)
 
@@ -683,4 +789,36 @@ class _BatchSource:
                 yield model._prepare_arrays(x, y, sw, class_weight)
             if is_sequence and hasattr(data, "on_epoch_end"):
                 data.on_epoch_end()
+        self.epoch = epoch
+
+    def _dataset(self, model, dataset, steps, class_weight):
+        """Batches of a tf.data dataset, as numpy arrays. Without `steps` an epoch is the whole
+        dataset, from a fresh iterator; with `steps` one iterator runs on across epochs (an
+        infinite dataset needs `steps`), and running out of data stops training, with
+        Keras's warning."""
+        self.steps = steps
+        self.exhausted = False
+        batches = None
+
+        def epoch():
+            nonlocal batches
+            if batches is None:
+                batches = data_adapter.DatasetBatches(dataset)
+            elif steps is None:
+                batches.restart()
+            step = 0
+            while steps is None or step < steps:
+                batch = batches.next()
+                if batch is None:
+                    if steps is not None:
+                        self.exhausted = True
+                        print("WARNING: Your input ran out of data; interrupting training. "
+                              "Make sure that your dataset or generator can generate at least "
+                              "`steps_per_epoch * epochs` batches (in this case, "
+                              f"{steps} batches). You may need to use the repeat() function "
+                              "when building your dataset.")
+                    return
+                x, y, sw = data_adapter.unpack(batch)
+                yield model._prepare_arrays(x, y, sw, class_weight)
+                step += 1
         self.epoch = epoch
