@@ -107,7 +107,8 @@ tsan-build: $(BUILD)/.system-deps $(VENV)/.deps
 	cmake --build build/tsan -j$(JOBS)
 
 tsan: tsan-build
-	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan --output-on-failure
+	TSAN_OPTIONS=halt_on_error=1:suppressions=$(CURDIR)/tests/tsan_suppressions.txt \
+	  ctest --test-dir build/tsan --output-on-failure
 
 # AddressSanitizer + UBSan: one tree (build/asan) for the C++ tests and for the extension that
 # `make fuzz` loads (see asan-python).

@@ -18,6 +18,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TESTS = os.path.dirname(HERE)
+# Reports from inside libraries built without TSan (oneDNN), see the file.
+TSAN_SUPPRESSIONS = os.path.join(TESTS, "tsan_suppressions.txt")
 # The C++ tests that run threads against one session, thread pool or allocator.
 CPP_CONCURRENCY_FILTER = ("SessionTest.ManyThreadsRunOneSession:SessionTest.ParallelReaders*:"
                           "ThreadPoolTest.*:BfcAllocatorTest.ConcurrentUse*")
@@ -103,7 +105,8 @@ def main():
         finally:
             stop_load(load)
         if args.tsan_tests:
-            tsan_env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1")
+            tsan_env = dict(os.environ, TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:"
+                            f"suppressions={TSAN_SUPPRESSIONS}")
             row = gtest_repeat("C++ concurrency tests under ThreadSanitizer", args.tsan_tests,
                                args.tsan_repeat, tsan_env)
             rows.append(row)
