@@ -94,10 +94,10 @@ class MapDataset final : public DatasetBase {
   };
 
   // Dataset.map with num_parallel_calls: parallel_calls worker threads, started with the first
-  // request and kept for the iterator's life, run the calls of up to parallel_calls elements
-  // ahead of the consumer. The consumer's thread reads the input (in order) and hands the results
-  // out in input order, so the output is deterministic whatever the parallelism; the calls it
-  // starts keep running while the consumer works on what it was given.
+  // request and kept for the iterator's life, run the calls of up to kCallsAheadPerWorker x
+  // parallel_calls elements ahead of the consumer. The consumer's thread reads the input (in order)
+  // and hands the results out in input order, so the output is deterministic whatever the
+  // parallelism; the calls it starts keep running while the consumer works on what it was given.
   class ParallelIterator final : public IteratorBase {
    public:
     explicit ParallelIterator(std::shared_ptr<const MapDataset> dataset)
@@ -152,13 +152,22 @@ class MapDataset final : public DatasetBase {
       bool input_failed = false;  // status is the input's error, passed on as it is
     };
 
-    // Reads input elements until parallel_calls calls are queued or running. An input error takes
-    // its place among them, done at once, so that it comes out in input order.
+    // Calls queued, running or done but not yet taken, per worker. With one per worker, a
+    // worker that finished a call idled until the consumer took the oldest one (calls vary:
+    // JPEG sizes), and 2 workers kept 1.6 of 2 cores busy in the image pipeline benchmark;
+    // with 4, 1.8 (bench/RESULTS.md). Bounds the elements held ahead to 4 x num_parallel_calls.
+    static constexpr int64_t kCallsAheadPerWorker = 4;
+
+    // Reads input elements until kCallsAheadPerWorker x parallel_calls calls are queued,
+    // running or waiting to be taken. An input error takes its place among them, done at once,
+    // so that it comes out in input order.
     void StartCalls(KernelContext& ctx) {
       while (!input_ended_) {
         {
           std::lock_guard<std::mutex> lock(mu_);
-          if (static_cast<int64_t>(calls_.size()) >= dataset_->parallel_calls_) break;
+          if (static_cast<int64_t>(calls_.size()) >=
+              kCallsAheadPerWorker * dataset_->parallel_calls_)
+            break;
         }
         auto call = std::make_unique<Call>();
         bool end = false;
