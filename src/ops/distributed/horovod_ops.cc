@@ -352,11 +352,6 @@ FS_REGISTER_OP(OpBuilder("HorovodAllreduce")
                    .Doc("Reduces the tensor across ranks: reduce_op 0 = Average, 1 = Sum "
                         "(2 = Adasum, unimplemented)."));
 
-Status ScalarHandle(InferenceContext& ctx) {
-  ctx.set_output(0, PartialShape(std::vector<int64_t>{}));
-  return Status::OK();
-}
-
 Status LikeSecondInput(InferenceContext& ctx) {
   ctx.set_output(0, ctx.input(1));
   return Status::OK();
@@ -369,7 +364,7 @@ FS_REGISTER_OP(OpBuilder("HorovodAllreduceStart")
                    .Attr("reduce_op", 1)
                    .Attr("prescale_factor", 1.0f)
                    .Attr("postscale_factor", 1.0f)
-                   .Shape(ScalarHandle)
+                   .Shape(shape_fns::Scalar)
                    .Stateful()
                    .Kernel("CPU", HorovodAllreduceStartKernel)
                    .NotDifferentiable()
@@ -459,17 +454,12 @@ constexpr TopologyRow kTopologyOps[] = {
     {"HorovodLocalSize", &CollectiveTopology::local_size},
 };
 
-Status ScalarShape(InferenceContext& ctx) {
-  ctx.set_output(0, PartialShape(std::vector<int64_t>{}));
-  return Status::OK();
-}
-
 const bool kTopologyOpsRegistered = [] {
   for (const TopologyRow& row : kTopologyOps) {
     auto field = row.field;
     OpRegistrar registrar(OpBuilder(row.op)
                               .Output("value", "int32")
-                              .Shape(ScalarShape)
+                              .Shape(shape_fns::Scalar)
                               .Stateful()  // known only after hvd.init(), so never constant-folded
                               .Kernel("CPU",
                                       [field](KernelContext& ctx) {

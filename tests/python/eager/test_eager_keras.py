@@ -16,7 +16,8 @@ import flowstone as tf
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "keras"))
 import tf_keras_peer  # noqa: E402
-from test_keras_vs_tf_keras import CASES, TRAIN, flowstone_run, make_data  # noqa: E402
+from test_keras_vs_tf_keras import (  # noqa: E402
+    CASES, check_training_matches_tf_keras)
 
 keras = tf.keras
 requires_tf_keras = pytest.mark.skipif(not tf_keras_peer.available(),
@@ -335,27 +336,7 @@ def test_fit_progress_bar_and_callbacks(capsys):
 @requires_tf_keras
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_eager_fit_matches_tf_keras(case, tmp_path):
-    model_code, compile_code, data_kind = CASES[case]
-    x, y = make_data(data_kind)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "y.npy", y)
-    template = eval(model_code, {"keras": keras})  # noqa: S307 - the test's own table
-    rng = np.random.RandomState(1)
-    for i, weight in enumerate(template.weights):
-        value = rng.uniform(-0.5, 0.5, weight.shape.as_list()).astype(np.float32)
-        if "moving_variance" in weight.name:
-            value = np.abs(value) + 0.5
-        np.save(tmp_path / f"w{i}.npy", value)
-    keras.backend.clear_session()
-    ours = flowstone_run(model_code, compile_code, tmp_path)
-    theirs = json.loads(tf_keras_peer.run(
-        "import json\n" + TRAIN.format(model=model_code, compile=compile_code),
-        cwd=tmp_path).strip().splitlines()[-1])
-    assert ours["params"] == theirs["params"]
-    assert set(ours["history"]) == set(theirs["history"])
-    for key in theirs["history"]:
-        np.testing.assert_allclose(ours["history"][key], theirs["history"][key], rtol=2e-3,
-                                   atol=2e-4, err_msg=f"{case}: {key}")
+    check_training_matches_tf_keras(case, tmp_path)
 
 
 SUBCLASSED_ON_DATASET = """

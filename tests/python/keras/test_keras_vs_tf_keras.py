@@ -93,6 +93,12 @@ def flowstone_run(model_code, compile_code, folder):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_training_matches_tf_keras(case, tmp_path):
+    check_training_matches_tf_keras(case, tmp_path)
+
+
+def check_training_matches_tf_keras(case, tmp_path):
+    """Trains CASES[case] in this process (graph or eager mode, whichever is on) and in tf-keras
+    from the same initial weights and data, and compares the histories."""
     model_code, compile_code, data_kind = CASES[case]
     x, y = make_data(data_kind)
     np.save(tmp_path / "x.npy", x)
