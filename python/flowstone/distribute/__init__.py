@@ -92,7 +92,7 @@ class ReplicaContext:
 
     def merge_call(self, merge_fn, args=(), kwargs=None):
         """Runs `merge_fn(strategy, *args, **kwargs)` in the cross-replica context."""
-        with _cross_replica(self._strategy):
+        with _cross_replica():
             return merge_fn(self._strategy, *args, **(kwargs or {}))
 
 
@@ -133,7 +133,7 @@ _STATE = _State()
 
 
 @contextlib.contextmanager
-def _cross_replica(strategy):
+def _cross_replica():
     _STATE.replica.append(None)
     try:
         yield
@@ -223,7 +223,6 @@ class Strategy:
     experimental_distribute_datasets_from_function = distribute_datasets_from_function
 
     def experimental_distribute_values_from_function(self, value_fn):
-        from flowstone.distribute import experimental
         return value_fn(experimental.ValueContext())
 
     def __repr__(self):

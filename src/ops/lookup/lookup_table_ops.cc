@@ -564,16 +564,22 @@ Status InsertKernel(KernelContext& ctx) {
   return table->Insert(ctx.input(1), ctx.input(2));
 }
 
-FS_REGISTER_OP(OpBuilder("LookupTableInsertV2")
-                   .Input("table_handle", "resource")
-                   .Input("keys", "Tin")
-                   .Input("values", "Tout")
-                   .TypeAttr("Tin")
-                   .TypeAttr("Tout")
-                   .Stateful()
-                   .Shape(shape_fns::NoOutputs)
-                   .Kernel("CPU", InsertKernel)
-                   .NotDifferentiable()
+// LookupTableInsertV2 and LookupTableImportV2: keys and values written into a table.
+OpBuilder KeysAndValuesOp(const char* name, KernelFn kernel) {
+  OpBuilder b(name);
+  b.Input("table_handle", "resource")
+      .Input("keys", "Tin")
+      .Input("values", "Tout")
+      .TypeAttr("Tin")
+      .TypeAttr("Tout")
+      .Stateful()
+      .Shape(shape_fns::NoOutputs)
+      .Kernel("CPU", std::move(kernel))
+      .NotDifferentiable();
+  return b;
+}
+
+FS_REGISTER_OP(KeysAndValuesOp("LookupTableInsertV2", InsertKernel)
                    .Doc("Sets the values of `keys` in a mutable table."));
 
 Status RemoveKernel(KernelContext& ctx) {
@@ -653,16 +659,7 @@ Status ImportKernel(KernelContext& ctx) {
   return table->Import(ctx.input(1), ctx.input(2));
 }
 
-FS_REGISTER_OP(OpBuilder("LookupTableImportV2")
-                   .Input("table_handle", "resource")
-                   .Input("keys", "Tin")
-                   .Input("values", "Tout")
-                   .TypeAttr("Tin")
-                   .TypeAttr("Tout")
-                   .Stateful()
-                   .Shape(shape_fns::NoOutputs)
-                   .Kernel("CPU", ImportKernel)
-                   .NotDifferentiable()
+FS_REGISTER_OP(KeysAndValuesOp("LookupTableImportV2", ImportKernel)
                    .Doc("Replaces a table's contents with `keys` and `values` (a restore)."));
 
 Status InitializeKernel(KernelContext& ctx) {

@@ -246,60 +246,54 @@ FS_REGISTER_OP(OpBuilder("FakeQuantWithMinMaxArgsGradient")
                    .Doc("The gradient of FakeQuantWithMinMaxArgs: gradients inside the range, 0 "
                         "outside."));
 
-FS_REGISTER_OP(OpBuilder("FakeQuantWithMinMaxVars")
-                   .Input("inputs", "float")
-                   .Input("min", "float")
-                   .Input("max", "float")
-                   .Output("outputs", "float")
-                   .Attr("num_bits", 8)
-                   .Attr("narrow_range", false)
-                   .Shape(SameAsInput)
+// The Vars ops and their gradients: the same schema whether min and max are scalars or one per
+// channel of the last dimension.
+OpBuilder VarsOp(const char* name) {
+  OpBuilder b(name);
+  b.Input("inputs", "float")
+      .Input("min", "float")
+      .Input("max", "float")
+      .Output("outputs", "float")
+      .Attr("num_bits", 8)
+      .Attr("narrow_range", false)
+      .Shape(SameAsInput);
+  return b;
+}
+
+OpBuilder VarsGradientOp(const char* name) {
+  OpBuilder b(name);
+  b.Input("gradients", "float")
+      .Input("inputs", "float")
+      .Input("min", "float")
+      .Input("max", "float")
+      .Output("backprops_wrt_input", "float")
+      .Output("backprop_wrt_min", "float")
+      .Output("backprop_wrt_max", "float")
+      .Attr("num_bits", 8)
+      .Attr("narrow_range", false)
+      .Shape(VarsGradientShape)
+      .NotDifferentiable();
+  return b;
+}
+
+FS_REGISTER_OP(VarsOp("FakeQuantWithMinMaxVars")
                    .Kernel("CPU", FakeQuantKernel<Range::kVars>)
                    .Gradient(FakeQuantVarsGrad<false>)
                    .Doc("Quantizes inputs to num_bits levels over [min, max] (scalar tensors) "
                         "and back."));
 
-FS_REGISTER_OP(OpBuilder("FakeQuantWithMinMaxVarsGradient")
-                   .Input("gradients", "float")
-                   .Input("inputs", "float")
-                   .Input("min", "float")
-                   .Input("max", "float")
-                   .Output("backprops_wrt_input", "float")
-                   .Output("backprop_wrt_min", "float")
-                   .Output("backprop_wrt_max", "float")
-                   .Attr("num_bits", 8)
-                   .Attr("narrow_range", false)
-                   .Shape(VarsGradientShape)
+FS_REGISTER_OP(VarsGradientOp("FakeQuantWithMinMaxVarsGradient")
                    .Kernel("CPU", FakeQuantGradientKernel<Range::kVars>)
-                   .NotDifferentiable()
                    .Doc("The gradients of FakeQuantWithMinMaxVars for inputs, min and max."));
 
-FS_REGISTER_OP(OpBuilder("FakeQuantWithMinMaxVarsPerChannel")
-                   .Input("inputs", "float")
-                   .Input("min", "float")
-                   .Input("max", "float")
-                   .Output("outputs", "float")
-                   .Attr("num_bits", 8)
-                   .Attr("narrow_range", false)
-                   .Shape(SameAsInput)
+FS_REGISTER_OP(VarsOp("FakeQuantWithMinMaxVarsPerChannel")
                    .Kernel("CPU", FakeQuantKernel<Range::kPerChannel>)
                    .Gradient(FakeQuantVarsGrad<true>)
                    .Doc("Quantizes inputs to num_bits levels over one [min, max] per channel of "
                         "the last dimension, and back."));
 
-FS_REGISTER_OP(OpBuilder("FakeQuantWithMinMaxVarsPerChannelGradient")
-                   .Input("gradients", "float")
-                   .Input("inputs", "float")
-                   .Input("min", "float")
-                   .Input("max", "float")
-                   .Output("backprops_wrt_input", "float")
-                   .Output("backprop_wrt_min", "float")
-                   .Output("backprop_wrt_max", "float")
-                   .Attr("num_bits", 8)
-                   .Attr("narrow_range", false)
-                   .Shape(VarsGradientShape)
+FS_REGISTER_OP(VarsGradientOp("FakeQuantWithMinMaxVarsPerChannelGradient")
                    .Kernel("CPU", FakeQuantGradientKernel<Range::kPerChannel>)
-                   .NotDifferentiable()
                    .Doc("The gradients of FakeQuantWithMinMaxVarsPerChannel for inputs, min and "
                         "max."));
 

@@ -2,10 +2,13 @@
 on one device, and strategies over several devices or workers fail with UnimplementedError
 naming flowstone.horovod."""
 
+import json
+
 import numpy as np
 import pytest
 
 import flowstone as tf
+from peers import requires_tensorflow, run_tensorflow
 
 
 def test_mirrored_strategy_custom_training_loop_equals_the_plain_loop():
@@ -107,3 +110,66 @@ def test_nested_scopes_of_two_strategies_raise_as_in_tensorflow():
         with pytest.raises(ValueError, match="Mixing different tf.distribute.Strategy"):
             with second.scope():
                 pass
+
+
+# Run by Flowstone here and by TensorFlow in its venv: a TF2 custom training loop under
+# MirroredStrategy on one device, and the strategy's contexts and reductions.
+STRATEGY_PROGRAM = """
+import json
+import numpy as np
+
+
+def run(tf):
+    rng = np.random.RandomState(0)
+    x = rng.randn(32, 3).astype(np.float32)
+    y = (x @ np.array([[1.0], [-2.0], [0.5]], np.float32)).astype(np.float32)
+    strategy = tf.distribute.MirroredStrategy(devices=["/cpu:0"])
+    out = {"replicas": strategy.num_replicas_in_sync,
+           "cross_outside": tf.distribute.in_cross_replica_context(),
+           "has_outside": tf.distribute.has_strategy()}
+    with strategy.scope():
+        w = tf.Variable(np.zeros([3, 1], np.float32))
+        out["cross_in_scope"] = tf.distribute.in_cross_replica_context()
+        out["replica_ctx_in_scope"] = tf.distribute.get_replica_context() is None
+    opt = tf.compat.v1.train.GradientDescentOptimizer(0.1)
+    dataset = strategy.experimental_distribute_dataset(
+        tf.data.Dataset.from_tensor_slices((x, y)).batch(8))
+
+    def step(features, labels):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum((tf.matmul(features, w) - labels) ** 2) / 8.0
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+        context = tf.distribute.get_replica_context()
+        return loss, context.num_replicas_in_sync
+
+    losses = []
+    for features, labels in dataset:
+        loss, replicas = strategy.run(step, args=(features, labels))
+        losses.append(float(strategy.reduce(tf.distribute.ReduceOp.SUM, loss,
+                                            axis=None).numpy()))
+    out["losses"] = losses
+    out["w"] = w.numpy().ravel().tolist()
+    value = tf.constant([[1.0, 2.0], [3.0, 4.0]])
+    out["sum_axis0"] = strategy.reduce("SUM", value, axis=0).numpy().tolist()
+    out["mean_axis1"] = strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=1).numpy().tolist()
+    out["local"] = len(strategy.experimental_local_results(value))
+    out["per_replica_batch"] = tf.distribute.InputContext().get_per_replica_batch_size(64)
+    return out
+"""
+
+
+@requires_tensorflow
+def test_one_replica_strategy_matches_tensorflow():
+    namespace = {}
+    exec(STRATEGY_PROGRAM, namespace)  # noqa: S102 - the test's own program
+    ours = namespace["run"](tf)
+    theirs = json.loads(run_tensorflow(
+        STRATEGY_PROGRAM + "\nimport tensorflow as tf\nprint(json.dumps(run(tf)))"
+    ).strip().splitlines()[-1])
+    assert set(ours) == set(theirs)
+    for key in theirs:
+        if key in ("losses", "w"):
+            np.testing.assert_allclose(ours[key], theirs[key], rtol=1e-5, atol=1e-6,
+                                       err_msg=key)
+        else:
+            assert ours[key] == theirs[key], key
