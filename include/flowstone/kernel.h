@@ -3,6 +3,7 @@
 // Sessions and eager execution call kernels through the same KernelContext.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -17,6 +18,7 @@
 #include "flowstone/status.h"
 #include "flowstone/step_stats.h"
 #include "flowstone/tensor.h"
+#include "flowstone/thread_pool.h"
 
 namespace flowstone {
 
@@ -99,9 +101,21 @@ class KernelContext {
   Tensor& output(int i) { return p_.outputs[i]; }
 
   // Runs fn(begin, end) over [0, n) on the device's intra-op threads when the work is big
-  // enough, inline otherwise.
-  void ParallelFor(int64_t n, int64_t cost_per_unit,
-                   const std::function<void(int64_t, int64_t)>& fn) const;
+  // enough, inline otherwise. Work too small for two shards runs here directly, with no
+  // std::function in between: small ops are dominated by such fixed costs.
+  template <typename Fn>
+  void ParallelFor(int64_t n, int64_t cost_per_unit, Fn&& fn) const {
+    if (n <= 0) return;
+    int64_t total_cost;
+    if (!__builtin_mul_overflow(n, std::max<int64_t>(cost_per_unit, 1), &total_cost) &&
+        total_cost < 2 * ThreadPool::kMinCostPerShard) {
+      fn(int64_t{0}, n);
+      return;
+    }
+    ParallelForOnPool(n, cost_per_unit, fn);
+  }
+  void ParallelForOnPool(int64_t n, int64_t cost_per_unit,
+                         const std::function<void(int64_t, int64_t)>& fn) const;
 
   // OK while the run goes on; once it is cancelled (Session::Close, a deadline, an interrupt), the
   // reason. Kernels that run long call it between units of work (tiles, chunks, loop iterations)

@@ -20,9 +20,50 @@ class Dims {
   Dims(std::initializer_list<int64_t> dims);
   explicit Dims(const std::vector<int64_t>& dims);
   Dims(const int64_t* dims, int rank);
-  Dims(const Dims& other);
-  Dims& operator=(const Dims& other);
-  ~Dims();
+  // Copies and moves of inline dims (every shape of rank kInline or less) are a fixed-size copy
+  // with no call: they are on every op's path, in sessions and eager calls alike.
+  Dims(const Dims& other) {
+    if (other.heap_ == nullptr) {
+      CopyInline(other);
+    } else {
+      CopySlow(other);
+    }
+  }
+  // A move takes the heap buffer of a long shape; an inline one is copied, so the moved-from dims
+  // keep their values.
+  Dims(Dims&& other) noexcept {
+    if (other.heap_ == nullptr) {
+      CopyInline(other);
+    } else {
+      TakeHeap(other);
+    }
+  }
+  Dims& operator=(const Dims& other) {
+    if (this == &other) return *this;
+    if (heap_ == nullptr && other.heap_ == nullptr) {
+      CopyInline(other);
+    } else {
+      CopySlow(other);
+    }
+    return *this;
+  }
+  Dims& operator=(Dims&& other) noexcept {
+    if (this == &other) return *this;
+    if (heap_ == nullptr && other.heap_ == nullptr) {
+      CopyInline(other);
+    } else {
+      delete[] heap_;
+      heap_ = nullptr;
+      capacity_ = kInline;
+      if (other.heap_ == nullptr) {
+        CopyInline(other);
+      } else {
+        TakeHeap(other);
+      }
+    }
+    return *this;
+  }
+  ~Dims() { delete[] heap_; }
 
   int size() const { return size_; }
   int64_t operator[](int i) const { return data()[i]; }
@@ -36,11 +77,33 @@ class Dims {
   void insert(int pos, int64_t d);
   void erase(int pos);
   std::vector<int64_t> ToVector() const { return std::vector<int64_t>(begin(), end()); }
-  bool operator==(const Dims& other) const;
+  bool operator==(const Dims& other) const {
+    if (size_ != other.size_) return false;
+    const int64_t* a = data();
+    const int64_t* b = other.data();
+    for (int i = 0; i < size_; ++i) {
+      if (a[i] != b[i]) return false;
+    }
+    return true;
+  }
   bool operator!=(const Dims& other) const { return !(*this == other); }
 
  private:
   void Reserve(int capacity);
+  // For dims that are both inline.
+  void CopyInline(const Dims& other) {
+    for (int i = 0; i < kInline; ++i) inline_[i] = other.inline_[i];
+    size_ = other.size_;
+  }
+  void CopySlow(const Dims& other);
+  void TakeHeap(Dims& other) {
+    heap_ = other.heap_;
+    capacity_ = other.capacity_;
+    size_ = other.size_;
+    other.heap_ = nullptr;
+    other.capacity_ = kInline;
+    other.size_ = 0;
+  }
   int size_ = 0;
   int capacity_ = kInline;
   int64_t* heap_ = nullptr;

@@ -25,6 +25,9 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
   void Schedule(std::function<void()> fn);
 
+  // Below this many cycles of work per shard, waking threads costs more than it saves.
+  static constexpr int64_t kMinCostPerShard = 50000;
+
   // Splits [0, n) into blocks and runs fn(begin, end) on them, the caller taking part; returns
   // when all are done. `cost_per_unit` (rough cycles per element) decides whether splitting pays.
   void ParallelFor(int64_t n, int64_t cost_per_unit,

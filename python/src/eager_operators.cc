@@ -120,12 +120,13 @@ PyObject* TryFast(Operator& op, PyObject* a, PyObject* b) {
   thread_local std::vector<TensorHandle> outputs;
   inputs[0] = x;
   inputs[1] = y;
+  static const std::string no_name;
   Status s;
   if (std::max(x->tensor().num_elements(), y->tensor().num_elements()) >= kReleaseGilElements) {
     nb::gil_scoped_release release;
-    s = ctx.Run(*prepared, inputs, "", &outputs);
+    s = ctx.Run(*prepared, inputs, no_name, &outputs);
   } else {
-    s = ctx.Run(*prepared, inputs, "", &outputs);
+    s = ctx.Run(*prepared, inputs, no_name, &outputs);
   }
   // A failed op is run again by the fallback, which raises its tf.errors exception with the
   // user's line; these ops have no side effects.

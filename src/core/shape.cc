@@ -18,18 +18,12 @@ Dims::Dims(const int64_t* dims, int rank) {
   size_ = rank;
 }
 
-Dims::Dims(const Dims& other) : Dims(other.data(), other.size_) {}
-
-Dims& Dims::operator=(const Dims& other) {
-  if (this == &other) return *this;
+void Dims::CopySlow(const Dims& other) {
   size_ = 0;
   Reserve(other.size_);
   std::copy(other.begin(), other.end(), data());
   size_ = other.size_;
-  return *this;
 }
-
-Dims::~Dims() { delete[] heap_; }
 
 void Dims::Reserve(int capacity) {
   if (capacity <= capacity_) return;
@@ -64,10 +58,6 @@ void Dims::erase(int pos) {
   int64_t* p = data();
   for (int i = pos; i + 1 < size_; ++i) p[i] = p[i + 1];
   --size_;
-}
-
-bool Dims::operator==(const Dims& other) const {
-  return size_ == other.size_ && std::equal(begin(), end(), other.begin());
 }
 
 namespace {

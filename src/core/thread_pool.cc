@@ -123,8 +123,6 @@ bool ThreadPool::InWorkerThread() const { return current_pool == this; }
 void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  // Below ~50k cycles of work, waking threads costs more than it saves.
-  constexpr int64_t kMinCostPerShard = 50000;
   int64_t total_cost = n * std::max<int64_t>(cost_per_unit, 1);
   int64_t max_shards = std::min<int64_t>(num_threads() + 1, total_cost / kMinCostPerShard);
   if (max_shards <= 1 || InWorkerThread() || inline_parallel_for) {

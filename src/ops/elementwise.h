@@ -226,9 +226,48 @@ inline Status InitBinaryBroadcast(const KernelContext& ctx, Broadcaster<2>* bcas
 // constructible functor; when it declares `template <typename T> static Status Check(const
 // Tensor& y)` that check runs first on the second operand (integer division by zero, negative
 // integer exponents), so bad input fails cleanly instead of trapping.
+// The operands' common cases, which need no Broadcaster: equal shapes, or one operand a single
+// element of no higher rank than the other. Sets the output shape and both strides (0 or 1).
+inline bool SimpleBinaryBroadcast(const Tensor& x, const Tensor& y, const TensorShape** out_shape,
+                                  int64_t* xs, int64_t* ys) {
+  if (x.shape() == y.shape()) {
+    *out_shape = &x.shape();
+    *xs = *ys = 1;
+  } else if (y.num_elements() == 1 && y.shape().rank() <= x.shape().rank()) {
+    *out_shape = &x.shape();
+    *xs = 1;
+    *ys = 0;
+  } else if (x.num_elements() == 1 && x.shape().rank() <= y.shape().rank()) {
+    *out_shape = &y.shape();
+    *xs = 0;
+    *ys = 1;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 template <typename Fn, typename T>
 Status ComputeBroadcastBinary(KernelContext& ctx, int64_t cost_per_element) {
   using Out = decltype(Fn{}(T{}, T{}));
+  const TensorShape* simple_shape;
+  int64_t sxs, sys;
+  if (SimpleBinaryBroadcast(ctx.input(0), ctx.input(1), &simple_shape, &sxs, &sys)) {
+    const TensorShape out_shape = *simple_shape;
+    const int64_t n = ctx.input(sxs == 1 ? 0 : 1).num_elements();
+    if constexpr (requires { Fn::template Check<T>(ctx.input(1)); }) {
+      if (n > 0) FS_RETURN_IF_ERROR(Fn::template Check<T>(ctx.input(1)));
+    }
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ForwardMatchingInputOrAllocate(ctx, out_shape, &out));
+    const T* x = ctx.input(0).data<T>();
+    const T* y = ctx.input(1).data<T>();
+    Out* z = out->data<Out>();
+    ctx.ParallelFor(n, cost_per_element, [&](int64_t begin, int64_t end) {
+      BinaryRun(x + begin * sxs, sxs, y + begin * sys, sys, z + begin, end - begin, Fn{});
+    });
+    return Status::OK();
+  }
   Broadcaster<2> bcast;
   FS_RETURN_IF_ERROR(InitBinaryBroadcast(ctx, &bcast));
   if constexpr (requires { Fn::template Check<T>(ctx.input(1)); }) {

@@ -96,8 +96,8 @@ Status KernelContext::AllocateTemp(DType dtype, const TensorShape& shape, Tensor
   return s;
 }
 
-void KernelContext::ParallelFor(int64_t n, int64_t cost_per_unit,
-                                const std::function<void(int64_t, int64_t)>& fn) const {
+void KernelContext::ParallelForOnPool(int64_t n, int64_t cost_per_unit,
+                                      const std::function<void(int64_t, int64_t)>& fn) const {
   ThreadPool* pool = p_.device->intra_op_pool();
   if (pool == nullptr) {
     fn(0, n);

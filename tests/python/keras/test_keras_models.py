@@ -104,6 +104,32 @@ def test_sequential_add_pop_and_deferred_build():
         model.add("dense")
 
 
+def test_sequential_add_calls_only_the_new_layer():
+    # tf-keras names these weights dense/... and dense_1/...; re-calling the first layer when
+    # the second was added had created its ops twice and named the second layer's dense_1_1.
+    model = keras.models.Sequential([
+        keras.layers.Dense(4, activation="relu", input_shape=(3,)),
+        keras.layers.Dense(2)])
+    assert [w.name for w in model.weights] == ["dense/kernel:0", "dense/bias:0",
+                                               "dense_1/kernel:0", "dense_1/bias:0"]
+    graph_ops = [op.name for op in tf.compat.v1.get_default_graph().get_operations()]
+    assert sum(op.endswith("/MatMul") for op in graph_ops) == 2
+    model.add(keras.layers.Dense(1))
+    assert model.output_shape == (None, 1)
+    x = np.random.RandomState(0).rand(5, 3).astype(np.float32)
+    k1, b1, k2, b2, k3, b3 = model.get_weights()
+    expected = (np.maximum(x @ k1 + b1, 0) @ k2 + b2) @ k3 + b3
+    np.testing.assert_allclose(model.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_add_of_a_layer_that_does_not_fit_leaves_the_model_as_it_was():
+    model = keras.models.Sequential([keras.layers.Dense(4, input_shape=(3,))])
+    with pytest.raises(ValueError):
+        model.add(keras.layers.Reshape((3, 3)))
+    assert [layer.name for layer in model.layers] == ["dense"]
+    assert model.output_shape == (None, 4)
+
+
 def test_pop_of_an_empty_model():
     with pytest.raises(TypeError, match="There are no layers in the model."):
         keras.Sequential().pop()

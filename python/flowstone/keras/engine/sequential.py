@@ -45,7 +45,23 @@ class Sequential(Model):
                 self._input_layer = node_module.history(Input(
                     batch_shape=layer._batch_input_shape, dtype=layer.dtype,
                     name=f"{layer.name}_input")).layer
-        self._rebuild()
+        if self._is_graph_network and self.outputs and len(self._stack) > 1:
+            self._append_to_graph(layer)
+        else:
+            self._rebuild()
+
+    def _append_to_graph(self, layer):
+        """Calls only the new layer on the current output, as tf-keras does: re-calling the
+        earlier layers would add their ops (and names: `dense_1_1`) to the graph again."""
+        self._plans = {}
+        try:
+            output = layer(self.outputs[0])
+        except Exception:
+            self._stack.pop()
+            self._tracked_layers[:] = list(self._stack)
+            raise
+        self._init_graph_network(self.inputs[0], output)
+        self._tracked_layers[:] = list(self._stack)
 
     def pop(self):
         if not self._stack:
