@@ -1,6 +1,7 @@
-"""float32 MatMul with a transposed B that spans several row tiles of C: Gemm transposes B once
-(blocks of 64 x 64) before the tiles run. Exact on integer values at edges that are not multiples
-of the block or tile sizes; close to float64 on the softmax projection's gradient shape."""
+"""float32 MatMul tiling cases of Gemm: a transposed B that spans several row tiles of C (Gemm
+transposes it once, in blocks of 64 x 64, before the tiles run), and a product of a few rows cut
+into column tiles (an RNN step). Exact on integer values at edges that are not multiples of the
+block or tile sizes; close to float64 on the softmax projection's gradient shape."""
 
 import numpy as np
 import pytest
@@ -31,3 +32,12 @@ def test_softmax_projection_gradient_shape_matches_float64():
     got = _run(tf.matmul(g, w, transpose_b=True))
     expected = g.astype(np.float64) @ w.astype(np.float64).T
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m,k,n", [(20, 1024, 256), (3, 4000, 300), (20, 2000, 255)])
+def test_few_rows_split_into_column_tiles_are_exact(m, k, n):
+    rng = np.random.default_rng(m * n)
+    a = rng.integers(-4, 5, size=(m, k)).astype(np.float32)
+    b = rng.integers(-4, 5, size=(k, n)).astype(np.float32)
+    np.testing.assert_array_equal(_run(tf.matmul(a, b)), a @ b)
+    np.testing.assert_array_equal(_run(tf.matmul(a, b.T.copy(), transpose_b=True)), a @ b)
