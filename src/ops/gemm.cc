@@ -265,24 +265,27 @@ constexpr int64_t kOneDnnMinProduct = 8 * 8 * 8;
 // has 32 tiles to share out.
 constexpr int64_t kTileRows = 128;
 constexpr int64_t kTileCols = 256;
-// Tile edges fall on multiples of 16 elements: whole AVX-512 vectors of floats.
+// Column tile edges fall on multiples of 16 elements: whole AVX-512 vectors of floats. Rows need
+// no vector alignment, and a finer one keeps the tiles' sizes even: 700 rows in 6 tiles of 128
+// left 60 for the last, so two threads splitting the tiles in halves got 384 and 316 rows.
 constexpr int64_t kTileAlign = 16;
+constexpr int64_t kRowAlign = 8;
 // One-tile products of at least this many multiply-adds (about 130k cycles, two shards' worth
 // for the thread pool) are split into column tiles no narrower than kSplitCols.
 constexpr int64_t kSplitProduct = int64_t{1} << 21;
 constexpr int64_t kSplitCols = 128;
 
-// Splits `extent` into ceil(extent / target) near-equal pieces, each a multiple of kTileAlign
+// Splits `extent` into ceil(extent / target) near-equal pieces, each a multiple of `align`
 // except the last.
-int64_t TileEdge(int64_t extent, int64_t target) {
+int64_t TileEdge(int64_t extent, int64_t target, int64_t align = kTileAlign) {
   int64_t pieces = (extent + target - 1) / target;
-  return RoundUp((extent + pieces - 1) / pieces, kTileAlign);
+  return RoundUp((extent + pieces - 1) / pieces, align);
 }
 
 Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                   int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                   int64_t ldc) {
-  const int64_t tile_m = TileEdge(m, kTileRows);
+  const int64_t tile_m = TileEdge(m, kTileRows, kRowAlign);
   const int64_t row_tiles = (m + tile_m - 1) / tile_m;
   int64_t tile_n = TileEdge(n, kTileCols);
   // A product of a few rows (an RNN step's batch) that fits one tile but is worth sharing is cut
