@@ -1,6 +1,6 @@
 """float32 MatMul tiling cases of Gemm: a transposed B that spans several row tiles of C (Gemm
-transposes it once, in blocks of 64 x 64, before the tiles run), and a product of a few rows cut
-into column tiles (an RNN step). Exact on integer values at edges that are not multiples of the
+transposes it once, in blocks of 64 x 64, before the tiles run), a product of a few rows cut
+into column tiles (an RNN step), and a few rows by a transposed B (computed as C^T = B op(A)^T). Exact on integer values at edges that are not multiples of the
 block or tile sizes; close to float64 on the softmax projection's gradient shape."""
 
 import numpy as np
@@ -41,3 +41,14 @@ def test_few_rows_split_into_column_tiles_are_exact(m, k, n):
     b = rng.integers(-4, 5, size=(k, n)).astype(np.float32)
     np.testing.assert_array_equal(_run(tf.matmul(a, b)), a @ b)
     np.testing.assert_array_equal(_run(tf.matmul(a, b.T.copy(), transpose_b=True)), a @ b)
+    np.testing.assert_array_equal(
+        _run(tf.matmul(a.T.copy(), b.T.copy(), transpose_a=True, transpose_b=True)), a @ b)
+
+
+def test_few_rows_by_transposed_b_match_float64():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((20, 1024)).astype(np.float32)
+    b = rng.standard_normal((512, 1024)).astype(np.float32)
+    got = _run(tf.matmul(a, b, transpose_b=True))
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-4,
+                               atol=1e-4)
