@@ -73,8 +73,9 @@ void XentRow(const double* logits, int64_t classes, const double* dense_labels, 
 // The float row: the same three passes, vectorized. exp is vecmath's float Exp (within 3 ulp);
 // the sums run in double in kLanes independent partial sums, folded in a fixed order, so the
 // result does not depend on the vector width the CPU runs (FS_MULTIVERSION picks AVX2 or the
-// baseline) and a 10,000-class row keeps float32 accuracy in the loss. The probabilities are
-// rounded to float once: exp(logit - max) times the float reciprocal of the sum.
+// baseline) and a 10,000-class row keeps float32 accuracy in the loss. The probabilities are the
+// float exp(logit - max) times the float reciprocal of the sum, within a few ulp of the exact
+// value.
 constexpr int64_t kLanes = 8;
 
 // Writes exp(logit - max) to exps and returns their sum. Two loops: GCC keeps the lanes of a sum
