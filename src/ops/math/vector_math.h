@@ -1,4 +1,4 @@
-// Element functions for float that loops vectorize: exp, expm1, log1p, sigmoid, tanh and erf,
+// Element functions for float that loops vectorize: exp, expm1, log, log1p, sigmoid, tanh and erf,
 // written without calls and without branches, so that a loop over them (in an FS_MULTIVERSION
 // function, see multiversion.h) compiles to AVX2 on CPUs that have it. <cmath>'s functions are
 // calls that GCC cannot vectorize, which made Sigmoid and Tanh cost 170-220 us per 8,192 floats.
@@ -10,10 +10,15 @@
 //
 // Accuracy against the exact result (tests/python/test_vector_math.py measures it over all
 // ranges, in units in the last place of the float result): Exp, Sigmoid, Tanh and Erf are within
-// 3 ulp, Expm1 and Log1p within 3 ulp; all keep IEEE edge cases: NaN in gives NaN, +-inf give
+// 3 ulp, as are Expm1, Log and Log1p; all keep IEEE edge cases: NaN in gives NaN, +-inf give
 // their limits, -0.0 keeps its sign where the function is odd, results below FLT_MIN are
 // denormals (not flushed), and overflow gives inf. docs/COMPAT.md says how this compares with
 // TensorFlow's Eigen.
+//
+// The bits depend on the clone that runs: GCC contracts the polynomials' multiply-adds into FMAs
+// in the AVX2 clone of an FS_MULTIVERSION loop, not in the baseline one (both within the bounds
+// above). Two paths that must agree bit for bit (a fused kernel and the ops it replaces) must
+// therefore call these from the same kind of function.
 //
 // The double overloads are <cmath>'s, so templates can call vecmath::Fn(x) for either type.
 #pragma once
@@ -31,8 +36,16 @@ inline float Select(bool c, float a, float b) {
                               (std::bit_cast<uint32_t>(b) & ~mask));
 }
 
+inline double Select(bool c, double a, double b) {
+  const uint64_t mask = uint64_t(0) - static_cast<uint64_t>(c);
+  return std::bit_cast<double>((std::bit_cast<uint64_t>(a) & mask) |
+                               (std::bit_cast<uint64_t>(b) & ~mask));
+}
+
 // |x| and x with the sign of s, as bit operations.
-inline float AbsBits(float x) { return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu); }
+inline float AbsBits(float x) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(x) & 0x7fffffffu);
+}
 inline float WithSignOf(float magnitude, float s) {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(magnitude) & 0x7fffffffu) |
                               (std::bit_cast<uint32_t>(s) & 0x80000000u));
@@ -66,11 +79,12 @@ inline float Exp(float x) {
   return p * Pow2(half) * Pow2(ni - half);
 }
 
-// e^x - 1. Near 0, where e^x - 1 cancels, its Taylor series to x^9 (for |x| < ln2 / 2 the next
-// term is below 2^-32 relative); elsewhere Exp(x) - 1, which loses at most a factor 2.5 in
-// relative error there. Zero returns itself (keeping -0.0).
+// e^x - 1. Near 0, where e^x - 1 cancels, its Taylor series to x^10 (for |x| < 1/2 the next term
+// is below 2^-34 relative); elsewhere Exp(x) - 1, which loses at most a factor 2.6 in relative
+// accuracy there. Zero returns itself (keeping -0.0).
 inline float Expm1(float x) {
-  float p = 1.0f / 362880;
+  float p = 1.0f / 3628800;
+  p = p * x + 1.0f / 362880;
   p = p * x + 1.0f / 40320;
   p = p * x + 1.0f / 5040;
   p = p * x + 1.0f / 720;
@@ -79,19 +93,17 @@ inline float Expm1(float x) {
   p = p * x + 1.0f / 6;
   p = p * x + 0.5f;
   const float near_zero = Select(x == 0.0f, x, x + x * x * p);
-  return Select(AbsBits(x) < 0.34657359f, near_zero, Exp(x) - 1.0f);
+  return Select(AbsBits(x) < 0.5f, near_zero, Exp(x) - 1.0f);
 }
 
-// log(1 + x). With w = 1 + x rounded, log(w) plus the first-order correction (x - (w - 1)) / w
-// for the rounding of w. log(w) = e ln2 + log(m) with m in [sqrt(1/2), sqrt(2)), and
+// log(w) for normal, finite w > 0: w = 2^e m with m in [sqrt(1/2), sqrt(2)), and
 // log(m) = 2 atanh(s) = 2 (s + s^3/3 + ... + s^11/11) with s = (m - 1) / (m + 1), |s| < 0.172
-// (the next term is below 2^-34 relative). Below -1 NaN, at -1 -inf, +inf stays inf.
-inline float Log1p(float x) {
-  const float w = 1.0f + x;
-  const uint32_t bits = std::bit_cast<uint32_t>(w);
-  // Move m from [1, 2) to [sqrt(1/2), sqrt(2)) by counting from 0x3f3504f3 (sqrt(1/2)).
-  const uint32_t offset = bits - 0x3f3504f3u;
-  const int32_t e = static_cast<int32_t>(offset) >> 23;
+// (the next term is below 2^-34 relative). `extra` (small against log(m)) is added before the
+// exponent's part, and e_bias is added to e (for inputs scaled by a power of 2).
+inline float LogOfNormal(float w, float extra, float e_bias) {
+  // Count from 0x3f3504f3 (sqrt(1/2)), so that the mantissa lands in [sqrt(1/2), sqrt(2)).
+  const uint32_t offset = std::bit_cast<uint32_t>(w) - 0x3f3504f3u;
+  const float e = static_cast<float>(static_cast<int32_t>(offset) >> 23) + e_bias;
   const float m = std::bit_cast<float>((offset & 0x007fffffu) + 0x3f3504f3u);
   const float s = (m - 1.0f) / (m + 1.0f);
   const float s2 = s * s;
@@ -101,14 +113,30 @@ inline float Log1p(float x) {
   p = p * s2 + 1.0f / 5;
   p = p * s2 + 1.0f / 3;
   const float log_m = 2.0f * s + 2.0f * s * s2 * p;
-  const float ef = static_cast<float>(e);
-  const float correction = (x - (w - 1.0f)) / w;
-  const float log_w = (ef * 0.693359375f + (log_m + correction)) - ef * 2.12194440e-4f;
-  // Tiny x: 1 + x rounds to 1 and the correction is x / 1 = x exactly; keep -0.0 and denormals.
-  float y = Select(AbsBits(x) < 1e-8f, x, log_w);
-  y = Select(w == 0.0f, -INFINITY, y);
+  return (e * 0.693359375f + (log_m + extra)) - e * 2.12194440e-4f;
+}
+
+// The natural logarithm. Denormals are scaled by 2^23 first. Below 0 NaN, at +-0 -inf, +inf
+// stays inf.
+inline float Log(float x) {
+  const bool denormal = x < 1.17549435e-38f;
+  const float w = Select(denormal, x * 8388608.0f, x);
+  float y = LogOfNormal(w, 0.0f, Select(denormal, -23.0f, 0.0f));
+  y = Select(x == 0.0f, -INFINITY, y);
   y = Select(x == INFINITY, x, y);  // the bit arithmetic above would not give inf
-  return Select(w < 0.0f || x != x, NAN, y);
+  return Select((x < 0.0f) | (x != x), NAN, y);
+}
+
+// log(1 + x): with w = 1 + x rounded, log(w) plus the first-order correction (x - (w - 1)) / w
+// for the rounding of w (w is never denormal). Below -1 NaN, at -1 -inf, +inf stays inf.
+inline float Log1p(float x) {
+  const float w = 1.0f + x;
+  float y = LogOfNormal(w, (x - (w - 1.0f)) / w, 0.0f);
+  // Tiny x: 1 + x rounds to 1 and y is x, but the sum above loses the sign of -0.0.
+  y = Select(AbsBits(x) < 1e-8f, x, y);
+  y = Select(w == 0.0f, -INFINITY, y);
+  y = Select(x == INFINITY, x, y);
+  return Select((w < 0.0f) | (x != x), NAN, y);
 }
 
 // 1 / (1 + e^-x), as e^x / (1 + e^x) for negative x, where e^-x would overflow: with
@@ -164,6 +192,7 @@ inline float Erf(float x) {
 
 inline double Exp(double x) { return std::exp(x); }
 inline double Expm1(double x) { return std::expm1(x); }
+inline double Log(double x) { return std::log(x); }
 inline double Log1p(double x) { return std::log1p(x); }
 inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 inline double Tanh(double x) { return std::tanh(x); }
