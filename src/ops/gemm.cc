@@ -204,6 +204,44 @@ Status BlockedGemm(KernelContext& ctx, const Operand<T>& a, const Operand<T>& b,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Transposition
+
+// Square blocks of kTransposeBlock x kTransposeBlock elements (16 KiB of floats): a block's source
+// and destination rows stay in L1 while it is copied.
+constexpr int64_t kTransposeBlock = 64;
+
+template <typename T>
+void TransposeBlock(const T* src, int64_t lds, T* dst, int64_t ldd, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) dst[c * ldd + r] = src[r * lds + c];
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void TransposeMatrix(KernelContext& ctx, int64_t rows, int64_t cols, const T* src, int64_t lds,
+                     T* dst, int64_t ldd) {
+  const int64_t bands = (rows + kTransposeBlock - 1) / kTransposeBlock;
+  ctx.ParallelFor(bands, kTransposeBlock * cols * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t band = begin; band < end; ++band) {
+      const int64_t r0 = band * kTransposeBlock, h = std::min(kTransposeBlock, rows - r0);
+      for (int64_t c0 = 0; c0 < cols; c0 += kTransposeBlock) {
+        TransposeBlock(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd, h,
+                       std::min(kTransposeBlock, cols - c0));
+      }
+    }
+  });
+}
+
+template void TransposeMatrix<float>(KernelContext&, int64_t, int64_t, const float*, int64_t,
+                                     float*, int64_t);
+template void TransposeMatrix<double>(KernelContext&, int64_t, int64_t, const double*, int64_t,
+                                      double*, int64_t);
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
 // float32 through oneDNN
 //
 // Threads: the oneDNN build Flowstone links parallelizes with OpenMP, which would run its own team
@@ -227,21 +265,63 @@ constexpr int64_t kOneDnnMinProduct = 8 * 8 * 8;
 // has 32 tiles to share out.
 constexpr int64_t kTileRows = 128;
 constexpr int64_t kTileCols = 256;
-// Tile edges fall on multiples of 16 elements: whole AVX-512 vectors of floats.
+// Column tile edges fall on multiples of 16 elements: whole AVX-512 vectors of floats. Rows need
+// no vector alignment, and a finer one keeps the tiles' sizes even: 700 rows in 6 tiles of 128
+// left 60 for the last, so two threads splitting the tiles in halves got 384 and 316 rows.
 constexpr int64_t kTileAlign = 16;
+constexpr int64_t kRowAlign = 8;
+// One-tile products of at least this many multiply-adds (about 130k cycles, two shards' worth
+// for the thread pool) are split into column tiles no narrower than kSplitCols.
+constexpr int64_t kSplitProduct = int64_t{1} << 21;
+constexpr int64_t kSplitCols = 128;
+// Products with at most this many rows and a transposed B are computed transposed.
+constexpr int64_t kFewRows = 32;
 
-// Splits `extent` into ceil(extent / target) near-equal pieces, each a multiple of kTileAlign
+// Splits `extent` into ceil(extent / target) near-equal pieces, each a multiple of `align`
 // except the last.
-int64_t TileEdge(int64_t extent, int64_t target) {
+int64_t TileEdge(int64_t extent, int64_t target, int64_t align = kTileAlign) {
   int64_t pieces = (extent + target - 1) / target;
-  return RoundUp((extent + pieces - 1) / pieces, kTileAlign);
+  return RoundUp((extent + pieces - 1) / pieces, align);
 }
 
 Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                   int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                   int64_t ldc) {
-  const int64_t tile_m = TileEdge(m, kTileRows), tile_n = TileEdge(n, kTileCols);
-  const int64_t row_tiles = (m + tile_m - 1) / tile_m, col_tiles = (n + tile_n - 1) / tile_n;
+  const int64_t tile_m = TileEdge(m, kTileRows, kRowAlign);
+  const int64_t row_tiles = (m + tile_m - 1) / tile_m;
+  // A few rows by a transposed B (an RNN step's gradient, 20 x 1024 by [256, 1024]^T): sgemm
+  // would pack all of B from strided reads for those few rows, 2.6x the time of the product with
+  // B untransposed. C^T = B op(A)^T reads B as stored and packs only the few rows of A; its
+  // n x m result is then transposed into C (1.5x faster overall for that shape).
+  if (transpose_b && m <= kFewRows && n >= kSplitCols && m * n * k >= kSplitProduct) {
+    Tensor c_transposed;
+    FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32, TensorShape{n, m}, &c_transposed));
+    float* ct = c_transposed.data<float>();
+    FS_RETURN_IF_ERROR(OneDnnGemm(ctx, false, !transpose_a, n, m, k, b, ldb, a, lda, ct, m));
+    TransposeMatrix(ctx, n, m, static_cast<const float*>(ct), m, c, ldc);
+    return Status::OK();
+  }
+  int64_t tile_n = TileEdge(n, kTileCols);
+  // A product of a few rows (an RNN step's batch) that fits one tile but is worth sharing is cut
+  // into column tiles of at least kSplitCols: at that width sgemm runs at the same speed.
+  if (row_tiles == 1 && tile_n >= n && n >= 2 * kSplitCols && m * n * k >= kSplitProduct) {
+    const int64_t pieces = n / kSplitCols;
+    tile_n = RoundUp((n + pieces - 1) / pieces, kTileAlign);
+  }
+  const int64_t col_tiles = (n + tile_n - 1) / tile_n;
+  // Every row tile packs its columns of op(B) again, and packing a transposed B reads it
+  // column by column: for the 700 x 10,000 by 10,000 x 256 gradient of a softmax projection that
+  // made the product 1.4x slower than with B stored untransposed. So a transposed B that more
+  // than one row tile reads is transposed once, in parallel, and the tiles read that.
+  Tensor b_transposed;
+  if (transpose_b && row_tiles > 1) {
+    FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32, TensorShape{k, n}, &b_transposed));
+    float* bt = b_transposed.data<float>();
+    TransposeMatrix(ctx, n, k, b, ldb, bt, n);
+    b = bt;
+    ldb = n;
+    transpose_b = false;
+  }
   std::atomic<dnnl_status_t> failure{dnnl_success};
   // Cost in rough cycles: a single-threaded sgemm retires about 16 multiply-adds per cycle.
   ctx.ParallelFor(row_tiles * col_tiles, tile_m * tile_n * k / 16, [&](int64_t begin, int64_t end) {

@@ -25,6 +25,13 @@ template <typename T>
 Status Gemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
             const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc);
 
+// dst = src^T: src is rows x cols (leading dimension lds), dst cols x rows (leading dimension
+// ldd), both row-major; work is split over ctx's intra-op threads. Instantiated for float and
+// double.
+template <typename T>
+void TransposeMatrix(KernelContext& ctx, int64_t rows, int64_t cols, const T* src, int64_t lds,
+                     T* dst, int64_t ldd);
+
 // How a complex operand enters a product: as stored, transposed, or conjugate-transposed (the
 // adjoint, BatchMatMulV2's adj_x/adj_y).
 enum class MatrixOp { kNone, kTranspose, kAdjoint };
