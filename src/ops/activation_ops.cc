@@ -113,9 +113,11 @@ Status Relu6Backward(KernelContext& ctx) {
 }
 FS_ACTIVATION(Relu6, Relu6Forward, ctx.input(0), "features", Relu6Backward, "min(max(x, 0), 6)")
 
-// Elu and Selu compute expm1 for every element and select, so that their loops vectorize.
+// Elu keeps <cmath>'s expm1: the fused Conv2D/MatMul epilogue (fused_epilogue.h) computes Elu
+// the same way and must give its bits (vector_math.h's results differ between the AVX2 clone,
+// which contracts multiply-adds, and the baseline one).
 Status EluForward(KernelContext& ctx) {
-  return UnaryKernel(ctx, [](auto x) { return vecmath::Select(x < 0, vecmath::Expm1(x), x); });
+  return UnaryKernel(ctx, [](auto x) { return x < 0 ? std::expm1(x) : x; });
 }
 // In terms of the output y: 1 where y > 0, y + 1 elsewhere.
 Status EluBackward(KernelContext& ctx) {
@@ -123,6 +125,7 @@ Status EluBackward(KernelContext& ctx) {
 }
 FS_ACTIVATION(Elu, EluForward, ctx.output(0), "outputs", EluBackward, "x if x > 0 else exp(x) - 1")
 
+// Selu (never fused) computes expm1 for every element and selects, so that its loop vectorizes.
 Status SeluForward(KernelContext& ctx) {
   return UnaryKernel(ctx, [](auto x) {
     using T = decltype(x);

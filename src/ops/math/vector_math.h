@@ -15,6 +15,11 @@
 // denormals (not flushed), and overflow gives inf. docs/COMPAT.md says how this compares with
 // TensorFlow's Eigen.
 //
+// The bits depend on the clone that runs: GCC contracts the polynomials' multiply-adds into FMAs
+// in the AVX2 clone of an FS_MULTIVERSION loop, not in the baseline one (both within the bounds
+// above). Two paths that must agree bit for bit (a fused kernel and the ops it replaces) must
+// therefore call these from the same kind of function.
+//
 // The double overloads are <cmath>'s, so templates can call vecmath::Fn(x) for either type.
 #pragma once
 
