@@ -20,8 +20,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import compare_main  # noqa: E402
 
-OPS = ["Identity", "Exp", "Expm1", "Log", "Log1p", "Sigmoid", "Tanh", "Erf", "Softplus", "Elu",
-       "Selu", "Softmax", "LogSoftmax"]
+OPS = ["Identity", "Exp", "Expm1", "Log", "Log1p", "Sigmoid", "Tanh", "Erf", "Erfc", "Softplus",
+       "Elu", "Selu", "Softmax", "LogSoftmax"]
 SIZES = {"8K": 8192, "1M": 1 << 20}
 ROUNDS = 7
 CASES = [f"{op} {size} {clock}" for op in OPS for size in SIZES for clock in ("wall", "cpu")]
@@ -36,6 +36,7 @@ def build(tf, op, n):
     x = tf.Variable(values.reshape(shape))
     fn = {"Identity": tf.identity, "Exp": tf.exp, "Expm1": tf.math.expm1, "Log": tf.math.log,
           "Log1p": tf.math.log1p, "Sigmoid": tf.sigmoid, "Tanh": tf.tanh, "Erf": tf.math.erf,
+          "Erfc": tf.math.erfc,
           "Softplus": tf.nn.softplus, "Elu": tf.nn.elu, "Selu": tf.nn.selu,
           "Softmax": tf.nn.softmax, "LogSoftmax": tf.nn.log_softmax}[op]
     return x, fn(x).op

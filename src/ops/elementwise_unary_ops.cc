@@ -228,7 +228,6 @@ FS_STD_UNARY(CoshFn, cosh);
 FS_STD_UNARY(AsinhFn, asinh);
 FS_STD_UNARY(AcoshFn, acosh);
 FS_STD_UNARY(AtanhFn, atanh);
-FS_STD_UNARY(ErfcFn, erfc);
 // Halves to even, like Round: nearbyint in the default rounding mode.
 FS_STD_UNARY(RintFn, nearbyint);
 #undef FS_STD_UNARY
@@ -237,6 +236,13 @@ struct ErfFn {
   template <typename T>
   T operator()(T x) const {
     return vecmath::Erf(x);
+  }
+};
+
+struct ErfcFn {
+  template <typename T>
+  T operator()(T x) const {
+    return vecmath::Erfc(x);
   }
 };
 

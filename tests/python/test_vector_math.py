@@ -46,6 +46,7 @@ def sample(low, high, n=200_000, seed=0):
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
+_erfc = np.frompyfunc(math.erfc, 1, 1)
 
 # op, reference on float64, input range
 FUNCTIONS = {
@@ -56,7 +57,10 @@ FUNCTIONS = {
     "sigmoid": (tf.sigmoid, lambda x: 1 / (1 + np.exp(-x)), (-120.0, 120.0)),
     "tanh": (tf.tanh, np.tanh, (-20.0, 20.0)),
     "erf": (tf.math.erf, lambda x: _erf(x).astype(np.float64), (-6.0, 6.0)),
+    "erfc": (tf.math.erfc, lambda x: _erfc(x).astype(np.float64), (-6.0, 10.2)),
 }
+# Erfc keeps relative accuracy down to its denormal results, at a looser bound.
+BOUNDS = {"erfc": 5.0}
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
@@ -68,7 +72,7 @@ def test_float32_within_the_ulp_bound(name):
     got = run(op, x)
     err = ulp_error(got, ref(x.astype(np.float64)))
     worst = int(np.argmax(err))
-    assert err[worst] <= ULP_BOUND, (name, x[worst], got[worst], err[worst])
+    assert err[worst] <= BOUNDS.get(name, ULP_BOUND), (name, x[worst], got[worst], err[worst])
 
 
 def test_float32_denormal_inputs_and_results():
@@ -93,6 +97,7 @@ def test_float32_denormal_inputs_and_results():
     ("sigmoid", [0.5, 0.5, 1, 0, np.nan, 1, 0]),
     ("tanh", [0, -0.0, 1, -1, np.nan, 1, -1]),
     ("erf", [0, -0.0, 1, -1, np.nan, 1, -1]),
+    ("erfc", [1, 1, 0, 2, np.nan, 0, 2]),
 ])
 def test_edge_values(name, expected):
     x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 200.0, -200.0], np.float32)
