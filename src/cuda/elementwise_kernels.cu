@@ -238,6 +238,80 @@ Status LeakyReluGrad(KernelContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The unary math family's gradient ops (src/ops/math/unary_grad_ops.cc): z = fn(a, b) with a, b
+// the op's two inputs ((y, dy), or (gradients, features) for Softplus and Softsign), shapes
+// equal. The formulas are the CPU kernels', for real types.
+
+template <typename T, typename Fn>
+__global__ void PairKernel(const T* a, const T* b, T* out, int64_t n, Fn fn) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) out[i] = fn(a[i], b[i]);
+}
+
+template <typename Fn>
+Status PairOp(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.shape() != b.shape()) {
+    return errors::InvalidArgument(
+        ctx.node().type(), ": both inputs must have the same shape (the forward op's and its "
+        "gradient's), got ", a.shape().ToString(), " and ", b.shape().ToString());
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.ForwardOrAllocateOutput(0, 0, a.shape(), &out));
+  const int64_t n = a.num_elements();
+  if (n == 0) return Status::OK();
+  return DispatchDType<float, double>(a.dtype(), ctx.node().type().c_str(), [&]<typename T>() {
+    PairKernel<<<BlocksFor(n), kThreadsPerBlock, 0, StreamOf(ctx)>>>(
+        ctx.input(0).data<T>(), ctx.input(1).data<T>(), out->data<T>(), n, Fn());
+    return LaunchCheck(ctx.node().type().c_str());
+  });
+}
+
+struct TanhGradFn {
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return dy * (T(1) - y * y);
+  }
+};
+struct SigmoidGradFn {
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return dy * y * (T(1) - y);
+  }
+};
+struct SqrtGradFn {
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return T(0.5) * dy / y;
+  }
+};
+struct RsqrtGradFn {
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return T(-0.5) * (dy * y) * (y * y);
+  }
+};
+struct ReciprocalGradFn {
+  template <typename T>
+  __device__ T operator()(T y, T dy) const {
+    return -dy * y * y;
+  }
+};
+struct SoftplusGradFn {
+  template <typename T>
+  __device__ T operator()(T g, T x) const {
+    return g / (exp(-x) + T(1));
+  }
+};
+struct SoftsignGradFn {
+  template <typename T>
+  __device__ T operator()(T g, T x) const {
+    const T d = fabs(x) + T(1);
+    return g / (d * d);
+  }
+};
+
+// ---------------------------------------------------------------------------------------------
 // Binary ops with numpy broadcasting: z = fn(x, y)
 
 // Output dimensions after dropping size-1 dimensions and merging neighbours that each input
@@ -462,6 +536,14 @@ FS_GPU_FLOAT_KERNEL("Relu6Grad", GradOp<Relu6GradFn>);
 FS_GPU_FLOAT_KERNEL("EluGrad", GradOp<EluGradFn>);
 FS_GPU_FLOAT_KERNEL("SeluGrad", GradOp<SeluGradFn>);
 FS_GPU_FLOAT_KERNEL("LeakyReluGrad", LeakyReluGrad);
+FS_GPU_FLOAT_KERNEL("TanhGrad", PairOp<TanhGradFn>);
+FS_GPU_FLOAT_KERNEL("SigmoidGrad", PairOp<SigmoidGradFn>);
+FS_GPU_FLOAT_KERNEL("SqrtGrad", PairOp<SqrtGradFn>);
+FS_GPU_FLOAT_KERNEL("RsqrtGrad", PairOp<RsqrtGradFn>);
+FS_GPU_FLOAT_KERNEL("ReciprocalGrad", PairOp<ReciprocalGradFn>);
+FS_GPU_FLOAT_KERNEL("InvGrad", PairOp<ReciprocalGradFn>);
+FS_GPU_FLOAT_KERNEL("SoftplusGrad", PairOp<SoftplusGradFn>);
+FS_GPU_FLOAT_KERNEL("SoftsignGrad", PairOp<SoftsignGradFn>);
 FS_GPU_FLOAT_KERNEL("AddV2", BinaryOp<AddFn>);
 FS_GPU_FLOAT_KERNEL("Sub", BinaryOp<SubFn>);
 FS_GPU_FLOAT_KERNEL("Mul", BinaryOp<MulFn>);

@@ -468,8 +468,12 @@ bool IsNeutralAttrValue(const proto::AttrValue& value) {
 }
 
 // Attrs TensorFlow writes that only describe a node (VarHandleOp's `debug_name`, the
-// variable's name for messages): dropping them never changes what the node computes.
-bool IsDescriptiveAttr(const std::string& name) { return name == "debug_name"; }
+// variable's name for messages; MatMul's `grad_a` / `grad_b`, which TensorFlow 2.x's gradients
+// set on the MatMuls they build as a hint for its oneDNN kernels): dropping them never changes
+// what the node computes.
+bool IsDescriptiveAttr(const std::string& name) {
+  return name == "debug_name" || name == "grad_a" || name == "grad_b";
+}
 
 // ---- names ----
 

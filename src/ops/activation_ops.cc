@@ -10,12 +10,20 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/activation_util.h"
+#include "ops/math/vector_math.h"
+#include "ops/multiversion.h"
 
 namespace flowstone {
 namespace {
 
 constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
 constexpr double kSeluScale = 1.0507009873554804934193349852946;
+
+// dst[i] = fn(in[i]) for i in [0, n), vectorized with AVX2 where the CPU has it.
+template <typename T, typename Fn>
+FS_MULTIVERSION void MapRun(const T* in, T* dst, int64_t n, Fn fn) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = fn(in[i]);
+}
 
 // Applies fn(x) elementwise from input 0 to output 0 (in place when possible).
 template <typename Fn>
@@ -27,9 +35,8 @@ Status UnaryKernel(KernelContext& ctx, Fn fn) {
       x.dtype(), ctx.node().type().c_str(), [&]<typename T>() -> Status {
         const T* in = ctx.input(0).data<T>();
         T* dst = out->data<T>();
-        ctx.ParallelFor(x.num_elements(), 8, [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) dst[i] = fn(in[i]);
-        });
+        ctx.ParallelFor(x.num_elements(), 8,
+                        [&](int64_t b, int64_t e) { MapRun(in + b, dst + b, e - b, fn); });
         return Status::OK();
       });
 }
@@ -106,6 +113,9 @@ Status Relu6Backward(KernelContext& ctx) {
 }
 FS_ACTIVATION(Relu6, Relu6Forward, ctx.input(0), "features", Relu6Backward, "min(max(x, 0), 6)")
 
+// Elu keeps <cmath>'s expm1: the fused Conv2D/MatMul epilogue (fused_epilogue.h) computes Elu
+// the same way and must give its bits (vector_math.h's results differ between the AVX2 clone,
+// which contracts multiply-adds, and the baseline one).
 Status EluForward(KernelContext& ctx) {
   return UnaryKernel(ctx, [](auto x) { return x < 0 ? std::expm1(x) : x; });
 }
@@ -115,10 +125,12 @@ Status EluBackward(KernelContext& ctx) {
 }
 FS_ACTIVATION(Elu, EluForward, ctx.output(0), "outputs", EluBackward, "x if x > 0 else exp(x) - 1")
 
+// Selu (never fused) computes expm1 for every element and selects, so that its loop vectorizes.
 Status SeluForward(KernelContext& ctx) {
   return UnaryKernel(ctx, [](auto x) {
     using T = decltype(x);
-    return x < 0 ? T(kSeluScale * kSeluAlpha) * std::expm1(x) : T(kSeluScale) * x;
+    return vecmath::Select(x < 0, T(kSeluScale * kSeluAlpha) * vecmath::Expm1(x),
+                           T(kSeluScale) * x);
   });
 }
 Status SeluBackward(KernelContext& ctx) {

@@ -16,6 +16,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/math/special_functions.h"
+#include "ops/math/vector_math.h"
 
 namespace flowstone {
 namespace {
@@ -99,17 +100,27 @@ struct RsqrtFn {
   }
 };
 
+// Real types use vector_math.h's functions, which vectorize for float (its accuracy bounds are
+// there); complex types use <complex>'s.
 struct ExpFn {
   template <typename T>
   T operator()(T x) const {
-    return std::exp(x);
+    if constexpr (kIsComplex<T>) {
+      return std::exp(x);
+    } else {
+      return vecmath::Exp(x);
+    }
   }
 };
 
 struct LogFn {
   template <typename T>
   T operator()(T x) const {
-    return std::log(x);
+    if constexpr (kIsComplex<T>) {
+      return std::log(x);
+    } else {
+      return vecmath::Log(x);
+    }
   }
 };
 
@@ -119,7 +130,7 @@ struct Log1pFn {
     if constexpr (kIsComplex<T>) {
       return std::log(T(1) + x);  // <complex> has no log1p
     } else {
-      return std::log1p(x);
+      return vecmath::Log1p(x);
     }
   }
 };
@@ -167,15 +178,22 @@ struct RoundFn {
 struct SigmoidFn {
   template <typename T>
   T operator()(T x) const {
-    // exp(-x) overflows to inf for very negative x, giving exactly 0.
-    return T(1) / (T(1) + std::exp(-x));
+    if constexpr (kIsComplex<T>) {
+      return T(1) / (T(1) + std::exp(-x));
+    } else {
+      return vecmath::Sigmoid(x);
+    }
   }
 };
 
 struct TanhFn {
   template <typename T>
   T operator()(T x) const {
-    return std::tanh(x);
+    if constexpr (kIsComplex<T>) {
+      return std::tanh(x);
+    } else {
+      return vecmath::Tanh(x);
+    }
   }
 };
 
@@ -210,11 +228,23 @@ FS_STD_UNARY(CoshFn, cosh);
 FS_STD_UNARY(AsinhFn, asinh);
 FS_STD_UNARY(AcoshFn, acosh);
 FS_STD_UNARY(AtanhFn, atanh);
-FS_STD_UNARY(ErfFn, erf);
-FS_STD_UNARY(ErfcFn, erfc);
 // Halves to even, like Round: nearbyint in the default rounding mode.
 FS_STD_UNARY(RintFn, nearbyint);
 #undef FS_STD_UNARY
+
+struct ErfFn {
+  template <typename T>
+  T operator()(T x) const {
+    return vecmath::Erf(x);
+  }
+};
+
+struct ErfcFn {
+  template <typename T>
+  T operator()(T x) const {
+    return vecmath::Erfc(x);
+  }
+};
 
 struct Expm1Fn {
   template <typename T>
@@ -222,7 +252,7 @@ struct Expm1Fn {
     if constexpr (kIsComplex<T>) {
       return std::exp(x) - T(1);  // <complex> has no expm1
     } else {
-      return std::expm1(x);
+      return vecmath::Expm1(x);
     }
   }
 };
@@ -325,14 +355,14 @@ struct ReciprocalFn {
 };
 
 // log(1 + exp(x)) without overflow, with TensorFlow's thresholds: x itself where exp(x) would
-// swamp the 1, exp(x) where log1p would round to it.
+// swamp the 1, exp(x) where log1p would round to it. Computed without branches (all three, then
+// selects), so that the float loop vectorizes.
 struct SoftplusFn {
   template <typename T>
   T operator()(T x) const {
     const T threshold = std::log(std::numeric_limits<T>::epsilon()) + T(2);
-    if (x > -threshold) return x;
-    if (x < threshold) return std::exp(x);
-    return std::log1p(std::exp(x));
+    const T e = vecmath::Exp(x);
+    return vecmath::Select(x > -threshold, x, vecmath::Select(x < threshold, e, vecmath::Log1p(e)));
   }
 };
 
@@ -427,20 +457,20 @@ Status SquareGrad(GradientContext& ctx) {
   return SetScaledGrad(ctx, ctx.Op("Mul", {x, ctx.ScalarLike(x, 2)}));
 }
 
-// d sqrt(x)/dx = 0.5 / y.
-Status SqrtGrad(GradientContext& ctx) {
-  const Endpoint grad = ctx.output_grad(0);
-  const Endpoint half_grad = ctx.Op("Mul", {grad, ctx.ScalarLike(grad, 0.5)});
-  ctx.SetInputGrad(0, ctx.Op("RealDiv", {half_grad, ctx.ConjIfComplex(ctx.output(0))}));
+// The gradient as TensorFlow's one-pass gradient op `op`(y, dy) of the output y
+// (unary_grad_ops.cc), with y conjugated first when `conj_y` (the ops that do not conjugate
+// it themselves).
+Status SetOutputGradOp(GradientContext& ctx, const char* op, bool conj_y) {
+  const Endpoint y = conj_y ? ctx.ConjIfComplex(ctx.output(0)) : ctx.output(0);
+  ctx.SetInputGrad(0, ctx.Op(op, {y, ctx.output_grad(0)}));
   return Status::OK();
 }
 
+// d sqrt(x)/dx = 0.5 / y.
+Status SqrtGrad(GradientContext& ctx) { return SetOutputGradOp(ctx, "SqrtGrad", false); }
+
 // d x^(-1/2)/dx = -0.5 * y^3.
-Status RsqrtGrad(GradientContext& ctx) {
-  const Endpoint y = ctx.output(0);
-  const Endpoint y_cubed = ctx.Op("Mul", {ctx.Op("Square", {y}), y});
-  return SetScaledGrad(ctx, ctx.Op("Mul", {y_cubed, ctx.ScalarLike(y, -0.5)}));
-}
+Status RsqrtGrad(GradientContext& ctx) { return SetOutputGradOp(ctx, "RsqrtGrad", false); }
 
 Status ExpGrad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.output(0)); }
 
@@ -459,17 +489,10 @@ Status SignGrad(GradientContext& ctx) {
 }
 
 // d sigmoid(x)/dx = y * (1 - y).
-Status SigmoidGrad(GradientContext& ctx) {
-  const Endpoint y = ctx.output(0);
-  const Endpoint one_minus_y = ctx.Op("Sub", {ctx.ScalarLike(y, 1), y});
-  return SetScaledGrad(ctx, ctx.Op("Mul", {y, one_minus_y}));
-}
+Status SigmoidGrad(GradientContext& ctx) { return SetOutputGradOp(ctx, "SigmoidGrad", true); }
 
 // d tanh(x)/dx = 1 - y^2.
-Status TanhGrad(GradientContext& ctx) {
-  const Endpoint y = ctx.output(0);
-  return SetScaledGrad(ctx, ctx.Op("Sub", {ctx.ScalarLike(y, 1), ctx.Op("Square", {y})}));
-}
+Status TanhGrad(GradientContext& ctx) { return SetOutputGradOp(ctx, "TanhGrad", true); }
 
 // The gradient passes where the output is positive (which is where the input is).
 Status ReluGradFn(GradientContext& ctx) {
@@ -591,24 +614,21 @@ Status NdtriGrad(GradientContext& ctx) {
                        ctx.Op("Mul", {ctx.ScalarLike(y, std::sqrt(2 * std::numbers::pi)), growth}));
 }
 
-// d(1/x)/dx = -y^2.
+// d(1/x)/dx = -y^2 (for Inv too, as in TensorFlow).
 Status ReciprocalGrad(GradientContext& ctx) {
-  return SetScaledGrad(ctx, ctx.Op("Neg", {ctx.Op("Square", {ctx.output(0)})}));
+  return SetOutputGradOp(ctx, "ReciprocalGrad", false);
 }
 
 Status Expm1Grad(GradientContext& ctx) { return SetScaledGrad(ctx, ctx.Op("Exp", {ctx.input(0)})); }
 
-// d softplus(x)/dx = sigmoid(x).
-Status SoftplusGrad(GradientContext& ctx) {
-  return SetScaledGrad(ctx, ctx.Op("Sigmoid", {ctx.input(0)}));
+// d softplus(x)/dx = sigmoid(x) and d softsign(x)/dx = 1 / (1 + |x|)^2, as TensorFlow's
+// gradient ops of the features.
+Status SetFeatureGradOp(GradientContext& ctx, const char* op) {
+  ctx.SetInputGrad(0, ctx.Op(op, {ctx.output_grad(0), ctx.input(0)}));
+  return Status::OK();
 }
-
-// d softsign(x)/dx = 1 / (1 + |x|)^2.
-Status SoftsignGrad(GradientContext& ctx) {
-  const Endpoint x = ctx.input(0);
-  const Endpoint one_plus_abs = ctx.Op("AddV2", {ctx.ScalarLike(x, 1), ctx.Op("Abs", {x})});
-  return SetDividedGrad(ctx, ctx.Op("Square", {one_plus_abs}));
-}
+Status SoftplusGrad(GradientContext& ctx) { return SetFeatureGradOp(ctx, "SoftplusGrad"); }
+Status SoftsignGrad(GradientContext& ctx) { return SetFeatureGradOp(ctx, "SoftsignGrad"); }
 
 FS_REGISTER_OP(UnaryOp<NegFn>("Neg", RealAndComplexTypeList{}, kCheapCost)
                    .Gradient(NegGrad)

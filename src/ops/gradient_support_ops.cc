@@ -115,20 +115,26 @@ Status BroadcastGradientArgsKernel(KernelContext& ctx) {
       r1.push_back(i);
     }
   }
-  for (int k = 0; k < 2; ++k) {
-    const std::vector<int32_t>& r = k == 0 ? r0 : r1;
-    Tensor* out;
-    FS_RETURN_IF_ERROR(ctx.AllocateOutput(k, TensorShape{static_cast<int64_t>(r.size())}, &out));
-    std::copy(r.begin(), r.end(), out->data<int32_t>());
-  }
-  return Status::OK();
+  // The outputs have the inputs' dtype T: int32, or int64 in graphs TensorFlow wrote for it.
+  return DispatchDType<int32_t, int64_t>(
+      s0.dtype(), "BroadcastGradientArgs", [&]<typename T>() -> Status {
+        for (int k = 0; k < 2; ++k) {
+          const std::vector<int32_t>& r = k == 0 ? r0 : r1;
+          Tensor* out;
+          FS_RETURN_IF_ERROR(
+              ctx.AllocateOutput(k, TensorShape{static_cast<int64_t>(r.size())}, &out));
+          std::copy(r.begin(), r.end(), out->data<T>());
+        }
+        return Status::OK();
+      });
 }
 
 FS_REGISTER_OP(OpBuilder("BroadcastGradientArgs")
-                   .Input("s0", "int32")
-                   .Input("s1", "int32")
-                   .Output("r0", "int32")
-                   .Output("r1", "int32")
+                   .Input("s0", "T")
+                   .Input("s1", "T")
+                   .Output("r0", "T")
+                   .Output("r1", "T")
+                   .TypeAttr("T", {DType::kInt32, DType::kInt64}, DType::kInt32)
                    .Shape(BroadcastGradientArgsShape)
                    .Kernel("CPU", BroadcastGradientArgsKernel)
                    .NotDifferentiable()

@@ -12,6 +12,8 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/math/vector_math.h"
+#include "ops/multiversion.h"
 
 namespace flowstone {
 namespace {
@@ -22,32 +24,82 @@ Status SoftmaxShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
+// Rows are reduced over a fixed number of lanes (element j goes to lane j % kLanes, then the
+// lanes are combined in order), so that the loops vectorize and the summation order, and so the
+// result's bits, do not depend on the vector width of the CPU.
+constexpr int64_t kLanes = 8;
+
+// The largest element of in[0, n), -inf when empty; NaN elements are skipped (a NaN row still
+// gives NaN: its exponentials are NaN).
+template <typename T>
+T RowMax(const T* in, int64_t n) {
+  T lane[kLanes];
+  for (int64_t k = 0; k < kLanes; ++k) lane[k] = -std::numeric_limits<T>::infinity();
+  const int64_t body = n - n % kLanes;
+  for (int64_t j = 0; j < body; j += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) {
+      lane[k] = vecmath::Select(in[j + k] > lane[k], in[j + k], lane[k]);
+    }
+  }
+  T max = -std::numeric_limits<T>::infinity();
+  for (int64_t k = 0; k < kLanes; ++k) max = vecmath::Select(lane[k] > max, lane[k], max);
+  for (int64_t j = body; j < n; ++j) max = vecmath::Select(in[j] > max, in[j], max);
+  return max;
+}
+
+// acc[j % kLanes] += e[j] for j in [0, n).
+template <typename T, typename Acc>
+void LaneSum(const T* e, int64_t n, Acc* acc) {
+  const int64_t body = n - n % kLanes;
+  for (int64_t j = 0; j < body; j += kLanes) {
+    for (int64_t k = 0; k < kLanes; ++k) acc[k] += static_cast<Acc>(e[j + k]);
+  }
+  for (int64_t j = body; j < n; ++j) acc[j - body] += static_cast<Acc>(e[j]);
+}
+
+template <typename T>
+void ExpShifted(const T* in, T shift, T* out, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] = vecmath::Exp(in[j] - shift);
+}
+
+// One row: a pass for the maximum, one for the exponentials and their sum, one to scale (or
+// shift, for the log). out may alias in: each element is read before it is written.
 template <bool kLog, typename T>
-void SoftmaxRows(KernelContext& ctx, const T* x, T* y, int64_t rows, int64_t depth) {
+FS_MULTIVERSION void SoftmaxRow(const T* in, T* out, int64_t depth) {
   // float32 rows sum their exponentials in double; the extra precision is free here.
   using Acc = std::conditional_t<std::is_same_v<T, float>, double, T>;
-  ctx.ParallelFor(rows, 40 * depth, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const T* in = x + r * depth;
-      T* out = y + r * depth;  // may alias `in`: each element is read before it is written
-      T max = -std::numeric_limits<T>::infinity();
-      for (int64_t j = 0; j < depth; ++j) max = std::max(max, in[j]);
-      Acc sum = 0;
-      if constexpr (kLog) {
-        for (int64_t j = 0; j < depth; ++j) sum += std::exp(in[j] - max);
-        // (x - max) first: it is exact for logits near the maximum, where the result is most
-        // sensitive; folding max and log(sum) into one shift would round at the logits' scale.
-        T log_sum = static_cast<T>(std::log(sum));
-        for (int64_t j = 0; j < depth; ++j) out[j] = (in[j] - max) - log_sum;
-      } else {
-        for (int64_t j = 0; j < depth; ++j) {
-          out[j] = std::exp(in[j] - max);
-          sum += out[j];
-        }
-        T scale = static_cast<T>(Acc(1) / sum);
-        for (int64_t j = 0; j < depth; ++j) out[j] *= scale;
-      }
+  const T max = RowMax(in, depth);
+  Acc lanes[kLanes] = {};
+  if constexpr (kLog) {
+    // The logits are read again below, so the exponentials go through a buffer, not `out`.
+    constexpr int64_t kChunk = 256;  // a multiple of kLanes, so lanes continue across chunks
+    T buffer[kChunk];
+    for (int64_t j = 0; j < depth; j += kChunk) {
+      const int64_t n = std::min(kChunk, depth - j);
+      ExpShifted(in + j, max, buffer, n);
+      LaneSum(buffer, n, lanes);
     }
+  } else {
+    ExpShifted(in, max, out, depth);
+    LaneSum(out, depth, lanes);
+  }
+  Acc sum = 0;
+  for (int64_t k = 0; k < kLanes; ++k) sum += lanes[k];
+  if constexpr (kLog) {
+    // (x - max) first: it is exact for logits near the maximum, where the result is most
+    // sensitive; folding max and log(sum) into one shift would round at the logits' scale.
+    const T log_sum = static_cast<T>(std::log(sum));
+    for (int64_t j = 0; j < depth; ++j) out[j] = (in[j] - max) - log_sum;
+  } else {
+    const T scale = static_cast<T>(Acc(1) / sum);
+    for (int64_t j = 0; j < depth; ++j) out[j] *= scale;
+  }
+}
+
+template <bool kLog, typename T>
+void SoftmaxRows(KernelContext& ctx, const T* x, T* y, int64_t rows, int64_t depth) {
+  ctx.ParallelFor(rows, 40 * depth, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) SoftmaxRow<kLog>(x + r * depth, y + r * depth, depth);
   });
 }
 

@@ -226,3 +226,7 @@ from op_cases_ragged import CASES as _RAGGED_CASES, EXEMPT as _RAGGED_EXEMPT  # 
 
 CASES += _RAGGED_CASES
 EXEMPT.update(_RAGGED_EXEMPT)
+
+from op_cases_vecmath import CASES as _VECMATH_CASES  # noqa: E402
+
+CASES += _VECMATH_CASES

@@ -22,7 +22,6 @@
 // TensorFlow registers these ops for half and float; Flowstone registers float and double (see
 // docs/COMPAT.md).
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +34,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/gemm.h"
+#include "ops/math/vector_math.h"
 #include "ops/multiversion.h"
 
 namespace flowstone {
@@ -132,42 +132,10 @@ Status StepsToRun(KernelContext& ctx, const LstmDims& d, int64_t* steps) {
   return Status::OK();
 }
 
-// The gate activations. float uses exp and tanh written so that the row loops below vectorize
-// (this file is built with -fno-trapping-math, see CMakeLists.txt, so their clamps and selects
-// become vector blends); both are within 2e-7 relative of <cmath>'s. double uses <cmath>.
-inline float VectorExp(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  // x = n ln2 + r with |r| <= ln2 / 2 (n rounded by adding and subtracting 1.5 * 2^23; ln2 in two
-  // parts so n ln2 is exact), exp(r) by its degree-7 Taylor polynomial in Horner form, times 2^n
-  // built in the exponent bits.
-  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  return p * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);
-}
-
-inline float Sigmoid(float x) { return 1.0f / (1.0f + VectorExp(-x)); }
-inline double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-// (1 - t) / (1 + t) with t = exp(-2|x|), and near 0, where that cancels, the Taylor series to
-// x^9 (the next term is below 1e-8 relative there).
-inline float Tanh(float x) {
-  const float a = x < 0.0f ? -x : x;
-  const float x2 = x * x;
-  const float near_zero =
-      x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315 + x2 * (62.0f / 2835)))));
-  const float t = VectorExp(-2.0f * a);
-  const float m = (1.0f - t) / (1.0f + t);
-  return a < 0.25f ? near_zero : (x < 0.0f ? -m : m);
-}
-inline double Tanh(double x) { return std::tanh(x); }
+// The gate activations: for float, the vectorizable ones of vector_math.h (so the row loops
+// below vectorize); for double, <cmath>'s.
+using vecmath::Sigmoid;
+using vecmath::Tanh;
 
 // The weights of one step, shared by all its rows.
 template <typename T>
