@@ -237,10 +237,37 @@ int64_t TileEdge(int64_t extent, int64_t target) {
   return RoundUp((extent + pieces - 1) / pieces, kTileAlign);
 }
 
+// A product with fewer than kMinTiles tiles of the target size has its tiles cut finer, the
+// longer edge halved each time, as long as a tile keeps at least kMinTileMacs multiply-adds
+// (~20 us on one core): a transformer layer at batch 1 (128 x 256 by 256 x 256) was one tile on
+// one core. Like the target, this depends on the shape alone.
+constexpr int64_t kMinTiles = 8;
+constexpr int64_t kMinTileMacs = int64_t{1} << 20;
+
+void ChooseTiles(int64_t m, int64_t n, int64_t k, int64_t* tile_m, int64_t* tile_n) {
+  *tile_m = TileEdge(m, kTileRows);
+  *tile_n = TileEdge(n, kTileCols);
+  auto tiles = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
+  while (tiles(*tile_m, *tile_n) < kMinTiles) {
+    int64_t tm = *tile_m, tn = *tile_n;
+    if (tn >= tm && tn > kTileAlign) {
+      tn = TileEdge(n, tn / 2);
+    } else if (tm > kTileAlign) {
+      tm = TileEdge(m, tm / 2);
+    }
+    if ((tm == *tile_m && tn == *tile_n) || std::min(tm, m) * std::min(tn, n) * k < kMinTileMacs) {
+      break;
+    }
+    *tile_m = tm;
+    *tile_n = tn;
+  }
+}
+
 Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                   int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                   int64_t ldc) {
-  const int64_t tile_m = TileEdge(m, kTileRows), tile_n = TileEdge(n, kTileCols);
+  int64_t tile_m, tile_n;
+  ChooseTiles(m, n, k, &tile_m, &tile_n);
   const int64_t row_tiles = (m + tile_m - 1) / tile_m, col_tiles = (n + tile_n - 1) / tile_n;
   std::atomic<dnnl_status_t> failure{dnnl_success};
   // Cost in rough cycles: a single-threaded sgemm retires about 16 multiply-adds per cycle.
