@@ -414,10 +414,13 @@ ConvProblem WithBatch(ConvProblem p, int64_t batch) {
 // and ran on one core) has the forward pass of each image cut into bands of output rows, each a
 // oneDNN call of its own. The bands, like the chunks, depend on the shapes alone, so results do
 // not change with the number of threads. kBandedBatch bounds the calls a batch is cut into
-// (enough for 16 cores); a band does at least kBandMacs multiply-adds (~0.1 ms on one core), so
-// oneDNN's per-call setup and the rows read twice at the bands' edges stay small.
+// (enough for 16 cores); a band does at least kBandMacs multiply-adds (~20 us on one core) over
+// at least kMinBandPixels output pixels, so oneDNN's per-call setup and the rows read twice at
+// the bands' edges stay small, and its kernels still see a useful number of pixels (MobileNetV2
+// has 7x7 images).
 constexpr int64_t kBandedBatch = 16;
-constexpr int64_t kBandMacs = int64_t{1} << 22;
+constexpr int64_t kBandMacs = int64_t{1} << 20;
+constexpr int64_t kMinBandPixels = 32;
 
 // Output rows per band of one image, or out.h when the image is not cut. Only channels-last
 // images are cut: a band of rows is then one contiguous block of the image.
@@ -427,7 +430,9 @@ int64_t RowsPerBand(const ConvProblem& p, ConvPass pass) {
   const int64_t wanted =
       std::min({(kBandedBatch + p.in.n - 1) / p.in.n, MacsPerImage(p) / kBandMacs, p.out.h});
   if (wanted < 2) return p.out.h;
-  return (p.out.h + wanted - 1) / wanted;
+  const int64_t rows = std::max((p.out.h + wanted - 1) / wanted,
+                                (kMinBandPixels + p.out.w - 1) / std::max<int64_t>(p.out.w, 1));
+  return std::min(rows, p.out.h);
 }
 
 // The convolution of one image's output rows [row, row + rows): a problem of its own, over the
@@ -546,7 +551,13 @@ void FillZero(Tensor* t) { std::memset(t->raw_data(), 0, t->bytes()); }
 class ConvKernel : public OpKernel {
  public:
   explicit ConvKernel(const Node& node)
-      : OpKernel(node), depthwise_(node.type().find("Depthwise") != std::string::npos) {}
+      : OpKernel(node),
+        depthwise_(node.type().find("Depthwise") != std::string::npos),
+        // The graph optimizer marks a fused convolution whose filter the plan holds as a
+        // constant (a Const, or a filter with a batch norm folded in); a plain one reads a Const.
+        constant_filter_(node.attrs().GetOr<bool>("_constant_filter", false) ||
+                         (node.num_inputs() > 1 && node.input(1).node != nullptr &&
+                          node.input(1).node->type() == "Const")) {}
   Status Init() override { return conv::ParseConvAttrs(node().attrs(), &attrs_); }
 
  protected:
@@ -563,15 +574,16 @@ class ConvKernel : public OpKernel {
 
   // Runs one pass: through oneDNN for float32, else through `reference`. A forward pass may
   // have an `epilogue` (a fused bias and activation), called on each chunk's output images right
-  // after the chunk is computed, while they are in cache.
+  // after the chunk is computed, while they are in cache, and a `constant_filter` (the filter
+  // tensor, when it is a constant of the plan), whose reorder into oneDNN's layout is kept.
   template <typename Reference>
   Status Run(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
              const std::vector<BatchArg>& args, const Reference& reference,
-             const ChunkEpilogue* epilogue = nullptr) {
+             const ChunkEpilogue* epilogue = nullptr, const Tensor* constant_filter = nullptr) {
     DType dtype = ctx.output_type(0);
     if (dtype == DType::kFloat32 && onednn::Enabled()) {
       bool ran = false;
-      FS_RETURN_IF_ERROR(RunOneDnn(ctx, p, pass, args, epilogue, &ran));
+      FS_RETURN_IF_ERROR(RunOneDnn(ctx, p, pass, args, epilogue, constant_filter, &ran));
       if (ran) return Status::OK();
     }
     return DispatchDType<float, double>(dtype, node().type().c_str(), [&]<typename T>() -> Status {
@@ -629,11 +641,12 @@ class ConvKernel : public OpKernel {
     return Run(
         ctx, p, ConvPass::kForward, {Images(x), Shared(f), Images(*y)},
         [&]<typename T>(T) { RefForward<T>(ctx, p, x.data<T>(), f.data<T>(), y->data<T>()); },
-        epilogue);
+        epilogue, constant_filter_ ? &f : nullptr);
   }
 
   WindowAttrs attrs_;
   const bool depthwise_;
+  const bool constant_filter_;
 
  private:
   // The oneDNN calls of a pass: one per chunk of the batch, or per band of an image's rows
@@ -705,7 +718,8 @@ class ConvKernel : public OpKernel {
   // Runs the pass as oneDNN calls over chunks of the batch or bands of rows; *ran stays false
   // when oneDNN has no implementation for the problem.
   Status RunOneDnn(KernelContext& ctx, const ConvProblem& p, ConvPass pass,
-                   const std::vector<BatchArg>& args, const ChunkEpilogue* epilogue, bool* ran) {
+                   const std::vector<BatchArg>& args, const ChunkEpilogue* epilogue,
+                   const Tensor* constant_filter, bool* ran) {
     std::vector<ConvCall> calls;
     FS_RETURN_IF_ERROR(PlanCalls(p, pass, &calls));
     if (calls.empty()) return Status::OK();
@@ -737,6 +751,9 @@ class ConvKernel : public OpKernel {
                                             &filter_buffer));
         filter = filter_buffer.raw_data();
       }
+    } else if (blocked_filter && constant_filter != nullptr) {
+      FS_RETURN_IF_ERROR(ConvertedConstant(ctx, prim, fi, *constant_filter, &filter_buffer));
+      filter = filter_buffer.raw_data();
     } else if (blocked_filter) {
       FS_RETURN_IF_ERROR(
           ctx.AllocateTemp(DType::kFloat32, TensorShape{filter_elems}, &filter_buffer));
@@ -790,6 +807,32 @@ class ConvKernel : public OpKernel {
     return Status::OK();
   }
 
+  // A constant filter in the layout that argument `fi` of `prim` wants, reordered on first use and
+  // kept. The entry holds a reference to the source's buffer, so the buffer cannot be freed and
+  // its address reused while cached, and a constant's buffer is never written: the same address
+  // means the same values. (At batch 1, reordering ResNet50's filters on every run took 15% of
+  // its time.)
+  Status ConvertedConstant(KernelContext& ctx, const onednn::Primitive& prim, int fi,
+                           const Tensor& source, Tensor* out) {
+    std::lock_guard<std::mutex> lock(converted_mu_);
+    const dnnl::memory::desc& layout = prim.internal_desc(fi);
+    if (converted_ && converted_->source.raw_data() == source.raw_data() &&
+        converted_->layout == layout) {
+      *out = converted_->value;
+      return Status::OK();
+    }
+    auto entry = std::make_shared<ConvertedFilter>();
+    entry->source = source;
+    entry->layout = layout;
+    FS_RETURN_IF_ERROR(ctx.AllocateTemp(
+        DType::kFloat32, TensorShape{static_cast<int64_t>(layout.get_size() / sizeof(float))},
+        &entry->value));
+    FS_RETURN_IF_ERROR(prim.Convert(fi, source.raw_data(), entry->value.raw_data()));
+    converted_ = std::move(entry);
+    *out = converted_->value;
+    return Status::OK();
+  }
+
   // The cached primitive for a (chunk) problem, built on first use.
   Status CachedPrimitive(const ConvProblem& p, ConvPass pass,
                          std::shared_ptr<const CachedConv>* out) {
@@ -797,6 +840,14 @@ class ConvKernel : public OpKernel {
   }
 
   onednn::ShapeCache<CachedConv> cache_;
+
+  struct ConvertedFilter {
+    Tensor source;  // held: see ConvertedConstant
+    dnnl::memory::desc layout;
+    Tensor value;
+  };
+  std::mutex converted_mu_;
+  std::shared_ptr<const ConvertedFilter> converted_;
 };
 
 class ConvForwardKernel final : public ConvKernel {
