@@ -248,6 +248,27 @@ def test_tf1_gradients_through_nested_while_loops(tmp_path, inner_step):
 
 
 @requires_tensorflow
+def test_tf1_gradients_through_three_nested_while_loops(tmp_path):
+    # The innermost loop's stacks enter through a chain of three Enters.
+    build = """
+        x = tf1.placeholder(tf.float32, [2], name="x")
+        def middle(j, b):
+            _, c = tf1.while_loop(lambda k, c: k < j + 1, lambda k, c: (k + 1, tf1.sin(c) * x),
+                                  [0, b])
+            return [j + 1, c + b]
+        def outer(i, a):
+            _, b = tf1.while_loop(lambda j, b: j < 2, middle, [0, a])
+            return [i + 1, b * a]
+        _, y = tf1.while_loop(lambda i, a: i < 2, outer, [0, x])
+        loss = tf1.reduce_sum(y * y, name="loss")
+        tf1.identity(tf1.gradients(loss, x)[0], name="dx")
+    """
+    cases = [{"x:0": [0.5, -1.2]}, {"x:0": [-0.3, 0.8]}]
+    graph_bytes = assert_matches_tf(tmp_path, build, ["loss:0", "dx:0"], cases)
+    assert b"StackPushV2" in graph_bytes
+
+
+@requires_tensorflow
 def test_flowstone_gradients_through_imported_nested_while_loops(tmp_path):
     # The forward graph alone from TensorFlow; Flowstone's tf.gradients differentiates the
     # imported (functionalized) nested loops, compared with TensorFlow's own gradient.
