@@ -126,7 +126,7 @@ Status MakeProblem(const WindowAttrs& attrs, bool depthwise, const Image& in, co
 }
 
 // The key a kernel caches its oneDNN primitives under. The row padding is part of it because a
-// band of an image's rows (RowBands below) has padding of its own.
+// band of an image's rows (RowsPerBand below) has padding of its own.
 std::vector<int64_t> ProblemKey(const ConvProblem& p) {
   return {p.in.n,          p.in.h,       p.in.w,
           p.in.c,          p.filter.h,   p.filter.w,
