@@ -129,35 +129,41 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
     fn(0, n);
     return;
   }
-  int64_t shards = std::min<int64_t>(max_shards, n);
-  int64_t block = (n + shards - 1) / shards;
-  shards = (n + block - 1) / block;
-  // Each shard runs once, on whichever thread claims it first: a worker, or the caller, which
-  // after its own first shard takes every shard no worker has started. On a loaded machine a
-  // sleeping worker may wait milliseconds for a core; the caller then does its share instead of
-  // waiting for it. The shards are the same whoever runs them, so results do not change. The
-  // state lives on the heap: a worker that wakes after the caller returned finds its shard taken
-  // and touches nothing else.
+  const int64_t shards = std::min<int64_t>(max_shards, n);
+  // The range is cut into grains, about kGrainsPerShard per participating thread, which the
+  // caller and the workers claim one at a time until none is left. A thread that loses its core
+  // mid-run (a loaded machine) then holds back one grain, not a third of the work, and uneven
+  // grains (the edge bands of a convolution) even out. The grains do not depend on which thread
+  // runs them, so results do not change; kernels already make each unit's result independent of
+  // how [0, n) is split, since the number of shards follows the number of threads. The state
+  // lives on the heap: a worker that wakes after the caller returned finds no grain left and
+  // touches nothing else.
+  constexpr int64_t kGrainsPerShard = 4;
+  const int64_t grain = std::max<int64_t>(1, n / (shards * kGrainsPerShard));
+  const int64_t grains = (n + grain - 1) / grain;
   struct Shared {
-    explicit Shared(int64_t shards) : claimed(shards), unfinished(shards) {}
-    std::vector<std::atomic<bool>> claimed;
+    explicit Shared(int64_t grains) : unfinished(grains) {}
+    std::atomic<int64_t> next{0};
     std::atomic<int64_t> unfinished;
     std::mutex mu;
     std::condition_variable cv;
   };
-  auto shared = std::make_shared<Shared>(shards);
-  auto run = [&fn, block, n](Shared& st, int64_t s) {
-    if (st.claimed[s].exchange(true, std::memory_order_acq_rel)) return;
-    fn(s * block, std::min(n, (s + 1) * block));
-    if (st.unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(st.mu);
-      st.cv.notify_all();
+  auto shared = std::make_shared<Shared>(grains);
+  auto run = [&fn, grain, grains, n](Shared& st) {
+    for (;;) {
+      const int64_t g = st.next.fetch_add(1, std::memory_order_acq_rel);
+      if (g >= grains) return;
+      fn(g * grain, std::min(n, (g + 1) * grain));
+      if (st.unfinished.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(st.mu);
+        st.cv.notify_all();
+      }
     }
   };
   for (int64_t s = 1; s < shards; ++s) {
-    Schedule([shared, run, s] { run(*shared, s); });
+    Schedule([shared, run] { run(*shared); });
   }
-  for (int64_t s = 0; s < shards; ++s) run(*shared, s);
+  run(*shared);
   std::unique_lock<std::mutex> lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->unfinished.load(std::memory_order_acquire) == 0; });
 }

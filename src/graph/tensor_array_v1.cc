@@ -301,13 +301,22 @@ void ThreadThroughLoop(proto::GraphDef* def, int enter, const std::string& loop_
   if (exit) added->push_back(PassThrough(base + "/_exit", "Exit", {base + "/_switch"}));
 }
 
-// A stack's Enter into a loop and the op (push or pop) that takes its handle, through the
-// Switches (node, output used) of the conds inside the loop that lead to that op.
+// A stack's Enters into loops and the op (push or pop) that takes its handle, through the
+// Switches (node, output used) of the conds inside the innermost loop that lead to that op. A
+// value of a nested loop has its stack enter the outer loop, then the inner one, so `enters`
+// holds a chain, outermost first.
 struct StackUse {
-  int enter = -1;
+  std::vector<int> enters;
   std::vector<std::pair<int, int>> switches;
   int op = -1;
 };
+
+// The name prefix of the nodes that carry a stack's list through loop `level` (0: outermost) of
+// its `side` ("/_push" or "/_pop"). The outermost one's Exit, "<stack>/_push/_exit", is what the
+// backward loops start from.
+std::string LevelBase(const std::string& stack, const char* side, size_t level) {
+  return level == 0 ? stack + side : StrCat(stack, side, level);
+}
 
 // Carries the list through the conds of `use` (each Switch now switches the list, and a new Merge
 // after each joins the updated list of the branch taken with the untouched one of the other);
@@ -347,22 +356,29 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     }
   }
   const std::map<std::string, std::string> loop_conds = LoopCondsByFrame(*def, index_of, consumers);
-  // How Enter `enter` reaches the one op of `op_type` that takes its handle: directly, or
-  // through the Switches of conds inside the loop (each passing it on from one output).
+  // How Enter `enter` reaches the one op of `op_type` that takes its handle: directly, through
+  // the Enters of loops nested in its loop, then through the Switches of conds inside the
+  // innermost loop (each passing it on from one output).
   auto follow = [&](int enter, const char* op_type, StackUse* use) {
-    use->enter = enter;
+    use->enters = {enter};
     for (int current = enter, hops = 0; hops < n; ++hops) {
       const auto& users = consumers[current];
       if (users.size() != 1) return false;
       const auto& [user, position, index] = users[0];
       if (!use->switches.empty()) use->switches.back().second = index;
       if (position != 0) return false;
-      if (def->node(user).op() == op_type) {
+      const std::string& op = def->node(user).op();
+      if (op == op_type) {
         use->op = user;
         return true;
       }
-      if (def->node(user).op() != "Switch") return false;
-      use->switches.push_back({user, -1});
+      if (op == "Enter" && use->switches.empty()) {
+        use->enters.push_back(user);
+      } else if (op == "Switch") {
+        use->switches.push_back({user, -1});
+      } else {
+        return false;
+      }
       current = user;
     }
     return false;
@@ -374,6 +390,24 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     return it == loop_conds.end() ? nullptr : &it->second;
   };
   std::vector<proto::NodeDef> added;
+  auto in_loops = [&](const StackUse& use) {
+    return std::all_of(use.enters.begin(), use.enters.end(),
+                       [&](int enter) { return loop_cond_of(enter) != nullptr; });
+  };
+  // Makes the list a loop variable of each loop of `use`, innermost first: `next` is the list the
+  // innermost loop's body ends with; each outer loop's body ends with the inner loop's Exit, and
+  // each inner Enter takes the list inside the loop around it.
+  auto thread_through_loops = [&](const StackUse& use, const std::string& name, const char* side,
+                                  std::string next, bool exit) {
+    for (size_t level = use.enters.size(); level-- > 0;) {
+      const std::string base = LevelBase(name, side, level);
+      const bool inner = level + 1 < use.enters.size();
+      ThreadThroughLoop(def, use.enters[level], *loop_cond_of(use.enters[level]), base, next,
+                        exit || level > 0, &added);
+      if (inner) def->mutable_node(use.enters[level + 1])->set_input(0, base + "/_list");
+      next = base + "/_exit";
+    }
+  };
   std::map<std::string, std::string> popped;  // a pop's name -> its value's new name
   for (int s = 0; s < n; ++s) {
     if (def->node(s).op() != "StackV2") continue;
@@ -391,10 +425,7 @@ Status RewriteStacksV2(proto::GraphDef* def) {
       }
     }
     const int push = push_use.op, pop = pop_use.op;
-    const int push_enter = push_use.enter, pop_enter = pop_use.enter;
-    if (other_use || push < 0 || pop < 0 || !loop_cond_of(push_enter) || !loop_cond_of(pop_enter)) {
-      continue;
-    }
+    if (other_use || push < 0 || pop < 0 || !in_loops(push_use) || !in_loops(pop_use)) continue;
     // The pushed value read back through the push: left as is.
     if (!consumers[push].empty()) continue;
     const proto::AttrValue* elem_attr = FindAttr(def->node(s), "elem_type");
@@ -426,12 +457,13 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     push_node.clear_input();
     push_node.clear_attr();
     push_node.set_op("TensorListPushBack");
-    push_node.add_input(push_use.switches.empty() ? name + "/_push/_list" : push_inputs[0]);
+    const std::string push_base = LevelBase(name, "/_push", push_use.enters.size() - 1);
+    push_node.add_input(push_use.switches.empty() ? push_base + "/_list" : push_inputs[0]);
     for (size_t k = 1; k < push_inputs.size(); ++k) push_node.add_input(push_inputs[k]);
     (*push_node.mutable_attr())["element_dtype"].set_type(elem_type);
-    ThreadThroughLoop(def, push_enter, *loop_cond_of(push_enter), name + "/_push",
-                      ThreadThroughConds(def, push_use, name + "/_push", push_name, &added),
-                      /*exit=*/true, &added);
+    thread_through_loops(push_use, name, "/_push",
+                         ThreadThroughConds(def, push_use, push_base, push_name, &added),
+                         /*exit=*/true);
 
     proto::NodeDef& pop_node = *def->mutable_node(pop);
     const std::string pop_handle = pop_node.input(0);
@@ -439,16 +471,17 @@ Status RewriteStacksV2(proto::GraphDef* def) {
     pop_node.clear_input();
     pop_node.clear_attr();
     pop_node.set_op("TensorListPopBack");
-    pop_node.add_input(pop_use.switches.empty() ? name + "/_pop/_list" : pop_handle);
+    const std::string pop_base = LevelBase(name, "/_pop", pop_use.enters.size() - 1);
+    pop_node.add_input(pop_use.switches.empty() ? pop_base + "/_list" : pop_handle);
     pop_node.add_input(shape);
     for (const std::string& control : pop_controls) pop_node.add_input(control);
     (*pop_node.mutable_attr())["element_dtype"].set_type(elem_type);
-    def->mutable_node(pop_enter)->set_input(0, name + "/_push/_exit");
-    ThreadThroughLoop(
-        def, pop_enter, *loop_cond_of(pop_enter), name + "/_pop",
-        ThreadThroughConds(def, pop_use, name + "/_pop", pop_node.name() + ":0", &added),
-        /*exit=*/false, &added);
-    popped[pop_node.name()] = pop_node.name() + ":1";
+    const std::string pop_name = pop_node.name();
+    def->mutable_node(pop_use.enters.front())->set_input(0, name + "/_push/_exit");
+    thread_through_loops(pop_use, name, "/_pop",
+                         ThreadThroughConds(def, pop_use, pop_base, pop_name + ":0", &added),
+                         /*exit=*/false);
+    popped[pop_name] = pop_name + ":1";
   }
   // A pop's value is now its output 1 (output 0 is the shorter list).
   for (proto::NodeDef& node : *def->mutable_node()) {

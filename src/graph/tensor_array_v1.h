@@ -43,8 +43,10 @@ Status RewriteTensorArraysV3(proto::GraphDef* def);
 //                             variable (starting from the forward loop's Exit), q:1 the value
 //                             (what "q:0" meant)
 //
-// Stacks used another way (nested loops' gradients) are left unchanged, so the import lists
-// StackV2 as unsupported.
+// A value of a nested loop has its stack enter the outer loop and then the inner one (a chain of
+// Enters, on both the forward and the backward side): the list is then a loop variable of each
+// loop of the chain, the inner loop's Exit feeding the outer loop's NextIteration. Stacks used
+// another way are left unchanged, so the import lists StackV2 as unsupported.
 bool HasStacksV2(const proto::GraphDef& def);
 Status RewriteStacksV2(proto::GraphDef* def);
 

@@ -1118,26 +1118,54 @@ Status ReadPaddings(const Tensor& in, const Tensor& paddings_t, PadMode mode,
   return Status::OK();
 }
 
-// Copies the input into the interior of an output already filled with the pad value.
-void CopyInterior(KernelContext& ctx, const Tensor& in, const std::vector<int64_t>& paddings,
-                  Tensor* out) {
-  const int rank = in.rank();
-  if (in.num_elements() == 0) return;
-  const size_t elem = DTypeSize(in.dtype());
-  const int64_t row = in.dim(rank - 1);
-  const int64_t rows = DimProduct(in.shape(), 0, rank - 1);
-  const char* src = static_cast<const char*>(in.raw_data());
-  char* dst = static_cast<char*>(out->raw_data());
-  ctx.ParallelFor(rows, row, [&](int64_t begin, int64_t end) {
+// Writes the padded output, row by row: a row over the input is its leading padding, a copy of
+// the input row and its trailing padding; the other rows are all padding. Each element is
+// written once.
+template <typename U>
+void PadRows(KernelContext& ctx, const Tensor& in, const std::vector<int64_t>& paddings, U value,
+             Tensor* out) {
+  // Trailing dimensions without padding are one contiguous block in both tensors: they merge into
+  // the last padded dimension, so each copy moves whole blocks (an NHWC image padded in rows and
+  // columns copies rows of W x C elements, not C at a time).
+  int last = in.rank() - 1;
+  int64_t block = 1;
+  while (last > 0 && paddings[2 * last] == 0 && paddings[2 * last + 1] == 0) {
+    block *= in.dim(last);
+    --last;
+  }
+  std::vector<int64_t> in_dims(last + 1), out_dims(last + 1), before(last + 1);
+  for (int d = 0; d <= last; ++d) {
+    in_dims[d] = in.dim(d);
+    out_dims[d] = out->dim(d);
+    before[d] = paddings[2 * d];
+  }
+  in_dims[last] *= block;
+  out_dims[last] *= block;
+  before[last] *= block;
+  const int64_t row = in_dims[last], out_row = out_dims[last];
+  const int64_t out_rows = out_row == 0 ? 0 : out->num_elements() / out_row;
+  const U* src = in.data<U>();
+  U* dst = out->data<U>();
+  ctx.ParallelFor(out_rows, out_row, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      // Output offset of input row r: each index shifted by its dimension's leading padding.
-      int64_t offset = paddings[2 * (rank - 1)], rest = r, scale = out->dim(rank - 1);
-      for (int d = rank - 2; d >= 0; --d) {
-        offset += (rest % in.dim(d) + paddings[2 * d]) * scale;
-        rest /= in.dim(d);
-        scale *= out->dim(d);
+      U* out_start = dst + r * out_row;
+      // The input row under output row r, or none when an index falls in the padding.
+      int64_t in_r = 0, scale = 1, rest = r;
+      bool inside = row > 0;
+      for (int d = last - 1; d >= 0 && inside; --d) {
+        const int64_t i = rest % out_dims[d] - before[d];
+        rest /= out_dims[d];
+        inside = i >= 0 && i < in_dims[d];
+        in_r += i * scale;
+        scale *= in_dims[d];
       }
-      std::memcpy(dst + offset * elem, src + r * row * elem, row * elem);
+      if (!inside) {
+        std::fill_n(out_start, out_row, value);
+        continue;
+      }
+      std::fill_n(out_start, before[last], value);
+      std::memcpy(out_start + before[last], src + in_r * row, row * sizeof(U));
+      std::fill(out_start + before[last] + row, out_start + out_row, value);
     }
   });
 }
@@ -1159,15 +1187,12 @@ Status ConstantPadKernel(KernelContext& ctx) {
   }
   Tensor* out;
   FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, out_shape, &out));
-  FS_RETURN_IF_ERROR(
-      array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
-        U value{};  // all-zero bits: 0 (or false) in every dtype
-        if (has_value) std::memcpy(&value, ctx.input(2).raw_data(), sizeof(U));
-        std::fill_n(out->data<U>(), out->num_elements(), value);
-        return Status::OK();
-      }));
-  CopyInterior(ctx, in, paddings, out);
-  return Status::OK();
+  return array_util::DispatchElementSize(DTypeSize(in.dtype()), [&]<typename U>() -> Status {
+    U value{};  // all-zero bits: 0 (or false) in every dtype
+    if (has_value) std::memcpy(&value, ctx.input(2).raw_data(), sizeof(U));
+    PadRows<U>(ctx, in, paddings, value, out);
+    return Status::OK();
+  });
 }
 
 // The part of the gradient that lies over the input, without the padding.

@@ -270,12 +270,11 @@ constexpr int64_t kTileCols = 256;
 // left 60 for the last, so two threads splitting the tiles in halves got 384 and 316 rows.
 constexpr int64_t kTileAlign = 16;
 constexpr int64_t kRowAlign = 8;
-// One-tile products of at least this many multiply-adds (about 130k cycles, two shards' worth
-// for the thread pool) are split into column tiles no narrower than kSplitCols.
-constexpr int64_t kSplitProduct = int64_t{1} << 21;
-constexpr int64_t kSplitCols = 128;
-// Products with at most this many rows and a transposed B are computed transposed.
+// Products with at most kFewRows rows, at least kSplitCols columns and kSplitProduct
+// multiply-adds, and a transposed B are computed transposed.
 constexpr int64_t kFewRows = 32;
+constexpr int64_t kSplitCols = 128;
+constexpr int64_t kSplitProduct = int64_t{1} << 21;
 
 // Splits `extent` into ceil(extent / target) near-equal pieces, each a multiple of `align`
 // except the last.
@@ -284,11 +283,35 @@ int64_t TileEdge(int64_t extent, int64_t target, int64_t align = kTileAlign) {
   return RoundUp((extent + pieces - 1) / pieces, align);
 }
 
+// A product with fewer than kMinTiles tiles of the target size has its tiles cut finer, the
+// longer edge halved each time, as long as a tile keeps at least kMinTileMacs multiply-adds
+// (~20 us on one core): a transformer layer at batch 1 (128 x 256 by 256 x 256) was one tile on
+// one core. Like the target, this depends on the shape alone.
+constexpr int64_t kMinTiles = 8;
+constexpr int64_t kMinTileMacs = int64_t{1} << 20;
+
+void ChooseTiles(int64_t m, int64_t n, int64_t k, int64_t* tile_m, int64_t* tile_n) {
+  *tile_m = TileEdge(m, kTileRows, kRowAlign);
+  *tile_n = TileEdge(n, kTileCols);
+  auto tiles = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
+  while (tiles(*tile_m, *tile_n) < kMinTiles) {
+    int64_t tm = *tile_m, tn = *tile_n;
+    if (tn >= tm && tn > kTileAlign) {
+      tn = TileEdge(n, tn / 2);
+    } else if (tm > kRowAlign) {
+      tm = TileEdge(m, tm / 2, kRowAlign);
+    }
+    if ((tm == *tile_m && tn == *tile_n) || std::min(tm, m) * std::min(tn, n) * k < kMinTileMacs) {
+      break;
+    }
+    *tile_m = tm;
+    *tile_n = tn;
+  }
+}
+
 Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_t m, int64_t n,
                   int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
                   int64_t ldc) {
-  const int64_t tile_m = TileEdge(m, kTileRows, kRowAlign);
-  const int64_t row_tiles = (m + tile_m - 1) / tile_m;
   // A few rows by a transposed B (an RNN step's gradient, 20 x 1024 by [256, 1024]^T): sgemm
   // would pack all of B from strided reads for those few rows, 2.6x the time of the product with
   // B untransposed. C^T = B op(A)^T reads B as stored and packs only the few rows of A; its
@@ -301,14 +324,11 @@ Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_
     TransposeMatrix(ctx, n, m, static_cast<const float*>(ct), m, c, ldc);
     return Status::OK();
   }
-  int64_t tile_n = TileEdge(n, kTileCols);
-  // A product of a few rows (an RNN step's batch) that fits one tile but is worth sharing is cut
-  // into column tiles of at least kSplitCols: at that width sgemm runs at the same speed.
-  if (row_tiles == 1 && tile_n >= n && n >= 2 * kSplitCols && m * n * k >= kSplitProduct) {
-    const int64_t pieces = n / kSplitCols;
-    tile_n = RoundUp((n + pieces - 1) / pieces, kTileAlign);
-  }
-  const int64_t col_tiles = (n + tile_n - 1) / tile_n;
+  // ChooseTiles also cuts a product of a few rows (an RNN step's batch) that fits one tile into
+  // column tiles, so that it is shared out.
+  int64_t tile_m, tile_n;
+  ChooseTiles(m, n, k, &tile_m, &tile_n);
+  const int64_t row_tiles = (m + tile_m - 1) / tile_m, col_tiles = (n + tile_n - 1) / tile_n;
   // Every row tile packs its columns of op(B) again, and packing a transposed B reads it
   // column by column: for the 700 x 10,000 by 10,000 x 256 gradient of a softmax projection that
   // made the product 1.4x slower than with B stored untransposed. So a transposed B that more

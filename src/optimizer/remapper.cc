@@ -345,6 +345,11 @@ class Remapper {
       attrs.Set("num_host_args", int64_t{0});
     }
     attrs.Set("fused_ops", fused_ops);
+    // A convolution's kernel keeps its constant filter reordered into oneDNN's layout.
+    Tensor filter;
+    if ((conv || depthwise) && (folded || ConstantValue(product.input(1), &filter))) {
+      attrs.Set("_constant_filter", true);
+    }
     if (chain.activation != nullptr && chain.activation->type() == "LeakyRelu") {
       attrs.Set("leakyrelu_alpha", chain.activation->attrs().GetOr<double>("alpha", 0.2));
     }
