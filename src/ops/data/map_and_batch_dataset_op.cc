@@ -3,7 +3,10 @@
 // into its row of a batch tensor allocated once per batch, so there is no per-element tensor kept
 // until the batch is full and no stacking copy on the consumer's thread. In the image pipeline
 // benchmark that copy (38 MB per batch of 64 images) ran on the one thread that also fed the
-// workers, and the workers ran dry while it did (bench/RESULTS.md).
+// workers, and the workers ran dry while it did (bench/RESULTS.md). When the batch is allocated
+// before a call starts (the map's output shapes are static, or an earlier call of the batch has
+// ended), the call's rows are its function's destinations: the kernel computing a component
+// writes it in the batch, and nothing is copied.
 //
 // Results are those of map then batch, in input order whatever the parallelism. On an error
 // the fused iterator behaves as TensorFlow's MapAndBatch does: the batch holding the failing
@@ -37,6 +40,8 @@ class MapAndBatchIterator final : public IteratorBase {
         // the workers run the next batch's calls while the consumer takes a finished one.
         max_batches_(std::max<int64_t>(
             2, (kCallsAheadPerWorker * map_->parallel_calls() + batch_size - 1) / batch_size)),
+        static_shapes_(std::all_of(map_->output_shapes().begin(), map_->output_shapes().end(),
+                                   [](const PartialShape& s) { return s.IsFullyDefined(); })),
         input_(map_->input()->MakeIterator()) {}
 
   ~MapAndBatchIterator() override {
@@ -105,6 +110,15 @@ class MapAndBatchIterator final : public IteratorBase {
         if (static_cast<int64_t>(batches_.size()) >= max_batches_) return;
       }
       auto batch = std::make_unique<Batch>(batch_size_);
+      if (static_shapes_) {
+        std::vector<TensorShape> shapes;
+        for (const PartialShape& shape : map_->output_shapes()) {
+          shapes.push_back(shape.ToTensorShape());
+        }
+        // Out of memory, the batch stays unallocated: its first call to end tries again and
+        // reports the error.
+        if (!Allocate(batch.get(), map_->output_types(), shapes).ok()) batch->components.clear();
+      }
       std::vector<Call> calls;
       bool failed = false;
       while (batch->rows < batch_size_) {
@@ -147,11 +161,15 @@ class MapAndBatchIterator final : public IteratorBase {
       if (stopping_) return;
       Call call = std::move(queue_.front());
       queue_.pop_front();
+      std::vector<Tensor> rows = Rows(*call.batch, call.row);
       lock.unlock();
       Element result;
-      Status s = map_->MapOne(ctx, call.input, &result);
+      Status s = map_->MapOne(ctx, call.input, &result, &rows);
       call.input.clear();
-      if (s.ok()) s = Store(call.batch, call.row, result);
+      if (s.ok()) s = Store(call.batch, call.row, rows, result);
+      // Let go of the batch's memory before it is handed out, so that a fetch of it need not copy.
+      rows.clear();
+      result.clear();
       lock.lock();
       if (!s.ok()) call.batch->statuses[call.row] = std::move(s);
       // Only the oldest batch's end can be waited for.
@@ -159,31 +177,58 @@ class MapAndBatchIterator final : public IteratorBase {
     }
   }
 
-  // Copies a call's result into its row of the batch, allocating the batch's components on the
-  // first result. A result whose shape differs from the batch's is not copied: its shape is
-  // recorded, and Finish reports the batch's first difference in row order.
-  Status Store(Batch* batch, int64_t row, const Element& result) {
+  // Allocates the batch's components: rows of `shapes`.
+  Status Allocate(Batch* batch, const std::vector<DType>& types,
+                  const std::vector<TensorShape>& shapes) {
+    std::vector<Tensor> components(types.size());
+    for (size_t c = 0; c < types.size(); ++c) {
+      Dims dims = shapes[c].dims();
+      dims.insert(0, batch_size_);
+      FS_RETURN_IF_ERROR(AllocateHost(types[c], TensorShape(dims), &components[c]));
+    }
+    batch->components = std::move(components);
+    return Status::OK();
+  }
+
+  // Row `row` of each component of the batch, as the destinations of the row's call: none (an
+  // empty tensor) before the batch is allocated, for strings and variants (constructed objects
+  // that a kernel's output would not expect), and for a row whose address is not aligned as a
+  // kernel's output is (kTensorAlignment). Called under mu_.
+  static std::vector<Tensor> Rows(const Batch& batch, int64_t row) {
+    std::vector<Tensor> rows(batch.components.size());
+    for (size_t c = 0; c < rows.size(); ++c) {
+      const Tensor& whole = batch.components[c];
+      if (HoldsObjects(whole.dtype()) || whole.num_elements() == 0) continue;
+      const size_t row_bytes = whole.bytes() / static_cast<size_t>(whole.dim(0));
+      if ((row * row_bytes) % kTensorAlignment == 0) rows[c] = whole.SubSlice(row);
+    }
+    return rows;
+  }
+
+  // Puts a call's result into its row of the batch: nothing to do for a component computed in its
+  // destination, else a copy, after allocating the batch's components on the first result. A
+  // result whose shape differs from the batch's is not copied: its shape is recorded, and Finish
+  // reports the batch's first difference in row order.
+  Status Store(Batch* batch, int64_t row, const std::vector<Tensor>& rows, const Element& result) {
     batch->shapes[row].clear();
     for (const Tensor& t : result) batch->shapes[row].push_back(t.shape());
-    std::vector<bool> fits(result.size());
+    std::vector<bool> copy(result.size());
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (batch->components.empty()) {
-        std::vector<Tensor> components(result.size());
-        for (size_t c = 0; c < result.size(); ++c) {
-          Dims dims = result[c].shape().dims();
-          dims.insert(0, batch_size_);
-          FS_RETURN_IF_ERROR(AllocateHost(result[c].dtype(), TensorShape(dims), &components[c]));
-        }
-        batch->components = std::move(components);
+        std::vector<DType> types;
+        for (const Tensor& t : result) types.push_back(t.dtype());
+        FS_RETURN_IF_ERROR(Allocate(batch, types, batch->shapes[row]));
       }
       for (size_t c = 0; c < result.size(); ++c) {
-        fits[c] = IsRowOf(result[c].shape(), batch->components[c].shape());
+        const bool in_place =
+            c < rows.size() && rows[c].initialized() && result[c].raw_data() == rows[c].raw_data();
+        copy[c] = !in_place && IsRowOf(result[c].shape(), batch->components[c].shape());
       }
     }
     // Rows are disjoint, so the copies need no lock.
     for (size_t c = 0; c < result.size(); ++c) {
-      if (!fits[c]) continue;
+      if (!copy[c]) continue;
       const Tensor& t = result[c];
       const size_t row_bytes = static_cast<size_t>(t.num_elements()) * DTypeSize(t.dtype());
       CopyElements(t.dtype(), t.raw_data(),
@@ -258,6 +303,8 @@ class MapAndBatchIterator final : public IteratorBase {
   const int64_t batch_size_;
   const bool drop_remainder_;
   const int64_t max_batches_;
+  // Whether the map's output shapes are all known, so batches are allocated as they start.
+  const bool static_shapes_;
   std::unique_ptr<IteratorBase> input_;  // the map's input, read by the consumer's thread only
   bool input_ended_ = false;
   bool ended_ = false;

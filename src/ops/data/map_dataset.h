@@ -34,9 +34,11 @@ class MapDataset final : public DatasetBase {
   // The number of calls run at once (1: on the consumer's thread).
   int64_t parallel_calls() const { return parallel_calls_; }
 
-  // One call of the function, checked against the declared element spec and annotated.
-  Status MapOne(KernelContext& ctx, const Element& input, Element* result) const {
-    Status s = fn_->Call(ctx, input, result);
+  // One call of the function, checked against the declared element spec and annotated; result
+  // components are written into `destinations` where given (see UserFunction::Call).
+  Status MapOne(KernelContext& ctx, const Element& input, Element* result,
+                const std::vector<Tensor>* destinations = nullptr) const {
+    Status s = fn_->Call(ctx, input, result, destinations);
     if (s.ok()) s = CheckElement(*this, *result);
     return Annotate(s);
   }

@@ -228,3 +228,35 @@ def test_a_run_deadline_ends_the_wait_for_a_batch():
     with tf.Session() as sess:
         with pytest.raises(tf.errors.DeadlineExceededError):
             sess.run(nxt, options=tf.compat.v1.RunOptions(timeout_in_ms=200))
+
+
+def test_results_written_in_their_rows_equal_those_copied_there():
+    # Static shapes: each batch is allocated before its calls, whose kernels write their outputs
+    # in the batch's rows (rows of 5 floats: only every 64th-byte-aligned row is written in
+    # place, the others are copied). Outputs that no kernel allocates (a constant, the input
+    # itself, a tensor returned twice, one also read by another output) are copied.
+    def f(x):
+        v = tf.cast(tf.fill([5], x), tf.float32) * 3.0
+        normalized = (tf.cast(tf.fill([7, 3], x), tf.uint8) - 1) * 2
+        return v, v, v * 2.0, x, tf.constant([1.5, 2.5]), tf.cast(normalized, tf.float32) / 0.25
+
+    got = _drain(Dataset.range(37).map(f, num_parallel_calls=3).batch(16))
+    assert [len(g[0]) for g in got] == [16, 16, 5]
+    x = np.arange(37)
+    v = np.repeat(x[:, None], 5, 1).astype(np.float32) * 3
+    want = [v, v, v * 2, x, np.tile([1.5, 2.5], (37, 1)),
+            ((np.full((37, 7, 3), 1, np.uint8) * x[:, None, None].astype(np.uint8) - 1) * 2
+             ).astype(np.float32) / 0.25]
+    for c, w in enumerate(want):
+        np.testing.assert_array_equal(np.concatenate([g[c] for g in got]), w)
+
+
+def test_rows_of_shapes_known_only_at_run_time_are_written_after_the_first():
+    # The map's output shape is unknown until a call ends: the first call to end allocates the
+    # batch, and the calls that start after it write in their rows.
+    def f(x):
+        return tf.py_func(lambda v: np.full(4, v), [x], tf.int64) * 2
+
+    got = _drain(Dataset.range(50).map(f, num_parallel_calls=2).batch(16))
+    assert [g.shape for g in got] == [(16, 4), (16, 4), (16, 4), (2, 4)]
+    np.testing.assert_array_equal(np.concatenate(got), np.repeat(np.arange(50)[:, None], 4, 1) * 2)
