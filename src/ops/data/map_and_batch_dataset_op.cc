@@ -82,7 +82,8 @@ class MapAndBatchIterator final : public IteratorBase {
   }
 
  private:
-  // One batch: its rows' calls write into `components`, allocated by the first call to finish.
+  // One batch: its rows' calls write into `components`, allocated as the batch starts when the
+  // map's output shapes are static, else by the batch's first call to end.
   struct Batch {
     explicit Batch(int64_t size) : statuses(size), shapes(size) {}
     int64_t rows = 0;     // input elements read into it
@@ -115,9 +116,10 @@ class MapAndBatchIterator final : public IteratorBase {
         for (const PartialShape& shape : map_->output_shapes()) {
           shapes.push_back(shape.ToTensorShape());
         }
-        // Out of memory, the batch stays unallocated: its first call to end tries again and
-        // reports the error.
-        if (!Allocate(batch.get(), map_->output_types(), shapes).ok()) batch->components.clear();
+        // Out of memory, the batch stays unallocated (Allocate sets nothing then): its first
+        // call to end tries again and reports the error.
+        Status allocated = Allocate(batch.get(), map_->output_types(), shapes);
+        if (!allocated.ok()) batch->components.clear();
       }
       std::vector<Call> calls;
       bool failed = false;
