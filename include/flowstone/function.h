@@ -68,9 +68,12 @@ class FunctionRuntime {
   // graph); the result lives as long as the session. NotFound when there is no such function.
   virtual Status Instantiate(const std::string& name, const CompiledFunction** out) = 0;
   // Runs a compiled function: `args` are moved into its inputs; `rets` receives its outputs.
+  // `destinations` (or nullptr) has a host tensor, or an empty one, per output: an output of its
+  // dtype and shape is written there, and `rets` shares its memory (ExecutionPlan::Run).
   // Errors name the function and the node inside it.
   virtual Status Run(const CompiledFunction& function, std::vector<Tensor>& args,
-                     std::vector<Tensor>* rets, const KernelContext& caller) = 0;
+                     std::vector<Tensor>* rets, const KernelContext& caller,
+                     const std::vector<Tensor>* destinations) = 0;
 };
 
 }  // namespace flowstone

@@ -69,6 +69,9 @@ class KernelContext {
     // Where this node's run records node statistics; nullptr unless the run is traced. Function
     // calls trace their bodies into the same collector.
     const TraceScope* trace = nullptr;
+    // Per output, a host tensor the caller of the run wants the output written into (a row of a
+    // batch, see ExecutionPlan::Run's destinations), or nullptr; nullptr when none has one.
+    const Tensor* const* destinations = nullptr;
   };
   explicit KernelContext(const Params& params) : p_(params) {}
 
@@ -87,12 +90,14 @@ class KernelContext {
   DType output_type(int i) const { return p_.node->output_type(i); }
 
   // Allocates output i with the node's output dtype, in host memory for resource handles and
-  // outputs the kernel declared host-memory, else in the device's memory. On OOM returns
+  // outputs the kernel declared host-memory, else in the device's memory; or hands out the
+  // output's destination when the run has one of this dtype and shape. On OOM returns
   // ResourceExhausted naming the shape, dtype, device and allocator, the bytes asked for and the
   // limit.
   Status AllocateOutput(int i, const TensorShape& shape, Tensor** out);
   // Like AllocateOutput, but reuses input `input_index`'s buffer when this kernel holds the only
-  // reference and the sizes and dtypes agree (in-place elementwise ops).
+  // reference and the sizes and dtypes agree (in-place elementwise ops), unless the output has a
+  // destination.
   Status ForwardOrAllocateOutput(int input_index, int output_index, const TensorShape& shape,
                                  Tensor** out);
   // Scratch memory released when the tensor goes out of scope.
@@ -128,6 +133,10 @@ class KernelContext {
   Status OomError(DType dtype, const TensorShape& shape) const;
 
  private:
+  // Output i's destination when it has one of `shape` and the output's dtype, on a device whose
+  // memory is the host's; else nullptr.
+  const Tensor* Destination(int i, const TensorShape& shape) const;
+
   Params p_;
 };
 

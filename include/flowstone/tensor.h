@@ -111,6 +111,10 @@ class Tensor {
 
   // A tensor sharing this buffer with another shape of the same element count.
   Tensor Reshaped(const TensorShape& shape) const;
+  // Row `index` along the first dimension (of a plain dtype, not strings or variants), sharing
+  // this tensor's memory and keeping it alive: what is written into the row lands in this
+  // tensor. The row is aligned only as far as its offset allows (see kTensorAlignment).
+  Tensor SubSlice(int64_t index) const;
   // A deep copy on the CPU allocator.
   Tensor Copy() const;
   // Element i converted to double/int64, whatever the dtype (for shape arguments and messages).

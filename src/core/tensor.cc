@@ -127,6 +127,36 @@ Tensor Tensor::Reshaped(const TensorShape& shape) const {
   return t;
 }
 
+namespace {
+// The allocator of a SubSlice's buffer: its memory belongs to the sliced buffer, which the slice
+// holds a reference to (its keepalive), so there is nothing to free.
+class SliceAllocator final : public Allocator {
+ public:
+  std::string name() const override { return "slice"; }
+  void* Allocate(size_t) override { return nullptr; }
+  void Deallocate(void*, size_t) override {}
+  AllocatorStats stats() const override { return {}; }
+  int64_t limit() const override { return 0; }
+};
+}  // namespace
+
+Tensor Tensor::SubSlice(int64_t index) const {
+  static SliceAllocator* const slices = new SliceAllocator;
+  Dims dims = shape_.dims();
+  const int64_t rows = dims[0];
+  dims.erase(0);
+  Tensor t;
+  t.dtype_ = dtype_;
+  t.shape_ = TensorShape(dims);
+  t.num_elements_ = rows == 0 ? 0 : num_elements_ / rows;
+  const size_t row_bytes = static_cast<size_t>(t.num_elements_) * DTypeSize(dtype_);
+  buffer_->Ref();
+  std::shared_ptr<void> keep(buffer_, [](void* b) { static_cast<Buffer*>(b)->Unref(); });
+  t.buffer_ = new Buffer(slices, static_cast<char*>(buffer_->data()) + index * row_bytes, row_bytes,
+                         std::move(keep));
+  return t;
+}
+
 Tensor Tensor::Copy() const {
   if (!initialized()) return Tensor();
   Tensor t = Host(dtype_, shape_);

@@ -230,7 +230,7 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   Status Run(const CompiledFunction& function, std::vector<Tensor>& args, std::vector<Tensor>* rets,
-             const KernelContext& caller) override {
+             const KernelContext& caller, const std::vector<Tensor>* destinations) override {
     const auto& f = static_cast<const SessionFunction&>(function);
     if (args.size() != f.plan.feeds.size()) {
       return errors::InvalidArgument(f.def->Describe(), " called with ", args.size(), " inputs");
@@ -253,7 +253,7 @@ class DirectSession final : public Session, public FunctionRuntime {
     ThreadPool* pool = FunctionPoolOfThisThread();
     if (pool != nullptr && pool->InWorkerThread()) pool = nullptr;
     Status s = f.plan.Run(args, rets, caller.resources(), pool, caller.step_id(), options,
-                          *cancellation, this, trace ? &*trace : nullptr);
+                          *cancellation, this, trace ? &*trace : nullptr, destinations);
     return s.ok() ? s : InFunction(s, f.def->name);
   }
 

@@ -112,6 +112,7 @@ void ExecutionPlan::ReleaseState(std::unique_ptr<RunState> state) const {
   for (Tensor& t : state->inputs) t = Tensor();
   state->cancellation = nullptr;
   state->trace = nullptr;
+  state->destinations.clear();
   std::lock_guard<std::mutex> lock(pool_mu_);
   free_states_.push_back(std::move(state));
 }
@@ -163,6 +164,7 @@ Status ExecutionPlan::ExecuteNode(int index, RunState& state, ResourceMgr* resou
   params.cancellation = state.cancellation;
   params.trace = state.trace;
   if (!pn.host_memory_outputs.empty()) params.host_memory_outputs = &pn.host_memory_outputs;
+  if (!state.destinations.empty()) params.destinations = state.destinations.data() + pn.output_base;
   KernelContext ctx(params);
   int64_t compute_start = 0;
   if constexpr (kTraced) compute_start = NowNanos();
@@ -371,7 +373,8 @@ ThreadPool* FunctionPoolOfThisThread() { return function_pool_of_this_thread; }
 Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs,
                           ResourceMgr* resources, ThreadPool* inter_op_pool, int64_t step_id,
                           const RunOptions& options, const CancellationToken& cancellation,
-                          FunctionRuntime* functions, const TraceScope* trace) const {
+                          FunctionRuntime* functions, const TraceScope* trace,
+                          const std::vector<Tensor>* destinations) const {
   // Kernels run on this thread too: a signal handled here must not land on a kernel's stack
   // pointer (see core/thread_signals.h).
   EnsureAlternateSignalStack();
@@ -389,6 +392,14 @@ Status ExecutionPlan::Run(std::vector<Tensor>& feed_values, std::vector<Tensor>*
   }
   for (const auto& [slot, value] : constants) state->slots[slot] = value;
   if (trace != nullptr) RecordConstants(*trace);
+  if (destinations != nullptr) {
+    state->destinations.assign(num_slots, nullptr);
+    for (size_t f = 0; f < fetch_slots.size() && f < destinations->size(); ++f) {
+      const Tensor& dest = (*destinations)[f];
+      const Tensor*& slot_dest = state->destinations[fetch_slots[f]];
+      if (dest.initialized() && slot_dest == nullptr) slot_dest = &dest;
+    }
+  }
   // An allocation report reads every slot, so that run goes one node at a time.
   const bool run_parallel = parallel && !state->report_allocations_on_oom &&
                             inter_op_pool != nullptr && inter_op_pool->num_threads() > 0;

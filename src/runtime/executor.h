@@ -48,6 +48,9 @@ struct RunState {
   const CancellationToken* cancellation = nullptr;
   // Where this run records node statistics; nullptr (the usual case) when it is not traced.
   const TraceScope* trace = nullptr;
+  // Per slot, the tensor the run's caller wants it written into (Run's destinations); empty
+  // when the run has none, the usual case.
+  std::vector<const Tensor*> destinations;
 };
 
 class ExecutionPlan {
@@ -84,11 +87,15 @@ class ExecutionPlan {
   // Runs the plan. `feed_values` are moved into the feed slots. The run checks `cancellation`
   // between nodes (kernels check it between units of work) and, once it is cancelled, stops and
   // returns its Status. Call ops compile and run their functions through `functions`. With a
-  // `trace`, each executed node's statistics go to its collector.
+  // `trace`, each executed node's statistics go to its collector. `destinations`, when given,
+  // has a tensor (or an empty one) per fetch: the kernel producing a fetch with a destination of
+  // its shape and dtype writes it there instead of allocating (a batch's row, written by a map's
+  // call); the fetched tensor then shares the destination's memory.
   Status Run(std::vector<Tensor>& feed_values, std::vector<Tensor>* outputs, ResourceMgr* resources,
              ThreadPool* inter_op_pool, int64_t step_id, const RunOptions& options,
              const CancellationToken& cancellation, FunctionRuntime* functions,
-             const TraceScope* trace = nullptr) const;
+             const TraceScope* trace = nullptr,
+             const std::vector<Tensor>* destinations = nullptr) const;
 
  private:
   std::unique_ptr<RunState> AcquireState() const;

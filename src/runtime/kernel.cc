@@ -54,9 +54,22 @@ Status KernelContext::OomError(DType dtype, const TensorShape& shape) const {
       memory_report);
 }
 
+const Tensor* KernelContext::Destination(int i, const TensorShape& shape) const {
+  if (p_.destinations == nullptr || p_.destinations[i] == nullptr) return nullptr;
+  const Tensor* dest = p_.destinations[i];
+  const bool host = p_.device == nullptr || p_.device->host_memory();
+  if (!host || dest->dtype() != output_type(i) || dest->shape() != shape) return nullptr;
+  return dest;
+}
+
 Status KernelContext::AllocateOutput(int i, const TensorShape& shape, Tensor** out) {
   DType dtype = output_type(i);
   Tensor& slot = p_.outputs[i];
+  if (const Tensor* dest = Destination(i, shape)) {
+    slot = *dest;
+    *out = &slot;
+    return Status::OK();
+  }
   // Resource handles, variants and strings are host structures whatever the device. A host
   // device's own allocator holds them, so that the session's memory limit covers them too (a
   // string output sized by an input, such as UnsortedSegmentJoin's, was otherwise limited only
@@ -81,8 +94,8 @@ Status KernelContext::ForwardOrAllocateOutput(int input_index, int output_index,
   const bool host_output =
       p_.host_memory_outputs != nullptr && (*p_.host_memory_outputs)[output_index];
   if (!host_output && p_.forwardable != nullptr && p_.forwardable[input_index] &&
-      in.RefCountIsOne() && in.dtype() == output_type(output_index) &&
-      in.num_elements() == shape.num_elements()) {
+      Destination(output_index, shape) == nullptr && in.RefCountIsOne() &&
+      in.dtype() == output_type(output_index) && in.num_elements() == shape.num_elements()) {
     p_.outputs[output_index] = in.Reshaped(shape);
     *out = &p_.outputs[output_index];
     return Status::OK();

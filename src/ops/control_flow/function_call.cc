@@ -3,7 +3,7 @@
 namespace flowstone {
 
 Status FunctionCaller::Call(KernelContext& ctx, std::vector<Tensor>& args,
-                            std::vector<Tensor>* rets) {
+                            std::vector<Tensor>* rets, const std::vector<Tensor>* destinations) {
   FunctionRuntime* runtime = ctx.functions();
   if (runtime == nullptr) {
     return errors::FailedPrecondition("function '", name_,
@@ -15,7 +15,7 @@ Status FunctionCaller::Call(KernelContext& ctx, std::vector<Tensor>& args,
     FS_RETURN_IF_ERROR(runtime->Instantiate(name_, &compiled));
     compiled_.store(compiled, std::memory_order_release);
   }
-  return runtime->Run(*compiled, args, rets, ctx);
+  return runtime->Run(*compiled, args, rets, ctx, destinations);
 }
 
 namespace {

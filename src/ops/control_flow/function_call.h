@@ -20,8 +20,10 @@ class FunctionCaller {
  public:
   explicit FunctionCaller(std::string name) : name_(std::move(name)) {}
   const std::string& name() const { return name_; }
-  // Runs the function; `args` are consumed and `rets` receives its outputs.
-  Status Call(KernelContext& ctx, std::vector<Tensor>& args, std::vector<Tensor>* rets);
+  // Runs the function; `args` are consumed and `rets` receives its outputs, written into
+  // `destinations` where given (see FunctionRuntime::Run).
+  Status Call(KernelContext& ctx, std::vector<Tensor>& args, std::vector<Tensor>* rets,
+              const std::vector<Tensor>* destinations = nullptr);
 
  private:
   std::string name_;

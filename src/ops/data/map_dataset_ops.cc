@@ -13,222 +13,167 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "flowstone/thread_pool.h"
-#include "user_function.h"
+#include "map_dataset.h"
 
 namespace flowstone::data {
-namespace {
 
 // --- MapDataset, ParallelMapDatasetV2 -------------------------------------------------------
 
-class MapDataset final : public DatasetBase {
+// Dataset.map without num_parallel_calls: one call per element on the caller's thread.
+class MapDataset::Iterator final : public IteratorBase {
  public:
-  MapDataset(const char* op, const Node& node, DatasetPtr input, std::unique_ptr<UserFunction> fn,
-             int64_t parallel_calls, bool preserve_cardinality, std::vector<DType> types,
-             std::vector<PartialShape> shapes)
-      : DatasetBase(op, node.name(), std::move(types), std::move(shapes)),
-        input_(std::move(input)),
-        fn_(std::move(fn)),
-        parallel_calls_(std::max<int64_t>(parallel_calls, 1)),
-        preserve_cardinality_(preserve_cardinality) {}
+  explicit Iterator(std::shared_ptr<const MapDataset> dataset)
+      : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
 
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    auto self = std::static_pointer_cast<const MapDataset>(this->self());
-    if (parallel_calls_ == 1) return std::make_unique<Iterator>(std::move(self));
-    return std::make_unique<ParallelIterator>(std::move(self));
-  }
-  // Dataset.map promises one output per input (preserve_cardinality); a map that may end early
-  // (from_generator's) does not.
-  int64_t Cardinality() const override {
-    return preserve_cardinality_ ? input_->Cardinality() : kUnknownCardinality;
+  Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
+    *end = ended_;
+    if (ended_) return Status::OK();
+    Element input;
+    FS_RETURN_IF_ERROR(input_->GetNext(ctx, &input, end));
+    if (*end) return Status::OK();
+    Element result;
+    Status s = dataset_->MapOne(ctx, input, &result);
+    s = dataset_->Deliver(std::move(s), &result, out, end);
+    ended_ = *end;
+    return s;
   }
 
  private:
-  // The element a call's status and result stand for: OutOfRange from the function ends the
-  // dataset, as in TF (a tf.py_func raising StopIteration: Dataset.from_generator's end), unless
-  // the map promised to keep its input's cardinality: then it is an error, as TF makes it.
-  Status Deliver(Status status, Element* result, Element* out, bool* end) const {
-    *end = false;
-    if (status.code() == Code::kOutOfRange && preserve_cardinality_) {
-      return Annotate(errors::InvalidArgument("Function invocation produced OutOfRangeError: ",
-                                              status.message()));
+  std::shared_ptr<const MapDataset> dataset_;
+  std::unique_ptr<IteratorBase> input_;
+  bool ended_ = false;
+};
+
+// Dataset.map with num_parallel_calls: parallel_calls worker threads, started with the first
+// request and kept for the iterator's life, run the calls of up to kCallsAheadPerWorker x
+// parallel_calls elements ahead of the consumer. The consumer's thread reads the input (in order)
+// and hands the results out in input order, so the output is deterministic whatever the
+// parallelism; the calls it starts keep running while the consumer works on what it was given.
+class MapDataset::ParallelIterator final : public IteratorBase {
+ public:
+  explicit ParallelIterator(std::shared_ptr<const MapDataset> dataset)
+      : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
+
+  ~ParallelIterator() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
     }
-    if (status.code() == Code::kOutOfRange) {
-      *end = true;
+    // A call still running (an endless loop, a blocked py_func) stops at its next check.
+    cancellation_.Cancel(errors::Cancelled("The iterator of ", dataset_->op(), " '",
+                                           dataset_->node(), "' was destroyed"));
+    work_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
+    *end = ended_;
+    if (ended_) return Status::OK();
+    if (workers_.empty()) {
+      KernelContext::Params params = BackgroundCallParams(ctx);
+      params.cancellation = &cancellation_;
+      for (int64_t i = 0; i < dataset_->parallel_calls_; ++i) {
+        workers_.emplace_back([this, params] { Work(params); });
+      }
+    }
+    StartCalls(ctx);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (calls_.empty()) {  // the input ended
+      ended_ = *end = true;
       return Status::OK();
     }
-    if (!status.ok()) return status;
-    *out = std::move(*result);
-    return Status::OK();
+    FS_RETURN_IF_ERROR(WaitUnlessCancelled(ctx, done_, lock, [&] { return calls_.front()->done; }));
+    std::unique_ptr<Call> call = std::move(calls_.front());
+    calls_.pop_front();
+    if (started_ > 0) --started_;  // calls start in order: the first was taken if any was
+    lock.unlock();
+    if (call->input_failed) return call->status;
+    Status s = dataset_->Deliver(std::move(call->status), &call->result, out, end);
+    ended_ = *end;
+    return s;
   }
 
-  // One call of the function, checked against the declared element spec and annotated.
-  Status MapOne(KernelContext& ctx, const Element& input, Element* result) const {
-    Status s = fn_->Call(ctx, input, result);
-    if (s.ok()) s = CheckElement(*this, *result);
-    return Annotate(s);
-  }
-
-  // Dataset.map without num_parallel_calls: one call per element on the caller's thread.
-  class Iterator final : public IteratorBase {
-   public:
-    explicit Iterator(std::shared_ptr<const MapDataset> dataset)
-        : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
-
-    Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
-      *end = ended_;
-      if (ended_) return Status::OK();
-      Element input;
-      FS_RETURN_IF_ERROR(input_->GetNext(ctx, &input, end));
-      if (*end) return Status::OK();
-      Element result;
-      Status s = dataset_->MapOne(ctx, input, &result);
-      s = dataset_->Deliver(std::move(s), &result, out, end);
-      ended_ = *end;
-      return s;
-    }
-
-   private:
-    std::shared_ptr<const MapDataset> dataset_;
-    std::unique_ptr<IteratorBase> input_;
-    bool ended_ = false;
+ private:
+  struct Call {
+    Element input;
+    Element result;
+    Status status;
+    bool done = false;
+    bool input_failed = false;  // status is the input's error, passed on as it is
   };
 
-  // Dataset.map with num_parallel_calls: parallel_calls worker threads, started with the first
-  // request and kept for the iterator's life, run the calls of up to kCallsAheadPerWorker x
-  // parallel_calls elements ahead of the consumer. The consumer's thread reads the input (in order)
-  // and hands the results out in input order, so the output is deterministic whatever the
-  // parallelism; the calls it starts keep running while the consumer works on what it was given.
-  class ParallelIterator final : public IteratorBase {
-   public:
-    explicit ParallelIterator(std::shared_ptr<const MapDataset> dataset)
-        : dataset_(std::move(dataset)), input_(dataset_->input_->MakeIterator()) {}
-
-    ~ParallelIterator() override {
+  // Reads input elements until kCallsAheadPerWorker x parallel_calls calls are queued,
+  // running or waiting to be taken. An input error takes its place among them, done at once,
+  // so that it comes out in input order.
+  void StartCalls(KernelContext& ctx) {
+    while (!input_ended_) {
       {
         std::lock_guard<std::mutex> lock(mu_);
-        stopping_ = true;
-      }
-      // A call still running (an endless loop, a blocked py_func) stops at its next check.
-      cancellation_.Cancel(errors::Cancelled("The iterator of ", dataset_->op(), " '",
-                                             dataset_->node(), "' was destroyed"));
-      work_.notify_all();
-      for (std::thread& t : workers_) t.join();
-    }
-
-    Status GetNext(KernelContext& ctx, Element* out, bool* end) override {
-      *end = ended_;
-      if (ended_) return Status::OK();
-      if (workers_.empty()) {
-        KernelContext::Params params = BackgroundCallParams(ctx);
-        params.cancellation = &cancellation_;
-        for (int64_t i = 0; i < dataset_->parallel_calls_; ++i) {
-          workers_.emplace_back([this, params] { Work(params); });
-        }
-      }
-      StartCalls(ctx);
-      std::unique_lock<std::mutex> lock(mu_);
-      if (calls_.empty()) {  // the input ended
-        ended_ = *end = true;
-        return Status::OK();
-      }
-      FS_RETURN_IF_ERROR(
-          WaitUnlessCancelled(ctx, done_, lock, [&] { return calls_.front()->done; }));
-      std::unique_ptr<Call> call = std::move(calls_.front());
-      calls_.pop_front();
-      if (started_ > 0) --started_;  // calls start in order: the first was taken if any was
-      lock.unlock();
-      if (call->input_failed) return call->status;
-      Status s = dataset_->Deliver(std::move(call->status), &call->result, out, end);
-      ended_ = *end;
-      return s;
-    }
-
-   private:
-    struct Call {
-      Element input;
-      Element result;
-      Status status;
-      bool done = false;
-      bool input_failed = false;  // status is the input's error, passed on as it is
-    };
-
-    // Calls queued, running or done but not yet taken, per worker. With one per worker, a
-    // worker that finished a call idled until the consumer took the oldest one (calls vary:
-    // JPEG sizes), and 2 workers kept 1.6 of 2 cores busy in the image pipeline benchmark;
-    // with 4, 1.8 (bench/RESULTS.md). Bounds the elements held ahead to 4 x num_parallel_calls.
-    static constexpr int64_t kCallsAheadPerWorker = 4;
-
-    // Reads input elements until kCallsAheadPerWorker x parallel_calls calls are queued,
-    // running or waiting to be taken. An input error takes its place among them, done at once,
-    // so that it comes out in input order.
-    void StartCalls(KernelContext& ctx) {
-      while (!input_ended_) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (static_cast<int64_t>(calls_.size()) >=
-              kCallsAheadPerWorker * dataset_->parallel_calls_)
-            break;
-        }
-        auto call = std::make_unique<Call>();
-        bool end = false;
-        call->status = input_->GetNext(ctx, &call->input, &end);
-        const bool failed = call->input_failed = call->done = !call->status.ok();
-        if (!failed && end) {
-          input_ended_ = true;
+        if (static_cast<int64_t>(calls_.size()) >= kCallsAheadPerWorker * dataset_->parallel_calls_)
           break;
-        }
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          calls_.push_back(std::move(call));
-        }
-        if (failed) break;  // the next request reads on
-        work_.notify_one();
       }
-    }
-
-    // A worker: runs the oldest call not yet started, until the iterator goes.
-    void Work(KernelContext::Params params) {
-      KernelContext ctx(params);
-      // Workers that keep every core busy run their kernels unsplit.
-      std::optional<InlineParallelForScope> inline_kernels;
-      if (dataset_->parallel_calls_ >= NumSchedulableCpus()) inline_kernels.emplace();
-      std::unique_lock<std::mutex> lock(mu_);
-      while (true) {
-        work_.wait(lock, [&] { return stopping_ || started_ < calls_.size(); });
-        if (stopping_) return;
-        Call* call = calls_[started_++].get();  // calls_ owns it until it is done and taken
-        if (call->input_failed) continue;
-        lock.unlock();
-        call->status = dataset_->MapOne(ctx, call->input, &call->result);
-        call->input.clear();
-        lock.lock();
-        call->done = true;
-        // Only the oldest call's end can be waited for.
-        if (calls_.front().get() == call) done_.notify_one();
+      auto call = std::make_unique<Call>();
+      bool end = false;
+      call->status = input_->GetNext(ctx, &call->input, &end);
+      const bool failed = call->input_failed = call->done = !call->status.ok();
+      if (!failed && end) {
+        input_ended_ = true;
+        break;
       }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        calls_.push_back(std::move(call));
+      }
+      if (failed) break;  // the next request reads on
+      work_.notify_one();
     }
+  }
 
-    std::shared_ptr<const MapDataset> dataset_;
-    std::unique_ptr<IteratorBase> input_;  // read by the consumer's thread only
-    bool input_ended_ = false;
-    bool ended_ = false;
-    std::vector<std::thread> workers_;
-    std::mutex mu_;
-    std::condition_variable work_;  // a call was queued, or the iterator is going
-    std::condition_variable done_;  // the oldest call is done
-    // The calls in input order: the first started_ are running or done, the rest wait for a
-    // worker.
-    std::deque<std::unique_ptr<Call>> calls_;
-    size_t started_ = 0;
-    bool stopping_ = false;
-    CancellationToken cancellation_;  // the workers' calls stop with the iterator
-  };
+  // A worker: runs the oldest call not yet started, until the iterator goes.
+  void Work(KernelContext::Params params) {
+    KernelContext ctx(params);
+    // Workers that keep every core busy run their kernels unsplit.
+    std::optional<InlineParallelForScope> inline_kernels;
+    if (dataset_->parallel_calls_ >= NumSchedulableCpus()) inline_kernels.emplace();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      work_.wait(lock, [&] { return stopping_ || started_ < calls_.size(); });
+      if (stopping_) return;
+      Call* call = calls_[started_++].get();  // calls_ owns it until it is done and taken
+      if (call->input_failed) continue;
+      lock.unlock();
+      call->status = dataset_->MapOne(ctx, call->input, &call->result);
+      call->input.clear();
+      lock.lock();
+      call->done = true;
+      // Only the oldest call's end can be waited for.
+      if (calls_.front().get() == call) done_.notify_one();
+    }
+  }
 
-  DatasetPtr input_;
-  std::unique_ptr<UserFunction> fn_;
-  int64_t parallel_calls_;
-  bool preserve_cardinality_;
+  std::shared_ptr<const MapDataset> dataset_;
+  std::unique_ptr<IteratorBase> input_;  // read by the consumer's thread only
+  bool input_ended_ = false;
+  bool ended_ = false;
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable work_;  // a call was queued, or the iterator is going
+  std::condition_variable done_;  // the oldest call is done
+  // The calls in input order: the first started_ are running or done, the rest wait for a
+  // worker.
+  std::deque<std::unique_ptr<Call>> calls_;
+  size_t started_ = 0;
+  bool stopping_ = false;
+  CancellationToken cancellation_;  // the workers' calls stop with the iterator
 };
+
+std::unique_ptr<IteratorBase> MapDataset::MakeIterator() const {
+  auto self = std::static_pointer_cast<const MapDataset>(this->self());
+  if (parallel_calls_ == 1) return std::make_unique<Iterator>(std::move(self));
+  return std::make_unique<ParallelIterator>(std::move(self));
+}
+
+namespace {
 
 template <bool kParallel>
 Status MapKernel(KernelContext& ctx) {

@@ -8,6 +8,7 @@
 #include "dataset.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "map_dataset.h"
 
 namespace flowstone::data {
 namespace {
@@ -271,6 +272,15 @@ class BatchDataset final : public UnaryDataset<BatchDataset> {
 
   int64_t Cardinality() const override {
     return BatchedCardinality(input()->Cardinality(), batch_size_, drop_remainder_);
+  }
+
+  // Over a parallel map, the map's calls fill the batch directly (map_dataset.h), as TF's
+  // default map_and_batch_fusion makes them.
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    if (auto fused = MakeMapAndBatchIterator(input(), self(), batch_size_, drop_remainder_)) {
+      return fused;
+    }
+    return UnaryDataset::MakeIterator();
   }
 
   class Iterator final : public UnaryIterator<BatchDataset> {

@@ -21,11 +21,14 @@ class UserFunction {
       : caller_(std::move(name)), captured_(std::move(captured)) {}
 
   // Runs the function on `element`; errors name the function (the session adds its node).
-  Status Call(KernelContext& ctx, const Element& element, Element* out) const {
+  // Components of the result with a destination of their shape are written into it (see
+  // FunctionRuntime::Run).
+  Status Call(KernelContext& ctx, const Element& element, Element* out,
+              const std::vector<Tensor>* destinations = nullptr) const {
     std::vector<Tensor> args = element;
     args.insert(args.end(), captured_.begin(), captured_.end());
     out->clear();
-    return caller_.Call(ctx, args, out);
+    return caller_.Call(ctx, args, out, destinations);
   }
   const std::string& name() const { return caller_.name(); }
 
