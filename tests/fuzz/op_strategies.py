@@ -9,7 +9,10 @@ The schema does not say which inputs must agree (a filter's depth with an image'
 `size_splits` with a dimension), so calls drawn from it alone rarely reach the kernels of
 convolutions, pools, pads or splits. Half the calls of an op with conformance cases
 (tests/python/op_cases*.py) therefore start from one of those valid calls and mutate it a little
-(a dimension, some values, an attr, a dtype), which reaches the kernel and its edges.
+(a dimension, some values, an attr, a dtype), which reaches the kernel and its edges. The fused
+products (ops with a `fused_ops` attr: _FusedConv2D, _FusedMatMul...) start from their cases
+three calls in four, with a `fused_ops` list drawn from what their kernels accept (FUSED_OPS)
+and `args` to match.
 """
 
 import dataclasses
@@ -49,6 +52,19 @@ EDGE_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, float("nan"), float("inf"), float
 KNOWN_STRINGS = ["SAME", "VALID", "EXPLICIT", "NHWC", "NCHW", "NDHWC", "NCDHW", "NWC", "NCW",
                  "CONSTANT", "REFLECT", "SYMMETRIC", "", "same", "x" * 300, "\x00", "NHWC\x00",
                  "é", "NHW", "NHWCC"]
+
+# TensorFlow's fused products take a `fused_ops` list and, in `args`, the per-channel vectors its
+# first entry reads. What their kernels accept (FusedEpilogue::Parse, src/ops/fused_epilogue.h):
+# a bias or a batch norm, then at most one activation, or the activation alone.
+FUSED_ATTR = "fused_ops"
+FUSED_SCALES = {"BiasAdd": 1, "FusedBatchNorm": 4}  # -> vectors in args (bias; scale, offset,
+FUSED_ACTIVATIONS = ["Relu", "Relu6", "Elu", "LeakyRelu"]  # mean, variance)
+FUSED_OPS = ([[s] for s in FUSED_SCALES] + [[a] for a in FUSED_ACTIVATIONS] +
+             [[s, a] for s in FUSED_SCALES for a in FUSED_ACTIVATIONS])
+# Lists they reject: none, the wrong order, two of a kind, ops they do not fuse, malformed names.
+BAD_FUSED_OPS = [[], ["Relu", "BiasAdd"], ["BiasAdd", "BiasAdd"], ["BiasAdd", "Relu", "Relu"],
+                 ["FusedBatchNorm", "Relu", "Elu"], ["Sigmoid"], ["BiasAdd", "Tanh"],
+                 ["biasadd"], ["BiasAdd\x00"], ["x" * 300]]
 
 # Files that string inputs name, relative to the worker's directory (fuzz_worker.py writes them
 # there: FUZZ_FILES' contents, and real TFRecords in RECORDS_FILE) for the readers, datasets and
@@ -98,6 +114,10 @@ def _encoded_images():
 
 
 EDGE_STRINGS += _encoded_images()
+
+# Int inputs that ops read as an output's shape (random ops, Fill): half of them are a vector of
+# small non-negative dims, so that those kernels run.
+SHAPE_INPUTS = ("shape", "dims")
 
 # Element counts stay small so that a call is fast; shapes of attrs and of int inputs that ops
 # read as shapes are not bounded (that is where the overflow bugs live).
@@ -280,7 +300,11 @@ def tensors(draw, dtype, base_shape, position, arg_name=""):
             shape = base_shape
     value = array_values(dtype, shape, seed)
     if dtype in ("int32", "int64") and (seed >> 12) % 2:
-        value = (value % 4 - (seed % 3 == 0)).astype(value.dtype)  # small: valid axes and sizes
+        # Small: valid axes and sizes (np.asarray: arithmetic makes a 0-d array a numpy scalar,
+        # which a Const does not take).
+        value = np.asarray(value % 4 - (seed % 3 == 0)).astype(value.dtype)
+    if dtype in ("int32", "int64") and arg_name in SHAPE_INPUTS and draw(st.booleans()):
+        value = np.array(draw(st.lists(st.integers(0, 4), max_size=4)), NUMPY_DTYPE[dtype])
     kind = ["const", "feed-unknown", "feed-exact", "feed-partial"][(seed >> 14) % 4]
     if dtype == "bfloat16":  # no numpy dtype: it can only be fed (as float32)
         kind = "feed-unknown"
@@ -393,14 +417,24 @@ def _calls(op):
     cases = conformance_cases().get(op)
     if not cases:
         return schema
-    return st.one_of(schema, mutated_cases(op, cases))
+    mutated = mutated_cases(op, cases)
+    if _has_attr(op, FUSED_ATTR):
+        # Shapes drawn from the schema almost never make a valid convolution or product.
+        return st.sampled_from([mutated, mutated, mutated, schema]).flatmap(lambda s: s)
+    return st.one_of(schema, mutated)
+
+
+def _has_attr(op, attr):
+    return any(name == attr for name, _, _ in _C.op_def(op)["attrs"])
 
 
 _CASES = None
 
 
 def conformance_cases():
-    """The conformance cases that are plain calls (inputs and attrs, no builder), by op."""
+    """The conformance cases that are plain calls (inputs and attrs, no builder), by op; and
+    those of the fused products, whose builder only groups the inputs after the first two into
+    `args` (the fuzzer passes them flat, with `num_args` set: fused_variant)."""
     global _CASES
     if _CASES is None:
         tests_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
@@ -412,7 +446,8 @@ def conformance_cases():
         _CASES = {}
         for case in CASES:
             dtypes = [dtype_name(np.asarray(x)) for x in case.inputs]
-            if case.build is None and all(d in NUMPY_DTYPE for d in dtypes):
+            plain = case.build is None or _has_attr(case.op, FUSED_ATTR)
+            if plain and all(d in NUMPY_DTYPE for d in dtypes):
                 _CASES.setdefault(case.op, []).append(case)
     return _CASES
 
@@ -442,15 +477,45 @@ def _edge_attr(value, seed):
     return value
 
 
+def fused_variant(draw, op, values, attrs):
+    """A fused product's case with another `fused_ops` list, usually one its kernel accepts, and
+    `args` to match: vectors of the case's channel count (the length of its first arg) in the
+    input's dtype, a positive variance for a batch norm. A case without args keeps to the
+    activations alone."""
+    channels = len(values[2]) if len(values) > 2 else None
+    valid = FUSED_OPS if channels else [[a] for a in FUSED_ACTIVATIONS]
+    fused_ops = draw(st.sampled_from(valid * 4 + BAD_FUSED_OPS))
+    if fused_ops in valid:
+        count = FUSED_SCALES.get(fused_ops[0], 0)
+    else:
+        count = draw(st.sampled_from([0, 1, 4]))
+    seed = draw(SEEDS)
+    rng = np.random.default_rng(seed)
+    if seed % 2:  # edge values: NaN, inf, denormals, a negative variance
+        args = [array_values(dtype_name(values[0]), (channels or 1,), seed + k)
+                for k in range(count)]
+    else:
+        args = [rng.uniform(-1, 1, channels or 1).astype(values[0].dtype) for _ in range(count)]
+        if count == 4:
+            args[3] = np.abs(args[3]) + 0.5
+    attrs = dict(attrs, **{FUSED_ATTR: fused_ops, "num_args": count})
+    if _has_attr(op, "TArgs"):  # _FusedConv2D's args are a list of any types
+        attrs["TArgs"] = [DTYPE_ENUM[dtype_name(a)] for a in args]
+    return values[:2] + args, attrs
+
+
 def mutated_cases(op, cases):
     """Calls that start from a conformance case of `op` and change one or two things."""
+    fused = _has_attr(op, FUSED_ATTR)
 
     @st.composite
     def draw(draw):
         case = draw(st.sampled_from(cases))
         values = [np.array(x) for x in case.inputs]
         attrs = {k: _attr_for_c(v) for k, v in case.attrs.items() if v is not None}
-        for _ in range(draw(st.sampled_from([1, 1, 2]))):
+        if fused:  # a changed fused_ops list and args are already a mutation
+            values, attrs = fused_variant(draw, op, values, attrs)
+        for _ in range(draw(st.sampled_from([0, 0, 1, 2] if fused else [1, 1, 2]))):
             mutation, seed = draw(st.sampled_from(MUTATIONS)), draw(SEEDS)
             i = seed % len(values) if values else 0
             rng = np.random.default_rng(seed)
@@ -525,10 +590,14 @@ def _schema_calls(op):
     adversarial, gentle = {}, {}
     for name, type_name in attr_types.items():
         value = attr_values(type_name, defaults.get(name), allowed.get(name))
+        if name == FUSED_ATTR:  # its vocabulary, not random strings
+            value = st.one_of(st.sampled_from(FUSED_OPS + BAD_FUSED_OPS), value)
         inferred = ((type_name == "type" and name in input_type_attrs) or name in number_attrs or
                     name in defaults)
         adversarial[name] = st.one_of(st.just(_UNSET), value) if inferred else value
-        if inferred:
+        if name == FUSED_ATTR:
+            gentle[name] = st.sampled_from(FUSED_OPS)
+        elif inferred:
             gentle[name] = st.just(_UNSET)
         elif type_name == "type":
             gentle[name] = type_choices[name]
