@@ -268,12 +268,17 @@ def index_like_shapes(base):
 
 
 @st.composite
-def tensors(draw, dtype, base_shape, position, arg_name=""):
+def tensors(draw, dtype, base_shape, position, arg_name="", variable_dtype=None):
     """One input. Float inputs after the first usually share the first one's shape; int inputs
     usually have the shape of an axis, a shape or paddings for it, and often small values. Hypothesis draws a shape
-    and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
+    and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate).
+    With `variable_dtype`, a resource input is half the time an initialized variable of that
+    dtype and of the first input's shape."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
+    if dtype == "resource" and variable_dtype and draw(st.booleans()):
+        shape = base_shape if base_shape is not None else shape
+        return Input("variable", variable_dtype, array_values(variable_dtype, shape, seed))
     if dtype in ("resource", "variant") and seed % 4 >= (1 if dtype == "resource" else 2) \
             and producers(dtype):
         # Usually a producer whose name shares a word with the input's (a queue for queue_handle,
@@ -613,12 +618,22 @@ def _schema_calls(op):
     shape_lists = [name for name, type_name in attr_types.items() if type_name == "list(shape)"]
     extra_attr = st.sampled_from([False] * 49 + [True])
     gentle_call = st.sampled_from([True, True, True, False, False])
+    # An op that updates or reads variables (its first resource input is one, or no producer
+    # matches its name: an optimizer's var, m and v, ReadVariableOp's resource) gets, in gentle
+    # calls, initialized variables of its type attr's dtype and the first input's shape.
+    resources = [arg[0] for arg in op_def["input_types"] if arg[1] == DTYPE_ENUM["resource"]]
+    matching = producers("resource", resources[0]) if resources else []
+    takes_variables = bool(resources) and (not matching or "VarHandleOp" in matching)
 
     @st.composite
     def draw_call(draw):
         is_gentle = draw(gentle_call)
         chosen_types = {name: draw(s) for name, s in type_choices.items()}
         lengths = {name: draw(list_length) for name in number_attrs}
+        variable_dtype = None
+        if is_gentle and takes_variables and chosen_types:
+            variable_dtype = DTYPE_NAME.get(next(iter(chosen_types.values())))
+            variable_dtype = variable_dtype if variable_dtype in VALUE_DTYPES else None
         inputs, base_shape, listed, types = [], None, {}, {}
         for arg_name, fixed, type_attr, number_attr, list_attr in op_def["input_types"]:
             if list_attr:  # a list of any dtypes (a queue's components): its attr matches them
@@ -629,7 +644,7 @@ def _schema_calls(op):
                          DTYPE_NAME[fixed or chosen_types.get(type_attr, DTYPE_ENUM["float32"])])
                 if not is_gentle and draw(mismatch):
                     dtype = draw(other_dtype)
-                item = draw(tensors(dtype, base_shape, len(inputs), arg_name))
+                item = draw(tensors(dtype, base_shape, len(inputs), arg_name, variable_dtype))
                 if type_attr and item.kind != "tensorlist":
                     types.setdefault(type_attr, DTYPE_ENUM[item.dtype])
                 if base_shape is None and item.value is not None:
