@@ -115,9 +115,11 @@ def _encoded_images():
 
 EDGE_STRINGS += _encoded_images()
 
-# Int inputs that ops read as an output's shape (random ops, Fill): half of them are a vector of
-# small non-negative dims, so that those kernels run.
-SHAPE_INPUTS = ("shape", "dims")
+# Int inputs that ops read as an output's shape (random ops, Fill) or as a stateless op's seed
+# pair: half of them are a vector of small non-negative dims or a pair, so that those kernels run.
+_DIMS = st.lists(st.integers(0, 4), max_size=4)
+SIZED_INPUTS = {"shape": _DIMS, "dims": _DIMS,
+                "seed": st.lists(st.integers(INT32_MIN, INT32_MAX), min_size=2, max_size=2)}
 
 # Element counts stay small so that a call is fast; shapes of attrs and of int inputs that ops
 # read as shapes are not bounded (that is where the overflow bugs live).
@@ -308,8 +310,8 @@ def tensors(draw, dtype, base_shape, position, arg_name="", variable_dtype=None)
         # Small: valid axes and sizes (np.asarray: arithmetic makes a 0-d array a numpy scalar,
         # which a Const does not take).
         value = np.asarray(value % 4 - (seed % 3 == 0)).astype(value.dtype)
-    if dtype in ("int32", "int64") and arg_name in SHAPE_INPUTS and draw(st.booleans()):
-        value = np.array(draw(st.lists(st.integers(0, 4), max_size=4)), NUMPY_DTYPE[dtype])
+    if dtype in ("int32", "int64") and arg_name in SIZED_INPUTS and draw(st.booleans()):
+        value = np.array(draw(SIZED_INPUTS[arg_name]), NUMPY_DTYPE[dtype])
     kind = ["const", "feed-unknown", "feed-exact", "feed-partial"][(seed >> 14) % 4]
     if dtype == "bfloat16":  # no numpy dtype: it can only be fed (as float32)
         kind = "feed-unknown"
