@@ -469,3 +469,29 @@ def test_sparse_split_into_zero_pieces_is_an_error_not_a_division_by_zero():
         out = sess.run(pieces.outputs)
     assert [o.tolist() for o in out[:2]] == [[[0, 0]], [[1, 0]]]
     assert [o.tolist() for o in out[4:]] == [[4, 3], [4, 2]]
+
+
+@pytest.mark.parametrize("op, block, amounts, shape, error", [
+    # SpaceToBatchND: padded size past int64, the output batch past int64.
+    ("SpaceToBatchND", [3], [[2**63 - 1, 3]], (1, 6, 2), "does not fit int64"),
+    ("SpaceToBatchND", [2**62], [[0, 0]], (4, 0, 1), "does not fit int64"),
+    # BatchToSpaceND: an empty batch whose size before cropping passes int64, or whose crops
+    # sum past it.
+    ("BatchToSpaceND", [2**62], [[0, 0]], (0, 3, 1), "does not fit int64"),
+    ("BatchToSpaceND", [1], [[2**63 - 1, 2**63 - 1]], (0, 0, 1), "crops must not exceed"),
+])
+def test_space_batch_output_dims_past_int64_are_errors_not_overflows(op, block, amounts, shape,
+                                                                      error):
+    # SpaceToBatchND's kernel added paddings [[INT64_MAX, 3]] to a dimension of 6 (UBSan: signed
+    # integer overflow; ASan run 2026-11-27, fuzzall); the other three wrapped the same way.
+    block, amounts = np.array(block, np.int64), np.array(amounts, np.int64)
+    # Fed: the kernel checks them.
+    x = tf.placeholder(tf.int64)
+    out = apply_op(op, [x, tf.constant(block), tf.constant(amounts)], {})
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=error):
+            sess.run(out.outputs[0], {x: np.zeros(shape, np.int64)})
+    # Known shapes: the shape function does.
+    with pytest.raises(ValueError, match=error):
+        apply_op(op, [tf.constant(np.zeros(shape, np.int64)), tf.constant(block),
+                      tf.constant(amounts)], {})
