@@ -9,7 +9,10 @@ The schema does not say which inputs must agree (a filter's depth with an image'
 `size_splits` with a dimension), so calls drawn from it alone rarely reach the kernels of
 convolutions, pools, pads or splits. Half the calls of an op with conformance cases
 (tests/python/op_cases*.py) therefore start from one of those valid calls and mutate it a little
-(a dimension, some values, an attr, a dtype), which reaches the kernel and its edges.
+(a dimension, some values, an attr, a dtype), which reaches the kernel and its edges. The fused
+products (ops with a `fused_ops` attr: _FusedConv2D, _FusedMatMul...) start from their cases
+three calls in four, with a `fused_ops` list drawn from what their kernels accept (FUSED_OPS)
+and `args` to match.
 """
 
 import dataclasses
@@ -49,6 +52,19 @@ EDGE_FLOATS = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, float("nan"), float("inf"), float
 KNOWN_STRINGS = ["SAME", "VALID", "EXPLICIT", "NHWC", "NCHW", "NDHWC", "NCDHW", "NWC", "NCW",
                  "CONSTANT", "REFLECT", "SYMMETRIC", "", "same", "x" * 300, "\x00", "NHWC\x00",
                  "é", "NHW", "NHWCC"]
+
+# TensorFlow's fused products take a `fused_ops` list and, in `args`, the per-channel vectors its
+# first entry reads. What their kernels accept (FusedEpilogue::Parse, src/ops/fused_epilogue.h):
+# a bias or a batch norm, then at most one activation, or the activation alone.
+FUSED_ATTR = "fused_ops"
+FUSED_SCALES = {"BiasAdd": 1, "FusedBatchNorm": 4}  # -> vectors in args (bias; scale, offset,
+FUSED_ACTIVATIONS = ["Relu", "Relu6", "Elu", "LeakyRelu"]  # mean, variance)
+FUSED_OPS = ([[s] for s in FUSED_SCALES] + [[a] for a in FUSED_ACTIVATIONS] +
+             [[s, a] for s in FUSED_SCALES for a in FUSED_ACTIVATIONS])
+# Lists they reject: none, the wrong order, two of a kind, ops they do not fuse, malformed names.
+BAD_FUSED_OPS = [[], ["Relu", "BiasAdd"], ["BiasAdd", "BiasAdd"], ["BiasAdd", "Relu", "Relu"],
+                 ["FusedBatchNorm", "Relu", "Elu"], ["Sigmoid"], ["BiasAdd", "Tanh"],
+                 ["biasadd"], ["BiasAdd\x00"], ["x" * 300]]
 
 # Files that string inputs name, relative to the worker's directory (fuzz_worker.py writes them
 # there: FUZZ_FILES' contents, and real TFRecords in RECORDS_FILE) for the readers, datasets and
@@ -98,6 +114,12 @@ def _encoded_images():
 
 
 EDGE_STRINGS += _encoded_images()
+
+# Int inputs that ops read as an output's shape (random ops, Fill) or as a stateless op's seed
+# pair: half of them are a vector of small non-negative dims or a pair, so that those kernels run.
+_DIMS = st.lists(st.integers(0, 4), max_size=4)
+SIZED_INPUTS = {"shape": _DIMS, "dims": _DIMS,
+                "seed": st.lists(st.integers(INT32_MIN, INT32_MAX), min_size=2, max_size=2)}
 
 # Element counts stay small so that a call is fast; shapes of attrs and of int inputs that ops
 # read as shapes are not bounded (that is where the overflow bugs live).
@@ -248,12 +270,17 @@ def index_like_shapes(base):
 
 
 @st.composite
-def tensors(draw, dtype, base_shape, position, arg_name=""):
+def tensors(draw, dtype, base_shape, position, arg_name="", variable_dtype=None):
     """One input. Float inputs after the first usually share the first one's shape; int inputs
     usually have the shape of an axis, a shape or paddings for it, and often small values. Hypothesis draws a shape
-    and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate)."""
+    and a seed; the seed's bits decide the rest (fewer draws make a call cheaper to generate).
+    With `variable_dtype`, a resource input is half the time an initialized variable of that
+    dtype and of the first input's shape."""
     seed = draw(SEEDS)
     shape = draw(SHAPES)
+    if dtype == "resource" and variable_dtype and draw(st.booleans()):
+        shape = base_shape if base_shape is not None else shape
+        return Input("variable", variable_dtype, array_values(variable_dtype, shape, seed))
     if dtype in ("resource", "variant") and seed % 4 >= (1 if dtype == "resource" else 2) \
             and producers(dtype):
         # Usually a producer whose name shares a word with the input's (a queue for queue_handle,
@@ -280,7 +307,11 @@ def tensors(draw, dtype, base_shape, position, arg_name=""):
             shape = base_shape
     value = array_values(dtype, shape, seed)
     if dtype in ("int32", "int64") and (seed >> 12) % 2:
-        value = (value % 4 - (seed % 3 == 0)).astype(value.dtype)  # small: valid axes and sizes
+        # Small: valid axes and sizes (np.asarray: arithmetic makes a 0-d array a numpy scalar,
+        # which a Const does not take).
+        value = np.asarray(value % 4 - (seed % 3 == 0)).astype(value.dtype)
+    if dtype in ("int32", "int64") and arg_name in SIZED_INPUTS and draw(st.booleans()):
+        value = np.array(draw(SIZED_INPUTS[arg_name]), NUMPY_DTYPE[dtype])
     kind = ["const", "feed-unknown", "feed-exact", "feed-partial"][(seed >> 14) % 4]
     if dtype == "bfloat16":  # no numpy dtype: it can only be fed (as float32)
         kind = "feed-unknown"
@@ -393,14 +424,24 @@ def _calls(op):
     cases = conformance_cases().get(op)
     if not cases:
         return schema
-    return st.one_of(schema, mutated_cases(op, cases))
+    mutated = mutated_cases(op, cases)
+    if _has_attr(op, FUSED_ATTR):
+        # Shapes drawn from the schema almost never make a valid convolution or product.
+        return st.sampled_from([mutated, mutated, mutated, schema]).flatmap(lambda s: s)
+    return st.one_of(schema, mutated)
+
+
+def _has_attr(op, attr):
+    return any(name == attr for name, _, _ in _C.op_def(op)["attrs"])
 
 
 _CASES = None
 
 
 def conformance_cases():
-    """The conformance cases that are plain calls (inputs and attrs, no builder), by op."""
+    """The conformance cases that are plain calls (inputs and attrs, no builder), by op; and
+    those of the fused products, whose builder only groups the inputs after the first two into
+    `args` (the fuzzer passes them flat, with `num_args` set: fused_variant)."""
     global _CASES
     if _CASES is None:
         tests_python = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
@@ -412,7 +453,8 @@ def conformance_cases():
         _CASES = {}
         for case in CASES:
             dtypes = [dtype_name(np.asarray(x)) for x in case.inputs]
-            if case.build is None and all(d in NUMPY_DTYPE for d in dtypes):
+            plain = case.build is None or _has_attr(case.op, FUSED_ATTR)
+            if plain and all(d in NUMPY_DTYPE for d in dtypes):
                 _CASES.setdefault(case.op, []).append(case)
     return _CASES
 
@@ -442,15 +484,45 @@ def _edge_attr(value, seed):
     return value
 
 
+def fused_variant(draw, op, values, attrs):
+    """A fused product's case with another `fused_ops` list, usually one its kernel accepts, and
+    `args` to match: vectors of the case's channel count (the length of its first arg) in the
+    input's dtype, a positive variance for a batch norm. A case without args keeps to the
+    activations alone."""
+    channels = len(values[2]) if len(values) > 2 else None
+    valid = FUSED_OPS if channels else [[a] for a in FUSED_ACTIVATIONS]
+    fused_ops = draw(st.sampled_from(valid * 4 + BAD_FUSED_OPS))
+    if fused_ops in valid:
+        count = FUSED_SCALES.get(fused_ops[0], 0)
+    else:
+        count = draw(st.sampled_from([0, 1, 4]))
+    seed = draw(SEEDS)
+    rng = np.random.default_rng(seed)
+    if seed % 2:  # edge values: NaN, inf, denormals, a negative variance
+        args = [array_values(dtype_name(values[0]), (channels or 1,), seed + k)
+                for k in range(count)]
+    else:
+        args = [rng.uniform(-1, 1, channels or 1).astype(values[0].dtype) for _ in range(count)]
+        if count == 4:
+            args[3] = np.abs(args[3]) + 0.5
+    attrs = dict(attrs, **{FUSED_ATTR: fused_ops, "num_args": count})
+    if _has_attr(op, "TArgs"):  # _FusedConv2D's args are a list of any types
+        attrs["TArgs"] = [DTYPE_ENUM[dtype_name(a)] for a in args]
+    return values[:2] + args, attrs
+
+
 def mutated_cases(op, cases):
     """Calls that start from a conformance case of `op` and change one or two things."""
+    fused = _has_attr(op, FUSED_ATTR)
 
     @st.composite
     def draw(draw):
         case = draw(st.sampled_from(cases))
         values = [np.array(x) for x in case.inputs]
         attrs = {k: _attr_for_c(v) for k, v in case.attrs.items() if v is not None}
-        for _ in range(draw(st.sampled_from([1, 1, 2]))):
+        if fused:  # a changed fused_ops list and args are already a mutation
+            values, attrs = fused_variant(draw, op, values, attrs)
+        for _ in range(draw(st.sampled_from([0, 0, 1, 2] if fused else [1, 1, 2]))):
             mutation, seed = draw(st.sampled_from(MUTATIONS)), draw(SEEDS)
             i = seed % len(values) if values else 0
             rng = np.random.default_rng(seed)
@@ -525,10 +597,14 @@ def _schema_calls(op):
     adversarial, gentle = {}, {}
     for name, type_name in attr_types.items():
         value = attr_values(type_name, defaults.get(name), allowed.get(name))
+        if name == FUSED_ATTR:  # its vocabulary, not random strings
+            value = st.one_of(st.sampled_from(FUSED_OPS + BAD_FUSED_OPS), value)
         inferred = ((type_name == "type" and name in input_type_attrs) or name in number_attrs or
                     name in defaults)
         adversarial[name] = st.one_of(st.just(_UNSET), value) if inferred else value
-        if inferred:
+        if name == FUSED_ATTR:
+            gentle[name] = st.sampled_from(FUSED_OPS)
+        elif inferred:
             gentle[name] = st.just(_UNSET)
         elif type_name == "type":
             gentle[name] = type_choices[name]
@@ -544,12 +620,22 @@ def _schema_calls(op):
     shape_lists = [name for name, type_name in attr_types.items() if type_name == "list(shape)"]
     extra_attr = st.sampled_from([False] * 49 + [True])
     gentle_call = st.sampled_from([True, True, True, False, False])
+    # An op that updates or reads variables (its first resource input is one, or no producer
+    # matches its name: an optimizer's var, m and v, ReadVariableOp's resource) gets, in gentle
+    # calls, initialized variables of its type attr's dtype and the first input's shape.
+    resources = [arg[0] for arg in op_def["input_types"] if arg[1] == DTYPE_ENUM["resource"]]
+    matching = producers("resource", resources[0]) if resources else []
+    takes_variables = bool(resources) and (not matching or "VarHandleOp" in matching)
 
     @st.composite
     def draw_call(draw):
         is_gentle = draw(gentle_call)
         chosen_types = {name: draw(s) for name, s in type_choices.items()}
         lengths = {name: draw(list_length) for name in number_attrs}
+        variable_dtype = None
+        if is_gentle and takes_variables and chosen_types:
+            variable_dtype = DTYPE_NAME.get(next(iter(chosen_types.values())))
+            variable_dtype = variable_dtype if variable_dtype in VALUE_DTYPES else None
         inputs, base_shape, listed, types = [], None, {}, {}
         for arg_name, fixed, type_attr, number_attr, list_attr in op_def["input_types"]:
             if list_attr:  # a list of any dtypes (a queue's components): its attr matches them
@@ -560,7 +646,7 @@ def _schema_calls(op):
                          DTYPE_NAME[fixed or chosen_types.get(type_attr, DTYPE_ENUM["float32"])])
                 if not is_gentle and draw(mismatch):
                     dtype = draw(other_dtype)
-                item = draw(tensors(dtype, base_shape, len(inputs), arg_name))
+                item = draw(tensors(dtype, base_shape, len(inputs), arg_name, variable_dtype))
                 if type_attr and item.kind != "tensorlist":
                     types.setdefault(type_attr, DTYPE_ENUM[item.dtype])
                 if base_shape is None and item.value is not None:

@@ -20,19 +20,24 @@ def _fused(attrs):
     return build
 
 
+def _fused_case(inputs, ref, attrs, **kwargs):
+    """A case of the fused op; its attrs are also kept on the case, where the fuzzer
+    (tests/fuzz/op_strategies.py) reads them to call the op with the flat inputs."""
+    return Case("_FusedDepthwiseConv2dNative", inputs, ref, attrs=attrs, build=_fused(attrs),
+                **kwargs)
+
+
 CASES = [
-    Case("_FusedDepthwiseConv2dNative", [rand(2, 5, 5, 3), rand(3, 3, 3, 2), rand(6)],
-         lambda x, f, b: np.clip(depthwise_ref(x, f, padding="SAME") + b, 0, 6),
-         build=_fused({"strides": [1, 1, 1, 1], "padding": "SAME",
-                       "fused_ops": ["BiasAdd", "Relu6"]})),
-    Case("_FusedDepthwiseConv2dNative",
-         [rand(2, 6, 6, 4, dtype=np.float32), rand(3, 3, 4, 1, dtype=np.float32),
-          rand(4, dtype=np.float32), rand(4, dtype=np.float32), rand(4, dtype=np.float32),
-          rand(4, low=0.5, high=1.5, dtype=np.float32)],
-         lambda x, f, scale, offset, mean, var: np.maximum(
-             (depthwise_ref(x, f, strides=(2, 2), padding="VALID") - mean) * scale
-             / np.sqrt(var + 1e-3) + offset, 0).astype(np.float32),
-         build=_fused({"strides": [1, 2, 2, 1], "padding": "VALID",
-                       "fused_ops": ["FusedBatchNorm", "Relu"], "epsilon": 1e-3}),
-         rtol=1e-5, atol=1e-5),
+    _fused_case([rand(2, 5, 5, 3), rand(3, 3, 3, 2), rand(6)],
+                lambda x, f, b: np.clip(depthwise_ref(x, f, padding="SAME") + b, 0, 6),
+                {"strides": [1, 1, 1, 1], "padding": "SAME", "fused_ops": ["BiasAdd", "Relu6"]}),
+    _fused_case([rand(2, 6, 6, 4, dtype=np.float32), rand(3, 3, 4, 1, dtype=np.float32),
+                 rand(4, dtype=np.float32), rand(4, dtype=np.float32), rand(4, dtype=np.float32),
+                 rand(4, low=0.5, high=1.5, dtype=np.float32)],
+                lambda x, f, scale, offset, mean, var: np.maximum(
+                    (depthwise_ref(x, f, strides=(2, 2), padding="VALID") - mean) * scale
+                    / np.sqrt(var + 1e-3) + offset, 0).astype(np.float32),
+                {"strides": [1, 2, 2, 1], "padding": "VALID",
+                 "fused_ops": ["FusedBatchNorm", "Relu"], "epsilon": 1e-3},
+                rtol=1e-5, atol=1e-5),
 ]

@@ -469,3 +469,51 @@ def test_sparse_split_into_zero_pieces_is_an_error_not_a_division_by_zero():
         out = sess.run(pieces.outputs)
     assert [o.tolist() for o in out[:2]] == [[[0, 0]], [[1, 0]]]
     assert [o.tolist() for o in out[4:]] == [[4, 3], [4, 2]]
+
+
+@pytest.mark.parametrize("op, block, amounts, shape, error", [
+    # SpaceToBatchND: padded size past int64, the output batch past int64.
+    ("SpaceToBatchND", [3], [[2**63 - 1, 3]], (1, 6, 2), "does not fit int64"),
+    ("SpaceToBatchND", [2**62], [[0, 0]], (4, 0, 1), "does not fit int64"),
+    # BatchToSpaceND: an empty batch whose size before cropping passes int64, or whose crops
+    # sum past it.
+    ("BatchToSpaceND", [2**62], [[0, 0]], (0, 3, 1), "does not fit int64"),
+    ("BatchToSpaceND", [1], [[2**63 - 1, 2**63 - 1]], (0, 0, 1), "crops must not exceed"),
+])
+def test_space_batch_output_dims_past_int64_are_errors_not_overflows(op, block, amounts, shape,
+                                                                      error):
+    # SpaceToBatchND's kernel added paddings [[INT64_MAX, 3]] to a dimension of 6 (UBSan: signed
+    # integer overflow; ASan run 2026-11-27, fuzzall); the other three wrapped the same way.
+    block, amounts = np.array(block, np.int64), np.array(amounts, np.int64)
+    # Fed: the kernel checks them.
+    x = tf.placeholder(tf.int64)
+    out = apply_op(op, [x, tf.constant(block), tf.constant(amounts)], {})
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=error):
+            sess.run(out.outputs[0], {x: np.zeros(shape, np.int64)})
+    # Known shapes: the shape function does.
+    with pytest.raises(ValueError, match=error):
+        apply_op(op, [tf.constant(np.zeros(shape, np.int64)), tf.constant(block),
+                      tf.constant(amounts)], {})
+
+
+def test_betainc_whose_a_plus_b_overflows_returns_instead_of_recursing_forever():
+    # a = b = 1e308: a + b is inf, both thresholds of the continued fraction's symmetry were 0,
+    # and IncompleteBeta swapped (a, b, x) back and forth until the stack overflowed (ASan:
+    # stack-overflow, SIGABRT; ASan run 2026-11-27, fuzzall). The swap is made once only.
+    a, b, x = (tf.constant(np.array(v, np.float64)) for v in ([1e308, 2], [1e308, 3], [0.5, 0.7]))
+    with tf.Session() as sess:
+        huge, usual = sess.run(tf.math.betainc(a, b, x))
+    assert np.isnan(huge) or 0 <= huge <= 1
+    # I_0.7(2, 3) = sum_{j=2..4} C(4, j) 0.7^j 0.3^(4-j), through the swapped branch.
+    assert usual == pytest.approx(6 * 0.49 * 0.09 + 4 * 0.343 * 0.3 + 0.7**4, rel=1e-12)
+
+
+def test_integer_resize_nearest_neighbor_gradients_wrap_around_on_overflow():
+    # Two int64 gradients of INT64_MAX summed into one input pixel overflowed (UBSan: signed
+    # integer overflow; ASan run 2026-11-27, fuzzall); they wrap, as in TensorFlow.
+    big = np.iinfo(np.int64).max
+    grads = tf.constant(np.full((1, 1, 2, 1), big, np.int64))
+    out = apply_op("ResizeNearestNeighborGrad", [grads, tf.constant([1, 1])], {})
+    with tf.Session() as sess:
+        assert sess.run(out.outputs[0]).tolist() == [[[[-2]]]]

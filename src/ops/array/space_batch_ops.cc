@@ -66,15 +66,31 @@ Status ReadBlocks(const Tensor& block_shape, const Tensor& amounts, const char* 
   return Status::OK();
 }
 
-// The output dims for input dims `in`; fails when sizes do not divide.
+// The error for an output dimension past int64 (block sizes and paddings are caller values).
+Status Overflow(const char* what, size_t j, const Blocks& blocks) {
+  return errors::InvalidArgument(
+      "the ", what, " of spatial dimension ", j, " does not fit int64 with block_shape ",
+      array_util::JoinInts(blocks.block), ", before ", array_util::JoinInts(blocks.before),
+      " and after ", array_util::JoinInts(blocks.after));
+}
+
+// The output dims for input dims `in`; fails when sizes do not divide or overflow int64.
 Status OutputDims(Direction direction, const std::vector<int64_t>& in, const Blocks& blocks,
                   std::vector<int64_t>* out) {
   *out = in;
   const size_t m = blocks.block.size();
   if (direction == Direction::kSpaceToBatch) {
-    (*out)[0] = in[0] * blocks.block_count;
+    if (__builtin_mul_overflow(in[0], blocks.block_count, &(*out)[0])) {
+      return errors::InvalidArgument("the output batch, ", in[0],
+                                     " times the product of block_shape ",
+                                     array_util::JoinInts(blocks.block), ", does not fit int64");
+    }
     for (size_t j = 0; j < m; ++j) {
-      const int64_t padded = in[j + 1] + blocks.before[j] + blocks.after[j];
+      int64_t padded;
+      if (__builtin_add_overflow(in[j + 1], blocks.before[j], &padded) ||
+          __builtin_add_overflow(padded, blocks.after[j], &padded)) {
+        return Overflow("padded size", j, blocks);
+      }
       if (padded % blocks.block[j] != 0) {
         return errors::InvalidArgument("padded_shape[", j, "]=", padded,
                                        " is not divisible by block_shape[", j,
@@ -90,9 +106,14 @@ Status OutputDims(Direction direction, const std::vector<int64_t>& in, const Blo
     }
     (*out)[0] = in[0] / blocks.block_count;
     for (size_t j = 0; j < m; ++j) {
-      const int64_t full = in[j + 1] * blocks.block[j];
-      const int64_t cropped = full - blocks.before[j] - blocks.after[j];
-      if (cropped < 0) {
+      int64_t full;
+      if (__builtin_mul_overflow(in[j + 1], blocks.block[j], &full)) {
+        return Overflow("size before cropping", j, blocks);
+      }
+      // Both crops are non-negative (ReadBlocks), so only a negative result can wrap.
+      int64_t cropped;
+      if (__builtin_sub_overflow(full, blocks.before[j], &cropped) ||
+          __builtin_sub_overflow(cropped, blocks.after[j], &cropped) || cropped < 0) {
         return errors::InvalidArgument(
             "crops must not exceed the size of each dimension: "
             "crops[",

@@ -10,6 +10,7 @@
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
+#include "ops/elementwise.h"
 #include "ops/image/resize_util.h"
 
 namespace flowstone {
@@ -235,7 +236,11 @@ Status NearestGradTyped(KernelContext& ctx, const ResizeGeometry& g, bool half_p
       T* row = dst + (b * g.in_height + ys[y]) * g.in_width * g.channels;
       for (int64_t x = 0; x < g.out_width; ++x) {
         const T* grad = grads + ((b * g.out_height + y) * g.out_width + x) * g.channels;
-        for (int64_t c = 0; c < g.channels; ++c) row[xs[x] * g.channels + c] += grad[c];
+        // Integer gradients wrap around on overflow, as in TensorFlow (and as BiasAddGrad's).
+        for (int64_t c = 0; c < g.channels; ++c) {
+          T& sum = row[xs[x] * g.channels + c];
+          sum = WrapAdd(sum, grad[c]);
+        }
       }
     }
   }

@@ -150,14 +150,10 @@ inline double IncompleteGammaDerivativeX(double a, double x) {
   return std::exp((a - 1) * std::log(x) - x - std::lgamma(a));
 }
 
-// I_x(a, b), NaN outside a > 0, b > 0, 0 <= x <= 1.
-inline double IncompleteBeta(double a, double b, double x) {
-  using incomplete_internal::Guard;
-  if (std::isnan(a) || std::isnan(b) || std::isnan(x) || a <= 0 || b <= 0 || x < 0 || x > 1) {
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-  if (x == 0 || x == 1) return x;
-  if (x > (a + 1) / (a + b + 2)) return 1 - IncompleteBeta(b, a, 1 - x);
+namespace incomplete_internal {
+
+// I_x(a, b) by its continued fraction, which converges fast for x below (a + 1) / (a + b + 2).
+inline double IncompleteBetaFraction(double a, double b, double x) {
   const double log_front = a * std::log(x) + b * std::log1p(-x) -
                            (std::lgamma(a) + std::lgamma(b) - std::lgamma(a + b)) - std::log(a);
   // The fraction 1 / (1 + d1 / (1 + d2 / (1 + ...))) with d_{2m+1} = -(a + m)(a + b + m) x /
@@ -178,6 +174,22 @@ inline double IncompleteBeta(double a, double b, double x) {
     if (std::abs(delta - 1) <= incomplete_internal::kEpsilon) break;
   }
   return std::exp(log_front) * h;
+}
+
+}  // namespace incomplete_internal
+
+// I_x(a, b), NaN outside a > 0, b > 0, 0 <= x <= 1.
+inline double IncompleteBeta(double a, double b, double x) {
+  if (std::isnan(a) || std::isnan(b) || std::isnan(x) || a <= 0 || b <= 0 || x < 0 || x > 1) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  if (x == 0 || x == 1) return x;
+  // Above the threshold, I_x(a, b) = 1 - I_{1-x}(b, a), swapped once only: where a + b overflows
+  // (both thresholds 0) or rounds, 1 - x is above the swapped threshold too, and swapping back
+  // recursed until the stack overflowed.
+  if (x > (a + 1) / (a + b + 2))
+    return 1 - incomplete_internal::IncompleteBetaFraction(b, a, 1 - x);
+  return incomplete_internal::IncompleteBetaFraction(a, b, x);
 }
 
 }  // namespace special
