@@ -12,14 +12,13 @@ std::string DispatchedKernelIsa() {
 }
 
 const std::vector<std::string>& DispatchedKernels() {
-  // gemm.cc TileBlock, training_ops.cc AdamBlock, elementwise.h BinaryRun (arithmetic and
-  // comparisons), elementwise_unary_ops.cc UnaryRun, nn/lstm_ops.cc ForwardRow and BackwardRow.
+  // gemm.cc TileBlock, training_ops.cc AdamBlock and RMSPropBlock, elementwise.h BinaryRun
+  // (arithmetic and comparisons), elementwise_unary_ops.cc UnaryRun, nn/lstm_ops.cc ForwardRow and
+  // BackwardRow.
   static const std::vector<std::string> kernels = {
-      "MatMul float64/int",
-      "ResourceApplyAdam",
-      "binary elementwise ops",
-      "unary elementwise ops",
-      "LSTM gate math (LSTMBlockCell, BlockLSTM and their gradients)",
+      "MatMul float64/int",    "ResourceApplyAdam",
+      "ResourceApplyRMSProp",  "binary elementwise ops",
+      "unary elementwise ops", "LSTM gate math (LSTMBlockCell, BlockLSTM and their gradients)",
   };
   return kernels;
 }
