@@ -59,7 +59,14 @@ def time_steps(step):
 
 
 def tf1_graph(tf, model, config=None):
-    """The model in plain TF1 ops (tf.layers is gone from TensorFlow 2.16's compat.v1)."""
+    """One training step of the model as a callable."""
+    sess, train, feed = tf1_session(tf, model, config)
+    return lambda: sess.run(train, feed)
+
+
+def tf1_session(tf, model, config=None):
+    """The model in plain TF1 ops (tf.layers is gone from TensorFlow 2.16's compat.v1): an
+    initialized session, the training op and the feed of one step."""
     def dense(h, units, relu=True):
         w = tf.get_variable(f"w{len(tf.trainable_variables())}", [h.shape[-1], units],
                             initializer=tf.glorot_uniform_initializer())
@@ -113,7 +120,7 @@ def tf1_graph(tf, model, config=None):
     sess = tf.Session(graph=graph, config=config)
     sess.run(init)
     xv, yv = data(model)
-    return lambda: sess.run(train, {x: xv, y: yv})
+    return sess, train, {x: xv, y: yv}
 
 
 def run_flowstone(model):

@@ -380,9 +380,16 @@ Status BuildConv(const ConvProblem& p, ConvPass pass, CachedConv* out) {
   return Status::OK();
 }
 
-// Multiply-adds per oneDNN call when a batch is cut into chunks (~0.1 ms on one core), enough
-// to make the per-call overhead small.
-constexpr int64_t kChunkMacs = int64_t{1} << 21;
+// Multiply-adds per oneDNN call when a batch is cut into chunks (~0.2 ms on one core), enough
+// to make the per-call overhead small: at 2^21 (one image per call for the tutorial CNN's second
+// and third convolutions) their forward and input-gradient passes took 3-5% more CPU time.
+constexpr int64_t kChunkMacs = int64_t{1} << 23;
+
+// A batch is cut into at least this many chunks when it has that many images and each chunk
+// keeps at least kMinChunkMacs, so that a pass still splits evenly over a few threads (the
+// filter gradient's floor below may override it).
+constexpr int64_t kMinChunks = 8;
+constexpr int64_t kMinChunkMacs = int64_t{1} << 19;
 
 int64_t MacsPerImage(const ConvProblem& p) {
   return p.out.h * p.out.w * p.out.c * p.filter.h * p.filter.w * (p.depthwise ? 1 : p.in.c);
@@ -397,7 +404,7 @@ constexpr int64_t kMacsPerPartialElement = 512;
 
 // How a pass splits the batch: by the shapes alone, never by the number of threads.
 onednn::BatchChunks ChunksFor(const ConvProblem& p, ConvPass pass) {
-  int64_t chunk_macs = kChunkMacs;
+  int64_t chunk_macs = std::clamp(MacsPerImage(p) * p.in.n / kMinChunks, kMinChunkMacs, kChunkMacs);
   if (pass == ConvPass::kBackpropFilter) {
     const int64_t filter_size = p.filter.h * p.filter.w * p.filter.in * p.filter.out;
     chunk_macs = std::max(chunk_macs, kMacsPerPartialElement * filter_size);

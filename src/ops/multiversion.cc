@@ -12,13 +12,14 @@ std::string DispatchedKernelIsa() {
 }
 
 const std::vector<std::string>& DispatchedKernels() {
-  // gemm.cc TileBlock, training_ops.cc AdamBlock, elementwise.h BinaryRun (arithmetic and
-  // comparisons), elementwise_unary_ops.cc UnaryRun, nn/lstm_ops.cc ForwardRow and BackwardRow,
-  // activation_ops.cc MapRun, nn_ops.cc SoftmaxRow, loss_ops.cc's float softmax cross-entropy
-  // rows.
+  // gemm.cc TileBlock, training_ops.cc AdamBlock and RMSPropBlock, elementwise.h BinaryRun
+  // (arithmetic and comparisons), elementwise_unary_ops.cc UnaryRun, nn/lstm_ops.cc ForwardRow
+  // and BackwardRow, activation_ops.cc MapRun, nn_ops.cc SoftmaxRow, loss_ops.cc's float softmax
+  // cross-entropy rows.
   static const std::vector<std::string> kernels = {
       "MatMul float64/int",
       "ResourceApplyAdam",
+      "ResourceApplyRMSProp",
       "binary elementwise ops",
       "unary elementwise ops",
       "LSTM gate math (LSTMBlockCell, BlockLSTM and their gradients)",

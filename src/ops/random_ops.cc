@@ -22,6 +22,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "flowstone/kernel.h"
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
@@ -67,6 +71,72 @@ void NormalBlock(const PhiloxBlock& w, T* out) {
   }
 }
 
+// Uniform floats from 8 consecutive blocks at once, the same words and floats as UniformBlock on
+// each. With AVX2, Philox4x32-10 runs on the 8 counters side by side, about 4 times faster than
+// block by block: dropout's masks (RandomUniform over each activation) were 5% of the tutorial
+// CNN's training step.
+constexpr int kLaneBlocks = 8;
+
+void UniformFloatLanesScalar(const PhiloxStream& s, uint64_t first_block, float* out) {
+  for (int j = 0; j < kLaneBlocks; ++j) UniformBlock(s.Block(first_block + j), out + 4 * j);
+}
+
+#if defined(__x86_64__)
+// The high 32 bits of each lane's 32x32-bit product: even lanes from one widening multiply, odd
+// lanes from another on the lanes shifted down.
+__attribute__((target("avx2"))) inline __m256i MulHi32(__m256i a, __m256i m) {
+  const __m256i even = _mm256_srli_epi64(_mm256_mul_epu32(a, m), 32);
+  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
+  return _mm256_blend_epi32(even, odd, 0xAA);
+}
+
+__attribute__((target("avx2"))) void UniformFloatLanesAvx2(const PhiloxStream& s,
+                                                           uint64_t first_block, float* out) {
+  alignas(32) uint32_t lo[kLaneBlocks], hi[kLaneBlocks];
+  for (int j = 0; j < kLaneBlocks; ++j) {
+    lo[j] = static_cast<uint32_t>(first_block + j);
+    hi[j] = static_cast<uint32_t>((first_block + j) >> 32);
+  }
+  __m256i c0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(lo));
+  __m256i c1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(hi));
+  __m256i c2 = _mm256_set1_epi32(static_cast<int>(s.seed2_lo()));
+  __m256i c3 = _mm256_set1_epi32(static_cast<int>(s.seed2_hi()));
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  uint32_t key0 = s.key()[0], key1 = s.key()[1];
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      key0 += 0x9E3779B9u;
+      key1 += 0xBB67AE85u;
+    }
+    const __m256i hi0 = MulHi32(c0, m0), hi1 = MulHi32(c2, m1);
+    const __m256i lo0 = _mm256_mullo_epi32(c0, m0), lo1 = _mm256_mullo_epi32(c2, m1);
+    c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int>(key0)));
+    c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int>(key1)));
+    c1 = lo1;
+    c3 = lo0;
+  }
+  // UniformFloat: the top 24 bits, scaled by 2^-24 (exact).
+  const __m256 scale = _mm256_set1_ps(0x1p-24f);
+  alignas(32) float words[4][kLaneBlocks];
+  const __m256i c[4] = {c0, c1, c2, c3};
+  for (int i = 0; i < 4; ++i) {
+    _mm256_store_ps(words[i], _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srli_epi32(c[i], 8)), scale));
+  }
+  for (int j = 0; j < kLaneBlocks; ++j) {
+    for (int i = 0; i < 4; ++i) out[4 * j + i] = words[i][j];
+  }
+}
+#endif
+
+void UniformFloatLanes(const PhiloxStream& s, uint64_t first_block, float* out) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return UniformFloatLanesAvx2(s, first_block, out);
+#endif
+  UniformFloatLanesScalar(s, first_block, out);
+}
+
 // TruncatedNormal keeps normals with |z| < 2 (about 95.4% of them). Each group of kPerBlock
 // outputs owns a fixed range of this many blocks, so groups can be filled in parallel and in any
 // order. Failing to find kPerBlock accepted values in 8 blocks has probability below 1e-14; a
@@ -104,6 +174,23 @@ uint64_t FloatBlocks(int64_t n) {
 // Fills out[0, n) from the stream's blocks starting at `base`, in parallel groups.
 template <Dist kDist, typename T>
 void GenerateFloats(KernelContext& ctx, const PhiloxStream& s, uint64_t base, T* out, int64_t n) {
+  if constexpr (kDist == Dist::kUniform && std::is_same_v<T, float>) {
+    // Groups of 8 blocks; element i is still word i % 4 of block base + i / 4.
+    constexpr int64_t kGroup = 4 * kLaneBlocks;
+    FillGroups(ctx, out, n, kGroup, 30 * kLaneBlocks, [&](int64_t g, float* dst, int64_t count) {
+      const uint64_t first = base + static_cast<uint64_t>(g) * kLaneBlocks;
+      if (count == kGroup) {
+        UniformFloatLanes(s, first, dst);
+        return;
+      }
+      for (int64_t i = 0; i < count; i += 4) {
+        float values[4];
+        UniformBlock(s.Block(first + static_cast<uint64_t>(i / 4)), values);
+        std::copy(values, values + std::min<int64_t>(4, count - i), dst + i);
+      }
+    });
+    return;
+  }
   constexpr int64_t per = kPerBlock<T>;
   const uint64_t blocks_per_group = kDist == Dist::kTruncated ? kTruncatedBlocksPerGroup : 1;
   FillGroups(ctx, out, n, per, kDist == Dist::kUniform ? 30 : 150,

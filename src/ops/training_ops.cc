@@ -104,6 +104,31 @@ Status ApplyAdam(KernelContext& ctx) {
       });
 }
 
+// One block of the RMSProp update. Apart (restrict, and compiled for AVX2) the loop vectorizes,
+// square root and division included; ResourceApplyRMSProp of the tutorial CNN's 2048x625 kernel
+// took about twice TensorFlow's CPU time as a scalar loop.
+template <typename T>
+inline void RMSPropBlockImpl(int64_t n, T* __restrict w, T* __restrict ms, T* __restrict mom,
+                             const T* __restrict g, T lr, T rho, T momentum, T epsilon) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T msi = ms[i] + (g[i] * g[i] - ms[i]) * (T(1) - rho);
+    const T momi = mom[i] * momentum + lr * g[i] / std::sqrt(msi + epsilon);
+    ms[i] = msi;
+    mom[i] = momi;
+    w[i] -= momi;
+  }
+}
+
+FS_MULTIVERSION void RMSPropBlock(int64_t n, float* w, float* ms, float* mom, const float* g,
+                                  float lr, float rho, float momentum, float epsilon) {
+  RMSPropBlockImpl(n, w, ms, mom, g, lr, rho, momentum, epsilon);
+}
+
+FS_MULTIVERSION void RMSPropBlock(int64_t n, double* w, double* ms, double* mom, const double* g,
+                                  double lr, double rho, double momentum, double epsilon) {
+  RMSPropBlockImpl(n, w, ms, mom, g, lr, rho, momentum, epsilon);
+}
+
 Status ApplyRMSProp(KernelContext& ctx) {
   LockedVars vars(ctx, {0, 1, 2}, HostCopy);
   FS_RETURN_IF_ERROR(CheckOptimizerInputs(ctx, vars, 7));
@@ -118,11 +143,7 @@ Status ApplyRMSProp(KernelContext& ctx) {
         const T epsilon = ScalarInput<T>(ctx, 6);
         const T* g = ctx.input(7).data<T>();
         ForEachBlock(ctx, vars.size(), [&](int64_t b, int64_t e) {
-          for (int64_t i = b; i < e; ++i) {
-            ms[i] += (g[i] * g[i] - ms[i]) * (T(1) - rho);
-            mom[i] = mom[i] * momentum + lr * g[i] / std::sqrt(ms[i] + epsilon);
-            w[i] -= mom[i];
-          }
+          RMSPropBlock(e - b, w + b, ms + b, mom + b, g + b, lr, rho, momentum, epsilon);
         });
         return Status::OK();
       });

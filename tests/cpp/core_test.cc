@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <thread>
 
@@ -171,6 +172,32 @@ TEST(ThreadPoolTest, ParallelForRunsUnstartedShardsOnTheCaller) {
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
   EXPECT_EQ(elsewhere.load(), 0);
   release = true;  // the queued closures now run, find their shards taken and return
+}
+
+// Shards are taken one at a time: while a worker is stuck in its shard, the caller runs all the
+// others, rather than waiting with a fixed half of the range still to do.
+TEST(ThreadPoolTest, ParallelForHandsOutSmallShardsToWhoeverIsFree) {
+  ThreadPool pool("test", 1);
+  const std::thread::id caller = std::this_thread::get_id();
+  std::vector<std::atomic<int>> hits(64);
+  std::atomic<int> calls{0}, caller_calls{0};
+  std::atomic<bool> caller_done{false};
+  pool.ParallelFor(64, 1000000, [&](int64_t b, int64_t e) {
+    ++calls;
+    for (int64_t i = b; i < e; ++i) hits[i]++;
+    if (std::this_thread::get_id() == caller) {
+      ++caller_calls;
+      return;
+    }
+    // The worker holds its shard until the caller has run every other one (or 10 s pass).
+    for (int i = 0; i < 10000 && !caller_done.load(); ++i) {
+      if (caller_calls.load() + 1 == 8) caller_done = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  EXPECT_EQ(calls.load(), 8);  // (1 worker + the caller) x 4 shards each
+  EXPECT_GE(caller_calls.load(), 7);
 }
 
 }  // namespace

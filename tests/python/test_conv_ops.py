@@ -117,9 +117,11 @@ def test_conv2d_lenet_sized_float32_matches_float64():
 
 
 # Big enough that oneDNN runs the batch in chunks, with the filter gradient summed over the
-# chunks: 11 images as 4 + 4 + 3 for every pass; 21 images of 64 channels, one per chunk forward
-# and backward to the input, but 11 + 10 for the filter gradient (a larger filter needs larger
-# chunks), whose partial sums stay in oneDNN's blocked filter layout until the end.
+# chunks: 11 images as 2 + 2 + 2 + 2 + 2 + 1 forward and backward to the input (at least 8 chunks
+# where each keeps 2^19 multiply-adds), 3 + 3 + 3 + 2 for the filter gradient; 21 images of 64
+# channels, two per chunk forward and backward to the input, but 11 + 10 for the filter gradient
+# (a larger filter needs larger chunks), whose partial sums stay in oneDNN's blocked filter layout
+# until the end.
 @pytest.mark.parametrize("x_shape,f_shape", [((11, 16, 16, 16), (3, 3, 16, 16)),
                                              ((21, 8, 8, 64), (3, 3, 64, 128))], ids=str)
 @pytest.mark.parametrize("data_format", FORMATS)

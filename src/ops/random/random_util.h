@@ -55,6 +55,11 @@ class PhiloxStream {
         key_);
   }
 
+  // The parts of Block's inputs that do not depend on the index, for vectorized generators.
+  const std::array<uint32_t, 2>& key() const { return key_; }
+  uint32_t seed2_lo() const { return seed2_lo_; }
+  uint32_t seed2_hi() const { return seed2_hi_; }
+
  private:
   std::array<uint32_t, 2> key_;
   uint32_t seed2_lo_;
