@@ -888,29 +888,60 @@ class DirectSession final : public Session, public FunctionRuntime {
   }
 
   // A function's side effects keep the order they were written in, as TensorFlow's automatic
-  // control dependencies keep a tf.function's: its stateful nodes and the nodes reading or writing
-  // a resource (a variable read after an assign in the same function sees the assign) wait for
-  // one another in plan order, which is the order of a sequential run. Only pure computation
-  // overlaps when the plan runs in parallel.
+  // control dependencies keep a tf.function's: the nodes reading or writing one resource (a
+  // variable read after an assign in the same function sees the assign) wait for one another in
+  // plan order, which is the order of a sequential run, and so do the stateful nodes that touch
+  // no resource. As in TensorFlow, nodes on different resources are not ordered: the updates of
+  // different variables overlap with the gradients still being computed. Only those and pure
+  // computation overlap when the plan runs in parallel.
+  // Which resource a handle tensor names, as far as the body shows: a function argument, or a
+  // variable by its shared name, seen through Identity nodes. Any other source (a handle out of
+  // a call, a cond or a loop) may alias those, so all such handles share one key and stay ordered
+  // with each other.
+  static std::string ResourceKey(Endpoint handle) {
+    while (handle.node->type() == "Identity" ||
+           (handle.node->type() == "IdentityN" && handle.index < handle.node->num_inputs())) {
+      handle = handle.node->input(handle.node->type() == "Identity" ? 0 : handle.index);
+    }
+    const Node& source = *handle.node;
+    if (source.type() == "Placeholder" || source.type() == "_Arg") {
+      return StrCat("argument ", source.id(), ":", handle.index);
+    }
+    if (source.type() == "VarHandleOp") {
+      const std::string shared = source.attrs().GetOr<std::string>("shared_name", "");
+      return StrCat("variable ", source.attrs().GetOr<std::string>("container", ""), "/",
+                    shared.empty() ? source.name() : shared);
+    }
+    return "other";
+  }
+
   static void OrderSideEffects(ExecutionPlan* plan) {
-    auto ordered = [](const Node& node) {
-      if (node.is_stateful()) return true;
-      for (int i = 0; i < node.num_inputs(); ++i) {
-        if (node.input_type(i) == DType::kResource) return true;
+    auto after = [plan](int previous, int i) {
+      std::vector<int>& successors = plan->nodes[previous].successors;
+      if (std::find(successors.begin(), successors.end(), i) == successors.end()) {
+        successors.push_back(i);
+        ++plan->nodes[i].num_predecessors;
       }
-      return false;
     };
-    int previous = -1;
+    // The last node so far on each resource, and the last stateful node that touches none.
+    std::map<std::string, int> last_on_resource;
+    int last_without_resource = -1;
     for (int i = 0; i < static_cast<int>(plan->nodes.size()); ++i) {
-      if (!ordered(*plan->nodes[i].node)) continue;
-      if (previous >= 0) {
-        std::vector<int>& successors = plan->nodes[previous].successors;
-        if (std::find(successors.begin(), successors.end(), i) == successors.end()) {
-          successors.push_back(i);
-          ++plan->nodes[i].num_predecessors;
+      const Node& node = *plan->nodes[i].node;
+      bool touches_resource = false;
+      for (int k = 0; k < node.num_inputs(); ++k) {
+        if (node.input_type(k) != DType::kResource) continue;
+        touches_resource = true;
+        auto [it, first] = last_on_resource.try_emplace(ResourceKey(node.input(k)), i);
+        if (!first) {
+          if (it->second != i) after(it->second, i);
+          it->second = i;
         }
       }
-      previous = i;
+      if (!touches_resource && node.is_stateful()) {
+        if (last_without_resource >= 0) after(last_without_resource, i);
+        last_without_resource = i;
+      }
     }
     plan->roots.clear();
     for (int i = 0; i < static_cast<int>(plan->nodes.size()); ++i) {
