@@ -1,6 +1,6 @@
 """The float32 softmax cross entropy kernels (vectorized exp, double sums) against float64 numpy,
 at the language model's 10,000 classes and at class counts that leave a remainder after the
-kernel's 8-wide lanes (test_lm_step_determinism.py checks the thread counts)."""
+kernel's 8-wide lanes (test_determinism.py checks the thread counts)."""
 
 import numpy as np
 import pytest

@@ -1,9 +1,9 @@
 """A parallel map followed by a batch runs fused (TensorFlow's default map_and_batch_fusion): the
 map's workers write each result into its row of the batch. The batches must equal those of the
 sequential map then batch, at any number of calls; errors come out as TensorFlow's MapAndBatch
-gives them. Expected values come from plain Python and numpy."""
+gives them. Expected values come from plain Python and numpy. Closing the session during fused
+calls is tested beside the unfused case, in test_data_parallel_map.py."""
 
-import threading
 import time
 
 import numpy as np
@@ -189,34 +189,6 @@ def test_reinitialized_iterator_starts_over_with_calls_in_flight():
                     break
             want = [list(range(100 + i, 100 + min(i + 3, n))) for i in range(0, n, 3)]
             assert got == want[:len(got)] and (taken is not None or len(got) == len(want))
-
-
-@pytest.mark.parametrize("prefetch", [False, True])
-def test_closing_the_session_stops_the_fused_calls_in_flight(prefetch):
-    # Endless loops in flight: closing the session cancels the waiting run, then the workers.
-    def spin(x):
-        return tf.while_loop(lambda i: i >= 0, lambda i: i + 1, [x])
-
-    ds = Dataset.range(10).map(spin, num_parallel_calls=2).batch(4)
-    if prefetch:
-        ds = ds.prefetch(2)
-    sess = tf.Session()
-    nxt = tf.data.make_one_shot_iterator(ds).get_next()
-    errors = []
-
-    def run():
-        try:
-            sess.run(nxt)
-        except tf.errors.OpError as e:
-            errors.append(e)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    time.sleep(0.3)
-    sess.close()
-    thread.join(timeout=60)
-    assert not thread.is_alive()
-    assert len(errors) == 1 and isinstance(errors[0], tf.errors.CancelledError)
 
 
 def test_a_run_deadline_ends_the_wait_for_a_batch():

@@ -105,12 +105,15 @@ def test_parallel_map_reinitialized_iterator_starts_over():
 
 
 @pytest.mark.parametrize("prefetch", [False, True])
-def test_closing_the_session_stops_a_parallel_map_with_calls_in_flight(prefetch):
+@pytest.mark.parametrize("batched", [False, True])  # batched: map and batch run fused
+def test_closing_the_session_stops_a_parallel_map_with_calls_in_flight(prefetch, batched):
     # Endless loops in flight: closing the session cancels the waiting run, then the workers.
     def spin(x):
         return tf.while_loop(lambda i: i >= 0, lambda i: i + 1, [x])
 
     ds = tf.data.Dataset.range(10).map(spin, num_parallel_calls=2)
+    if batched:
+        ds = ds.batch(4)
     if prefetch:
         ds = ds.prefetch(2)
     sess = tf.Session()
