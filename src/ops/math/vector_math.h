@@ -55,6 +55,14 @@ inline float WithSignOf(float magnitude, float s) {
 // 2^n for n in [-126, 127], built in the exponent bits.
 inline float Pow2(int32_t n) { return std::bit_cast<float>(static_cast<uint32_t>(n + 127) << 23); }
 
+// c[0] x^(N-1) + c[1] x^(N-2) + ... + c[N-1], by Horner's rule from the highest coefficient.
+template <size_t N>
+inline float Horner(float x, const float (&c)[N]) {
+  float p = c[0];
+  for (size_t i = 1; i < N; ++i) p = p * x + c[i];
+  return p;
+}
+
 // e^x. x = n ln2 + r with |r| <= ln2 / 2: n is rounded by adding and subtracting 1.5 * 2^23 (which
 // leaves n in the low mantissa bits, so no float-to-int conversion can overflow on NaN), ln2 is
 // split in two parts so that n ln2 is exact, and e^r is Cephes' degree-7 minimax polynomial.
@@ -69,12 +77,9 @@ inline float Exp(float x) {
   const float n = shifted - kShift;
   const int32_t ni = std::bit_cast<int32_t>(shifted) - std::bit_cast<int32_t>(kShift);
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
+  constexpr float kExpPolynomial[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                                      4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  float p = Horner(r, kExpPolynomial);
   p = p * r * r + r + 1.0f;
   const int32_t half = ni >> 1;
   return p * Pow2(half) * Pow2(ni - half);
@@ -84,15 +89,10 @@ inline float Exp(float x) {
 // is below 2^-34 relative); elsewhere Exp(x) - 1, which loses at most a factor 2.6 in relative
 // accuracy there. Zero returns itself (keeping -0.0).
 inline float Expm1(float x) {
-  float p = 1.0f / 3628800;
-  p = p * x + 1.0f / 362880;
-  p = p * x + 1.0f / 40320;
-  p = p * x + 1.0f / 5040;
-  p = p * x + 1.0f / 720;
-  p = p * x + 1.0f / 120;
-  p = p * x + 1.0f / 24;
-  p = p * x + 1.0f / 6;
-  p = p * x + 0.5f;
+  constexpr float kTaylorTerms[] = {1.0f / 3628800, 1.0f / 362880, 1.0f / 40320,
+                                    1.0f / 5040,    1.0f / 720,    1.0f / 120,
+                                    1.0f / 24,      1.0f / 6,      0.5f};
+  const float p = Horner(x, kTaylorTerms);
   const float near_zero = Select(x == 0.0f, x, x + x * x * p);
   return Select(AbsBits(x) < 0.5f, near_zero, Exp(x) - 1.0f);
 }
@@ -108,11 +108,8 @@ inline float LogOfNormal(float w, float extra, float e_bias) {
   const float m = std::bit_cast<float>((offset & 0x007fffffu) + 0x3f3504f3u);
   const float s = (m - 1.0f) / (m + 1.0f);
   const float s2 = s * s;
-  float p = 1.0f / 11;
-  p = p * s2 + 1.0f / 9;
-  p = p * s2 + 1.0f / 7;
-  p = p * s2 + 1.0f / 5;
-  p = p * s2 + 1.0f / 3;
+  constexpr float kOddSeries[] = {1.0f / 11, 1.0f / 9, 1.0f / 7, 1.0f / 5, 1.0f / 3};
+  const float p = Horner(s2, kOddSeries);
   const float log_m = 2.0f * s + 2.0f * s * s2 * p;
   return (e * 0.693359375f + (log_m + extra)) - e * 2.12194440e-4f;
 }
@@ -164,29 +161,20 @@ inline float Tanh(float x) {
 // in float64 to erf(x) / x and erfc(x) e^(x^2) (relative weights, 4,000 Chebyshev nodes).
 inline float Erf(float x) {
   const float x2 = x * x;
-  float p = 7.898209878e-05f;
-  p = p * x2 - 8.024353883e-04f;
-  p = p * x2 + 5.190053489e-03f;
-  p = p * x2 - 2.685480937e-02f;
-  p = p * x2 + 1.128361225e-01f;
-  p = p * x2 - 3.761262894e-01f;
-  p = p * x2 + 1.128379226e+00f;
+  constexpr float kNearZero[] = {7.898209878e-05f,  -8.024353883e-04f, 5.190053489e-03f,
+                                 -2.685480937e-02f, 1.128361225e-01f,  -3.761262894e-01f,
+                                 1.128379226e+00f};
+  const float p = Horner(x2, kNearZero);
   const float small = x * p;
 
   float a = AbsBits(x);
   a = Select(a > 4.0f, 4.0f, a);
   const float u = a - 2.5f;
-  float r = 1.498133884e-06f;
-  r = r * u - 6.334183126e-06f;
-  r = r * u + 1.531716225e-05f;
-  r = r * u - 5.384542237e-05f;
-  r = r * u + 2.111083741e-04f;
-  r = r * u - 7.385663921e-04f;
-  r = r * u + 2.467445331e-03f;
-  r = r * u - 7.999609224e-03f;
-  r = r * u + 2.493780479e-02f;
-  r = r * u - 7.434755564e-02f;
-  r = r * u + 2.108063698e-01f;
+  constexpr float kTail[] = {1.498133884e-06f,  -6.334183126e-06f, 1.531716225e-05f,
+                             -5.384542237e-05f, 2.111083741e-04f,  -7.385663921e-04f,
+                             2.467445331e-03f,  -7.999609224e-03f, 2.493780479e-02f,
+                             -7.434755564e-02f, 2.108063698e-01f};
+  const float r = Horner(u, kTail);
   const float large = WithSignOf(1.0f - r * Exp(-(a * a)), x);
   return Select(a < 1.0f, small, large);
 }
@@ -207,27 +195,16 @@ inline float Erfc(float x) {
   float a = AbsBits(x);
   a = Select(a > 10.1f, 10.1f, a);
   const float u = a - 1.5f;
-  float r1 = 2.774700260e-05f;
-  r1 = r1 * u - 9.466513438e-05f;
-  r1 = r1 * u + 2.206089412e-04f;
-  r1 = r1 * u - 6.393129006e-04f;
-  r1 = r1 * u + 1.885620062e-03f;
-  r1 = r1 * u - 5.155815743e-03f;
-  r1 = r1 * u + 1.337803528e-02f;
-  r1 = r1 * u - 3.292918578e-02f;
-  r1 = r1 * u + 7.615091652e-02f;
-  r1 = r1 * u - 1.636230052e-01f;
-  r1 = r1 * u + 3.215854168e-01f;
+  constexpr float kMiddle[] = {2.774700260e-05f,  -9.466513438e-05f, 2.206089412e-04f,
+                               -6.393129006e-04f, 1.885620062e-03f,  -5.155815743e-03f,
+                               1.337803528e-02f,  -3.292918578e-02f, 7.615091652e-02f,
+                               -1.636230052e-01f, 3.215854168e-01f};
+  const float r1 = Horner(u, kMiddle);
   const float v = 1.0f / a;
-  float r2 = -1.689490527e-01f;
-  r2 = r2 * v + 7.058619857e-01f;
-  r2 = r2 * v - 1.112618685e+00f;
-  r2 = r2 * v + 7.943457365e-01f;
-  r2 = r2 * v - 7.714750618e-02f;
-  r2 = r2 * v - 2.718001306e-01f;
-  r2 = r2 * v - 8.579866844e-04f;
-  r2 = r2 * v + 5.642302036e-01f;
-  r2 = r2 * v - 8.330708283e-07f;
+  constexpr float kTail[] = {-1.689490527e-01f, 7.058619857e-01f,  -1.112618685e+00f,
+                             7.943457365e-01f,  -7.714750618e-02f, -2.718001306e-01f,
+                             -8.579866844e-04f, 5.642302036e-01f,  -8.330708283e-07f};
+  const float r2 = Horner(v, kTail);
   const float tail = Select(a < 2.5f, r1, r2) * ExpMinusSquare(a);
   const float large = Select(x < 0.0f, 2.0f - tail, tail);
   return Select(a < 0.5f, 1.0f - Erf(x), large);
