@@ -10,25 +10,10 @@ import numpy as np
 import pytest
 
 import flowstone as tf
+from dataset_drain import drain
 
 Dataset = tf.data.Dataset
 AUTOTUNE = tf.data.experimental.AUTOTUNE
-
-
-def _drain(dataset, limit=10000):
-    """The elements of `dataset`, with "error: <class>: <message>" for each failing one."""
-    with tf.Session() as sess:
-        nxt = tf.data.make_one_shot_iterator(dataset).get_next()
-        out = []
-        for _ in range(limit):
-            try:
-                out.append(sess.run(nxt))
-            except tf.errors.OutOfRangeError as e:
-                assert "End of sequence" in str(e)
-                return out
-            except tf.errors.OpError as e:
-                out.append(f"error: {type(e).__name__}: {e.message}")
-    raise AssertionError("the iterator did not end")
 
 
 def _sleep_on_odd(v):
@@ -66,7 +51,7 @@ def _expected(n, batch, drop_remainder):
 def test_fused_batches_equal_map_then_batch(calls, n, batch, drop_remainder):
     ds = Dataset.range(n).map(_element, num_parallel_calls=calls).batch(
         batch, drop_remainder=drop_remainder)
-    got = _drain(ds)
+    got = drain(ds)
     want = _expected(n, batch, drop_remainder)
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -78,7 +63,7 @@ def test_fused_batches_equal_map_then_batch(calls, n, batch, drop_remainder):
 def test_map_and_batch_api_and_prefetch_give_the_same_batches():
     ds = Dataset.range(10).apply(tf.data.experimental.map_and_batch(
         _element, 3, num_parallel_calls=2)).prefetch(2)
-    got = _drain(ds)
+    got = drain(ds)
     want = _expected(10, 3, False)
     assert [g[1].tolist() for g in got] == [w[1].tolist() for w in want]
     assert [g[2].tolist() for g in got] == [w[2].tolist() for w in want]
@@ -101,7 +86,7 @@ def test_function_error_fails_its_batch_with_the_first_error_and_the_next_batch_
     # element 6's; as in TensorFlow's MapAndBatch, the batch after an error starts at the next
     # multiple of the batch size.
     ds = Dataset.range(10).map(_fail_at([1, 2, 6]), num_parallel_calls=3).batch(4)
-    got = _drain(ds)
+    got = drain(ds)
     assert len(got) == 3
     for error, index in zip(got[:2], (-1, -6)):
         assert error.startswith("error: InvalidArgumentError"), error
@@ -116,7 +101,7 @@ def test_elements_of_different_shapes_fail_their_batch_as_batch_reports_them():
                                num_parallel_calls=2).batch(4)
     ds_unfused = Dataset.range(10).map(lambda x: tf.fill(tf.where(tf.equal(x, 5), [2], [1]), x)
                                        ).batch(4)
-    got, unfused = _drain(ds), _drain(ds_unfused)
+    got, unfused = drain(ds), drain(ds_unfused)
     assert len(got) == len(unfused) == 3
     want_error = ("Cannot batch tensors with different shapes in component 0. First element had "
                   "shape [1] and element 1 had shape [2].")
@@ -132,7 +117,7 @@ def test_input_errors_fail_their_batch_and_the_batch_after_starts_behind_them():
     # batch being read (which gives it), so the batches are those of map then batch unfused.
     ds = Dataset.range(8).map(_fail_at([1, 2, 5])).map(lambda y: y * 2, num_parallel_calls=2)
     def shown(dataset):
-        return [g.splitlines()[0] if isinstance(g, str) else g.tolist() for g in _drain(dataset)]
+        return [g.splitlines()[0] if isinstance(g, str) else g.tolist() for g in drain(dataset)]
 
     fused = shown(ds.batch(2))
     assert len(fused) == 5
@@ -156,7 +141,7 @@ def _stop_at(n):
 
 def test_function_raising_out_of_range_is_an_error_as_in_tf():
     ds = Dataset.range(10).map(_stop_at(5), num_parallel_calls=2).batch(4)
-    got = _drain(ds)
+    got = drain(ds)
     assert got[0].tolist() == [0, 1, 2, 3]
     assert got[1].startswith("error: InvalidArgumentError")
     assert "Function invocation produced OutOfRangeError" in got[1]
@@ -169,7 +154,7 @@ def test_function_ending_the_map_ends_the_batches_at_that_element(drop_remainder
     # element whose call raised OutOfRange: the rows before it are the last batch.
     ds = Dataset.range(20)._map(_stop_at(6), 3, None, False).batch(
         4, drop_remainder=drop_remainder)
-    got = [g.tolist() for g in _drain(ds)]
+    got = [g.tolist() for g in drain(ds)]
     assert got == ([[0, 1, 2, 3]] if drop_remainder else [[0, 1, 2, 3], [4, 5]])
 
 
@@ -212,7 +197,7 @@ def test_results_written_in_their_rows_equal_those_copied_there():
         normalized = (tf.cast(tf.fill([7, 3], x), tf.uint8) - 1) * 2
         return v, v, v * 2.0, x, tf.constant([1.5, 2.5]), tf.cast(normalized, tf.float32) / 0.25
 
-    got = _drain(Dataset.range(37).map(f, num_parallel_calls=3).batch(16))
+    got = drain(Dataset.range(37).map(f, num_parallel_calls=3).batch(16))
     assert [len(g[0]) for g in got] == [16, 16, 5]
     x = np.arange(37)
     v = np.repeat(x[:, None], 5, 1).astype(np.float32) * 3
@@ -229,6 +214,6 @@ def test_rows_of_shapes_known_only_at_run_time_are_written_after_the_first():
     def f(x):
         return tf.py_func(lambda v: np.full(4, v), [x], tf.int64) * 2
 
-    got = _drain(Dataset.range(50).map(f, num_parallel_calls=2).batch(16))
+    got = drain(Dataset.range(50).map(f, num_parallel_calls=2).batch(16))
     assert [g.shape for g in got] == [(16, 4), (16, 4), (16, 4), (2, 4)]
     np.testing.assert_array_equal(np.concatenate(got), np.repeat(np.arange(50)[:, None], 4, 1) * 2)
