@@ -111,9 +111,7 @@ class KernelContext {
   template <typename Fn>
   void ParallelFor(int64_t n, int64_t cost_per_unit, Fn&& fn) const {
     if (n <= 0) return;
-    int64_t total_cost;
-    if (!__builtin_mul_overflow(n, std::max<int64_t>(cost_per_unit, 1), &total_cost) &&
-        total_cost < 2 * ThreadPool::kMinCostPerShard) {
+    if (!ThreadPool::WorthSplitting(n, cost_per_unit)) {
       fn(int64_t{0}, n);
       return;
     }

@@ -27,6 +27,12 @@ class ThreadPool {
 
   // Below this many cycles of work per shard, waking threads costs more than it saves.
   static constexpr int64_t kMinCostPerShard = 50000;
+  // Whether n units of cost_per_unit cycles each are worth two shards or more.
+  static bool WorthSplitting(int64_t n, int64_t cost_per_unit) {
+    int64_t total_cost;
+    return __builtin_mul_overflow(n, cost_per_unit < 1 ? 1 : cost_per_unit, &total_cost) ||
+           total_cost >= 2 * kMinCostPerShard;
+  }
 
   // Splits [0, n) into blocks and runs fn(begin, end) on them, the caller taking part; returns
   // when all are done. `cost_per_unit` (rough cycles per element) decides whether splitting pays.

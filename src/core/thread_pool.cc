@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <memory>
 #include <new>
 #include <vector>
@@ -123,12 +124,16 @@ bool ThreadPool::InWorkerThread() const { return current_pool == this; }
 void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
-  int64_t total_cost = n * std::max<int64_t>(cost_per_unit, 1);
-  int64_t max_shards = std::min<int64_t>(num_threads() + 1, total_cost / kMinCostPerShard);
-  if (max_shards <= 1 || InWorkerThread() || inline_parallel_for) {
+  if (!WorthSplitting(n, cost_per_unit) || num_threads() == 0 || InWorkerThread() ||
+      inline_parallel_for) {
     fn(0, n);
     return;
   }
+  int64_t total_cost;
+  if (__builtin_mul_overflow(n, std::max<int64_t>(cost_per_unit, 1), &total_cost)) {
+    total_cost = std::numeric_limits<int64_t>::max();
+  }
+  int64_t max_shards = std::min<int64_t>(num_threads() + 1, total_cost / kMinCostPerShard);
   const int64_t shards = std::min<int64_t>(max_shards, n);
   // The range is cut into grains, about kGrainsPerShard per participating thread, which the
   // caller and the workers claim one at a time until none is left. A thread that loses its core

@@ -270,11 +270,11 @@ constexpr int64_t kTileCols = 256;
 // left 60 for the last, so two threads splitting the tiles in halves got 384 and 316 rows.
 constexpr int64_t kTileAlign = 16;
 constexpr int64_t kRowAlign = 8;
-// Products with at most kFewRows rows, at least kSplitCols columns and kSplitProduct
-// multiply-adds, and a transposed B are computed transposed.
+// Products with a transposed B, at most kFewRows rows, at least kFewRowsMinCols columns and
+// kFewRowsMinProduct multiply-adds are computed transposed.
 constexpr int64_t kFewRows = 32;
-constexpr int64_t kSplitCols = 128;
-constexpr int64_t kSplitProduct = int64_t{1} << 21;
+constexpr int64_t kFewRowsMinCols = 128;
+constexpr int64_t kFewRowsMinProduct = int64_t{1} << 21;
 
 // Splits `extent` into ceil(extent / target) near-equal pieces, each a multiple of `align`
 // except the last.
@@ -316,7 +316,7 @@ Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_
   // would pack all of B from strided reads for those few rows, 2.6x the time of the product with
   // B untransposed. C^T = B op(A)^T reads B as stored and packs only the few rows of A; its
   // n x m result is then transposed into C (1.5x faster overall for that shape).
-  if (transpose_b && m <= kFewRows && n >= kSplitCols && m * n * k >= kSplitProduct) {
+  if (transpose_b && m <= kFewRows && n >= kFewRowsMinCols && m * n * k >= kFewRowsMinProduct) {
     Tensor c_transposed;
     FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32, TensorShape{n, m}, &c_transposed));
     float* ct = c_transposed.data<float>();
