@@ -1,9 +1,12 @@
 """A parallel map followed by a batch runs fused (TensorFlow's default map_and_batch_fusion): the
 map's workers write each result into its row of the batch. The batches must equal those of the
 sequential map then batch, at any number of calls; errors come out as TensorFlow's MapAndBatch
-gives them. Expected values come from plain Python and numpy. Closing the session during fused
-calls is tested beside the unfused case, in test_data_parallel_map.py."""
+gives them (compared with real TensorFlow where it is installed). Expected values come from plain
+Python and numpy. Closing the session during fused calls is tested beside the unfused case, in
+test_data_parallel_map.py."""
 
+import os
+import sys
 import time
 
 import numpy as np
@@ -11,6 +14,9 @@ import pytest
 
 import flowstone as tf
 from dataset_drain import drain
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from peers import requires_tensorflow, run_tensorflow  # noqa: E402
 
 Dataset = tf.data.Dataset
 AUTOTUNE = tf.data.experimental.AUTOTUNE
@@ -92,6 +98,38 @@ def test_function_error_fails_its_batch_with_the_first_error_and_the_next_batch_
         assert error.startswith("error: InvalidArgumentError"), error
         assert f"{index} is not in [0, 20)" in error and "ParallelMapDatasetV2" in error
     np.testing.assert_array_equal(got[2], [108, 109])
+
+
+FAILING_PIPELINE = """
+table = tf.constant(np.arange(100, 120))
+
+def f(x):
+    bad = tf.reduce_any(tf.equal(x, tf.constant([1, 2, 6], tf.int64)))
+    return tf.gather(table, tf.where(bad, -x, x))
+
+ds = tf.data.Dataset.range(10).map(f, num_parallel_calls=3).batch(4)
+nxt = tf.data.make_one_shot_iterator(ds).get_next()
+with tf.Session() as sess:
+    while True:
+        try:
+            print(sess.run(nxt).tolist())
+        except tf.errors.OutOfRangeError:
+            break
+        except tf.errors.OpError as e:
+            print(type(e).__name__)
+"""
+
+
+@requires_tensorflow
+def test_function_errors_fail_the_same_batches_as_in_tensorflow():
+    want = run_tensorflow("import numpy as np\nimport tensorflow.compat.v1 as tf\n"
+                          "tf.disable_eager_execution()\n" + FAILING_PIPELINE)
+    got = []
+    for element in drain(Dataset.range(10).map(_fail_at([1, 2, 6]), num_parallel_calls=3)
+                         .batch(4)):
+        got.append(element.split(":")[1].strip() if isinstance(element, str)
+                   else str(element.tolist()))
+    assert got == want.split("\n")[:-1]
 
 
 def test_elements_of_different_shapes_fail_their_batch_as_batch_reports_them():
