@@ -183,6 +183,8 @@ void RegisterGraph(nb::module_& m) {
 
   nb::class_<NodeRef>(m, "Node")
       .def_prop_ro("id", [](const NodeRef& n) { return n.node->id(); })
+      // The graph the node is in (a function body's nodes: that body).
+      .def_prop_ro("graph", [](const NodeRef& n) { return n.graph; })
       .def_prop_ro("name", [](const NodeRef& n) { return n.node->name(); })
       .def_prop_ro("type", [](const NodeRef& n) { return n.node->type(); })
       .def_prop_ro("device", [](const NodeRef& n) { return n.node->requested_device(); })
@@ -324,11 +326,13 @@ void RegisterGraph(nb::module_& m) {
         options.creation_site = creation_site;
         // gradient_fn(gradient_type, node, output_grads) runs a tf.RegisterGradient function:
         // None when none has that name, else one (node, index) or None per input. A Python
-        // exception it raises is re-raised once AddGradients has returned.
+        // exception it raises is re-raised once AddGradients has returned. The node is in the
+        // graph being differentiated: this one, or the body of a loop, cond or function call
+        // whose gradient is being built.
         std::exception_ptr python_error;
-        std::shared_ptr<Graph> owner = graph.shared_from_this();
         options.external_gradient = [&](GradientContext& ctx, const std::string& type,
                                         bool* found) -> Status {
+          std::shared_ptr<Graph> owner = ctx.graph()->shared_from_this();
           nb::list output_grads;
           for (int o = 0; o < ctx.num_outputs(); ++o) {
             // Like TensorFlow, a missing gradient is zeros for floating (and complex) outputs,
@@ -351,6 +355,12 @@ void RegisterGraph(nb::module_& m) {
             for (size_t i = 0; i < input_grads.size() && i < size_t(ctx.num_inputs()); ++i) {
               if (input_grads[i].is_none()) continue;
               auto pair = nb::cast<std::pair<NodeRef, int>>(input_grads[i]);
+              if (pair.first.graph.get() != ctx.graph()) {
+                return errors::InvalidArgument(
+                    "The gradient function registered as '", type, "' returned, for input ", i,
+                    " of op '", ctx.node().name(), "', tensor '", pair.first.node->name(),
+                    "' of another graph; a gradient must be built in the graph of its op");
+              }
               ctx.SetInputGrad(static_cast<int>(i), Endpoint{pair.first.node, pair.second});
             }
             return Status::OK();

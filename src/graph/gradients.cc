@@ -13,6 +13,28 @@ bool Backpropagatable(DType t) {
   return IsFloating(t) || IsComplex(t) || t == DType::kResource || t == DType::kVariant;
 }
 
+using ExternalGradient = decltype(GradientOptions::external_gradient);
+
+// The external gradient functions (tf.RegisterGradient) of the AddGradients call running on this
+// thread. The gradient of a While, If or function call differentiates the function's body with
+// a nested AddGradients call, which inherits them: a tf.custom_gradient inside a loop body is
+// found as it is outside one.
+thread_local const ExternalGradient* current_external_gradient = nullptr;
+
+// Makes `fn` the current external gradient functions for one AddGradients call.
+class ExternalGradientScope {
+ public:
+  explicit ExternalGradientScope(const ExternalGradient* fn) : saved_(current_external_gradient) {
+    current_external_gradient = fn;
+  }
+  ~ExternalGradientScope() { current_external_gradient = saved_; }
+  ExternalGradientScope(const ExternalGradientScope&) = delete;
+  ExternalGradientScope& operator=(const ExternalGradientScope&) = delete;
+
+ private:
+  const ExternalGradient* saved_;
+};
+
 struct EndpointLess {
   bool operator()(const Endpoint& a, const Endpoint& b) const {
     return a.node->id() != b.node->id() ? a.node->id() < b.node->id() : a.index < b.index;
@@ -176,6 +198,10 @@ Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys, const std::ve
       if (!stops.count(in)) stack.push_back(in.node);
   }
 
+  const ExternalGradient* external_gradient =
+      options.external_gradient ? &options.external_gradient : current_external_gradient;
+  ExternalGradientScope external_scope(external_gradient);
+
   std::map<Endpoint, std::vector<Endpoint>, EndpointLess> pending;
   const std::string scope = options.name_scope.empty() ? "gradients" : options.name_scope;
   auto add_node = [&](const std::string& type, const std::vector<Endpoint>& inputs,
@@ -233,8 +259,8 @@ Status AddGradients(Graph* graph, const std::vector<Endpoint>& ys, const std::ve
     const std::string override_type = node->attrs().GetOr<std::string>("_gradient_op_type", "");
     if (!override_type.empty()) {
       bool found = false;
-      if (options.external_gradient) {
-        FS_RETURN_IF_ERROR(options.external_gradient(ctx, override_type, &found));
+      if (external_gradient != nullptr) {
+        FS_RETURN_IF_ERROR((*external_gradient)(ctx, override_type, &found));
       }
       if (!found) {
         Status s = errors::InvalidArgument(

@@ -7,10 +7,43 @@ input. The finished body is added to the outer graph's function library (shared 
 traced under the same root graph), where call ops (If, While, PartitionedCall) refer to it by name.
 """
 
+import contextlib
+import weakref
+
 from flowstone import _C
 from flowstone import errors as _errors
 from flowstone.framework import ops
 from flowstone.framework.tensor_shape import as_shape
+
+
+# The living FuncGraphs by their C++ graph, so that a gradient function (tf.RegisterGradient,
+# tf.custom_gradient) called for a node of a body builds its ops in that body (body_graph_of).
+_bodies = weakref.WeakValueDictionary()
+
+
+def body_graph_of(c_graph):
+    """The Python graph of the C++ function body `c_graph`: its FuncGraph while one lives, else
+    a plain Graph over it (which captures nothing)."""
+    graph = _bodies.get(id(c_graph))
+    if graph is None or graph._c is not c_graph:
+        graph = ops.Graph()
+        graph._c = c_graph
+        graph._sync_ops()
+    return graph
+
+
+@contextlib.contextmanager
+def sealed(graph, reason):
+    """While it lasts, `graph` (a finished FuncGraph, whose signature is fixed) refuses new
+    captures, naming `reason` (what is building ops in it) in the error."""
+    if not isinstance(graph, FuncGraph):
+        yield
+        return
+    saved, graph.sealed_reason = graph.sealed_reason, reason
+    try:
+        yield
+    finally:
+        graph.sealed_reason = saved
 
 
 class FuncGraph(ops.Graph):
@@ -31,6 +64,10 @@ class FuncGraph(ops.Graph):
         self._captures = {}  # id(tensor of outer_graph) -> (that tensor, inner Placeholder)
         self._eager_captures = {}  # id(EagerTensor) -> (that tensor, inner Placeholder)
         self.control_captures = []  # outer ops the body depends on (run before the call)
+        # Set while a gradient function builds ops in the finished body: its signature is fixed
+        # then, so a new capture cannot be added.
+        self.sealed_reason = None
+        _bodies[id(self._c)] = self
 
     @property
     def captures(self):
@@ -71,6 +108,11 @@ class FuncGraph(ops.Graph):
         found = self._captures.get(id(outer_value))
         if found is not None:
             return found[1]
+        if self.sealed_reason is not None:
+            raise ValueError(f"{self.sealed_reason} reads {tensor!r}, a tensor from outside the "
+                             f"body of '{self.name}', which that body does not already read. "
+                             "Pass the tensor into the loop or cond (as a loop variable or a "
+                             "value its body uses) so that the gradient can read it there.")
         placeholder = self._placeholder(tensor.dtype, tensor.shape, "Placeholder")
         self._captures[id(outer_value)] = (outer_value, placeholder)
         return placeholder

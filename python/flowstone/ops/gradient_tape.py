@@ -73,6 +73,8 @@ class GradientTape:
 
     def watch(self, tensor):
         """Makes the tape trace ops on `tensor` (a tensor, a variable or a structure of them)."""
+        if self._in_graph:
+            return  # gradient() differentiates the graph, which reaches every tensor
         # One eager tensor, the common case, needs no flattening.
         flat = (tensor,) if type(tensor) is _eager.EagerTensor else nest.flatten(tensor)
         for t in flat:

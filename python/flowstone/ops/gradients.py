@@ -2,6 +2,7 @@
 
 from flowstone import _C
 from flowstone import errors as _errors
+from flowstone.framework import func_graph as _func_graph
 from flowstone.framework import gradient_registry as _gradient_registry
 from flowstone.framework import ops as _ops
 
@@ -99,27 +100,28 @@ def _python_gradient_caller(graph, scope):
         found, fn = _gradient_registry.lookup(gradient_name)
         if not found:
             return None
-        graph._sync_ops()
-        op = graph._ops[node.id]
+        # The node is in `graph`, or in the body of a loop, cond or call being differentiated.
+        in_body = node.graph is not graph._c
+        owner = _func_graph.body_graph_of(node.graph) if in_body else graph
+        owner._sync_ops()
+        op = owner._ops[node.id]
         if fn is None:
             return [None] * len(op.inputs)
-        grads = [None if g is None else graph._ops[g[0].id].outputs[g[1]] for g in output_grads]
-        with graph.as_default(), graph.name_scope(f"{scope}{op.name}_grad/"):
-            results = fn(op, *grads)
-        if not isinstance(results, (list, tuple)):
-            results = [results]
-        if len(results) != len(op.inputs):
-            raise ValueError(f"The gradient function registered as '{gradient_name}' returned "
-                             f"{len(results)} gradients for op '{op.name}', which has "
-                             f"{len(op.inputs)} inputs; return one (or None) per input.")
-        out = []
-        for inp, g in zip(op.inputs, results):
-            if g is None:
-                out.append(None)
-                continue
-            g = _ops.convert_to_tensor(g, dtype=inp.dtype)
-            out.append(g._as_node_output())
-        return out
+        grads = [None if g is None else owner._ops[g[0].id].outputs[g[1]] for g in output_grads]
+        name_scope = f"{op.name}_grad/" if in_body else f"{scope}{op.name}_grad/"
+        reason = f"The gradient function registered as '{gradient_name}'"
+        with owner.as_default(), _func_graph.sealed(owner if in_body else None, reason):
+            with owner.name_scope(name_scope):
+                results = fn(op, *grads)
+            if not isinstance(results, (list, tuple)):
+                results = [results]
+            if len(results) != len(op.inputs):
+                raise ValueError(f"{reason} returned {len(results)} gradients for op "
+                                 f"'{op.name}', which has {len(op.inputs)} inputs; return one "
+                                 "(or None) per input.")
+            return [None if g is None else
+                    _ops.convert_to_tensor(g, dtype=inp.dtype)._as_node_output()
+                    for inp, g in zip(op.inputs, results)]
 
     return call
 

@@ -171,6 +171,17 @@ def test_a_function_called_under_a_tape_is_differentiated():
     np.testing.assert_allclose(gw.numpy(), [9.0, 16.0])  # x^2
 
 
+def test_a_tape_inside_a_function_watches_its_argument():
+    @tf.function
+    def grad_of_cube(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(x * x * x)
+        return tape.gradient(y, x)
+
+    np.testing.assert_allclose(grad_of_cube(tf.constant([1.0, -2.0])).numpy(), [3.0, 12.0])
+
+
 def test_run_functions_eagerly_runs_the_python_body_each_call():
     calls = []
 
