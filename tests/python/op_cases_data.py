@@ -36,6 +36,18 @@ def _one_shot_first():
     return tf.identity(iterator.get_next()).op
 
 
+def _through_string_handle(x, op):
+    """The op whose output is `x` read by a feedable iterator (op: IteratorFromStringHandle or
+    its V2) over the string handle of an iterator of the whole of `x` in one batch."""
+    iterator = Dataset.from_tensor_slices(x).batch(1000).make_initializable_iterator()
+    resource = getattr(tf.raw_ops, op)(string_handle=iterator.string_handle(),
+                                       output_types=[x.dtype], output_shapes=[[None, 2]])
+    element = tf.raw_ops.IteratorGetNext(iterator=resource, output_types=[x.dtype],
+                                         output_shapes=[[None, 2]])
+    with tf.control_dependencies([iterator.initializer]):
+        return tf.identity(element[0]).op
+
+
 def _i64(x):
     return np.array(x, np.int64)
 
@@ -62,6 +74,9 @@ CASES = [
     Case("ParallelMapDatasetV2", [X], lambda x: x ** 2,
          build=lambda x: _all(Dataset.from_tensor_slices(x).map(lambda r: r * r,
                                                                 num_parallel_calls=3))),
+    Case("MapAndBatchDataset", [X], lambda x: x[:4] ** 2,
+         build=lambda x: _first_batch(Dataset.from_tensor_slices(x).apply(
+             tf.data.experimental.map_and_batch(lambda r: r * r, 4, num_parallel_calls=2)))),
     Case("FilterDataset", [X], lambda x: x[x[:, 0] > 0],
          build=lambda x: _all(Dataset.from_tensor_slices(x).filter(lambda r: r[0] > 0))),
     Case("FlatMapDataset", [X], lambda x: np.repeat(x, 2, axis=0),
@@ -99,6 +114,12 @@ CASES = [
     Case("MakeIterator", [X], lambda x: x, build=lambda x: _all(Dataset.from_tensor_slices(x))),
     Case("IteratorGetNext", [X], lambda x: x,
          build=lambda x: _all(Dataset.from_tensor_slices(x))),
+    Case("IteratorToStringHandle", [X], lambda x: x,
+         build=lambda x: _through_string_handle(x, "IteratorFromStringHandleV2")),
+    Case("IteratorFromStringHandleV2", [X], lambda x: x,
+         build=lambda x: _through_string_handle(x, "IteratorFromStringHandleV2")),
+    Case("IteratorFromStringHandle", [X], lambda x: x,
+         build=lambda x: _through_string_handle(x, "IteratorFromStringHandle")),
     Case("OneShotIterator", [], lambda: np.array([1.5, 2.5], np.float32),
          build=_one_shot_first),
     Case("ReduceDataset", [X], lambda x: x.sum(axis=0), rtol=1e-12,

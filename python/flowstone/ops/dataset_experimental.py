@@ -10,8 +10,9 @@ from flowstone.util.tf_export import tf_export
 @tf_export("data.experimental.map_and_batch")
 def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainder=False,
                   num_parallel_calls=None):
-    """map(map_func) then batch(batch_size); the map runs num_parallel_calls (or
-    num_parallel_batches * batch_size) calls at a time."""
+    """map(map_func) then batch(batch_size), as one MapAndBatchDataset op: the map runs
+    num_parallel_calls (or num_parallel_batches * batch_size, by default batch_size) calls at a
+    time, each writing its result into its row of the batch."""
     if num_parallel_batches is not None and num_parallel_calls is not None:
         raise ValueError("`map_and_batch` allows only one of `num_parallel_batches` and "
                          "`num_parallel_calls` to be set.")
@@ -19,8 +20,7 @@ def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainde
         num_parallel_calls = num_parallel_batches * batch_size
 
     def apply(dataset):
-        return dataset.map(map_func, num_parallel_calls=num_parallel_calls).batch(
-            batch_size, drop_remainder=drop_remainder)
+        return dataset._map_and_batch(map_func, batch_size, num_parallel_calls, drop_remainder)
 
     return apply
 

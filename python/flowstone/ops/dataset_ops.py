@@ -483,6 +483,28 @@ class DatasetV1:
 
         return _LazySpecDataset([self], state, make)
 
+    def _map_and_batch(self, map_func, batch_size, num_parallel_calls, drop_remainder):
+        """tf.data.experimental.map_and_batch's dataset (dataset_experimental.py)."""
+        spec_in = self._element_spec
+        state = {}
+
+        def make(variant):
+            name, captured, result = _trace(map_func, spec_in, "Dataset_map")
+            size = batch_size if isinstance(batch_size, int) and drop_remainder else None
+            state["spec"] = structure.pack(structure.spec_of(result), [
+                structure.TensorSpec(TensorShape([size]).concatenate(s.shape), s.dtype)
+                for s in structure.flatten(structure.spec_of(result))])
+            attrs = dict(self._spec_attrs(state["spec"]), f=name, preserve_cardinality=True)
+            calls = batch_size if num_parallel_calls is None else num_parallel_calls
+            return _ops.apply_op("MapAndBatchDataset", [
+                variant, captured, _int64(batch_size, "batch_size"),
+                _int64(calls, "num_parallel_calls"),
+                _ops.convert_to_tensor(drop_remainder, dtype=_dtypes.bool,
+                                       name="drop_remainder")], attrs,
+                name="MapAndBatchDataset").outputs[0]
+
+        return _LazySpecDataset([self], state, make)
+
     def filter(self, predicate):
         spec = self._element_spec
 

@@ -35,6 +35,25 @@ class Iterator:
         handle = _iterator_handle(spec, shared_name)
         return Iterator(handle, None, structure.types_of(spec), structure.shapes_of(spec))
 
+    @staticmethod
+    def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
+        """A feedable iterator: it reads the iterator whose `string_handle()` value is fed to
+        `string_handle` (a scalar string placeholder), which must have this structure."""
+        del output_classes
+        spec = structure.spec_from_types(output_types, output_shapes)
+        string_handle = _ops.convert_to_tensor(string_handle, dtype=_dtypes.string)
+        handle = _ops.apply_op("IteratorFromStringHandleV2", [string_handle], {
+            "output_types": structure.type_attrs(spec),
+            "output_shapes": structure.shape_attrs(spec),
+        }, name="IteratorFromStringHandleV2").outputs[0]
+        return Iterator(handle, None, structure.types_of(spec), structure.shapes_of(spec))
+
+    def string_handle(self, name=None):
+        """A scalar string tensor naming this iterator, to feed to a from_string_handle
+        iterator in the same session."""
+        return _ops.apply_op("IteratorToStringHandle", [self._handle], {},
+                             name=name or "IteratorToStringHandle").outputs[0]
+
     @property
     def initializer(self):
         if self._initializer is None:

@@ -1,6 +1,7 @@
 // Iterator ops: IteratorV2 (a named iterator slot), MakeIterator (its initializer),
-// OneShotIterator (a slot initialized on first use from a dataset_factory function) and
-// IteratorGetNext, which raises OutOfRange "End of sequence" after the last element.
+// OneShotIterator (a slot initialized on first use from a dataset_factory function),
+// IteratorGetNext, which raises OutOfRange "End of sequence" after the last element, and the
+// string handles of feedable iterators (IteratorToStringHandle, IteratorFromStringHandle).
 #include <cstring>
 #include <mutex>
 
@@ -218,6 +219,105 @@ FS_REGISTER_OP(OpBuilder("IteratorGetNext")
                    .NotDifferentiable()
                    .Doc("The iterator's next element; OutOfRange \"End of sequence\" after the "
                         "last one."));
+
+// --- IteratorToStringHandle, IteratorFromStringHandle(V2) ------------------------------------
+// A feedable iterator (Iterator.from_string_handle) reads the iterator whose string handle is
+// fed to it, as TF1 programs switch between a training and a validation iterator. The string
+// is the slot's name in the session ("iterator:<name>"), meaningful in that session only, as
+// TensorFlow's serialized resource handles are.
+
+constexpr char kSlotPrefix[] = "iterator:";
+
+Status IteratorToStringHandleKernel(KernelContext& ctx) {
+  const Var* slot = VarFromHandle(ctx.input(0));
+  if (slot->name().rfind(kSlotPrefix, 0) != 0) {
+    return errors::InvalidArgument("IteratorToStringHandle '", ctx.node().name(),
+                                   "' was given a resource that is not an iterator (", slot->name(),
+                                   ")");
+  }
+  Tensor* out;
+  FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{}, &out));
+  out->data<std::string>()[0] = slot->name();
+  return Status::OK();
+}
+
+FS_REGISTER_OP(OpBuilder("IteratorToStringHandle")
+                   .Input("resource_handle", "resource")
+                   .Output("string_handle", "string")
+                   .Stateful()
+                   .Shape(shape_fns::Scalar)
+                   .Kernel("CPU", IteratorToStringHandleKernel)
+                   .NotDifferentiable()
+                   .Doc("The iterator's string handle, to feed to a feedable iterator "
+                        "(Iterator.string_handle)."));
+
+// Checks the declared component types against those of the iterator the slot holds (none
+// declared: anything goes; an iterator not started yet: checked by IteratorGetNext).
+Status CheckDeclaredTypes(KernelContext& ctx, Var* slot) {
+  std::vector<DType> declared;
+  FS_RETURN_IF_ERROR(ctx.attrs().Get("output_types", &declared));
+  std::shared_ptr<IteratorResource> iterator;
+  if (declared.empty() || !IteratorInSlot(slot, &iterator).ok()) return Status::OK();
+  const std::vector<DType>& actual = iterator->dataset().output_types();
+  if (declared.size() != actual.size()) {
+    return errors::InvalidArgument("The iterator of the string handle fed to '", ctx.node().name(),
+                                   "' has ", actual.size(), " components, but ", declared.size(),
+                                   " output_types were declared (Iterator.from_string_handle)");
+  }
+  for (size_t i = 0; i < declared.size(); ++i) {
+    if (declared[i] != actual[i]) {
+      return errors::InvalidArgument("Data type mismatch at component ", i, ": expected ",
+                                     DTypeName(declared[i]), " but got ", DTypeName(actual[i]),
+                                     ", in the iterator of the string handle fed to '",
+                                     ctx.node().name(), "'");
+    }
+  }
+  return Status::OK();
+}
+
+Status IteratorFromStringHandleKernel(KernelContext& ctx) {
+  const Tensor& handle = ctx.input(0);
+  if (handle.dtype() != DType::kString || handle.num_elements() != 1) {
+    return errors::InvalidArgument("string_handle must be a scalar string, got shape ",
+                                   handle.shape().ToString());
+  }
+  const std::string& name = handle.data<std::string>()[0];
+  if (name.rfind(kSlotPrefix, 0) != 0) {
+    return errors::InvalidArgument("'", name, "' fed to ", ctx.node().type(), " '",
+                                   ctx.node().name(),
+                                   "' is not an iterator's string handle. Feed the value of "
+                                   "sess.run(iterator.string_handle()) from the same session.");
+  }
+  Var* slot = ctx.resources()->LookupVar(name);
+  if (slot == nullptr) {
+    return errors::NotFound("No iterator with string handle '", name,
+                            "' exists in this session (node '", ctx.node().name(),
+                            "'). A string handle is valid only in the session that ran "
+                            "iterator.string_handle().");
+  }
+  FS_RETURN_IF_ERROR(CheckDeclaredTypes(ctx, slot));
+  return OutputHandle(ctx, slot);
+}
+
+// V1 and V2 differ only in how TensorFlow represents the handle; here both are slot handles.
+OpBuilder IteratorFromStringHandleOp(const char* name) {
+  OpBuilder b(name);
+  b.Input("string_handle", "string")
+      .Output("resource_handle", "resource")
+      .Attr("output_types", AttrValue(std::vector<DType>{}))
+      .Attr("output_shapes", AttrValue(std::vector<PartialShape>{}))
+      .Stateful()
+      .Shape(shape_fns::Scalar)
+      .Kernel("CPU", IteratorFromStringHandleKernel)
+      .NotDifferentiable()
+      .Doc(
+          "The iterator a string handle names (Iterator.from_string_handle: a feedable "
+          "iterator).");
+  return b;
+}
+
+FS_REGISTER_OP(IteratorFromStringHandleOp("IteratorFromStringHandle"));
+FS_REGISTER_OP(IteratorFromStringHandleOp("IteratorFromStringHandleV2"));
 
 }  // namespace
 }  // namespace flowstone::data

@@ -23,6 +23,7 @@
 #include "flowstone/inline_parallel_for.h"
 #include "flowstone/thread_pool.h"
 #include "map_dataset.h"
+#include "user_function.h"
 
 namespace flowstone::data {
 namespace {
@@ -330,5 +331,86 @@ std::unique_ptr<IteratorBase> MakeMapAndBatchIterator(const DatasetPtr& input,
   return std::make_unique<MapAndBatchIterator>(std::move(map), std::move(batch), batch_size,
                                                drop_remainder);
 }
+
+namespace {
+
+// --- MapAndBatchDataset ----------------------------------------------------------------------
+
+// TensorFlow's fused op (tf.data.experimental.map_and_batch, and what its graphs carry): the same
+// iterator as a batch over a parallel map, with num_parallel_calls workers (one included).
+class MapAndBatchDataset final : public DatasetBase {
+ public:
+  MapAndBatchDataset(const Node& node, std::shared_ptr<const MapDataset> map, int64_t batch_size,
+                     bool drop_remainder, std::vector<PartialShape> shapes)
+      : DatasetBase("MapAndBatchDataset", node.name(), map->output_types(), std::move(shapes)),
+        map_(std::move(map)),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder) {}
+
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    return std::make_unique<MapAndBatchIterator>(map_, self(), batch_size_, drop_remainder_);
+  }
+  int64_t Cardinality() const override {
+    return BatchedCardinality(map_->Cardinality(), batch_size_, drop_remainder_);
+  }
+
+ private:
+  std::shared_ptr<const MapDataset> map_;
+  int64_t batch_size_;
+  bool drop_remainder_;
+};
+
+// A batch's shape without its batch dimension: the shape of one call's result.
+PartialShape RowShape(const PartialShape& batch) {
+  if (!batch.known_rank() || batch.rank() == 0) return PartialShape::Unknown();
+  std::vector<int64_t> dims = batch.ToVector();
+  dims.erase(dims.begin());
+  return PartialShape(dims);
+}
+
+Status MapAndBatchKernel(KernelContext& ctx) {
+  DatasetPtr input;
+  FS_RETURN_IF_ERROR(GetInputDataset(ctx, 0, &input));
+  // Inputs: the dataset, the captured arguments, then batch_size, num_parallel_calls and
+  // drop_remainder.
+  const int n = ctx.num_inputs();
+  int64_t batch_size = 0, parallel_calls = 0;
+  bool drop_remainder = false;
+  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, n - 3, "batch_size", &batch_size));
+  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, n - 2, "num_parallel_calls", &parallel_calls));
+  FS_RETURN_IF_ERROR(ScalarBoolInput(ctx, n - 1, "drop_remainder", &drop_remainder));
+  if (batch_size <= 0) {
+    return errors::InvalidArgument("batch_size must be greater than zero, got ", batch_size);
+  }
+  if (parallel_calls == -1) {  // AUTOTUNE: one call per core
+    parallel_calls = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  } else if (parallel_calls <= 0) {
+    return errors::InvalidArgument("num_parallel_calls must be positive or AUTOTUNE (-1), got ",
+                                   parallel_calls);
+  }
+  std::unique_ptr<UserFunction> fn;
+  FS_RETURN_IF_ERROR(ReadUserFunction(ctx, "f", n - 3, &fn));
+  std::vector<DType> types;
+  std::vector<PartialShape> shapes;
+  FS_RETURN_IF_ERROR(ElementSpecAttrs(ctx.node(), &types, &shapes));
+  std::vector<PartialShape> row_shapes;
+  for (const PartialShape& shape : shapes) row_shapes.push_back(RowShape(shape));
+  auto map = std::make_shared<MapDataset>("MapAndBatchDataset", ctx.node(), input, std::move(fn),
+                                          parallel_calls,
+                                          ctx.attrs().GetOr<bool>("preserve_cardinality", false),
+                                          std::move(types), std::move(row_shapes));
+  return SetOutputDataset(
+      ctx, std::make_shared<MapAndBatchDataset>(ctx.node(), std::move(map), batch_size,
+                                                drop_remainder, std::move(shapes)));
+}
+
+FS_REGISTER_OP(FunctionDatasetOp("MapAndBatchDataset", "f", {"batch_size", "num_parallel_calls"})
+                   .Input("drop_remainder", "bool")
+                   .Attr("preserve_cardinality", false)
+                   .Kernel("CPU", MapAndBatchKernel)
+                   .Doc("f applied to num_parallel_calls elements at a time, the results stacked "
+                        "into batches of batch_size (tf.data.experimental.map_and_batch)."));
+
+}  // namespace
 
 }  // namespace flowstone::data

@@ -6,6 +6,7 @@ Python and numpy. Closing the session during fused calls is tested beside the un
 test_data_parallel_map.py."""
 
 import os
+import re
 import sys
 import time
 
@@ -255,3 +256,78 @@ def test_rows_of_shapes_known_only_at_run_time_are_written_after_the_first():
     got = drain(Dataset.range(50).map(f, num_parallel_calls=2).batch(16))
     assert [g.shape for g in got] == [(16, 4), (16, 4), (16, 4), (2, 4)]
     np.testing.assert_array_equal(np.concatenate(got), np.repeat(np.arange(50)[:, None], 4, 1) * 2)
+
+
+def test_map_and_batch_is_tensorflows_fused_op_with_batch_size_calls_by_default():
+    ds = Dataset.range(10).apply(tf.data.experimental.map_and_batch(_element, 4))
+    nxt = tf.data.make_one_shot_iterator(ds).get_next()
+    ops = {op.type: op for op in tf.get_default_graph().get_operations()}
+    assert "MapAndBatchDataset" in ops and "BatchDatasetV2" not in ops
+    assert ds.element_spec[0].shape.as_list() == [None, 4, 5, 3]
+    with tf.Session() as sess:
+        assert sess.run(ops["MapAndBatchDataset"].inputs[-2]) == 4  # num_parallel_calls
+        got = [sess.run(nxt) for _ in range(3)]
+    for g, w in zip(got, _expected(10, 4, False)):
+        for gc, wc in zip(g, w):
+            np.testing.assert_array_equal(gc, wc)
+
+
+def test_map_and_batch_errors_on_a_bad_batch_size_or_number_of_calls():
+    for kwargs, message in [({"batch_size": 0}, "batch_size must be greater than zero, got 0"),
+                            ({"batch_size": 2, "num_parallel_calls": -3},
+                             "num_parallel_calls must be positive or AUTOTUNE (-1), got -3")]:
+        ds = Dataset.range(4).apply(tf.data.experimental.map_and_batch(lambda x: x, **kwargs))
+        nxt = tf.data.make_one_shot_iterator(ds).get_next()
+        with tf.Session() as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(message)):
+                sess.run(nxt)
+
+
+TENSORFLOW_MAP_AND_BATCH_GRAPH = """
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+table = tf.constant(np.arange(100, 120))
+
+def f(x):
+    bad = tf.reduce_any(tf.equal(x, tf.constant([1, 2, 6], tf.int64)))
+    return tf.gather(table, tf.where(bad, -x, x)), tf.cast(x, tf.float32) * 0.5
+
+ds = tf.data.Dataset.range(10).apply(
+    tf.data.experimental.map_and_batch(f, 4, num_parallel_calls=3))
+iterator = tf.data.make_initializable_iterator(ds)
+nxt = iterator.get_next(name="next")
+tf.io.write_graph(tf.get_default_graph().as_graph_def(), ".", "map_and_batch.pb", as_text=False)
+with tf.Session() as sess:
+    sess.run(iterator.initializer)
+    while True:
+        try:
+            print(repr([v.tolist() for v in sess.run(nxt)]))
+        except tf.errors.OutOfRangeError:
+            break
+        except tf.errors.OpError as e:
+            print(type(e).__name__)
+"""
+
+
+@requires_tensorflow
+def test_a_tensorflow_graph_with_map_and_batch_imports_and_gives_its_batches(tmp_path):
+    want = run_tensorflow(TENSORFLOW_MAP_AND_BATCH_GRAPH, workdir=tmp_path).splitlines()
+    graph_def = tf.GraphDef()
+    graph_def.ParseFromString((tmp_path / "map_and_batch.pb").read_bytes())
+    tf.import_graph_def(graph_def, name="")
+    graph = tf.get_default_graph()
+    assert "MapAndBatchDataset" in {op.type for op in graph.get_operations()}
+    nxt = [graph.get_tensor_by_name("next:0"), graph.get_tensor_by_name("next:1")]
+    got = []
+    with tf.Session() as sess:
+        sess.run(graph.get_operation_by_name("MakeIterator"))
+        while True:
+            try:
+                got.append(repr([v.tolist() for v in sess.run(nxt)]))
+            except tf.errors.OutOfRangeError:
+                break
+            except tf.errors.OpError as e:
+                got.append(type(e).__name__)
+    assert got == want == ["InvalidArgumentError", "InvalidArgumentError",
+                           "[[108, 109], [4.0, 4.5]]"]
