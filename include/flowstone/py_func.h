@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,5 +22,8 @@ using PyFuncRunner =
 
 // Installs the runner (replacing any earlier one). Thread-safe.
 void SetPyFuncRunner(PyFuncRunner runner);
+
+// The installed runner, or null when none is (a program using the C++ API alone). Thread-safe.
+std::shared_ptr<PyFuncRunner> CurrentPyFuncRunner();
 
 }  // namespace flowstone

@@ -25,4 +25,7 @@ EXEMPT = {
     "PrintV2": "tests/python/test_assertions.py (the op TensorFlow's tf.print emits)",
     "PyFunc": "tests/python/test_py_func.py (values, errors, threads, gradient overrides)",
     "PyFuncStateless": "tests/python/test_py_func.py",
+    "EagerCustomGradient": "tests/python/eager/test_eager_custom_gradient.py (values, gradients "
+                           "vs numpy and TensorFlow, lifetimes, errors)",
+    "EagerCustomGradientGrad": "tests/python/eager/test_eager_custom_gradient.py",
 }

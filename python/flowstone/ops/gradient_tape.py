@@ -6,6 +6,8 @@ same per-op gradient functions as tf.gradients. This module maps TensorFlow's AP
 """
 
 import contextlib
+import threading
+import weakref
 
 import numpy as np
 
@@ -32,6 +34,35 @@ def _handle_of(value, what):
                      f"tf.Tensor or tf.Variable or ExtensionType, as a {what}.")
 
 
+# The tapes recording on each thread, innermost last (tf.custom_gradient pauses them and hands
+# them its gradient function).
+_thread_tapes = threading.local()
+
+
+def recording_tapes():
+    """The GradientTapes recording eagerly on this thread."""
+    return [t for t in getattr(_thread_tapes, "stack", ()) if t._tape.recording]
+
+
+@contextlib.contextmanager
+def paused(tapes):
+    """`tapes` record nothing in the block."""
+    for tape in tapes:
+        tape._tape.recording = False
+    try:
+        yield
+    finally:
+        for tape in tapes:
+            tape._tape.recording = True
+
+
+def _release_all(held):
+    """Releases each (token, release) pair of `held`."""
+    while held:
+        token, release = held.pop()
+        release(token)
+
+
 @tf_export("GradientTape", "contrib.eager.GradientTape")
 class GradientTape:
     """Records the operations run inside `with tf.GradientTape() as tape:` for
@@ -44,6 +75,9 @@ class GradientTape:
         self._recording = False
         self._used = False
         self._in_graph = False
+        # Gradient functions of tf.custom_gradient calls this tape recorded (custom_gradient_ops),
+        # held until the tape is reset, used up or deleted.
+        self._custom_gradients = []
 
     def __enter__(self):
         self._push_tape()
@@ -62,6 +96,9 @@ class GradientTape:
                              "already-active tape.")
         self._tape.push()
         self._recording = True
+        if not hasattr(_thread_tapes, "stack"):
+            _thread_tapes.stack = []
+        _thread_tapes.stack.append(self)
 
     def _pop_tape(self):
         if self._in_graph:
@@ -70,6 +107,7 @@ class GradientTape:
             raise ValueError("Tape is not recording.")
         self._tape.pop()
         self._recording = False
+        _thread_tapes.stack.remove(self)
 
     def watch(self, tensor):
         """Makes the tape trace ops on `tensor` (a tensor, a variable or a structure of them)."""
@@ -97,6 +135,23 @@ class GradientTape:
         """Forgets everything recorded so far (the tape keeps recording)."""
         self._tape.reset()
         self._used = False
+        self._release_custom_gradients()
+
+    def _hold_custom_gradient(self, token, release):
+        """Keeps a custom gradient function (its token) until this tape cannot need it; then
+        `release(token)`."""
+        if not self._custom_gradients:
+            weakref.finalize(self, _release_all, self._custom_gradients)
+        self._custom_gradients.append((token, release))
+
+    def _release_custom_gradients(self):
+        _release_all(self._custom_gradients)
+
+    def _mark_used(self):
+        """After a gradient or jacobian: a non-persistent tape is spent."""
+        self._used = True
+        if not self._persistent:
+            self._release_custom_gradients()
 
     def watched_variables(self):
         """The variables the tape watches (explicitly or as they were read), in watch order."""
@@ -129,7 +184,7 @@ class GradientTape:
                 output_gradients is None):
             # The common `tape.gradient(loss, x)`, without the structure handling below.
             (handle,) = self._raw_gradient([target._handle], [sources._handle], [None])
-            self._used = True
+            self._mark_used()
             if handle is not None:
                 return _eager.EagerTensor(handle)
             if unconnected is UnconnectedGradients.ZERO:
@@ -143,7 +198,7 @@ class GradientTape:
             grads_in = [None if g is None else _eager.to_eager(g)._handle
                         for g in nest.flatten(output_gradients)]
         handles = self._raw_gradient(flat_targets, flat_sources, grads_in)
-        self._used = True
+        self._mark_used()
         results = []
         for source, handle in zip(flat_sources_values, handles):
             if handle is not None:
@@ -188,7 +243,7 @@ class GradientTape:
             handles = self._raw_gradient([target._handle], flat_sources, [seed._handle])
             for row, handle, source in zip(rows, handles, flat_sources_values):
                 row.append(None if handle is None else _eager.EagerTensor(handle))
-        self._used = True
+        self._mark_used()
         results = []
         for row, source in zip(rows, flat_sources_values):
             source_shape = source.shape.as_list()
@@ -223,7 +278,7 @@ class GradientTape:
             connected |= handle is not None
             columns.append(array_ops.zeros_like(source) if handle is None
                            else _eager.EagerTensor(handle))
-        self._used = True
+        self._mark_used()
         if not connected and (UnconnectedGradients(unconnected_gradients)
                               is UnconnectedGradients.NONE):
             return None

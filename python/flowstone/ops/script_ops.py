@@ -47,6 +47,16 @@ def _register(graph, func):
     return token
 
 
+def register_eager_function(func, out_types):
+    """A token under which the runner calls `func` on EagerTensors, eagerly, its results
+    converted to `out_types` (as tf.py_function's body); registered until unregister(token)."""
+    return _register(None, _eager_body(func, out_types))
+
+
+def unregister(token):
+    _functions.pop(token, None)
+
+
 def _error_code(exception):
     for kinds, code in _ERROR_CODES:
         if isinstance(exception, kinds):

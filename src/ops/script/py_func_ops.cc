@@ -22,11 +22,7 @@ std::shared_ptr<PyFuncRunner>& Runner() {
 }
 
 Status PyFuncKernel(KernelContext& ctx) {
-  std::shared_ptr<PyFuncRunner> runner;
-  {
-    std::lock_guard<std::mutex> lock(RunnerMutex());
-    runner = Runner();
-  }
+  std::shared_ptr<PyFuncRunner> runner = CurrentPyFuncRunner();
   if (runner == nullptr) {
     return errors::FailedPrecondition(ctx.node().type(),
                                       " needs the Python runtime to call its function; it "
@@ -77,6 +73,11 @@ FS_REGISTER_OP(PyFuncOp("PyFuncStateless")
                    .Doc("PyFunc for a function without side effects (stateful=False)."));
 
 }  // namespace
+
+std::shared_ptr<PyFuncRunner> CurrentPyFuncRunner() {
+  std::lock_guard<std::mutex> lock(RunnerMutex());
+  return Runner();
+}
 
 void SetPyFuncRunner(PyFuncRunner runner) {
   auto shared = runner ? std::make_shared<PyFuncRunner>(std::move(runner)) : nullptr;
