@@ -53,6 +53,8 @@ class SparseTensor:
     @property
     def shape(self):
         """The static dense shape, as far as the dense_shape tensor is known while building."""
+        if hasattr(self._dense_shape, "numpy"):  # eager: the value itself
+            return TensorShape([int(d) for d in self._dense_shape.numpy()])
         op = self._dense_shape.op
         if op.type == "Const":
             return TensorShape([int(d) for d in np.asarray(op.get_attr("value"))])

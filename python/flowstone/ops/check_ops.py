@@ -49,6 +49,58 @@ def _message_prefix(message):
     return f"{message}.  " if message else ""
 
 
+def _label(tensor):
+    """How messages name a tensor: its name in a graph; executing eagerly, where tensors have
+    no names, its shape and dtype (as TensorFlow does)."""
+    if _ops.executing_eagerly():
+        return f"shape={tensor.shape} dtype={tensor.dtype.name}"
+    return tensor.name
+
+
+def _eager_item(item, summarize):
+    """One item of an eager assertion's data as TensorFlow prints it."""
+    if isinstance(item, _ops.Tensor) or hasattr(item, "numpy"):
+        flat = np.asarray(item.numpy()).reshape(-1)
+        return str([str(v) for v in flat[:summarize]])
+    return str(item)
+
+
+def _eager_binary_data(symbol, x, y, holds, summarize):
+    """TensorFlow's eager message for a failed `x <symbol> y`: the differing values when x and
+    y have one (non-scalar) shape, then the first values of each."""
+    data = [f"Condition x {symbol} y did not hold."]
+    if summarize <= 0:
+        return data
+    if x.shape == y.shape and x.ndim:
+        differ = ~holds
+        indices = np.argwhere(differ)
+        count = min(summarize, len(indices))
+        data += [f"Indices of first {count} different values:", indices[:count],
+                 "Corresponding x values:", x[differ][:count],
+                 "Corresponding y values:", y[differ][:count]]
+    x_flat, y_flat = x.reshape(-1), y.reshape(-1)
+    data += [f"First {min(x_flat.size, summarize)} elements of x:", x_flat[:summarize],
+             f"First {min(y_flat.size, summarize)} elements of y:", y_flat[:summarize]]
+    return data
+
+
+def _eager_binary_assert(symbol, numpy_test, x, y, data, summarize, message):
+    """An assertion executed eagerly: checked now, None when it holds (as in TensorFlow)."""
+    x_value, y_value = np.asarray(x.numpy()), np.asarray(y.numpy())
+    holds = np.broadcast_to(numpy_test(x_value, y_value),
+                            np.broadcast_shapes(x_value.shape, y_value.shape))
+    if np.all(holds):
+        return None
+    summarize = 3 if summarize is None else (10 ** 9 if summarize < 0 else summarize)
+    if data is None:
+        lines = [str(d) for d in _eager_binary_data(symbol, x_value, y_value, holds, summarize)]
+    else:
+        lines = [_eager_item(d, summarize) for d in data]
+    if message is not None:
+        lines = [str(message)] + lines
+    raise _errors.InvalidArgumentError(None, None, "\n".join(lines))
+
+
 @tf_export("debugging.Assert", "Assert")
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TensorFlow's name
     """Fails with InvalidArgumentError listing `data` (strings and tensors, `summarize` values
@@ -73,9 +125,11 @@ def _binary_assert(symbol, opname, test, numpy_test, x, y, data, summarize, mess
     with _ops.name_scope(name, opname, [x, y, data]):
         x = _ops.convert_to_tensor(x, name="x")
         y = _ops.convert_to_tensor(y, name="y", dtype=x.dtype)
+        if _ops.executing_eagerly():
+            return _eager_binary_assert(symbol, numpy_test, x, y, data, summarize, message)
         if data is None:
             data = [f"Condition x {symbol} y did not hold element-wise:",
-                    f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+                    f"x ({_label(x)}) = ", x, f"y ({_label(y)}) = ", y]
         if message is not None:
             data = [message] + list(data)
         x_static, y_static = _constant_value(x), _constant_value(y)
@@ -111,7 +165,7 @@ def _sign_assert(opname, condition, compare, x, data, summarize, message, name):
         x = _ops.convert_to_tensor(x, name="x")
         if data is None:
             data = [message, f"Condition x {condition} 0 did not hold element-wise:",
-                    f"x ({x.name}) = ", x]
+                    f"x ({_label(x)}) = ", x]
         zero = _ops.convert_to_tensor(0, dtype=x.dtype)
         return compare(zero, x, data=data, summarize=summarize)
 
@@ -159,7 +213,7 @@ def assert_near(x, y, rtol=None, atol=None, data=None, summarize=None, message=N
         if data is None:
             data = [message,
                     f"x and y not equal to tolerance rtol = {rtol}, atol = {atol}",
-                    f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+                    f"x ({_label(x)}) = ", x, f"y ({_label(y)}) = ", y]
         tolerance = _math_ops.add(atol, _math_ops.multiply(rtol, _math_ops.abs(y)))
         difference = _math_ops.abs(_math_ops.subtract(x, y))
         return Assert(_all(_math_ops.less_equal(difference, tolerance)), data,
@@ -175,10 +229,10 @@ def assert_rank(x, rank, message=None, name=None):
         static_rank = x.shape.rank
         if static_rank is not None:
             if static_rank != rank:
-                raise ValueError(f"{_message_prefix(message)}Tensor {x.name} must have rank "
+                raise ValueError(f"{_message_prefix(message)}Tensor {_label(x)} must have rank "
                                  f"{rank}.  Received rank {static_rank}, shape {x.shape}")
             return _no_op(name="static_checks_determined_all_ok")
-        data = [message or "", f"Tensor {x.name} must have rank", rank, "Received shape: ",
+        data = [message or "", f"Tensor {_label(x)} must have rank", rank, "Received shape: ",
                 _array_ops.shape(x)]
         actual = _array_ops.rank(x)
         return Assert(_math_ops.equal(actual, _ops.convert_to_tensor(rank, _dtypes.int32)),
@@ -192,7 +246,7 @@ def assert_type(tensor, tf_type, message=None, name=None):
     with _ops.name_scope(name, "assert_type", [tensor]):
         tensor = _ops.convert_to_tensor(tensor)
         if tensor.dtype != tf_type:
-            raise TypeError(f"{_message_prefix(message)}{tensor.name} must be of type {tf_type!r}; "
+            raise TypeError(f"{_message_prefix(message)}{_label(tensor)} must be of type {tf_type!r}; "
                             f"got {tensor.dtype!r}")
         return _no_op(name="statically_determined_correct_type")
 
@@ -210,8 +264,8 @@ def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
             x = _ops.convert_to_tensor(x)
             spec = tuple(spec) if isinstance(spec, (list, tuple)) else (spec,)
             if x.shape.rank is not None and x.shape.rank != len(spec):
-                raise ValueError(f"{message}Specified by tensor {x.name} dimension 0.  Tensor "
-                                 f"{x.name} must have rank {len(spec)}.  Received rank "
+                raise ValueError(f"{message}Specified by tensor {_label(x)} dimension 0.  Tensor "
+                                 f"{_label(x)} must have rank {len(spec)}.  Received rank "
                                  f"{x.shape.rank}, shape {x.shape}")
             if x.shape.rank is None:
                 checks.append(assert_rank(x, len(spec), message=message or None))
@@ -226,8 +280,8 @@ def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
                     if known is not None and have is not None:
                         if known != have:
                             raise ValueError(
-                                f"{message}Specified by tensor {other.name} dimension "
-                                f"{other_axis}.  Tensor {x.name} dimension {axis} must have "
+                                f"{message}Specified by tensor {_label(other)} dimension "
+                                f"{other_axis}.  Tensor {_label(x)} dimension {axis} must have "
                                 f"size {known}.  Received size {have}, shape {x.shape}")
                         continue
                     if known is not None:
@@ -242,7 +296,7 @@ def assert_shapes(shapes, data=None, summarize=None, message=None, name=None):
                         continue
                 if have is not None:
                     if have != want:
-                        raise ValueError(f"{message}Specified explicitly.  Tensor {x.name} "
+                        raise ValueError(f"{message}Specified explicitly.  Tensor {_label(x)} "
                                          f"dimension {axis} must have size {want}.  Received "
                                          f"size {have}, shape {x.shape}")
                     continue
