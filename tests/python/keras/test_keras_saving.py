@@ -1,5 +1,6 @@
-"""Saving: HDF5 in Keras 2's layout (both ways with tf-keras), weights in HDF5 and checkpoint
-format, JSON configs, custom objects, and crash safety."""
+"""Saving: HDF5 in Keras 2's layout (both ways with tf-keras), SavedModel directories (written
+from graph and eager models, read back by load_model), weights in HDF5 and checkpoint format,
+JSON configs, custom objects, and crash safety."""
 
 import json
 import os
@@ -153,6 +154,75 @@ def test_savedmodel_format_writes_a_serving_signature(tmp_path):
         model.save(str(tmp_path / "saved_model_dir"), overwrite=False)
 
 
+def test_load_model_reads_the_savedmodel_directory_model_save_wrote(tmp_path):
+    model = small_functional()
+    path = str(tmp_path / "saved_model_dir")
+    model.save(path)
+    expected = model.predict(X, verbose=0)
+    keras.backend.clear_session()
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(X, verbose=0), expected, rtol=1e-6)
+    assert [layer.name for layer in loaded.layers] == ["features", "hidden", "norm", "probs"]
+    assert isinstance(loaded.optimizer, keras.optimizers.Adam)
+    loaded.fit(X, np.array([0, 1, 2, 0, 1, 2]), epochs=1, verbose=0)  # compiled and trainable
+    uncompiled = keras.models.load_model(path, compile=False)
+    assert getattr(uncompiled, "optimizer", None) is None
+
+
+def _eager_model_saved(path):
+    """An eager, compiled Sequential saved as a SavedModel directory, and its predictions."""
+    tf.enable_eager_execution()
+    try:
+        model = keras.Sequential([keras.layers.Dense(3, activation="relu", input_shape=(4,)),
+                                  keras.layers.Dense(2)])
+        model.compile(keras.optimizers.SGD(0.1), "mse")
+        model.fit(X, np.ones((6, 2), np.float32), epochs=1, verbose=0)
+        model.save(path)
+        return model.predict(X, verbose=0)
+    finally:
+        tf.disable_eager_execution()
+
+
+def test_an_eager_model_saves_as_a_graph_savedmodel_that_loads_back(tmp_path):
+    path = str(tmp_path / "eager_dir")
+    expected = _eager_model_saved(path)
+    assert os.path.exists(os.path.join(path, "variables", "variables.index"))
+    loaded = keras.models.load_model(path)
+    np.testing.assert_allclose(loaded.predict(X, verbose=0), expected, rtol=1e-6)
+    assert isinstance(loaded.optimizer, keras.optimizers.SGD)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        meta = tf.saved_model.loader.load(sess, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        (name,) = signature.inputs
+        got = sess.run(next(iter(signature.outputs.values())).name,
+                       {signature.inputs[name].name: X})
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_an_eager_subclassed_model_without_a_config_cannot_be_a_savedmodel(tmp_path):
+    class Doubler(keras.Model):
+        def call(self, x):
+            return x * 2.0
+
+    tf.enable_eager_execution()
+    try:
+        model = Doubler()
+        model(np.ones((1, 2), np.float32))
+        with pytest.raises(NotImplementedError, match="needs its get_config.*save_weights"):
+            model.save(str(tmp_path / "sub"))
+    finally:
+        tf.disable_eager_execution()
+
+
+def test_load_model_of_a_directory_without_a_keras_model_says_what_to_use(tmp_path):
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x = tf.placeholder(tf.float32, [None], name="x")
+        tf.saved_model.simple_save(sess, str(tmp_path / "plain"), {"x": x}, {"y": x * 2})
+    with pytest.raises(tf.errors.UnimplementedError,
+                       match="holds no Keras model .* tf.saved_model.load"):
+        keras.models.load_model(str(tmp_path / "plain"))
+
+
 # --- both directions with tf-keras -------------------------------------------------------------
 needs_peer = pytest.mark.skipif(not tf_keras_peer.available(), reason=tf_keras_peer.SKIP_REASON)
 
@@ -192,3 +262,12 @@ def test_flowstone_loads_a_tf_keras_file_with_the_same_predictions(tmp_path):
                                np.load(tmp_path / "theirs_pred.npy"), rtol=1e-5, atol=1e-6)
     assert isinstance(loaded.optimizer, keras.optimizers.RMSprop)
     loaded.fit(X, (X[:, :2] > 0.5).astype(np.float32), epochs=1, verbose=0)
+
+
+@needs_peer
+def test_a_tf_keras_savedmodel_directory_gets_a_clear_error(tmp_path):
+    tf_keras_peer.run("m = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])\n"
+                      "m.save('theirs_dir')\n", cwd=tmp_path)
+    with pytest.raises(tf.errors.UnimplementedError,
+                       match="a SavedModel that tf-keras wrote.*model.save\\('model.h5'\\)"):
+        keras.models.load_model(str(tmp_path / "theirs_dir"))

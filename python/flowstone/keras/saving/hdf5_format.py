@@ -149,7 +149,7 @@ def write_model(h5file, model, include_optimizer=True):
     save_weights_to_group(h5file.create_group("model_weights"), model)
 
 
-def _compile_args(config, custom_objects):
+def compile_args(config, custom_objects):
     """compile() arguments from a training_config (ours or one tf-keras wrote)."""
     from flowstone.keras import optimizers
 
@@ -183,5 +183,5 @@ def read_model(h5file, custom_objects=None, compile=True):  # noqa: A002 - Keras
     load_weights_from_group(h5file["model_weights"], model)
     raw_training = h5file.attrs.get("training_config")
     if compile and raw_training is not None:
-        model.compile(**_compile_args(json.loads(_text(raw_training)), custom_objects))
+        model.compile(**compile_args(json.loads(_text(raw_training)), custom_objects))
     return model

@@ -4,6 +4,7 @@ HDF5 files are written crash-safely, as Saver writes checkpoints: into a tempora
 the destination, synced, then renamed over it, so a crash leaves the old file or none.
 """
 
+import json
 import os
 import shutil
 import uuid
@@ -15,6 +16,10 @@ from flowstone.keras.utils.generic_utils import CustomObjectScope
 from flowstone.util.tf_export import tf_export
 
 _H5_SUFFIXES = (".h5", ".hdf5", ".keras")
+
+# In a SavedModel directory that model.save wrote: the model's config, its training config and
+# the checkpoint names of its weights in model.weights order, so that load_model rebuilds it.
+_KERAS_MODEL_FILE = "keras_model.json"
 
 
 def _is_h5(filepath, save_format):
@@ -68,7 +73,11 @@ def _save_saved_model(model, filepath, overwrite):
     docs/COMPAT.md) with a "serving_default" signature from the model's inputs to its outputs,
     keyed by their layers' names as tf-keras keys them. Written into a temporary directory
     beside `filepath`, whose entries then replace those of the same names."""
+    from flowstone.framework import ops as _ops
     from flowstone.saved_model import builder, constants, signature_def_utils
+    if _ops.executing_eagerly():
+        _save_eager_model(model, filepath, overwrite)
+        return
     if os.path.exists(filepath) and not os.path.isdir(filepath):
         raise errors.FailedPreconditionError(None, None, f"{filepath} is not a directory")
     if not getattr(model, "inputs", None) or not getattr(model, "outputs", None):
@@ -91,6 +100,8 @@ def _save_saved_model(model, filepath, overwrite):
                 signature_def_map={constants.DEFAULT_SERVING_SIGNATURE_DEF_KEY: signature},
                 clear_devices=True)
             saved.save()
+        with open(os.path.join(temp, _KERAS_MODEL_FILE), "w") as f:
+            json.dump(_keras_model_record(model), f)
         os.makedirs(filepath, exist_ok=True)
         for name in os.listdir(temp):
             target = os.path.join(filepath, name)
@@ -101,17 +112,80 @@ def _save_saved_model(model, filepath, overwrite):
         shutil.rmtree(temp, ignore_errors=True)
 
 
+def _save_eager_model(model, filepath, overwrite):
+    """An eager model as a SavedModel: a SavedModel holds a graph, so the model is rebuilt from
+    its config in a graph of its own, given the eager model's weights, and saved from there."""
+    from flowstone.framework import ops as _ops
+    from flowstone.keras.layers import deserialize
+    try:
+        config = {"class_name": type(model).__name__, "config": model.get_config()}
+    except NotImplementedError:
+        raise NotImplementedError(
+            f"Saving the subclassed model {model.name!r} as a SavedModel while executing "
+            "eagerly needs its get_config() (to rebuild it in a graph); implement get_config, "
+            "or save its weights with model.save_weights(path).") from None
+    weights = model.get_weights()
+    compiled = getattr(model, "optimizer", None) is not None and getattr(model, "_compiled",
+                                                                         False)
+    training = hdf5_format.training_config(model) if compiled else None
+    with _ops.Graph().as_default():
+        clone = deserialize(config)
+        clone.set_weights(weights)
+        if training is not None:
+            clone.compile(**hdf5_format.compile_args(training, None))
+        _save_saved_model(clone, filepath, overwrite)
+
+
+def _keras_model_record(model):
+    record = {"model_config": {"class_name": type(model).__name__, "config": model.get_config()},
+              "weights": [w.name.split(":")[0] for w in model.weights]}
+    if getattr(model, "optimizer", None) is not None and getattr(model, "_compiled", False):
+        record["training_config"] = hdf5_format.training_config(model)
+    return record
+
+
+def _load_saved_model_directory(path, custom_objects, compile):  # noqa: A002 - Keras's name
+    """A model from a SavedModel directory that model.save wrote: rebuilt from its config, its
+    weights read from the directory's checkpoint."""
+    from flowstone.keras.layers import deserialize
+    from flowstone.train import saver
+    record_path = os.path.join(path, _KERAS_MODEL_FILE)
+    if not os.path.exists(record_path):
+        if os.path.exists(os.path.join(path, "keras_metadata.pb")):
+            raise errors.UnimplementedError(
+                None, None,
+                f"{path!r} is a SavedModel that tf-keras wrote; Flowstone's load_model reads "
+                "those models from HDF5: save it in tf-keras with model.save('model.h5'), or "
+                f"load it for inference with tf.saved_model.load({path!r})"
+                ".signatures['serving_default'].")
+        raise errors.UnimplementedError(
+            None, None,
+            f"{path!r} holds no Keras model (no {_KERAS_MODEL_FILE} or keras_metadata.pb); load "
+            "a SavedModel for inference with tf.saved_model.load.")
+    with open(record_path) as f:
+        record = json.load(f)
+    model = deserialize(record["model_config"], custom_objects=custom_objects)
+    reader = saver.NewCheckpointReader(os.path.join(path, "variables", "variables"))
+    model.set_weights([reader.get_tensor(name) for name in record["weights"]])
+    if compile and "training_config" in record:
+        model.compile(**hdf5_format.compile_args(record["training_config"], custom_objects))
+    return model
+
+
 @tf_export("keras.models.load_model")
 def load_model(filepath, custom_objects=None, compile=True, **kwargs):  # noqa: A002
-    h5py = hdf5_format.import_h5py()
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise OSError(f"No file or directory found at {filepath}")
+    if os.path.isdir(filepath):
+        with CustomObjectScope(custom_objects or {}):
+            return _load_saved_model_directory(filepath, custom_objects, compile)
+    h5py = hdf5_format.import_h5py()
     if not h5py.is_hdf5(filepath):
         raise errors.UnimplementedError(
             None, None,
             f"{filepath!r} is not an HDF5 file; Flowstone loads Keras models from HDF5 "
-            "(.h5) files only.")
+            "(.h5) files and from the SavedModel directories its model.save writes.")
     with CustomObjectScope(custom_objects or {}), h5py.File(filepath, "r") as f:
         return hdf5_format.read_model(f, custom_objects, compile)
 
