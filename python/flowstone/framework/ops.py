@@ -745,8 +745,12 @@ def reset_default_graph():
 
 
 def set_random_seed(seed):
-    """Sets the graph-level random seed of the default graph."""
+    """Sets the graph-level random seed of the default graph; executing eagerly, also restarts
+    the eager random sequences, so that the program's draws replay (as in TensorFlow)."""
     get_default_graph().seed = seed
+    if executing_eagerly():
+        from flowstone.ops import random_ops
+        random_ops.reset_eager_seeds()
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ export_value("random.uniform", random_ops.random_uniform)
 export_value("random.normal", random_ops.random_normal)
 export_value("random.truncated_normal", random_ops.truncated_normal)
 export_value("random.set_random_seed", _ops.set_random_seed)
+export_value("random.set_seed", _ops.set_random_seed)  # TensorFlow 2's name
 export_value("random.get_seed", random_ops.get_seed)
 
 

@@ -3,7 +3,15 @@
 Each random op carries two seeds. With neither a graph-level seed (tf.set_random_seed) nor an
 op seed, both are 0 and every session draws different numbers; otherwise a fresh session replays
 the same sequence, and every run of the op draws the next numbers of it.
+
+Executing eagerly, as in TensorFlow 2: with a global seed, each call without an op seed takes the
+next op seed of a counter, and each call draws the next numbers of its seeds' sequence; setting
+the seed again (tf.random.set_seed) restarts both, so a program replays. The common samplers then
+run as their stateless ops, fed the seeds and the call's number as a tensor, so that these calls
+share one cached op instead of making one per seed.
 """
+
+import threading
 
 import numpy as np
 
@@ -21,6 +29,33 @@ def _truncate_seed(seed):
     return seed % _MAXINT32  # seeds must fit the C++ side's 32-bit conventions
 
 
+class _EagerSeeds(threading.local):
+    """The op seeds and per-seed call counts of eager random calls since the seed was set."""
+
+    def __init__(self):
+        self.next_op_seed = 0
+        self.calls = {}  # (seed, seed2) -> calls so far
+
+    def op_seed(self):
+        self.next_op_seed += 1
+        return self.next_op_seed
+
+    def stream(self, seeds):
+        """The [key, call] seed tensor value of the next call with `seeds`."""
+        call = self.calls.get(seeds, 0)
+        self.calls[seeds] = call + 1
+        key = (seeds[0] * 0x9E3779B1 + seeds[1]) % (2**63 - 1)
+        return np.array([key, call], dtype=np.int64)
+
+
+_eager_seeds = _EagerSeeds()
+
+
+def reset_eager_seeds():
+    """Restarts the eager random sequences (setting the global seed does)."""
+    _eager_seeds.__init__()
+
+
 def get_seed(op_seed):
     """The (graph seed, op seed) pair a random op uses, by TensorFlow's rules:
 
@@ -35,7 +70,7 @@ def get_seed(op_seed):
     graph_seed = graph.seed
     if graph_seed is not None:
         if op_seed is None:
-            op_seed = graph._last_id
+            op_seed = _eager_seeds.op_seed() if _ops.executing_eagerly() else graph._last_id
         seeds = _truncate_seed(graph_seed), _truncate_seed(op_seed)
     elif op_seed is not None:
         seeds = DEFAULT_GRAPH_SEED, _truncate_seed(op_seed)
@@ -65,6 +100,19 @@ def _seed_attrs(op_seed):
     return {"seed": seed or 0, "seed2": seed2 or 0}
 
 
+def _sample(stateful_op, stateless_op, shape, extra_inputs, attrs, op_seed, name=None):
+    """One random op's output: `stateful_op` with seed attrs, or, executing eagerly with seeds,
+    `stateless_op` fed the seeds' next stream (see the module's docstring)."""
+    seeds = get_seed(op_seed)
+    exact = {"name": name, "exact_name": True} if name else {}
+    if seeds[0] is not None and _ops.executing_eagerly():
+        stream = _ops.convert_to_tensor(_eager_seeds.stream(seeds), name="seed")
+        return _ops.apply_op(stateless_op, [shape, stream] + extra_inputs, attrs,
+                             **exact).outputs[0]
+    attrs = dict(attrs, seed=seeds[0] or 0, seed2=seeds[1] or 0)
+    return _ops.apply_op(stateful_op, [shape] + extra_inputs, attrs, **exact).outputs[0]
+
+
 def _scale_and_shift(rnd, scale, shift, name):
     """rnd * scale + shift with the graph's broadcasting ops, as TensorFlow builds it."""
     scaled = _ops.apply_op("Mul", [rnd, scale], name="mul").outputs[0]
@@ -78,8 +126,8 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None,
         shape_tensor = _shape_tensor(shape)
         mean_tensor = _ops.convert_to_tensor(mean, dtype=dtype, name="mean")
         stddev_tensor = _ops.convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        attrs = dict(_seed_attrs(seed), dtype=dtype)
-        rnd = _ops.apply_op("RandomStandardNormal", [shape_tensor], attrs).outputs[0]
+        rnd = _sample("RandomStandardNormal", "StatelessRandomNormal", shape_tensor, [],
+                      {"dtype": dtype}, seed)
         return _scale_and_shift(rnd, stddev_tensor, mean_tensor, scope.rstrip("/"))
 
 
@@ -90,8 +138,8 @@ def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=No
         shape_tensor = _shape_tensor(shape)
         mean_tensor = _ops.convert_to_tensor(mean, dtype=dtype, name="mean")
         stddev_tensor = _ops.convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        attrs = dict(_seed_attrs(seed), dtype=dtype)
-        rnd = _ops.apply_op("TruncatedNormal", [shape_tensor], attrs).outputs[0]
+        rnd = _sample("TruncatedNormal", "StatelessTruncatedNormal", shape_tensor, [],
+                      {"dtype": dtype}, seed)
         return _scale_and_shift(rnd, stddev_tensor, mean_tensor, scope.rstrip("/"))
 
 
@@ -110,11 +158,10 @@ def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=Non
         shape_tensor = _shape_tensor(shape)
         min_tensor = _ops.convert_to_tensor(minval, dtype=dtype, name="min")
         max_tensor = _ops.convert_to_tensor(maxval, dtype=dtype, name="max")
-        seed_attrs = _seed_attrs(seed)
         if dtype.is_integer:
-            return _ops.apply_op("RandomUniformInt", [shape_tensor, min_tensor, max_tensor],
-                                 seed_attrs, name=scope.rstrip("/"), exact_name=True).outputs[0]
-        rnd = _ops.apply_op("RandomUniform", [shape_tensor],
-                            dict(seed_attrs, dtype=dtype)).outputs[0]
+            return _sample("RandomUniformInt", "StatelessRandomUniformInt", shape_tensor,
+                           [min_tensor, max_tensor], {}, seed, name=scope.rstrip("/"))
+        rnd = _sample("RandomUniform", "StatelessRandomUniform", shape_tensor, [],
+                      {"dtype": dtype}, seed)
         width = _ops.apply_op("Sub", [max_tensor, min_tensor], name="sub").outputs[0]
         return _scale_and_shift(rnd, width, min_tensor, scope.rstrip("/"))
