@@ -13,6 +13,7 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "segment_util.h"
+#include "var_memory.h"
 
 namespace flowstone {
 namespace {
@@ -513,6 +514,88 @@ FS_REGISTER_OP(OpBuilder("StridedSliceGrad")
                    .Gradient(StridedSliceGradGrad)
                    .Doc("The gradient of StridedSlice: zeros of `shape` with dy at the elements "
                         "that StridedSlice with the same spec selects."));
+
+// --- ResourceStridedSliceAssign ------------------------------------------------------------
+
+// var[spec] = value in place (Variable's `v[1:3].assign(x)`); value has the slice's shape.
+class ResourceStridedSliceAssignKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  Status Init() override { return ReadMasks(node().attrs(), &masks_); }
+
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& b = ctx.input(1);
+    const Tensor& e = ctx.input(2);
+    const Tensor& s = ctx.input(3);
+    const Tensor& value = ctx.input(4);
+    if (b.rank() != 1 || e.rank() != 1 || s.rank() != 1 || b.num_elements() != e.num_elements() ||
+        b.num_elements() != s.num_elements()) {
+      return errors::InvalidArgument(
+          SpecShapeError(b.shape().ToString(), e.shape().ToString(), s.shape().ToString()));
+    }
+    WritableVar var(ctx, /*value_input=*/4);
+    FS_RETURN_IF_ERROR(var.status());
+    Tensor& target = var.value();
+    std::vector<int64_t> begin = IntValues(b), end = IntValues(e), strides = IntValues(s);
+    StridedSliceInfo info;
+    FS_RETURN_IF_ERROR(AnalyzeStridedSlice(PartialShape(target.shape()),
+                                           static_cast<int>(b.num_elements()), &begin, &end,
+                                           &strides, masks_, &info));
+    const TensorShape sliced(info.final_dims);
+    if (value.shape() != sliced) {
+      return errors::InvalidArgument("sliced l-value shape ", sliced.ToString(),
+                                     " does not match r-value shape ", value.shape().ToString(),
+                                     " in assigning to a slice of variable '", var.name(),
+                                     "'. Automatic broadcasting is not done, as in TensorFlow.");
+    }
+    if (value.num_elements() == 0) return Status::OK();
+    const StridedView view = ViewOf(target.shape(), info.dims);
+    if (value.dtype() == DType::kString) {  // not trivially copyable: element by element
+      const std::string* src = value.data<std::string>();
+      std::string* dst = target.data<std::string>() + view.offset;
+      std::vector<int64_t> index(view.dims.size(), 0);
+      for (int64_t n = 0; n < value.num_elements(); ++n) {
+        int64_t offset = 0;
+        for (size_t d = 0; d < index.size(); ++d) offset += index[d] * view.strides[d];
+        dst[offset] = src[n];
+        for (int d = static_cast<int>(index.size()) - 1; d >= 0 && ++index[d] == view.dims[d];
+             --d) {
+          index[d] = 0;
+        }
+      }
+      return Status::OK();
+    }
+    return array_util::DispatchElementSize(DTypeSize(value.dtype()), [&]<typename U>() -> Status {
+      array_util::StridedScatter<U>(ctx, value.data<U>(), view.dims, view.strides,
+                                    target.data<U>() + view.offset);
+      return Status::OK();
+    });
+  }
+
+ private:
+  SliceMasks masks_;
+};
+
+FS_REGISTER_OP(OpBuilder("ResourceStridedSliceAssign")
+                   .Input("ref", "resource")
+                   .Input("begin", "Index")
+                   .Input("end", "Index")
+                   .Input("strides", "Index")
+                   .Input("value", "T")
+                   .TypeAttr("T", kAllTypesAndString)
+                   .TypeAttr("Index", kIndexTypes)
+                   .Attr("begin_mask", 0)
+                   .Attr("end_mask", 0)
+                   .Attr("ellipsis_mask", 0)
+                   .Attr("new_axis_mask", 0)
+                   .Attr("shrink_axis_mask", 0)
+                   .Stateful()
+                   .Shape(shape_fns::NoOutputs)
+                   .KernelClass<ResourceStridedSliceAssignKernel>("CPU")
+                   .NotDifferentiable()
+                   .Doc("Assigns value to the elements of the resource variable that StridedSlice "
+                        "with the same spec selects (v[1:3].assign(x))."));
 
 // --- GatherV2 -------------------------------------------------------------------------------
 

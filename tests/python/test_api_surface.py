@@ -43,7 +43,7 @@ COVERAGE_FLOORS = {".": 603}
 # tf.summary is TensorFlow 1's and 2's at once (summary/summary_v2.py), so it has TF2's writers.
 FLOWSTONE_EXTRAS = {f"summary {name}" for name in (
     "SummaryWriter", "create_file_writer", "create_noop_writer", "flush", "record_if",
-    "should_record_summaries", "write")} | {"random set_seed"}
+    "should_record_summaries", "write")} | {"random set_seed", "nn gelu"}
 
 
 def load_api_list(path=API_LIST):

@@ -670,6 +670,10 @@ def test_gather_batch_dims():
     with pytest.raises(ValueError, match=r"batch_dims \(1\) must be less than or equal to axis "
                                          r"\(0\)"):
         tf.gather(params, indices, axis=0, batch_dims=1)
+    # With no axis, the axis is the first after the batch dimensions, as in TensorFlow.
+    indices = np.array([[3, 0], [1, 1]])
+    np.testing.assert_array_equal(run(tf.gather(params, indices, batch_dims=1)),
+                                  np.stack([params[b][indices[b]] for b in range(2)]))
 
 
 def test_gather_errors():

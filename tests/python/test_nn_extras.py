@@ -1,5 +1,5 @@
 """tf.nn's composite losses, activations, moments and normalization (weighted cross entropy,
-log Poisson loss, crelu, swish, sufficient statistics, weighted moments, lrn, fused_batch_norm),
+log Poisson loss, crelu, swish, gelu, sufficient statistics, weighted moments, lrn, fused_batch_norm),
 embedding_lookup over partitioned params, and the tf.layers built on the new ops, against numpy
 references and finite differences."""
 
@@ -93,6 +93,20 @@ def test_crelu_and_swish():
     assert c.op.name == "CRelu/Relu"
     check_gradients(lambda a: tf.nn.swish(a, beta=1.5), [x])
     check_gradients(tf.nn.crelu, [x])
+
+
+def test_gelu_exact_and_approximate():
+    from math import erf
+    x = rand(2, 3, low=-4.0, high=4.0)
+    exact = 0.5 * x * (1 + np.vectorize(erf)(x / np.sqrt(2)))
+    tanh_form = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    got = evaluate([tf.nn.gelu(x), tf.nn.gelu(x, approximate=True),
+                    tf.keras.activations.get("gelu")(x)])
+    np.testing.assert_allclose(got[0], exact, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got[1], tanh_form, rtol=1e-12)
+    np.testing.assert_allclose(got[2], exact, rtol=1e-12, atol=1e-15)
+    check_gradients(tf.nn.gelu, [x])
+    check_gradients(lambda a: tf.nn.gelu(a, approximate=True), [x])
 
 
 # ------------------------------------------------------------------------------------------------

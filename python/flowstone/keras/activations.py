@@ -49,6 +49,9 @@ softplus = _unary("softplus", lambda x: tf.nn.softplus(x))
 softsign = _unary("softsign", lambda x: tf.nn.softsign(x))
 exponential = _unary("exponential", lambda x: tf.exp(x))
 swish = _unary("swish", lambda x: x * tf.sigmoid(x))
+gelu = tf_export("keras.activations.gelu")(
+    lambda x, approximate=False: tf.nn.gelu(x, approximate=approximate))
+gelu.__name__ = "gelu"
 hard_sigmoid = _unary("hard_sigmoid",
                       lambda x: tf.clip_by_value(0.2 * x + 0.5, 0.0, 1.0))
 
@@ -61,7 +64,8 @@ def elu(x, alpha=1.0):
 
 
 _BY_NAME = {fn.__name__: fn for fn in (linear, relu, softmax, sigmoid, tanh, elu, selu,
-                                       softplus, softsign, exponential, swish, hard_sigmoid)}
+                                       softplus, softsign, exponential, swish, gelu,
+                                       hard_sigmoid)}
 
 
 @tf_export("keras.activations.serialize")

@@ -287,13 +287,14 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
-    """Slices of `params` along `axis` (default 0) at `indices`. validate_indices is ignored:
-    indices are always checked."""
+    """Slices of `params` along `axis` (default: batch_dims) at `indices`. validate_indices is
+    ignored: indices are always checked."""
     handler = _dispatch.lookup("gather", params)
     if handler is not None:  # a tf.RaggedTensor
         return handler(params, indices, name=name, axis=axis, batch_dims=batch_dims)
+    # As in TensorFlow, the axis defaults to the first one after the batch dimensions.
     return _apply("GatherV2", [_ops.convert_to_tensor(params), _index_tensor(indices),
-                               _index_tensor(0 if axis is None else axis)],
+                               _index_tensor(batch_dims if axis is None else axis)],
                   {"batch_dims": int(batch_dims)}, name=name)[0]
 
 
@@ -319,7 +320,30 @@ def _check_index(index):
 
 
 def _slice_helper(tensor, slice_spec):
-    """`tensor[slice_spec]`: numpy basic indexing as one StridedSlice op.
+    """`tensor[slice_spec]`: numpy basic indexing as one StridedSlice op."""
+    with _ops.name_scope(None, "strided_slice", [tensor]) as scope:
+        packed, masks = _strided_slice_spec(slice_spec)
+        return _apply("StridedSlice", [_ops.convert_to_tensor(tensor)] + packed, masks,
+                      name=scope.rstrip("/"), exact_name=True)[0]
+
+
+def strided_slice_assign(variable, slice_spec, value, name=None):
+    """`variable[slice_spec] = value` in place (`variable[...].assign(value)`), as one
+    ResourceStridedSliceAssign op; returns the variable's value after it."""
+    with _ops.name_scope(name, "strided_slice_assign", [value]):
+        packed, masks = _strided_slice_spec(slice_spec)
+        value = _ops.convert_to_tensor(value, dtype=variable.dtype, name="value")
+        op = _ops.apply_op("ResourceStridedSliceAssign", [variable.handle] + packed + [value],
+                           masks, name="ResourceStridedSliceAssign")
+    if _ops.executing_eagerly():
+        return variable.value()
+    with _ops.control_dependencies([op]):
+        return variable.read_value()
+
+
+def _strided_slice_spec(slice_spec):
+    """The begin, end and strides index vectors and the masks of StridedSlice for numpy basic
+    indexing `slice_spec`.
 
     Each entry becomes a (begin, end, stride) triple and a bit in one of the masks: a slice with
     a missing start/stop sets begin_mask/end_mask, `...` ellipsis_mask, None new_axis_mask, and an
@@ -356,10 +380,7 @@ def _slice_helper(tensor, slice_spec):
     index_dtype = _dtypes.int64 if any(
         isinstance(v, _ops.Tensor) and v.dtype == _dtypes.int64
         for v in begin + end + strides) else _dtypes.int32
-    with _ops.name_scope(None, "strided_slice", [tensor]) as scope:
-        packed = [_pack_indices(v, index_dtype) for v in (begin, end, strides)]
-        return _apply("StridedSlice", [_ops.convert_to_tensor(tensor)] + packed, masks,
-                      name=scope.rstrip("/"), exact_name=True)[0]
+    return [_pack_indices(v, index_dtype) for v in (begin, end, strides)], masks
 
 
 def _pack_indices(values, dtype):

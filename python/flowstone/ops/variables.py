@@ -333,8 +333,52 @@ for _op_name in ["__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmu
                  "__truediv__", "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__",
                  "__rmod__", "__pow__", "__rpow__", "__neg__", "__abs__", "__matmul__",
                  "__rmatmul__", "__lt__", "__le__", "__gt__", "__ge__", "__and__", "__or__",
-                 "__invert__", "__getitem__"]:
+                 "__invert__"]:
     setattr(Variable, _op_name, _delegate(_op_name))
+
+
+# A slice of a variable (`v[1:3]`) is a tensor of its value that can also be assigned to
+# (`v[1:3].assign(x)`), as in TensorFlow. The slice's tensor takes one of these classes, which
+# add only `assign`; what it slices is kept beside it, by the tensor's id, while it lives.
+_variable_slices = {}
+
+
+class _VariableSliceMixin:
+    __slots__ = ()
+
+    def assign(self, value, name=None):
+        """Assigns `value` to this slice of the variable; returns the variable's new value."""
+        from flowstone.ops import array_ops
+        variable, slice_spec = _variable_slices[id(self)]
+        return array_ops.strided_slice_assign(variable, slice_spec, value, name=name)
+
+
+class _GraphVariableSlice(_VariableSliceMixin, _ops.Tensor):
+    __slots__ = ()
+
+
+@functools.lru_cache(maxsize=None)
+def _eager_variable_slice_class():
+    from flowstone.framework import eager  # loaded with eager mode's machinery
+
+    class _EagerVariableSlice(_VariableSliceMixin, eager.EagerTensor):
+        __slots__ = ()
+
+    return _EagerVariableSlice
+
+
+def _variable_getitem(self, slice_spec):
+    from flowstone.framework import eager
+    from flowstone.ops import array_ops
+    sliced = array_ops._slice_helper(self.value(), slice_spec)
+    sliced.__class__ = (_eager_variable_slice_class() if isinstance(sliced, eager.EagerTensor)
+                        else _GraphVariableSlice)
+    _variable_slices[id(sliced)] = (self, slice_spec)
+    weakref.finalize(sliced, _variable_slices.pop, id(sliced), None)
+    return sliced
+
+
+Variable.__getitem__ = _variable_getitem
 
 
 def _variable_to_tensor(value, dtype=None, name=None):

@@ -22,51 +22,13 @@ namespace {
 using array_util::kIndexTypes;
 using scatter_util::Combine;
 
-// The locked, initialized variable of input 0 whose value this kernel may write.
-class WritableVar {
- public:
-  explicit WritableVar(KernelContext& ctx) : var_(VarFromHandle(ctx.input(0))), lock_(var_->mu()) {
-    status_ = Prepare(ctx);
-  }
-  const Status& status() const { return status_; }
-  Tensor& value() { return var_->value(); }
-  const std::string& name() const { return var_->name(); }
-
- private:
-  Status Prepare(KernelContext& ctx) {
-    if (!var_->initialized()) {
-      return errors::FailedPrecondition(
-          "Attempting to use uninitialized value ", var_->name(),
-          ". Initialize it first: run sess.run(tf.global_variables_initializer()).");
-    }
-    FS_RETURN_IF_ERROR(MoveVarToMemoryOf(var_, ctx.device()));
-    const Tensor& updates = ctx.input(2);
-    if (updates.dtype() != var_->value().dtype()) {
-      return errors::InvalidArgument("Cannot update variable '", var_->name(), "' of dtype ",
-                                     DTypeName(var_->value().dtype()), " with updates of dtype ",
-                                     DTypeName(updates.dtype()));
-    }
-    Tensor& current = var_->value();
-    if (current.RefCountIsOne()) return Status::OK();
-    Tensor copy;
-    FS_RETURN_IF_ERROR(ctx.AllocateTemp(current.dtype(), current.shape(), &copy));
-    if (current.bytes() > 0) std::memcpy(copy.raw_data(), current.raw_data(), current.bytes());
-    current = copy;
-    return Status::OK();
-  }
-
-  Var* var_;
-  std::unique_lock<std::mutex> lock_;
-  Status status_;
-};
-
 // var[indices[i...], ...] = combine(var[indices[i...], ...], updates[i..., ...]); updates has
 // shape indices.shape + var.shape[1:], or is a scalar applied to every selected element.
 template <Combine C>
 Status ResourceScatterKernel(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
-  WritableVar var(ctx);
+  WritableVar var(ctx, /*value_input=*/2);
   FS_RETURN_IF_ERROR(var.status());
   const Tensor& value = var.value();
   if (value.rank() < 1) {
@@ -96,7 +58,7 @@ template <Combine C>
 Status ResourceScatterNdKernel(KernelContext& ctx) {
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
-  WritableVar var(ctx);
+  WritableVar var(ctx, /*value_input=*/2);
   FS_RETURN_IF_ERROR(var.status());
   const Tensor& value = var.value();
   scatter_util::NdSlices slices;
