@@ -81,8 +81,8 @@ void RegisterBuildInfo(nb::module_& m) {
       },
       nb::arg("n"), nb::arg("threads"), nb::arg("repeats"),
       "Times oneDNN's sgemm on n x n float32 matrices with `threads` OpenMP threads: the "
-      "fastest of `repeats` calls, its wall and process CPU seconds and GFLOP/s (2 n^3 per "
-      "call).");
+      "fastest of `repeats` calls, its wall seconds, the calling thread's CPU seconds and GFLOP/s "
+      "(2 n^3 per call).");
 }
 
 }  // namespace flowstone::python

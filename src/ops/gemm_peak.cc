@@ -12,9 +12,9 @@
 namespace flowstone {
 namespace {
 
-double ProcessCpuSeconds() {
+double ThreadCpuSeconds() {
   timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -64,14 +64,14 @@ Status MeasureSgemmPeak(int64_t n, int threads, int repeats, SgemmRate* rate) {
   }
   *rate = SgemmRate{};
   for (int r = 0; r < repeats; ++r) {
-    const double cpu_start = ProcessCpuSeconds();
+    const double cpu_start = ThreadCpuSeconds();
     const auto start = std::chrono::steady_clock::now();
     call();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (r == 0 || seconds < rate->seconds) {
       rate->seconds = seconds;
-      rate->cpu_seconds = ProcessCpuSeconds() - cpu_start;
+      rate->cpu_seconds = ThreadCpuSeconds() - cpu_start;
     }
   }
   rate->gflops = 2.0 * static_cast<double>(n) * n * n / rate->seconds / 1e9;

@@ -9,9 +9,13 @@
 namespace flowstone {
 
 struct SgemmRate {
-  double seconds = 0;      // wall time of the fastest call
-  double cpu_seconds = 0;  // the process's CPU time over that call
-  double gflops = 0;       // 2 n^3 floating-point operations per call / seconds / 1e9
+  double seconds = 0;  // wall time of the fastest call
+  // The calling thread's CPU time over that call: with one thread, the call's CPU time, which a
+  // loaded machine inflates far less than the wall time. (The process's CPU clock would not do
+  // for a team: Linux adds a running thread's time to it only at its scheduler ticks, so a
+  // millisecond call on two threads read as one thread's time.)
+  double cpu_seconds = 0;
+  double gflops = 0;  // 2 n^3 floating-point operations per call / seconds / 1e9
 };
 
 // Times `repeats` calls of oneDNN's sgemm C = A B on n x n matrices (after one untimed call that
