@@ -13,6 +13,16 @@ frameworks N times in turn (interleaved, for a shared machine) and reports the m
 rounds' medians and their range. --frameworks picks who runs; `flowstone-unfused` is Flowstone
 with rewrite_options.remapping OFF (no _FusedConv2D / _FusedMatMul), for before/after numbers of
 the fusions in one run.
+
+Beside the step times the bench prints each model's rate in GFLOP/s: the multiply-adds of its
+matrix products and convolutions per step (counted from the layer shapes by `step_macs`; the
+element-wise ops, the loss and the optimizer are not counted), two FLOPs each, over the step time.
+It states them against the machine's float32 peak, measured with one sgemm through oneDNN
+(`flowstone._C.sgemm_peak`: a PEAK_N^3 product, large enough for oneDNN's peak, the fastest of
+PEAK_REPEATS calls) on one thread and on all the cores the process may use, in each round; the
+best of the rounds is the peak. With --clock cpu the rates are per second of the process's CPU
+time, against the one-thread peak by CPU time: an efficiency that a loaded machine distorts far
+less than the wall clock.
 """
 
 import argparse
@@ -29,6 +39,38 @@ MODELS = ["mlp", "lenet5", "tutorial_cnn"]
 BATCH = {"mlp": 128, "lenet5": 64, "tutorial_cnn": 128}
 WARMUP = 10
 STEPS = 40
+# oneDNN's sgemm already runs at its peak at this size (512^3: 113 GFLOP/s on one core of the
+# Zen 4 this was written on, 2048^3: 110 by CPU time; 226 on both cores), and a call takes about
+# 1-2 ms, so that on a loaded machine some of the calls run without losing their core; the
+# fastest of them is the peak. (Each 2048^3 call on a loaded machine lost its core and measured
+# 22-36 GFLOP/s.)
+PEAK_N = 512
+PEAK_REPEATS = 30
+
+# Layer shapes: dense layers as (inputs, outputs); convolutions as (output height, width,
+# channels, kernel height, width, input channels).
+LAYERS = {
+    "mlp": {"dense": [(784, 512), (512, 512), (512, 10)]},
+    "lenet5": {"conv": [(28, 28, 6, 5, 5, 1), (10, 10, 16, 5, 5, 6)],
+               "dense": [(400, 120), (120, 84), (84, 10)]},
+    "tutorial_cnn": {"conv": [(28, 28, 32, 3, 3, 1), (14, 14, 64, 3, 3, 32),
+                              (7, 7, 128, 3, 3, 64)],
+                     "dense": [(2048, 625), (625, 10)]},
+}
+
+
+def step_macs(model):
+    """Multiply-adds of one training step's products: each layer's forward product, its weight
+    gradient (as many again) and its input gradient (as many again), except the first layer's
+    input gradient, which no one needs. For the MLP at batch 128: 85.5 M forward, 85.5 M weight
+    gradients, 34.2 M input gradients, 205.4 M in all."""
+    per_example = []
+    for h, w, c_out, kh, kw, c_in in LAYERS[model].get("conv", []):
+        per_example.append(h * w * c_out * kh * kw * c_in)
+    for n_in, n_out in LAYERS[model]["dense"]:
+        per_example.append(n_in * n_out)
+    forward = sum(per_example)
+    return BATCH[model] * (2 * forward + forward - per_example[0])
 
 
 def data(model, seed=0):
@@ -181,6 +223,25 @@ def run_torch(model):
     return time_steps(step)
 
 
+def run_peak():
+    """oneDNN's sgemm on one thread and on every core this process may use: GFLOP/s by the wall
+    clock, and on one thread also per second of its CPU time (which a loaded machine inflates
+    far less)."""
+    from flowstone import _C
+    cores = len(os.sched_getaffinity(0))
+    rates = {}
+    for threads in sorted({1, cores}):
+        r = _C.sgemm_peak(PEAK_N, threads, PEAK_REPEATS)
+        rates[str(threads)] = {"wall": r["gflops"]}
+        if threads == 1:
+            rates["1"]["cpu"] = 2 * PEAK_N ** 3 / r["cpu_seconds"] / 1e9
+    return rates
+
+
+def gflops(model, ms):
+    return 2 * step_macs(model) / (ms * 1e-3) / 1e9
+
+
 RUNNERS = {"flowstone": run_flowstone, "flowstone-unfused": run_flowstone_unfused,
            "tensorflow": run_tensorflow, "pytorch": run_torch}
 
@@ -196,15 +257,29 @@ def main():
                         help="time per step: wall clock, or the process's CPU time")
     parser.add_argument("--peer-python", default=None,
                         help="a Python with tensorflow-cpu and torch installed")
+    parser.add_argument("--no-peak", action="store_true",
+                        help="skip measuring the float32 GEMM peak")
     args = parser.parse_args()
     models = args.models.split(",")
     global clock
     clock = CLOCK[args.clock]
+    if args.framework == "peak":
+        print(json.dumps(run_peak()))
+        return
     if args.framework:
         print(json.dumps({m: RUNNERS[args.framework](m) for m in models}))
         return
     runs = {}  # framework -> model -> [median of each round]
+    peaks = {}  # threads -> [{'wall': GFLOP/s, 'cpu': GFLOP/s} of each round]
     for _ in range(args.rounds):
+        if not args.no_peak:
+            proc = subprocess.run([sys.executable, __file__, "--framework", "peak"],
+                                  capture_output=True, text=True)
+            if proc.returncode == 0:
+                for threads, rates in json.loads(proc.stdout.strip().splitlines()[-1]).items():
+                    peaks.setdefault(threads, []).append(rates)
+            else:
+                print(f"peak failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
         for name in args.frameworks.split(","):
             python = sys.executable if name.startswith("flowstone") else args.peer_python
             if not python or not os.path.exists(python):
@@ -232,6 +307,24 @@ def main():
         for name, per_model in runs.items():
             print(name + ": " + ", ".join(f"{m} {min(v):.2f}-{max(v):.2f}"
                                           for m, v in per_model.items()))
+    if not results or not peaks:
+        return
+    # The peak a step is held to: all cores by the wall clock; with --clock cpu, one core by CPU
+    # time (a step's FLOPs per second of CPU time cannot exceed what one core does).
+    kind = "cpu" if args.clock == "cpu" else "wall"
+    peak = {t: max(r[kind] for r in rates) for t, rates in peaks.items() if kind in rates[0]}
+    print(f"float32 peak, oneDNN sgemm {PEAK_N}^3, best of {len(peaks['1'])} round(s), GFLOP/s "
+          f"per second of {kind} time: " +
+          ", ".join(f"{t} thread(s) {rate:.1f}" for t, rate in
+                    sorted(peak.items(), key=lambda kv: int(kv[0]))))
+    reference = peak["1"] if kind == "cpu" else peak[max(peak, key=int)]
+    print(f"products' GFLOP/s per second of {kind} time, and % of that peak "
+          f"({'one thread' if kind == 'cpu' else 'all threads'}):")
+    for model in models:
+        cells = [f"{name} {gflops(model, results[name][model]):.1f} "
+                 f"({100 * gflops(model, results[name][model]) / reference:.0f}%)"
+                 for name in results]
+        print(f"{model:<14}{2 * step_macs(model) / 1e6:>6.0f} MFLOP  " + ", ".join(cells))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 // Bindings that describe this build and this CPU: `_C.build_info()` and `_C.cpu_info()`, read by
-// tf.sysconfig and `flowstone doctor`.
+// tf.sysconfig and `flowstone doctor`, and `_C.sgemm_peak()`, the float32 GEMM peak the
+// benchmarks compare with.
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -7,6 +8,7 @@
 #include "core/cpu_info.h"
 #include "flowstone/build_config.h"
 #include "flowstone/graph_def.h"
+#include "ops/gemm_peak.h"
 #include "ops/multiversion.h"
 
 namespace flowstone::python {
@@ -61,6 +63,26 @@ void RegisterBuildInfo(nb::module_& m) {
       },
       "The CPU's vendor, model and instruction sets (CPUID, with OS support), and the "
       "instruction set the run-time dispatched kernels use on it.");
+  m.def(
+      "sgemm_peak",
+      [](int64_t n, int threads, int repeats) {
+        SgemmRate rate;
+        {
+          nb::gil_scoped_release release;
+          ThrowIfError(MeasureSgemmPeak(n, threads, repeats, &rate));
+        }
+        nb::dict d;
+        d["n"] = n;
+        d["threads"] = threads;
+        d["seconds"] = rate.seconds;
+        d["cpu_seconds"] = rate.cpu_seconds;
+        d["gflops"] = rate.gflops;
+        return d;
+      },
+      nb::arg("n"), nb::arg("threads"), nb::arg("repeats"),
+      "Times oneDNN's sgemm on n x n float32 matrices with `threads` OpenMP threads: the "
+      "fastest of `repeats` calls, its wall seconds, the calling thread's CPU seconds and GFLOP/s "
+      "(2 n^3 per call).");
 }
 
 }  // namespace flowstone::python

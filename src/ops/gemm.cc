@@ -283,23 +283,38 @@ int64_t TileEdge(int64_t extent, int64_t target, int64_t align = kTileAlign) {
   return RoundUp((extent + pieces - 1) / pieces, align);
 }
 
-// A product with fewer than kMinTiles tiles of the target size has its tiles cut finer, the
-// longer edge halved each time, as long as a tile keeps at least kMinTileMacs multiply-adds
-// (~20 us on one core): a transformer layer at batch 1 (128 x 256 by 256 x 256) was one tile on
-// one core. Like the target, this depends on the shape alone.
+// A product with fewer than kMinTiles tiles of the target size has its tiles cut finer while a
+// tile keeps at least kMinTileMacs multiply-adds (~20 us on one core): a transformer layer at
+// batch 1 (128 x 256 by 256 x 256) was one tile on one core. Columns are cut down to
+// kMinTileCols before rows go below kMinTileRows: oneDNN's single-threaded sgemm ran 64-column
+// tiles 5-10% slower than 128-column ones at the MLP's shapes on this Zen 4 (128 x 784 by
+// 784 x 512: 64 x 128 tiles 54-57 G multiply-adds/s, 128 x 64 tiles 47-50), while 32- and 64-row
+// tiles ran as fast as 128-row ones. A transposed B that fits one row tile keeps it: every row
+// tile would pack B again from strided reads (or B would be transposed once, see OneDnnGemm, at
+// about 0.4 ns per float, more than the product saves), so its columns stop at kMinTileCols too
+// (128 x 512 by [512, 512]^T: 128 x 128 tiles 43-48 G/s, 128 x 64 tiles 33). Like the target,
+// all of this depends on the shape alone.
 constexpr int64_t kMinTiles = 8;
 constexpr int64_t kMinTileMacs = int64_t{1} << 20;
+constexpr int64_t kMinTileCols = 128;
+constexpr int64_t kMinTileRows = 32;
 
-void ChooseTiles(int64_t m, int64_t n, int64_t k, int64_t* tile_m, int64_t* tile_n) {
+void ChooseTiles(int64_t m, int64_t n, int64_t k, bool transpose_b, int64_t* tile_m,
+                 int64_t* tile_n) {
   *tile_m = TileEdge(m, kTileRows, kRowAlign);
   *tile_n = TileEdge(n, kTileCols);
+  const bool one_row_tile_of_transposed_b = transpose_b && *tile_m >= m;
   auto tiles = [&](int64_t tm, int64_t tn) { return ((m + tm - 1) / tm) * ((n + tn - 1) / tn); };
   while (tiles(*tile_m, *tile_n) < kMinTiles) {
     int64_t tm = *tile_m, tn = *tile_n;
-    if (tn >= tm && tn > kTileAlign) {
+    const bool rows_can_shrink = !one_row_tile_of_transposed_b && tm > kMinTileRows;
+    if (tn > kMinTileCols && (tn >= tm || !rows_can_shrink)) {
       tn = TileEdge(n, tn / 2);
-    } else if (tm > kRowAlign) {
+    } else if (rows_can_shrink) {
       tm = TileEdge(m, tm / 2, kRowAlign);
+    } else if (!one_row_tile_of_transposed_b && tn > kTileAlign) {
+      // A few rows (an RNN step's batch): only narrower columns share the product out.
+      tn = TileEdge(n, tn / 2);
     }
     if ((tm == *tile_m && tn == *tile_n) || std::min(tm, m) * std::min(tn, n) * k < kMinTileMacs) {
       break;
@@ -327,7 +342,7 @@ Status OneDnnGemm(KernelContext& ctx, bool transpose_a, bool transpose_b, int64_
   // ChooseTiles also cuts a product of a few rows (an RNN step's batch) that fits one tile into
   // column tiles, so that it is shared out.
   int64_t tile_m, tile_n;
-  ChooseTiles(m, n, k, &tile_m, &tile_n);
+  ChooseTiles(m, n, k, transpose_b, &tile_m, &tile_n);
   const int64_t row_tiles = (m + tile_m - 1) / tile_m, col_tiles = (n + tile_n - 1) / tile_n;
   // Every row tile packs its columns of op(B) again, and packing a transposed B reads it
   // column by column: for the 700 x 10,000 by 10,000 x 256 gradient of a softmax projection that
