@@ -1,5 +1,5 @@
-"""keras.layers.Rescaling and Normalization (adapt, axis, mean=/variance=, invert) against
-numpy and tf-keras: outputs, weights, parameter counts, configs and saving."""
+"""keras.layers.Rescaling, Normalization (adapt, axis, mean=/variance=, invert), Resizing and
+CenterCrop against numpy and tf-keras: outputs, weights, parameter counts, configs and saving."""
 
 import json
 
@@ -33,6 +33,14 @@ CASES = [
      " invert=True)", "images"),
     ("rescaling", "keras.layers.Rescaling(1.0 / 255)", "images"),
     ("rescaling_offset", "keras.layers.Rescaling(scale=2.0, offset=-1.0)", "table"),
+    ("resize_bilinear", "keras.layers.Resizing(3, 7)", "images"),
+    ("resize_nearest", "keras.layers.Resizing(6, 8, interpolation='nearest')", "images"),
+    ("resize_bicubic", "keras.layers.Resizing(5, 3, interpolation='bicubic')", "images"),
+    ("resize_area", "keras.layers.Resizing(2, 3, interpolation='area')", "images"),
+    ("resize_crop_to_aspect", "keras.layers.Resizing(3, 3, crop_to_aspect_ratio=True)",
+     "images"),
+    ("center_crop", "keras.layers.CenterCrop(3, 3)", "images"),
+    ("center_crop_upsizes", "keras.layers.CenterCrop(6, 4)", "images"),
 ]
 
 PEER_SCRIPT = """
@@ -124,6 +132,22 @@ def test_adapt_takes_a_dataset_and_trains_in_a_model(tmp_path):
     keras.backend.clear_session()
     loaded = keras.models.load_model(str(tmp_path / "m.h5"))
     np.testing.assert_allclose(loaded.predict(table, verbose=0), predictions, rtol=1e-6)
+
+
+def test_image_layers_in_a_model_with_unknown_sizes():
+    images = keras.Input((None, None, 2))
+    cropped = keras.layers.CenterCrop(3, 4)(images)
+    resized = keras.layers.Resizing(2, 2, interpolation="nearest")(cropped)
+    assert cropped.shape.as_list() == [None, 3, 4, 2]
+    assert resized.shape.as_list() == [None, 2, 2, 2]
+    model = keras.Model(images, [cropped, resized])
+    small = DATA["images"][:, :2, :3]   # smaller than the crop: centre-crop to 3:4, resize up
+    big_out, _ = model.predict(DATA["images"], verbose=0)
+    np.testing.assert_array_equal(big_out, DATA["images"][:, 0:3, 0:4])
+    small_out, _ = model.predict(small, verbose=0)
+    assert small_out.shape == (12, 3, 4, 2)
+    with pytest.raises(NotImplementedError, match="interpolation='lanczos3'"):
+        keras.layers.Resizing(2, 2, interpolation="lanczos3")
 
 
 def test_errors():

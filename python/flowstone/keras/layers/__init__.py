@@ -12,6 +12,7 @@ from flowstone.keras.layers.core import (Activation, ActivityRegularization, Den
                                          Flatten, Lambda, Masking, Permute, RepeatVector,
                                          Reshape)
 from flowstone.keras.layers.embeddings import Embedding
+from flowstone.keras.layers.image_preprocessing import CenterCrop, Resizing
 from flowstone.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum,
                                           Multiply, Subtract, add, average, concatenate, dot,
                                           maximum, minimum, multiply, subtract)
