@@ -113,13 +113,14 @@ class CenterCrop(Layer):
         dims = images.shape.as_list()
         if dims[1] is not None and dims[2] is not None:
             return crop() if dims[1] >= self.height and dims[2] >= self.width else upsize()
+        # Sizes known only when it runs (graph mode): the branches' shapes differ statically.
         fits = tf.logical_and(height_extra >= 0, width_extra >= 0)
-        return tf.cond(fits, crop, upsize)
+        outputs = tf.cond(fits, crop, upsize)
+        outputs.set_shape(_output_shape(images.shape, self.height, self.width))
+        return outputs
 
     def call(self, inputs):
-        inputs = tf.cast(inputs, self._dtype)
-        outputs = _batched(inputs, self._crop)
-        return tf.ensure_shape(outputs, _output_shape(inputs.shape, self.height, self.width))
+        return _batched(tf.cast(inputs, self._dtype), self._crop)
 
     def compute_output_shape(self, input_shape):
         return _output_shape(input_shape, self.height, self.width)
