@@ -269,8 +269,8 @@ class MultiHeadAttention(Layer):
         """[B, H, Tq, Tk] -> [B, H, T1..Tn, S1..Sn] when attending over several axes."""
         if len(self._attention_axes) == 1:
             return weights
-        positions = lambda x: tf.shape(x)[1:-1]   # noqa: E731 - two uses below
-        shape = tf.concat([tf.shape(weights)[:2], positions(query), positions(key)], 0)
+        shape = tf.concat([tf.shape(weights)[:2], tf.shape(query)[1:-1], tf.shape(key)[1:-1]],
+                          0)
         return tf.reshape(weights, shape)
 
     def _attention_mask(self, query, value, mask, attention_mask, use_causal_mask):
