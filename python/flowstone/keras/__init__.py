@@ -10,6 +10,7 @@ from flowstone.keras import activations, backend, callbacks, constraints, initia
 from flowstone.keras import metrics, optimizers, regularizers
 from flowstone.keras import layers, models
 from flowstone.keras import datasets, utils
+from flowstone.keras import preprocessing
 from flowstone.keras.utils import data_utils as _data_utils  # noqa: F401 - keras.utils.Sequence
 from flowstone.keras.utils import generic_utils as _generic_utils  # noqa: F401
 from flowstone.keras.utils import np_utils as _np_utils  # noqa: F401

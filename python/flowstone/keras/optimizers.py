@@ -4,11 +4,16 @@ Each hyperparameter that callbacks change while training (the learning rate) is 
 changing it is an assignment and never a rebuild of the training step. The update rules are the
 ResourceApply* kernels, reached through flowstone.train's optimizers; where Keras 2's rule differs
 from those kernels, docs/COMPAT.md says so.
+
+A `LearningRateSchedule` as the learning rate is evaluated in the training step on the step's
+`iterations` (the count before this step, as in tf-keras); the `learning_rate` variable then
+records the rate the last step used, for callbacks and logs, and cannot be set.
 """
 
 import flowstone as tf
 from flowstone.framework import ops as _ops
 from flowstone.keras import backend as K
+from flowstone.keras import learning_rate_schedule
 from flowstone.keras.utils.generic_utils import deserialize_keras_object
 from flowstone.train import optimizer as train_optimizer
 from flowstone.util.tf_export import tf_export
@@ -38,6 +43,12 @@ class Optimizer:
         self._hyper = {}
         for hyper, default in self._HYPER:
             self._hyper[hyper] = kwargs.get(hyper, default)
+        self._schedule = self._hyper.get("learning_rate")
+        if isinstance(self._schedule, dict):   # a schedule's config, from a saved optimizer
+            self._schedule = learning_rate_schedule.deserialize(self._schedule)
+        if not isinstance(self._schedule, learning_rate_schedule.LearningRateSchedule):
+            self._schedule = None
+        self._step_rate = None   # the scheduled rate of the step being built
         self._variables = {}   # hyperparameter name -> variable, once built in a graph
         self._iterations = None
         self._update_optimizer = None
@@ -50,7 +61,11 @@ class Optimizer:
         if variable is None:
             graph = tf.get_default_graph()
             with graph.name_scope(None), graph.control_dependencies(None):
-                variable = tf.Variable(float(self._hyper[hyper]), name=f"{self._name}/{hyper}",
+                if hyper == "learning_rate" and self._schedule is not None:
+                    initial = tf.cast(self._schedule(tf.constant(0, tf.int64)), tf.float32)
+                else:
+                    initial = float(self._hyper[hyper])
+                variable = tf.Variable(initial, name=f"{self._name}/{hyper}",
                                        trainable=False, dtype=tf.float32)
             K.track_variable(variable)
             self._variables[hyper] = variable
@@ -72,6 +87,12 @@ class Optimizer:
 
     @learning_rate.setter
     def learning_rate(self, value):
+        if self._schedule is not None:
+            raise TypeError("This optimizer was created with a `LearningRateSchedule` object as "
+                            "its `learning_rate` constructor argument, hence its learning rate "
+                            "is not settable. If you need the learning rate to be settable, you "
+                            "should instantiate the optimizer with a float `learning_rate` "
+                            "argument.")
         self._set_hyper("learning_rate", value)
 
     lr = learning_rate
@@ -114,7 +135,10 @@ class Optimizer:
         if self._update_optimizer is None:
             self._update_optimizer = self._make_update_optimizer()
         with tf.name_scope(self._name):
+            record = self._schedule_step()
             step = self._update_optimizer.apply_gradients(pairs)
+            if record is not None:
+                step = tf.group(step, record)
         # The update optimizer's slots (Adam's m and v...) are Keras's to initialize.
         for variable in self._update_optimizer.variables():
             if id(variable) not in self._tracked_slots:
@@ -123,6 +147,15 @@ class Optimizer:
         with tf.name_scope(self._name):
             with tf.control_dependencies([step]):
                 return self.iterations.assign_add(tf.constant(1, tf.int64), read_value=False)
+
+    def _schedule_step(self):
+        """With a schedule: this step's rate (read by the update rules through `_lr`) and the
+        op recording it in the `learning_rate` variable; None otherwise."""
+        if self._schedule is None:
+            return None
+        with tf.name_scope("learning_rate_schedule"):
+            self._step_rate = tf.cast(self._schedule(self.iterations.read_value()), tf.float32)
+        return self._hyper_variable("learning_rate").assign(self._step_rate, read_value=False)
 
     def minimize(self, loss, var_list, tape=None):
         if callable(loss):
@@ -137,6 +170,8 @@ class Optimizer:
         config = {"name": self._name}
         for hyper, _ in self._HYPER:
             config[hyper] = self._get_hyper(hyper)
+        if self._schedule is not None:
+            config["learning_rate"] = learning_rate_schedule.serialize(self._schedule)
         for key in ("clipnorm", "clipvalue", "global_clipnorm"):
             config[key] = getattr(self, key)
         return config
@@ -156,6 +191,10 @@ class Optimizer:
 
 
 def _lr(optimizer):
+    """The learning rate the update rules read: the variable, or with a schedule a function
+    giving the rate of the step being built (the update optimizers call functions)."""
+    if optimizer._schedule is not None:
+        return lambda: optimizer._step_rate
     return optimizer._hyper_variable("learning_rate")
 
 
@@ -172,9 +211,11 @@ class SGD(Optimizer):
 
     def _make_update_optimizer(self):
         # Keras's v = m*v - lr*g; w += v equals the kernel's a = m*a + g; w -= lr*a while the
-        # learning rate is constant (docs/COMPAT.md).
+        # learning rate is constant (docs/COMPAT.md); a schedule needs Keras's own form.
         if self._hyper["momentum"] == 0 and not self.nesterov:
             return train_optimizer.GradientDescentOptimizer(_lr(self), name=self._name)
+        if self._schedule is not None:
+            return _KerasMomentumUpdate(self, ["momentum"])
         return train_optimizer.MomentumOptimizer(_lr(self), self._hyper["momentum"],
                                                  use_nesterov=self.nesterov, name=self._name)
 
@@ -265,6 +306,21 @@ class _KerasUpdate(train_optimizer.Optimizer):
 
     def _hyper(self, name, var):
         return self._scalar(self._keras._hyper[name], var.dtype, name)
+
+
+class _KerasMomentumUpdate(_KerasUpdate):
+    """tf-keras's SGD momentum, v = m*v - lr*g; w += v (Nesterov: w += m*v - lr*g), composed
+    from assignments: the rate is inside the velocity, so a scheduled rate changes only new
+    steps' contributions."""
+
+    def _apply_dense(self, grad, var):
+        velocity = self.get_slot(var, "momentum")
+        momentum = self._hyper("momentum", var)
+        scaled = grad * self._scalar(_lr(self._keras), var.dtype, "lr")
+        new_velocity = velocity.value() * momentum - scaled
+        delta = new_velocity * momentum - scaled if self._keras.nesterov else new_velocity
+        return tf.group(velocity.assign(new_velocity, read_value=False),
+                        var.assign_add(delta, read_value=False))
 
 
 class _AdadeltaUpdate(_KerasUpdate):

@@ -4,6 +4,7 @@ from flowstone.keras.engine.base_layer import Layer
 from flowstone.keras.engine.input_layer import Input, InputLayer
 from flowstone.keras.engine.input_spec import InputSpec
 from flowstone.keras.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax
+from flowstone.keras.layers.attention import Attention, MultiHeadAttention
 from flowstone.keras.layers.convolutional import (Conv1D, Conv2D, Conv2DTranspose, Cropping2D,
                                                   DepthwiseConv2D, SeparableConv2D,
                                                   UpSampling2D, ZeroPadding2D)
@@ -11,10 +12,12 @@ from flowstone.keras.layers.core import (Activation, ActivityRegularization, Den
                                          Flatten, Lambda, Masking, Permute, RepeatVector,
                                          Reshape)
 from flowstone.keras.layers.embeddings import Embedding
+from flowstone.keras.layers.image_preprocessing import CenterCrop, Resizing
 from flowstone.keras.layers.merge import (Add, Average, Concatenate, Dot, Maximum, Minimum,
                                           Multiply, Subtract, add, average, concatenate, dot,
                                           maximum, minimum, multiply, subtract)
 from flowstone.keras.layers.normalization import BatchNormalization, LayerNormalization
+from flowstone.keras.layers.preprocessing import Normalization, Rescaling
 from flowstone.keras.layers.pooling import (AveragePooling1D, AveragePooling2D,
                                             GlobalAveragePooling1D, GlobalAveragePooling2D,
                                             GlobalMaxPooling1D, GlobalMaxPooling2D,
