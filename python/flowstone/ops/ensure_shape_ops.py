@@ -3,6 +3,7 @@ checked while building (ValueError); what only the run can tell is checked by an
 before x is passed on, and the result carries the merged static shape."""
 
 from flowstone import dtypes as _dtypes
+from flowstone import errors as _errors
 from flowstone.framework import ops as _ops
 from flowstone.framework.tensor_shape import as_shape
 from flowstone.util.tf_export import tf_export
@@ -26,10 +27,17 @@ def ensure_shape(x, shape, name=None):
     with _ops.name_scope(name, "EnsureShape", [x]):
         x = _ops.convert_to_tensor(x, name="input")
         expected = as_shape(shape)
-        message = (f"Shape of tensor {x.op.name} {_shape_text(x.shape)} is not compatible "
-                   f"with expected shape {_shape_text(expected)}.")
+        eager = _ops.executing_eagerly()
+        # Executing eagerly the tensor has no name and its shape is its value's: the op fails,
+        # as TensorFlow's EnsureShape does, naming its input.
+        message = (f"Shape of tensor {'input' if eager else x.op.name} {_shape_text(x.shape)} "
+                   f"is not compatible with expected shape {_shape_text(expected)}.")
         if not x.shape.is_compatible_with(expected):
+            if eager:
+                raise _errors.InvalidArgumentError(None, None, message)
             raise ValueError(message)
+        if eager:
+            return x
         checks = []
         if expected.rank is not None:
             known = [(i, d) for i, d in enumerate(expected.as_list()) if d is not None]

@@ -22,6 +22,7 @@ import logging
 import numbers
 import os
 import re
+import threading
 import time
 
 from flowstone import _C
@@ -382,6 +383,9 @@ class Saver:
         self._c_vars = None  # [(key, VarHandleOp node)] for _C
         self._tables = []  # [_SavedTable] of the mutable lookup tables saved
         self._last_checkpoints = []  # [(path, time saved)], oldest first
+        # Saves run one at a time (a Supervisor's checkpoint thread saves beside the training
+        # loop), so the checkpoint state's newest entry is the save that started last.
+        self._save_lock = threading.RLock()
         self._to_delete = []
         self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
         if not defer_build:
@@ -455,6 +459,12 @@ class Saver:
         tensor to read in `sess`) is given. With `write_meta_graph`, the graph and its
         collections go to "<checkpoint>.<meta_graph_suffix>" (a MetaGraphDef, without a
         saver_def: Flowstone's Saver has no save ops in the graph)."""
+        with self._save_lock:
+            return self._save(sess, save_path, global_step, latest_filename, meta_graph_suffix,
+                              write_meta_graph, write_state)
+
+    def _save(self, sess, save_path, global_step, latest_filename, meta_graph_suffix,
+              write_meta_graph, write_state):
         self.build()
         if latest_filename is None:
             latest_filename = _STATE_FILENAME

@@ -1,7 +1,7 @@
-"""Assertions and sparse ops executing eagerly: tf.debugging.assert_* check at once and give
-TensorFlow's eager messages (shapes and dtypes where graphs give names); sparse ops whose graph
-versions read static shapes or tensor names work on eager values. Compared with real TensorFlow
-where it is installed."""
+"""Assertions, ensure_shape and sparse ops executing eagerly: tf.debugging.assert_* check at once
+and give TensorFlow's eager messages (shapes and dtypes where graphs give names), ensure_shape
+fails as TensorFlow's EnsureShape does, and sparse ops whose graph versions read static shapes or
+tensor names work on eager values. Compared with real TensorFlow where it is installed."""
 
 import numpy as np
 import pytest
@@ -69,3 +69,12 @@ def test_sparse_ops_on_eager_values():
     np.testing.assert_array_equal(tf.sparse.to_dense(tf.sparse.add(st, st)).numpy(),
                                   [[0, 2, 0], [4, 0, 0]])
     np.testing.assert_array_equal(tf.sparse.maximum(st, st).values.numpy(), [1.0, 2.0])
+
+
+def test_ensure_shape_passes_a_compatible_tensor_and_rejects_another_as_tensorflow_does():
+    x = tf.ones([2, 3])
+    assert tf.ensure_shape(x, [None, 3]) is x
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=r"Shape of tensor input \[2\] is not compatible with expected shape "
+                             r"\[3\]\."):
+        tf.ensure_shape(tf.ones([2]), [3])
