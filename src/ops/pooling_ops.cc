@@ -196,9 +196,10 @@ void RefAvgPoolGrad(KernelContext& ctx, const PoolProblem& p, const T* dy, T* dx
 // the gradient and a later NaN never takes it. In NHWC the channels of a pixel are contiguous, so
 // each window is walked once per block of channels, with the running maximum and its position in
 // the window kept per channel and replaced through masks, and the gradient written through a mask
-// too: one read of the input and one write of the output, with no branch on the data. That costs
-// what TensorFlow's oneDNN route (a workspace of argmaxes written by MaxPool) costs to read the
-// workspace and write the output, without a graph change, and it is exact.
+// too: one read of the input and one write of the output, with no branch on the data. Reading the
+// input again is what TensorFlow's oneDNN route (a workspace written by MaxPool) avoids; in
+// training graphs the pair below does the same, and this kernel runs where it does not apply
+// (rewrites off, a gradient of another tensor than the MaxPool's, float64).
 
 // Channels per block, so that the running maxima and positions stay in L1.
 constexpr int64_t kChannelBlock = 256;
@@ -206,7 +207,7 @@ constexpr int64_t kChannelBlock = 256;
 // One window whose kh x kw taps (row-major, all inside the image) start at tap[0..kh*kw); g is the
 // window's gradient per channel. Used for the common 2x2 and 3x3 windows, where the taps are
 // compile-time constants: each channel's maximum then stays in a register over the taps, which
-// makes the pass cost about half what the general loop below does.
+// made the pass cost about two thirds of what the general loop below does.
 template <typename T, typename Pos, int kTaps, bool kAccumulate>
 inline void FixedWindow(const T* const* tap, T* const* grad, const T* __restrict g,
                         int64_t channels) {
@@ -292,16 +293,17 @@ FS_MULTIVERSION void MaxPoolGradImage(const PoolProblem& p, const T* __restrict 
   }
 }
 
-// Runs MaxPoolGradImage with the window size as a constant where it is 2x2 or 3x3.
-template <typename T, typename Pos, bool kAccumulate>
-void MaxPoolGradImageOf(const PoolProblem& p, const T* x, const T* dy, T* dx) {
+// Calls fn(std::integral_constant<int, kKernel>) with the window size as a constant where it is
+// 2x2 or 3x3, else 0.
+template <typename Fn>
+void WithKernelConstant(const PoolProblem& p, Fn&& fn) {
   const int64_t kh = p.rows.kernel, kw = p.cols.kernel;
   if (kh == 2 && kw == 2) {
-    MaxPoolGradImage<T, Pos, kAccumulate, 2>(p, x, dy, dx);
+    fn(std::integral_constant<int, 2>());
   } else if (kh == 3 && kw == 3) {
-    MaxPoolGradImage<T, Pos, kAccumulate, 3>(p, x, dy, dx);
+    fn(std::integral_constant<int, 3>());
   } else {
-    MaxPoolGradImage<T, Pos, kAccumulate, 0>(p, x, dy, dx);
+    fn(std::integral_constant<int, 0>());
   }
 }
 
@@ -331,11 +333,13 @@ void MaxPoolGradNhwc(KernelContext& ctx, const PoolProblem& p, const T* x, const
       const T* dyb = dy + b * out_image;
       T* dxb = dx + b * in_image;
       if (zero_first) std::fill(dxb, dxb + in_image, T(0));
-      if (overlap) {
-        MaxPoolGradImageOf<T, Pos, true>(p, xb, dyb, dxb);
-      } else {
-        MaxPoolGradImageOf<T, Pos, false>(p, xb, dyb, dxb);
-      }
+      WithKernelConstant(p, [&](auto kernel) {
+        if (overlap) {
+          MaxPoolGradImage<T, Pos, true, decltype(kernel)::value>(p, xb, dyb, dxb);
+        } else {
+          MaxPoolGradImage<T, Pos, false, decltype(kernel)::value>(p, xb, dyb, dxb);
+        }
+      });
     }
   });
 }
@@ -470,20 +474,6 @@ FS_MULTIVERSION void MaxPoolGradWorkspaceImage(const PoolProblem& p, const uint8
         }
       }
     }
-  }
-}
-
-// Calls fn(std::integral_constant<int, kKernel>) with the window size as a constant where it is
-// 2x2 or 3x3, else 0.
-template <typename Fn>
-void WithKernelConstant(const PoolProblem& p, Fn&& fn) {
-  const int64_t kh = p.rows.kernel, kw = p.cols.kernel;
-  if (kh == 2 && kw == 2) {
-    fn(std::integral_constant<int, 2>());
-  } else if (kh == 3 && kw == 3) {
-    fn(std::integral_constant<int, 3>());
-  } else {
-    fn(std::integral_constant<int, 0>());
   }
 }
 
