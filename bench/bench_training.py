@@ -7,7 +7,9 @@ Models: (a) an MLP 784-512-512-10 at batch 128; (b) LeNet-5 on 28x28x1 inputs at
 (conv 5x5x6 same, max pool 2, conv 5x5x16 valid, max pool 2, dense 120, 84, 10), both with
 softmax cross entropy and Adam; (c) the tutorial CNN of issue 15 (bench/tutorial_cnn.py: 3x3
 convolutions with 32/64/128 filters, SAME, ReLU, 2x2 max pooling and dropout 0.8 after each, dense
-625 with dropout 0.5, 10) at batch 128, with RMSProp(0.001, 0.9). Each framework runs in its own
+625 with dropout 0.5, 10) at batch 128, with RMSProp(0.001, 0.9); and, only when asked for
+(`--models keras_cnn`), bench_keras.py's CNN in TF1 ops (conv 3x3x32 valid, max pool 2, conv
+3x3x64 valid, max pool 2, dense 128, 10, Adam, batch 128). Each framework runs in its own
 process; the figure is the median of the per-step times after warm-up. --rounds N runs the
 frameworks N times in turn (interleaved, for a shared machine) and reports the median of the
 rounds' medians and their range. --frameworks picks who runs; `flowstone-unfused` is Flowstone
@@ -36,7 +38,9 @@ import time
 import numpy as np
 
 MODELS = ["mlp", "lenet5", "tutorial_cnn"]
-BATCH = {"mlp": 128, "lenet5": 64, "tutorial_cnn": 128}
+# Not run by default: bench_keras.py's CNN in TF1 ops, for profile_step_ops.py --model keras_cnn.
+EXTRA_MODELS = ["keras_cnn"]
+BATCH = {"mlp": 128, "lenet5": 64, "tutorial_cnn": 128, "keras_cnn": 128}
 WARMUP = 10
 STEPS = 40
 # oneDNN's sgemm already runs at its peak at this size (512^3: 113 GFLOP/s on one core of the
@@ -117,8 +121,9 @@ def tf1_session(tf, model, config=None):
         out = tf.nn.bias_add(tf.matmul(h, w), b)
         return tf.nn.relu(out) if relu else out
 
-    def conv(h, filters, padding):
-        w = tf.get_variable(f"w{len(tf.trainable_variables())}", [5, 5, h.shape[-1], filters],
+    def conv(h, filters, padding, size=5):
+        w = tf.get_variable(f"w{len(tf.trainable_variables())}",
+                            [size, size, h.shape[-1], filters],
                             initializer=tf.glorot_uniform_initializer())
         b = tf.get_variable(f"b{len(tf.trainable_variables())}", [filters],
                             initializer=tf.zeros_initializer())
@@ -144,6 +149,11 @@ def tf1_session(tf, model, config=None):
             x = tf.placeholder(tf.float32, [None, 28, 28, 1])
             h = tutorial_block(tutorial_block(tutorial_block(x, 32), 64), 128)
             h = tf.nn.dropout(dense(tf.reshape(h, [-1, 2048]), 625), rate=0.5)
+        elif model == "keras_cnn":
+            x = tf.placeholder(tf.float32, [None, 28, 28, 1])
+            h = pool(conv(x, 32, "VALID", size=3))
+            h = pool(conv(h, 64, "VALID", size=3))
+            h = dense(tf.reshape(h, [-1, 5 * 5 * 64]), 128)
         else:
             x = tf.placeholder(tf.float32, [None, 28, 28, 1])
             h = pool(conv(x, 6, "SAME"))
@@ -249,7 +259,8 @@ RUNNERS = {"flowstone": run_flowstone, "flowstone-unfused": run_flowstone_unfuse
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--models", default=",".join(MODELS), help="comma-separated subset")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated, from " + ", ".join(MODELS + EXTRA_MODELS))
     parser.add_argument("--frameworks", default="flowstone,tensorflow,pytorch",
                         help="comma-separated, from " + ", ".join(RUNNERS))
     parser.add_argument("--rounds", type=int, default=1, help="interleaved runs per framework")

@@ -61,7 +61,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--framework", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--model", default="tutorial_cnn", choices=bench_training.MODELS)
+    parser.add_argument("--model", default="tutorial_cnn", choices=bench_training.MODELS + bench_training.EXTRA_MODELS)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--top", type=int, default=16)

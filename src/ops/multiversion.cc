@@ -15,7 +15,7 @@ const std::vector<std::string>& DispatchedKernels() {
   // gemm.cc TileBlock, training_ops.cc AdamBlock and RMSPropBlock, elementwise.h BinaryRun
   // (arithmetic and comparisons), elementwise_unary_ops.cc UnaryRun, nn/lstm_ops.cc ForwardRow
   // and BackwardRow, activation_ops.cc MapRun, nn_ops.cc SoftmaxRow, loss_ops.cc's float softmax
-  // cross-entropy rows.
+  // cross-entropy rows, pooling_ops.cc's channels-last max pooling gradients.
   static const std::vector<std::string> kernels = {
       "MatMul float64/int",
       "ResourceApplyAdam",
@@ -26,6 +26,7 @@ const std::vector<std::string>& DispatchedKernels() {
       "Relu6, Elu, Selu, LeakyRelu",
       "Softmax, LogSoftmax",
       "softmax cross entropy (float32)",
+      "MaxPoolGrad and the MaxPool / MaxPoolGrad workspace pair (NHWC)",
   };
   return kernels;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flowstone/gradients.h"
@@ -18,6 +19,8 @@
 #include "flowstone/op_registry.h"
 #include "flowstone/shape_inference.h"
 #include "ops/conv_util.h"
+#include "ops/math/vector_math.h"
+#include "ops/multiversion.h"
 #include "ops/onednn_util.h"
 
 namespace flowstone {
@@ -182,6 +185,296 @@ void RefAvgPoolGrad(KernelContext& ctx, const PoolProblem& p, const T* dy, T* dx
       }
     }
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// MaxPoolGrad of channels-last images, vectorized over channels.
+//
+// TensorFlow's CPU kernel finds each window's maximum again in orig_input (orig_output only has
+// to have the pooled shape) by one rule: the window's first element, replaced by each later
+// element that is strictly greater. So of equal maxima the first wins, a NaN first element keeps
+// the gradient and a later NaN never takes it. In NHWC the channels of a pixel are contiguous, so
+// each window is walked once per block of channels, with the running maximum and its position in
+// the window kept per channel and replaced through masks, and the gradient written through a mask
+// too: one read of the input and one write of the output, with no branch on the data. Reading the
+// input again is what TensorFlow's oneDNN route (a workspace written by MaxPool) avoids; in
+// training graphs the pair below does the same, and this kernel runs where it does not apply
+// (rewrites off, a gradient of another tensor than the MaxPool's, float64).
+
+// Channels per block, so that the running maxima and positions stay in L1.
+constexpr int64_t kChannelBlock = 256;
+
+// One window whose kh x kw taps (row-major, all inside the image) start at tap[0..kh*kw); g is the
+// window's gradient per channel. Used for the common 2x2 and 3x3 windows, where the taps are
+// compile-time constants: each channel's maximum then stays in a register over the taps, which
+// made the pass cost about two thirds of what the general loop below does.
+template <typename T, typename Pos, int kTaps, bool kAccumulate>
+inline void FixedWindow(const T* const* tap, T* const* grad, const T* __restrict g,
+                        int64_t channels) {
+  for (int64_t c = 0; c < channels; ++c) {
+    T best = tap[0][c];
+    Pos arg = 0;
+#pragma GCC unroll 9
+    for (int k = 1; k < kTaps; ++k) {
+      const T v = tap[k][c];
+      const bool greater = v > best;
+      best = vecmath::Select(greater, v, best);
+      arg = greater ? Pos(k) : arg;
+    }
+#pragma GCC unroll 9
+    for (int k = 0; k < kTaps; ++k) {
+      const T share = vecmath::Select(arg == Pos(k), g[c], T(0));
+      grad[k][c] = kAccumulate ? grad[k][c] + share : share;
+    }
+  }
+}
+
+// The gradient of one image: x and dx are [h, w, c], dy [out_h, out_w, c]. With kAccumulate each
+// window adds its gradient into dx, which the caller has zeroed (windows overlap); otherwise each
+// window writes its elements. kKernel > 0 says the windows are kKernel x kKernel: whole windows
+// then take FixedWindow, and windows cut by the padding the general loop.
+template <typename T, typename Pos, bool kAccumulate, int kKernel>
+FS_MULTIVERSION void MaxPoolGradImage(const PoolProblem& p, const T* __restrict x,
+                                      const T* __restrict dy, T* __restrict dx) {
+  const int64_t channels = p.in.c, row = p.in.w * channels;
+  T best[kChannelBlock];
+  Pos arg[kChannelBlock];
+  for (int64_t oy = 0; oy < p.out.h; ++oy) {
+    const Span ry = WindowSpan(p.rows, oy);
+    for (int64_t ox = 0; ox < p.out.w; ++ox) {
+      const Span rx = WindowSpan(p.cols, ox);
+      if (ry.begin >= ry.end || rx.begin >= rx.end) continue;  // all padding: no input gets it
+      const T* g = dy + (oy * p.out.w + ox) * channels;
+      if constexpr (kKernel > 0) {
+        if (ry.end - ry.begin == kKernel && rx.end - rx.begin == kKernel) {
+          const T* tap[kKernel * kKernel];
+          T* grad[kKernel * kKernel];
+          for (int ky = 0; ky < kKernel; ++ky) {
+            for (int kx = 0; kx < kKernel; ++kx) {
+              const int64_t at = (ry.begin + ky) * row + (rx.begin + kx) * channels;
+              tap[ky * kKernel + kx] = x + at;
+              grad[ky * kKernel + kx] = dx + at;
+            }
+          }
+          FixedWindow<T, Pos, kKernel * kKernel, kAccumulate>(tap, grad, g, channels);
+          continue;
+        }
+      }
+      for (int64_t c0 = 0; c0 < channels; c0 += kChannelBlock) {
+        const int64_t n = std::min(kChannelBlock, channels - c0);
+        const T* first = x + ry.begin * row + rx.begin * channels + c0;
+        for (int64_t c = 0; c < n; ++c) {
+          best[c] = first[c];
+          arg[c] = 0;
+        }
+        Pos k = 0;
+        for (int64_t iy = ry.begin; iy < ry.end; ++iy) {
+          for (int64_t ix = rx.begin; ix < rx.end; ++ix, ++k) {
+            const T* v = x + iy * row + ix * channels + c0;
+            for (int64_t c = 0; c < n; ++c) {
+              const bool greater = v[c] > best[c];
+              best[c] = vecmath::Select(greater, v[c], best[c]);
+              arg[c] = greater ? k : arg[c];
+            }
+          }
+        }
+        k = 0;
+        for (int64_t iy = ry.begin; iy < ry.end; ++iy) {
+          for (int64_t ix = rx.begin; ix < rx.end; ++ix, ++k) {
+            T* d = dx + iy * row + ix * channels + c0;
+            for (int64_t c = 0; c < n; ++c) {
+              const T share = vecmath::Select(arg[c] == k, g[c0 + c], T(0));
+              d[c] = kAccumulate ? d[c] + share : share;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Calls fn(std::integral_constant<int, kKernel>) with the window size as a constant where it is
+// 2x2 or 3x3, else 0.
+template <typename Fn>
+void WithKernelConstant(const PoolProblem& p, Fn&& fn) {
+  const int64_t kh = p.rows.kernel, kw = p.cols.kernel;
+  if (kh == 2 && kw == 2) {
+    fn(std::integral_constant<int, 2>());
+  } else if (kh == 3 && kw == 3) {
+    fn(std::integral_constant<int, 3>());
+  } else {
+    fn(std::integral_constant<int, 0>());
+  }
+}
+
+// Whether the windows of one dimension read every input position.
+bool CoversInput(const Window& w) {
+  int64_t next = 0;  // the first position no earlier window has read
+  for (int64_t o = 0; o < w.out; ++o) {
+    const Span s = WindowSpan(w, o);
+    if (s.begin > next) return false;
+    next = std::max(next, s.end);
+  }
+  return next >= w.in;
+}
+
+// Images are independent, so they run in parallel and the result does not depend on the threads;
+// overlapping windows add into an image in output order, as the reference loops do.
+template <typename T>
+void MaxPoolGradNhwc(KernelContext& ctx, const PoolProblem& p, const T* x, const T* dy, T* dx) {
+  using Pos = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;  // a mask of T's width
+  const bool overlap = p.rows.stride < p.rows.kernel || p.cols.stride < p.cols.kernel;
+  const bool zero_first = overlap || !CoversInput(p.rows) || !CoversInput(p.cols);
+  const int64_t in_image = p.in.h * p.in.w * p.in.c, out_image = p.out.h * p.out.w * p.out.c;
+  const int64_t cost = in_image + out_image * p.rows.kernel * p.cols.kernel;
+  ctx.ParallelFor(p.in.n, cost, [&](int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; ++b) {
+      const T* xb = x + b * in_image;
+      const T* dyb = dy + b * out_image;
+      T* dxb = dx + b * in_image;
+      if (zero_first) std::fill(dxb, dxb + in_image, T(0));
+      WithKernelConstant(p, [&](auto kernel) {
+        if (overlap) {
+          MaxPoolGradImage<T, Pos, true, decltype(kernel)::value>(p, xb, dyb, dxb);
+        } else {
+          MaxPoolGradImage<T, Pos, false, decltype(kernel)::value>(p, xb, dyb, dxb);
+        }
+      });
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// MaxPool and MaxPoolGrad paired through a workspace (float32, NHWC).
+//
+// In a training graph the remapper (optimizer/remapper.cc) runs a MaxPool whose output a
+// MaxPoolGrad of the same input reads as _MaxPoolWithWorkspace, which also writes where each
+// window's gradient goes (the tap, row-major in the window, in a byte) by the rule above, and the
+// MaxPoolGrad as _MaxPoolGradWithWorkspace, which routes the gradient through those bytes without
+// reading the input again: the input is the pair's biggest tensor, and by the time the gradient
+// runs it has left the caches (TensorFlow's oneDNN rewrite does the same). The pooled values are
+// MaxPool's float32 kernel's (oneDNN's) bit for bit: the window's maximum counted up from the
+// lowest float, a NaN never taken, the first of equal values (+0 and -0) kept. So the rewrite
+// changes no result.
+
+// The most taps a window may have for its tap to fit the workspace's byte.
+constexpr int64_t kMaxWorkspaceTaps = 256;
+
+template <int kKernel>
+FS_MULTIVERSION void MaxPoolWorkspaceImage(const PoolProblem& p, const float* __restrict x,
+                                           float* __restrict y, uint8_t* __restrict ws) {
+  constexpr float kLowest = std::numeric_limits<float>::lowest();
+  const int64_t channels = p.in.c, row = p.in.w * channels;
+  float top[kChannelBlock], best[kChannelBlock];
+  int32_t arg[kChannelBlock];
+  for (int64_t oy = 0; oy < p.out.h; ++oy) {
+    const Span ry = WindowSpan(p.rows, oy);
+    for (int64_t ox = 0; ox < p.out.w; ++ox) {
+      const Span rx = WindowSpan(p.cols, ox);
+      float* out = y + (oy * p.out.w + ox) * channels;
+      uint8_t* where = ws + (oy * p.out.w + ox) * channels;
+      if (ry.begin >= ry.end || rx.begin >= rx.end) {  // all padding
+        std::fill(out, out + channels, kLowest);
+        std::fill(where, where + channels, uint8_t{0});
+        continue;
+      }
+      if constexpr (kKernel > 0) {
+        if (ry.end - ry.begin == kKernel && rx.end - rx.begin == kKernel) {
+          const float* tap[kKernel * kKernel];
+          for (int ky = 0; ky < kKernel; ++ky) {
+            for (int kx = 0; kx < kKernel; ++kx) {
+              tap[ky * kKernel + kx] = x + (ry.begin + ky) * row + (rx.begin + kx) * channels;
+            }
+          }
+          for (int64_t c = 0; c < channels; ++c) {
+            float max = vecmath::Select(tap[0][c] > kLowest, tap[0][c], kLowest);
+            float first_max = tap[0][c];
+            int32_t at = 0;
+#pragma GCC unroll 9
+            for (int k = 1; k < kKernel * kKernel; ++k) {
+              const float v = tap[k][c];
+              max = vecmath::Select(v > max, v, max);
+              const bool greater = v > first_max;
+              first_max = vecmath::Select(greater, v, first_max);
+              at = greater ? k : at;
+            }
+            out[c] = max;
+            where[c] = static_cast<uint8_t>(at);
+          }
+          continue;
+        }
+      }
+      for (int64_t c0 = 0; c0 < channels; c0 += kChannelBlock) {
+        const int64_t n = std::min(kChannelBlock, channels - c0);
+        const float* first = x + ry.begin * row + rx.begin * channels + c0;
+        for (int64_t c = 0; c < n; ++c) {
+          top[c] = kLowest;
+          best[c] = first[c];
+          arg[c] = 0;
+        }
+        int32_t k = 0;
+        for (int64_t iy = ry.begin; iy < ry.end; ++iy) {
+          for (int64_t ix = rx.begin; ix < rx.end; ++ix, ++k) {
+            const float* v = x + iy * row + ix * channels + c0;
+            for (int64_t c = 0; c < n; ++c) {
+              top[c] = vecmath::Select(v[c] > top[c], v[c], top[c]);
+              const bool greater = v[c] > best[c];
+              best[c] = vecmath::Select(greater, v[c], best[c]);
+              arg[c] = greater ? k : arg[c];
+            }
+          }
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          out[c0 + c] = top[c];
+          where[c0 + c] = static_cast<uint8_t>(arg[c]);
+        }
+      }
+    }
+  }
+}
+
+template <bool kAccumulate, int kKernel>
+FS_MULTIVERSION void MaxPoolGradWorkspaceImage(const PoolProblem& p, const uint8_t* __restrict ws,
+                                               const float* __restrict dy, float* __restrict dx) {
+  const int64_t channels = p.in.c, row = p.in.w * channels;
+  for (int64_t oy = 0; oy < p.out.h; ++oy) {
+    const Span ry = WindowSpan(p.rows, oy);
+    for (int64_t ox = 0; ox < p.out.w; ++ox) {
+      const Span rx = WindowSpan(p.cols, ox);
+      if (ry.begin >= ry.end || rx.begin >= rx.end) continue;
+      const uint8_t* where = ws + (oy * p.out.w + ox) * channels;
+      const float* g = dy + (oy * p.out.w + ox) * channels;
+      if constexpr (kKernel > 0) {
+        if (ry.end - ry.begin == kKernel && rx.end - rx.begin == kKernel) {
+          float* grad[kKernel * kKernel];
+          for (int ky = 0; ky < kKernel; ++ky) {
+            for (int kx = 0; kx < kKernel; ++kx) {
+              grad[ky * kKernel + kx] = dx + (ry.begin + ky) * row + (rx.begin + kx) * channels;
+            }
+          }
+          for (int64_t c = 0; c < channels; ++c) {
+            const int32_t at = where[c];
+#pragma GCC unroll 9
+            for (int k = 0; k < kKernel * kKernel; ++k) {
+              const float share = vecmath::Select(at == k, g[c], 0.0f);
+              grad[k][c] = kAccumulate ? grad[k][c] + share : share;
+            }
+          }
+          continue;
+        }
+      }
+      int32_t k = 0;
+      for (int64_t iy = ry.begin; iy < ry.end; ++iy) {
+        for (int64_t ix = rx.begin; ix < rx.end; ++ix, ++k) {
+          float* d = dx + iy * row + ix * channels;
+          for (int64_t c = 0; c < channels; ++c) {
+            const float share = vecmath::Select(int32_t{where[c]} == k, g[c], 0.0f);
+            d[c] = kAccumulate ? d[c] + share : share;
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -412,6 +705,12 @@ class MaxPoolGradKernel final : public PoolKernel {
       std::memset(dx->raw_data(), 0, dx->bytes());
       return Status::OK();
     }
+    if (p.format == DataFormat::kNHWC) {
+      return DispatchDType<float, double>(x.dtype(), op.c_str(), [&]<typename T>() -> Status {
+        MaxPoolGradNhwc<T>(ctx, p, x.data<T>(), dy.data<T>(), dx->data<T>());
+        return Status::OK();
+      });
+    }
     bool ran = false;
     FS_RETURN_IF_ERROR(RunOneDnn(
         ctx, p, x.dtype(),
@@ -436,6 +735,112 @@ class MaxPoolGradKernel final : public PoolKernel {
       return Status::OK();
     });
   }
+};
+
+// _MaxPoolWithWorkspace: MaxPool's output and where each window's gradient goes.
+class MaxPoolWithWorkspaceKernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Init() override { return conv::ParsePoolAttrs(node().attrs(), &attrs_); }
+  Status Compute(KernelContext& ctx) override {
+    const Tensor& x = ctx.input(0);
+    FS_RETURN_IF_ERROR(CheckRank4(node().type(), "input", x));
+    PoolProblem p;
+    Status s = MakeProblem(attrs_, conv::ImageOf(x.shape().dims(), attrs_.format), &p);
+    if (!s.ok()) s.Append(StrCat(" (input shape ", x.shape().ToString(), ")"));
+    FS_RETURN_IF_ERROR(s);
+    FS_RETURN_IF_ERROR(CheckWorkspaceProblem(node().type(), p));
+    const TensorShape pooled(conv::DimsOf(p.out, p.format));
+    Tensor *y, *ws;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, pooled, &y));
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(1, pooled, &ws));
+    if (y->num_elements() == 0) return Status::OK();
+    const int64_t in_image = p.in.h * p.in.w * p.in.c, out_image = p.out.h * p.out.w * p.out.c;
+    const float* xd = x.data<float>();
+    float* yd = y->data<float>();
+    uint8_t* wd = ws->data<uint8_t>();
+    WithKernelConstant(p, [&](auto kernel) {
+      ctx.ParallelFor(p.in.n, in_image + out_image, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          MaxPoolWorkspaceImage<decltype(kernel)::value>(p, xd + b * in_image, yd + b * out_image,
+                                                         wd + b * out_image);
+        }
+      });
+    });
+    return Status::OK();
+  }
+
+  // The problems the pair handles: NHWC, and windows whose taps fit a byte. The remapper only
+  // pairs those; these checks keep a hand-made node from misreading its attrs.
+  static Status CheckWorkspaceProblem(const std::string& op, const PoolProblem& p) {
+    if (p.format != DataFormat::kNHWC) {
+      return errors::InvalidArgument(op, ": only data_format NHWC is supported");
+    }
+    if (p.rows.kernel * p.cols.kernel > kMaxWorkspaceTaps) {
+      return errors::InvalidArgument(op, ": a window may have at most ", kMaxWorkspaceTaps,
+                                     " elements, but ksize gives ", p.rows.kernel * p.cols.kernel);
+    }
+    return Status::OK();
+  }
+
+ private:
+  WindowAttrs attrs_;
+};
+
+// _MaxPoolGradWithWorkspace: MaxPoolGrad with the windows' taps read from the workspace.
+class MaxPoolGradWithWorkspaceKernel final : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  Status Init() override { return conv::ParsePoolAttrs(node().attrs(), &attrs_); }
+  Status Compute(KernelContext& ctx) override {
+    const std::string& op = node().type();
+    const Tensor& x = ctx.input(0);
+    const Tensor& ws = ctx.input(1);
+    const Tensor& dy = ctx.input(2);
+    FS_RETURN_IF_ERROR(CheckRank4(op, "orig_input", x));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "workspace", ws));
+    FS_RETURN_IF_ERROR(CheckRank4(op, "grad", dy));
+    const Image in = conv::ImageOf(x.shape().dims(), attrs_.format);
+    PoolProblem p;
+    Status s = MakeProblem(attrs_, in, &p);
+    if (!s.ok()) s.Append(StrCat(" (input shape ", x.shape().ToString(), ")"));
+    FS_RETURN_IF_ERROR(s);
+    FS_RETURN_IF_ERROR(MaxPoolWithWorkspaceKernel::CheckWorkspaceProblem(op, p));
+    FS_RETURN_IF_ERROR(CheckPooledShape(op, "workspace", attrs_, in,
+                                        conv::ImageOf(ws.shape().dims(), attrs_.format)));
+    FS_RETURN_IF_ERROR(
+        CheckPooledShape(op, "grad", attrs_, in, conv::ImageOf(dy.shape().dims(), attrs_.format)));
+    Tensor* dx;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, x.shape(), &dx));
+    if (dx->num_elements() == 0) return Status::OK();
+    // A tap past the window (a workspace not made by _MaxPoolWithWorkspace) matches no element:
+    // the taps are compared, never used as an index.
+    const bool overlap = p.rows.stride < p.rows.kernel || p.cols.stride < p.cols.kernel;
+    const bool zero_first = overlap || !CoversInput(p.rows) || !CoversInput(p.cols);
+    const int64_t in_image = p.in.h * p.in.w * p.in.c, out_image = p.out.h * p.out.w * p.out.c;
+    const uint8_t* wd = ws.data<uint8_t>();
+    const float* g = dy.data<float>();
+    float* d = dx->data<float>();
+    WithKernelConstant(p, [&](auto kernel) {
+      ctx.ParallelFor(p.in.n, in_image + out_image, [&](int64_t begin, int64_t end) {
+        for (int64_t b = begin; b < end; ++b) {
+          float* dxb = d + b * in_image;
+          if (zero_first) std::fill(dxb, dxb + in_image, 0.0f);
+          if (overlap) {
+            MaxPoolGradWorkspaceImage<true, decltype(kernel)::value>(p, wd + b * out_image,
+                                                                     g + b * out_image, dxb);
+          } else {
+            MaxPoolGradWorkspaceImage<false, decltype(kernel)::value>(p, wd + b * out_image,
+                                                                      g + b * out_image, dxb);
+          }
+        }
+      });
+    });
+    return Status::OK();
+  }
+
+ private:
+  WindowAttrs attrs_;
 };
 
 class AvgPoolGradKernel final : public PoolKernel {
@@ -518,6 +923,12 @@ Status MaxPoolGradShape(InferenceContext& ctx) {
   FS_RETURN_IF_ERROR(
       CheckPooledShape(ctx.op_type(), "grad", attrs, in, conv::ImageOf(grad.dims(), attrs.format)));
   ctx.set_output(0, input);
+  return Status::OK();
+}
+
+Status MaxPoolWithWorkspaceShape(InferenceContext& ctx) {
+  FS_RETURN_IF_ERROR(PoolShape(ctx));
+  ctx.set_output(1, ctx.output(0));
   return Status::OK();
 }
 
@@ -610,6 +1021,31 @@ struct Registrar {
         .NotDifferentiable()
         .Doc("Gradient of MaxPool: each output's gradient goes to its window's first maximum.");
     Register<MaxPoolGradKernel>(max_pool_grad, kFloatTypes, true);
+
+    // Flowstone's own pair, made by the remapper in training graphs (see above).
+    OpBuilder pool_ws("_MaxPoolWithWorkspace");
+    pool_ws.Input("input", "T")
+        .Output("output", "T")
+        .Output("workspace", "uint8")
+        .Shape(MaxPoolWithWorkspaceShape)
+        .NotDifferentiable()
+        .Doc(
+            "MaxPool, and each window's argmax as its tap in the window, for "
+            "_MaxPoolGradWithWorkspace (created by the graph optimizer after gradients are "
+            "built).");
+    Register<MaxPoolWithWorkspaceKernel>(pool_ws, {DType::kFloat32}, true);
+
+    OpBuilder pool_grad_ws("_MaxPoolGradWithWorkspace");
+    pool_grad_ws.Input("orig_input", "T")
+        .Input("workspace", "uint8")
+        .Input("grad", "T")
+        .Output("output", "T")
+        .Shape(MaxPoolGradShape)
+        .NotDifferentiable()
+        .Doc(
+            "MaxPoolGrad with each window's argmax read from _MaxPoolWithWorkspace's workspace "
+            "(created by the graph optimizer after gradients are built).");
+    Register<MaxPoolGradWithWorkspaceKernel>(pool_grad_ws, {DType::kFloat32}, true);
 
     OpBuilder avg_pool("AvgPool");
     avg_pool.Input("value", "T")

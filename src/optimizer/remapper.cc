@@ -114,6 +114,10 @@ class Remapper {
       if (Live(id) && graph_.node_unlocked(id)->type() == "BiasAddGrad")
         FuseReluGradBiasAddGrad(*graph_.node_unlocked(id));
     }
+    for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      if (Live(id) && graph_.node_unlocked(id)->type() == "MaxPoolGrad")
+        PairMaxPoolGrad(*graph_.node_unlocked(id));
+    }
   }
 
  private:
@@ -413,6 +417,67 @@ class Remapper {
     rewrites_.Forward(&bias_grad, {Endpoint{const_cast<Node*>(relu_grad), 1}});
   }
 
+  // MaxPoolGrad(x, MaxPool(x), dy), float32 NHWC, as _MaxPoolGradWithWorkspace reading the
+  // workspace of the MaxPool run as _MaxPoolWithWorkspace (src/ops/pooling_ops.cc): the gradient
+  // then does not read x again. The MaxPool keeps its other readers (the next layer); several
+  // gradients of one MaxPool share its workspace.
+  void PairMaxPoolGrad(const Node& grad) {
+    const Endpoint pooled = Source(grad.input(1));
+    const Node* pool = pooled.node;
+    if (pool == nullptr || pool->type() != "MaxPool" || pooled.index != 0 ||
+        scope_.is_fed(pooled) || graph_.node_unlocked(pool->id()) != pool) {
+      return;
+    }
+    const Replacement* paired = rewrites_.Replaced(pool);
+    if (paired == nullptr ? !Live(pool->id()) || used_.count(pool)
+                          : paired->node->type() != "_MaxPoolWithWorkspace") {
+      return;
+    }
+    static const char* const kWindowAttrs[] = {"ksize", "strides", "padding", "explicit_paddings",
+                                               "data_format"};
+    AttrMap attrs;
+    attrs.Set("T", DType::kFloat32);
+    for (const char* name : kWindowAttrs) {
+      const AttrValue* mine = pool->attrs().Find(name);
+      const AttrValue* theirs = grad.attrs().Find(name);
+      if ((mine == nullptr) != (theirs == nullptr)) return;
+      if (mine == nullptr) continue;
+      if (AttrValueToString(*mine) != AttrValueToString(*theirs)) return;
+      attrs.Set(name, *mine);
+    }
+    int64_t taps = 1;
+    for (int64_t k : pool->attrs().GetOr<std::vector<int64_t>>("ksize", {})) taps *= k;
+    if (Source(grad.input(0)) != Source(pool->input(0)) || !grad.control_inputs().empty() ||
+        pool->output_type(0) != DType::kFloat32 || grad.output_type(0) != DType::kFloat32 ||
+        grad.requested_device() != pool->requested_device() ||
+        pool->attrs().GetOr<std::string>("data_format", "NHWC") != "NHWC" || taps > 256 ||
+        scope_.is_fed(Endpoint{const_cast<Node*>(&grad), 0})) {
+      return;
+    }
+    if (paired == nullptr) {
+      const std::vector<Endpoint> pool_inputs = {pool->input(0)};
+      const Node* fused =
+          MakeFused(*pool, "_MaxPoolWithWorkspace", pool_inputs, {}, attrs, StrCat(pool->id()));
+      if (fused == nullptr) return;
+      used_.insert(pool);
+      rewrites_.Replace(pool, Replacement{fused, pool_inputs});
+    }
+    std::vector<Endpoint> inputs = {grad.input(0), Endpoint{const_cast<Node*>(pool), 1},
+                                    grad.input(2)};
+    const Node* fused =
+        MakeFused(grad, "_MaxPoolGradWithWorkspace", inputs, {}, attrs, StrCat(grad.id()));
+    if (fused == nullptr) return;  // the MaxPool, paired or not, computes the same output
+    used_.insert(&grad);
+    rewrites_.Replace(&grad, Replacement{fused, std::move(inputs)});
+  }
+
+  // The node whose outputs `e` names in this plan: a replaced node's replacement, which may have
+  // more outputs than the node (_MaxPoolWithWorkspace's workspace), or the node itself.
+  const Node& Producer(const Endpoint& e) const {
+    const Replacement* r = rewrites_.Replaced(e.node);
+    return r != nullptr ? *r->node : *e.node;
+  }
+
   // The fused node `op` that stands for `last`, reading `inputs` then `constants`, made on first
   // use.
   const Node* MakeFused(const Node& last, const std::string& op,
@@ -430,8 +495,8 @@ class Remapper {
         NodeSpec spec;
         spec.name = StrCat(in.node->name(), "_", in.index, "_", k);
         spec.op = "Placeholder";
-        spec.attrs.Set("dtype", in.node->output_type(in.index));
-        spec.attrs.Set("shape", in.node->output_shape(in.index));
+        spec.attrs.Set("dtype", Producer(in).output_type(in.index));
+        spec.attrs.Set("shape", Producer(in).output_shape(in.index));
         StatusOr<Node*> p = g->AddNode(std::move(spec));
         if (!p.ok()) return nullptr;
         placeholders.push_back({*p, 0});

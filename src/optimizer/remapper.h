@@ -2,8 +2,9 @@
 // a per-channel bias (BiasAdd, or an Add of a vector of the channels) or an inference
 // FusedBatchNorm (convolutions only), and/or an activation (Relu, Relu6, Elu, LeakyRelu), runs as
 // one _FusedConv2D / _FusedDepthwiseConv2dNative / _FusedMatMul node in place of the chain's last
-// node, when nothing else reads the intermediate results; and
-// BiasAddGrad(ReluGrad) runs as one _ReluGradBiasAddGrad. See
+// node, when nothing else reads the intermediate results;
+// BiasAddGrad(ReluGrad) runs as one _ReluGradBiasAddGrad; and a float32 NHWC MaxPool with a
+// MaxPoolGrad of it runs as _MaxPoolWithWorkspace + _MaxPoolGradWithWorkspace. See
 // docs/architecture/graph-optimizer.md.
 #pragma once
 

@@ -75,6 +75,9 @@ NOT_IN_RAW_OPS = {
        for op in ("_FusedConv2D", "_FusedMatMul")},
     "_ReluGradBiasAddGrad": "Flowstone's own fused op (TensorFlow has none); test_fusion.py "
                             "checks it bit for bit against ReluGrad and BiasAddGrad",
+    **{op: "Flowstone's own MaxPool / MaxPoolGrad pair (TensorFlow's oneDNN pair is internal); "
+           "test_max_pool_grad.py checks it bit for bit against MaxPool and MaxPoolGrad"
+       for op in ("_MaxPoolWithWorkspace", "_MaxPoolGradWithWorkspace")},
 }
 
 # Attrs raw_ops names differently from the op's schema: (op, attr) -> raw_ops keyword.
