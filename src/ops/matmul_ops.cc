@@ -74,9 +74,10 @@ class MatMulKernel final : public OpKernel {
         // layer sizes that fused MatMuls usually have.
         T* c = out->data<T>();
         const int64_t cols = op_b.cols;
-        ctx.ParallelFor(op_a.rows, 2 * cols, [&](int64_t begin, int64_t end) {
-          tail_.Apply(c + begin * cols, end - begin, cols, 1, gain, shift);
-        });
+        ctx.ParallelFor(op_a.rows, tail_.cost_per_element() * cols,
+                        [&](int64_t begin, int64_t end) {
+                          tail_.Apply(c + begin * cols, end - begin, cols, 1, gain, shift);
+                        });
         return Status::OK();
       });
     }

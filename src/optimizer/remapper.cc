@@ -57,6 +57,11 @@ struct Chain {
   std::vector<Endpoint> args;       // its per-channel vectors, as the user's graph names them
   const Node* activation = nullptr;
   const Node* last = nullptr;
+  // An exact GELU as the activation: its nodes (the last one is `activation`) and constants.
+  std::vector<const Node*> gelu_nodes;
+  double gelu_half = 0.5;
+  double gelu_scale = 0.0;
+  bool gelu_divide = false;
 };
 
 // Folds an inference batch norm (and a bias before it) into a convolution's constant filter:
@@ -104,7 +109,8 @@ class Remapper {
         if (!Live(id)) continue;
         const Node* n = graph_.node_unlocked(id);
         if (used_.count(n)) continue;
-        const bool candidate = activations ? IsActivation(n->type()) : IsScaleCandidate(*n);
+        const bool candidate =
+            activations ? IsActivation(n->type()) || n->type() == "Mul" : IsScaleCandidate(*n);
         if (!candidate) continue;
         Chain chain;
         if (Match(*n, &chain)) Replace(chain);
@@ -153,14 +159,14 @@ class Remapper {
   // node read by `reader`: computed by a live node whose other outputs nobody reads, with no
   // control edges either way, on the reader's device, and read once (by `reader`), not fed or
   // fetched.
-  bool Intermediate(const Endpoint& e, const Node& reader) const {
+  bool Intermediate(const Endpoint& e, const Node& reader, int num_readers = 1) const {
     const Node* n = e.node;
     if (n == nullptr || e.index != 0 || scope_.is_fed(e) || !Live(n->id()) || used_.count(n))
       return false;
     if (graph_.node_unlocked(n->id()) != n || !OnlyOutputZeroRead(*n)) return false;
     if (!n->control_inputs().empty() || waited_for_.count(n)) return false;
     if (n->requested_device() != reader.requested_device()) return false;
-    return Readers(e) - static_cast<int>(ShapeReaders(e).size()) == 1;
+    return Readers(e) - static_cast<int>(ShapeReaders(e).size()) == num_readers;
   }
 
   const std::vector<const Node*>& ShapeReaders(const Endpoint& e) const {
@@ -182,7 +188,12 @@ class Remapper {
     chain->last = &last;
     if (scope_.is_fed(Endpoint{const_cast<Node*>(&last), 0})) return false;
     Endpoint product_out;
-    if (IsActivation(last.type())) {
+    if (last.type() == "Mul") {
+      Endpoint in;
+      // TensorFlow's GeluExact follows a bias only.
+      if (!MatchGelu(last, chain, &in) || !IsBiasCandidate(in.node->type())) return false;
+      chain->bias_node = in.node;
+    } else if (IsActivation(last.type())) {
       chain->activation = &last;
       const Endpoint in = Source(last.input(0));
       if (!Intermediate(in, last)) return false;
@@ -246,6 +257,77 @@ class Remapper {
     if (!out.known_rank() || out.rank() < 1 || !bias.known_rank() || bias.rank() != 1) return false;
     const int64_t channels = out.dim(out.rank() - 1);
     return channels >= 0 && bias.dim(0) == channels;
+  }
+
+  // The value of a single-element constant of `dtype` whose broadcasting cannot change the shape
+  // of a rank-2 operand.
+  bool ScalarConstant(const Endpoint& e, DType dtype, double* value) const {
+    Tensor t;
+    if (!ConstantValue(e, &t) || t.dtype() != dtype || t.num_elements() != 1 || t.rank() > 2)
+      return false;
+    *value = dtype == DType::kFloat32 ? double(t.data<float>()[0]) : t.data<double>()[0];
+    return true;
+  }
+
+  // An intermediate result of the GELU pattern: a live node's output 0 read only by `reader`.
+  bool GeluPart(const Endpoint& e, const Node& reader, const char* type) const {
+    return e.node != nullptr &&
+           (e.node->type() == type || (std::string(type) == "AddV2" && e.node->type() == "Add")) &&
+           e.node->control_inputs().empty() && Intermediate(e, reader);
+  }
+
+  // Whether `last` ends BERT's exact GELU of a rank-2 float y, (y * half) * (1 + erf(y * scale))
+  // or with y / scale inside (operands of Mul and Add in either order); sets `*y` and the
+  // chain's GELU fields. y itself must be read by the two GELU nodes alone.
+  bool MatchGelu(const Node& last, Chain* chain, Endpoint* y) const {
+    const DType dtype = last.output_type(0);
+    if (!FusableDType(dtype) || !last.control_inputs().empty() || last.num_inputs() != 2)
+      return false;
+    for (int k = 0; k < 2; ++k) {
+      const Endpoint half_out = Source(last.input(k)), add_out = Source(last.input(1 - k));
+      if (!GeluPart(half_out, last, "Mul") || !GeluPart(add_out, last, "AddV2")) continue;
+      const Node& half_mul = *half_out.node;
+      const Node& add = *add_out.node;
+      for (int h = 0; h < 2; ++h) {
+        for (int a = 0; a < 2; ++a) {
+          double half, one, scale;
+          const Endpoint erf_out = Source(add.input(1 - a));
+          if (!ScalarConstant(half_mul.input(1 - h), dtype, &half) ||
+              !ScalarConstant(add.input(a), dtype, &one) || one != 1.0 ||
+              !GeluPart(erf_out, add, "Erf")) {
+            continue;
+          }
+          const Endpoint candidate = Source(half_mul.input(h));
+          const Endpoint inner_out = Source(erf_out.node->input(0));
+          const Node* inner = inner_out.node;
+          if (inner == nullptr || !GeluPart(inner_out, *erf_out.node, inner->type().c_str()))
+            continue;
+          bool divide = false;
+          bool found = false;
+          if (inner->type() == "Mul") {
+            for (int m = 0; m < 2 && !found; ++m) {
+              found = Source(inner->input(m)) == candidate &&
+                      ScalarConstant(inner->input(1 - m), dtype, &scale);
+            }
+          } else if (inner->type() == "RealDiv" || inner->type() == "Div") {
+            divide = true;
+            found = Source(inner->input(0)) == candidate &&
+                    ScalarConstant(inner->input(1), dtype, &scale);
+          }
+          if (!found || !Intermediate(candidate, last, 2)) continue;
+          const PartialShape& shape = candidate.node->output_shape(candidate.index);
+          if (!shape.known_rank() || shape.rank() != 2) continue;
+          *y = candidate;
+          chain->activation = &last;
+          chain->gelu_nodes = {&half_mul, inner, erf_out.node, &add, &last};
+          chain->gelu_half = half;
+          chain->gelu_scale = scale;
+          chain->gelu_divide = divide;
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // Splits a bias or batch norm node into the product's output and the per-channel vectors.
@@ -328,7 +410,9 @@ class Remapper {
     if (folded) norm = false;  // the fused node adds the folded bias
     std::vector<std::string> fused_ops;
     if (chain.bias_node != nullptr) fused_ops.push_back(norm ? "FusedBatchNorm" : "BiasAdd");
-    if (chain.activation != nullptr) fused_ops.push_back(chain.activation->type());
+    const bool gelu = !chain.gelu_nodes.empty();
+    if (chain.activation != nullptr)
+      fused_ops.push_back(gelu ? "GeluExact" : chain.activation->type());
     std::vector<Endpoint> inputs = {product.input(0)};
     if (!folded) {
       inputs.push_back(product.input(1));
@@ -353,6 +437,11 @@ class Remapper {
     if (chain.activation != nullptr && chain.activation->type() == "LeakyRelu") {
       attrs.Set("leakyrelu_alpha", chain.activation->attrs().GetOr<double>("alpha", 0.2));
     }
+    if (gelu) {
+      attrs.Set("_gelu_half", chain.gelu_half);
+      attrs.Set("_gelu_scale", chain.gelu_scale);
+      attrs.Set("_gelu_divide", chain.gelu_divide);
+    }
     const Node& last = *chain.last;
     const Node* fused =
         MakeFused(last,
@@ -367,6 +456,7 @@ class Remapper {
     if (chain.pre_bias != nullptr) used_.insert(chain.pre_bias);
     if (chain.bias_node != nullptr) used_.insert(chain.bias_node);
     used_.insert(&last);
+    for (const Node* n : chain.gelu_nodes) used_.insert(n);
     rewrites_.Replace(&last, Replacement{fused, std::move(inputs), std::move(constants)});
     // The intermediates' shape readers read the result, so that the intermediates never run.
     std::vector<Endpoint> intermediates = {Endpoint{const_cast<Node*>(&product), 0}};
@@ -374,6 +464,9 @@ class Remapper {
       intermediates.push_back(Endpoint{const_cast<Node*>(chain.pre_bias), 0});
     if (chain.bias_node != nullptr && chain.bias_node != &last)
       intermediates.push_back(Endpoint{const_cast<Node*>(chain.bias_node), 0});
+    for (const Node* n : chain.gelu_nodes) {
+      if (n != &last) intermediates.push_back(Endpoint{const_cast<Node*>(n), 0});
+    }
     for (const Endpoint& e : intermediates) {
       for (const Node* reader : ShapeReaders(e)) {
         rewrites_.Replace(reader, Replacement{reader, {Endpoint{const_cast<Node*>(&last), 0}}});
