@@ -32,6 +32,8 @@ bool IsScaleCandidate(const Node& n) {
 
 bool FusableDType(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
 
+bool IsAdd(const Node& n) { return n.type() == "AddV2" || n.type() == "Add"; }
+
 // The convolutions that fuse with the tails a Conv2D takes (MobileNet's depthwise ones too).
 bool IsConv(const Node& n) { return n.type() == "Conv2D" || n.type() == "DepthwiseConv2dNative"; }
 
@@ -119,6 +121,10 @@ class Remapper {
     for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
       if (Live(id) && graph_.node_unlocked(id)->type() == "BiasAddGrad")
         FuseReluGradBiasAddGrad(*graph_.node_unlocked(id));
+    }
+    for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      const Node* n = graph_.node_unlocked(id);
+      if (Live(id) && !used_.count(n) && IsAdd(*n)) FuseLayerNorm(*n);
     }
   }
 
@@ -504,6 +510,126 @@ class Remapper {
     used_.insert(&bias_grad);
     rewrites_.Replace(relu_grad, Replacement{fused, std::move(inputs)});
     rewrites_.Forward(&bias_grad, {Endpoint{const_cast<Node*>(relu_grad), 1}});
+  }
+
+  // Node `e.node` if it is a live intermediate of type `type` (Add: either Add op) read by
+  // `reader` (`num_readers` times in all, and by no Shape: a mean's shape is not the result's),
+  // else null.
+  const Node* Part(const Endpoint& e, const Node& reader, const char* type,
+                   int num_readers = 1) const {
+    const Node* n = e.node;
+    if (n == nullptr || (n->type() != type && !(std::string(type) == "Add" && IsAdd(*n))))
+      return nullptr;
+    return Intermediate(e, reader, num_readers) && ShapeReaders(e).empty() &&
+                   n->control_inputs().empty()
+               ? n
+               : nullptr;
+  }
+
+  // Whether `mean` is a Mean over the last axis of a rank-`rank` input, keeping dimensions.
+  bool MeanOverLastAxis(const Node& mean, int rank) const {
+    Tensor axes;
+    if (!mean.attrs().GetOr<bool>("keep_dims", false) || !ConstantValue(mean.input(1), &axes) ||
+        axes.num_elements() != 1 || axes.rank() > 1) {
+      return false;
+    }
+    int64_t axis;
+    if (axes.dtype() == DType::kInt32) {
+      axis = axes.data<int32_t>()[0];
+    } else if (axes.dtype() == DType::kInt64) {
+      axis = axes.data<int64_t>()[0];
+    } else {
+      return false;
+    }
+    return axis == -1 || axis == rank - 1;
+  }
+
+  // A layer norm ending in `last`, as tf.nn.moments and BERT's formula write it:
+  //   mean = Mean(x, -1), var = Mean(SquaredDifference(x, mean), -1),
+  //   last = (Sub(x, mean) * Rsqrt(var + epsilon)) * scale + offset
+  // (the operands of Mul, Add and SquaredDifference in either order), of a float x whose last
+  // dimension is known, runs as one _FusedLayerNorm(x, scale, offset) with the same bits.
+  void FuseLayerNorm(const Node& last) {
+    const DType dtype = last.output_type(0);
+    if (!FusableDType(dtype) || !last.control_inputs().empty() || last.num_inputs() != 2 ||
+        scope_.is_fed(Endpoint{const_cast<Node*>(&last), 0})) {
+      return;
+    }
+    for (int a = 0; a < 2; ++a) {
+      const Node* scaled = Part(Source(last.input(a)), last, "Mul");
+      if (scaled == nullptr) continue;
+      for (int b = 0; b < 2; ++b) {
+        const Node* normed = Part(Source(scaled->input(b)), *scaled, "Mul");
+        if (normed == nullptr) continue;
+        for (int c = 0; c < 2; ++c) {
+          const Node* sub = Part(Source(normed->input(c)), *normed, "Sub");
+          const Node* rsqrt = Part(Source(normed->input(1 - c)), *normed, "Rsqrt");
+          if (sub == nullptr || rsqrt == nullptr) continue;
+          std::vector<const Node*> nodes = {&last, scaled, normed, sub, rsqrt};
+          Endpoint inputs[3] = {sub->input(0), scaled->input(1 - b), last.input(1 - a)};
+          double epsilon;
+          if (MatchMoments(*sub, *rsqrt, dtype, &nodes, &epsilon) &&
+              ReplaceLayerNorm(last, nodes, inputs, epsilon)) {
+            return;
+          }
+        }
+      }
+    }
+  }
+
+  // The moments of a layer norm whose centered input is `sub` and whose Rsqrt is `rsqrt`.
+  bool MatchMoments(const Node& sub, const Node& rsqrt, DType dtype,
+                    std::vector<const Node*>* nodes, double* epsilon) const {
+    const Endpoint x = Source(sub.input(0));
+    const Endpoint mean_out = Source(sub.input(1));
+    const Node* add = Part(Source(rsqrt.input(0)), rsqrt, "Add");
+    if (add == nullptr || x.node == nullptr) return false;
+    const PartialShape& shape = x.node->output_shape(x.index);
+    if (!shape.known_rank() || shape.rank() < 1 || shape.dim(shape.rank() - 1) < 1 ||
+        x.node->output_type(x.index) != dtype) {
+      return false;
+    }
+    for (int e = 0; e < 2; ++e) {
+      const Node* var = Part(Source(add->input(e)), *add, "Mean");
+      if (var == nullptr || !ScalarConstant(add->input(1 - e), dtype, epsilon)) continue;
+      const Node* sq = Part(Source(var->input(0)), *var, "SquaredDifference");
+      if (sq == nullptr || !MeanOverLastAxis(*var, shape.rank())) continue;
+      const Endpoint s0 = Source(sq->input(0)), s1 = Source(sq->input(1));
+      if (!((s0 == x && s1 == mean_out) || (s0 == mean_out && s1 == x))) continue;
+      const Node* mean = Part(mean_out, sub, "Mean", 2);
+      if (mean == nullptr || !(Source(mean->input(0)) == x) ||
+          !MeanOverLastAxis(*mean, shape.rank())) {
+        continue;
+      }
+      nodes->insert(nodes->end(), {add, var, sq, mean});
+      return true;
+    }
+    return false;
+  }
+
+  // Replaces `nodes[0]` by _FusedLayerNorm(x, scale, offset) when scale and offset are vectors
+  // as long as x's last dimension.
+  bool ReplaceLayerNorm(const Node& last, const std::vector<const Node*>& nodes,
+                        const Endpoint (&inputs)[3], double epsilon) {
+    const PartialShape& x = inputs[0].node->output_shape(inputs[0].index);
+    const int64_t n = x.dim(x.rank() - 1);
+    for (int k = 1; k < 3; ++k) {
+      const PartialShape& v = inputs[k].node->output_shape(inputs[k].index);
+      if (!v.known_rank() || v.rank() != 1 || v.dim(0) != n ||
+          inputs[k].node->output_type(inputs[k].index) != last.output_type(0)) {
+        return false;
+      }
+    }
+    AttrMap attrs;
+    attrs.Set("T", last.output_type(0));
+    attrs.Set("epsilon", epsilon);
+    std::vector<Endpoint> fused_inputs(inputs, inputs + 3);
+    const Node* fused = MakeFused(last, "_FusedLayerNorm", fused_inputs, {}, attrs,
+                                  StrCat(nodes[3]->id(), ",", nodes.back()->id()));
+    if (fused == nullptr) return false;
+    for (const Node* n : nodes) used_.insert(n);
+    rewrites_.Replace(&last, Replacement{fused, std::move(fused_inputs)});
+    return true;
   }
 
   // The fused node `op` that stands for `last`, reading `inputs` then `constants`, made on first

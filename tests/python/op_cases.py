@@ -230,3 +230,7 @@ EXEMPT.update(_RAGGED_EXEMPT)
 from op_cases_vecmath import CASES as _VECMATH_CASES  # noqa: E402
 
 CASES += _VECMATH_CASES
+
+from op_cases_encoder import CASES as _ENCODER_CASES  # noqa: E402
+
+CASES += _ENCODER_CASES
