@@ -275,13 +275,6 @@ class Remapper {
     return true;
   }
 
-  // An intermediate result of the GELU pattern: a live node's output 0 read only by `reader`.
-  bool GeluPart(const Endpoint& e, const Node& reader, const char* type) const {
-    return e.node != nullptr &&
-           (e.node->type() == type || (std::string(type) == "AddV2" && e.node->type() == "Add")) &&
-           e.node->control_inputs().empty() && Intermediate(e, reader);
-  }
-
   // Whether `last` ends BERT's exact GELU of a rank-2 float y, (y * half) * (1 + erf(y * scale))
   // or with y / scale inside (operands of Mul and Add in either order); sets `*y` and the
   // chain's GELU fields. y itself must be read by the two GELU nodes alone.
@@ -291,7 +284,7 @@ class Remapper {
       return false;
     for (int k = 0; k < 2; ++k) {
       const Endpoint half_out = Source(last.input(k)), add_out = Source(last.input(1 - k));
-      if (!GeluPart(half_out, last, "Mul") || !GeluPart(add_out, last, "AddV2")) continue;
+      if (!Part(half_out, last, "Mul") || !Part(add_out, last, "Add")) continue;
       const Node& half_mul = *half_out.node;
       const Node& add = *add_out.node;
       for (int h = 0; h < 2; ++h) {
@@ -300,14 +293,13 @@ class Remapper {
           const Endpoint erf_out = Source(add.input(1 - a));
           if (!ScalarConstant(half_mul.input(1 - h), dtype, &half) ||
               !ScalarConstant(add.input(a), dtype, &one) || one != 1.0 ||
-              !GeluPart(erf_out, add, "Erf")) {
+              !Part(erf_out, add, "Erf")) {
             continue;
           }
           const Endpoint candidate = Source(half_mul.input(h));
           const Endpoint inner_out = Source(erf_out.node->input(0));
           const Node* inner = inner_out.node;
-          if (inner == nullptr || !GeluPart(inner_out, *erf_out.node, inner->type().c_str()))
-            continue;
+          if (inner == nullptr || !Part(inner_out, *erf_out.node, inner->type().c_str())) continue;
           bool divide = false;
           bool found = false;
           if (inner->type() == "Mul") {
@@ -470,9 +462,6 @@ class Remapper {
       intermediates.push_back(Endpoint{const_cast<Node*>(chain.pre_bias), 0});
     if (chain.bias_node != nullptr && chain.bias_node != &last)
       intermediates.push_back(Endpoint{const_cast<Node*>(chain.bias_node), 0});
-    for (const Node* n : chain.gelu_nodes) {
-      if (n != &last) intermediates.push_back(Endpoint{const_cast<Node*>(n), 0});
-    }
     for (const Endpoint& e : intermediates) {
       for (const Node* reader : ShapeReaders(e)) {
         rewrites_.Replace(reader, Replacement{reader, {Endpoint{const_cast<Node*>(&last), 0}}});
@@ -513,8 +502,8 @@ class Remapper {
   }
 
   // Node `e.node` if it is a live intermediate of type `type` (Add: either Add op) read by
-  // `reader` (`num_readers` times in all, and by no Shape: a mean's shape is not the result's),
-  // else null.
+  // `reader` (`num_readers` times in all, and by no Shape: a layer norm's mean does not have the
+  // result's shape), else null. The parts of the GELU and layer norm chains.
   const Node* Part(const Endpoint& e, const Node& reader, const char* type,
                    int num_readers = 1) const {
     const Node* n = e.node;

@@ -14,7 +14,8 @@ from flowstone.framework.ops import apply_op
 
 from peers import requires_tensorflow, run_tensorflow
 from test_fusion import OFF, ON
-from test_graph_optimizer import bits, config, traced
+from test_graph_optimizer import bits, traced
+from thread_counts import digests
 
 RNG = np.random.default_rng(11)
 ERF = np.vectorize(math.erf)
@@ -113,22 +114,22 @@ def test_other_constants_are_not_gelu():
 
 
 def test_fused_gelu_does_not_depend_on_threads():
-    data = RNG.standard_normal((300, 64)).astype(np.float32)
-    state = RNG.bit_generator.state
-    results = []
-    for threads in (1, 4):
-        RNG.bit_generator.state = state  # the same weights in both graphs
-        cfg = config()
-        cfg.intra_op_parallelism_threads = threads
-        cfg.inter_op_parallelism_threads = threads
-        graph = tf.Graph()
-        with graph.as_default():
-            x = tf.placeholder(tf.float32, [None, 64])
-            y, _ = dense_gelu(x, 512, "bert_div")
-        out, ran = traced(graph, y, {x: data}, cfg)
-        assert list(ran.values()).count("_FusedMatMul") == 1
-        results.append(bits(out))
-    assert results[0] == results[1]
+    per_threads = digests("""
+        rng = np.random.default_rng(3)
+        x = rng.standard_normal((300, 64)).astype(np.float32)
+        w = rng.standard_normal((64, 512)).astype(np.float32) * 0.3
+        b = rng.standard_normal(512).astype(np.float32)
+        h = tf.nn.bias_add(tf.matmul(x, w), b)
+        y = h * 0.5 * (1.0 + tf.math.erf(h / float(np.sqrt(2.0))))
+        meta = tf.RunMetadata()
+        with tf.Session(config=config) as sess:
+            out = sess.run(y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE),
+                           run_metadata=meta)
+        labels = [n.timeline_label for d in meta.step_stats.dev_stats for n in d.node_stats]
+        assert sum(" = _FusedMatMul(" in label for label in labels) == 1, labels
+        digest([out])
+    """)
+    assert per_threads[0] == per_threads[1] == per_threads[2]
 
 
 def test_gelu_exact_op_as_tensorflow_writes_it():
