@@ -1,8 +1,8 @@
 """BatchMatMulV2 runs the batches of products up to 2^23 multiply-adds in parallel, each on one
 thread (an attention head's 128 x 128 x 64 product is one Gemm tile, so its batches used to run
 one after another on one core). Results match float64 numpy and do not depend on the thread
-count (each count in a process of its own), for the encoder's shapes (with adj_y, as scores = q k^T) and for larger products, which
-still run one after another, each split into tiles."""
+count (each count in a process of its own), for the encoder's shapes (with adj_y, as scores =
+q k^T) and for larger products, which still run one after another, each split into tiles."""
 
 import numpy as np
 import pytest

@@ -97,7 +97,8 @@ def test_fused_layer_norm_does_not_depend_on_threads():
     per_threads = digests("""
         rng = np.random.default_rng(3)
         x = rng.standard_normal((512, 256)).astype(np.float32)
-        g, b = rng.standard_normal(256).astype(np.float32), rng.standard_normal(256).astype(np.float32)
+        g = rng.standard_normal(256).astype(np.float32)
+        b = rng.standard_normal(256).astype(np.float32)
         p = tf.placeholder(tf.float32, [None, 256])
         mean, variance = tf.nn.moments(p, axes=[-1], keepdims=True)
         y = (p - mean) * tf.math.rsqrt(variance + 1e-12) * g + b
