@@ -16,6 +16,7 @@
 
 #include "flowstone/kernel.h"
 #include "flowstone/status.h"
+#include "ops/math/vector_math.h"
 #include "ops/multiversion.h"
 
 namespace flowstone {
@@ -63,7 +64,10 @@ FS_MULTIVERSION void FastEpilogue(T* data, int64_t outer, int64_t channels, int6
 
 }  // namespace fused_detail
 
-enum class FusedActivation { kNone, kRelu, kRelu6, kElu, kLeakyRelu };
+// kGeluExact is the exact (erf) GELU, (x * half) * (1 + erf(x * scale)) or with x / scale inside
+// when `gelu_divide`: the node order of the graphs the remapper fuses it from (BERT's
+// `x * 0.5 * (1.0 + tf.math.erf(x / sqrt(2.0)))`), so that the fused plan keeps their bits.
+enum class FusedActivation { kNone, kRelu, kRelu6, kElu, kLeakyRelu, kGeluExact };
 
 struct FusedEpilogue {
   // What comes before the activation: nothing, a bias (args: bias), or an inference batch norm
@@ -73,11 +77,16 @@ struct FusedEpilogue {
   FusedActivation activation = FusedActivation::kNone;
   double leakyrelu_alpha = 0.2;
   double epsilon = 1e-4;
+  // kGeluExact's constants (attrs _gelu_half, _gelu_scale, _gelu_divide); the defaults are
+  // TensorFlow's GeluExact, 0.5 * x * (1 + erf(x / sqrt(2))).
+  double gelu_half = 0.5;
+  double gelu_scale = 0.70710678118654752440;
+  bool gelu_divide = false;
 
   // Reads `fused_ops` ("BiasAdd" or "FusedBatchNorm", then optionally one of "Relu", "Relu6",
   // "Elu", "LeakyRelu"; or the activation alone, which TensorFlow's kernels do not accept but
-  // which Conv2D -> Relu graphs without a bias fuse to) and checks it against the number of
-  // `args`.
+  // which Conv2D -> Relu graphs without a bias fuse to; or "BiasAdd", "GeluExact") and checks it
+  // against the number of `args`.
   static Status Parse(const std::string& op, const AttrMap& attrs, int num_args,
                       FusedEpilogue* out) {
     std::vector<std::string> ops = attrs.GetOr<std::vector<std::string>>("fused_ops", {});
@@ -86,7 +95,8 @@ struct FusedEpilogue {
     auto unsupported = [&] {
       return errors::Unimplemented(op, " does not support fused_ops [", listed,
                                    "]: supported are BiasAdd or FusedBatchNorm, then optionally "
-                                   "one of Relu, Relu6, Elu, LeakyRelu, or the activation alone");
+                                   "one of Relu, Relu6, Elu, LeakyRelu, or the activation alone; "
+                                   "or BiasAdd, GeluExact");
     };
     size_t i = 0;
     out->scale = Scale::kNone;
@@ -108,6 +118,8 @@ struct FusedEpilogue {
         out->activation = FusedActivation::kElu;
       } else if (a == "LeakyRelu") {
         out->activation = FusedActivation::kLeakyRelu;
+      } else if (a == "GeluExact" && out->scale == Scale::kBias) {
+        out->activation = FusedActivation::kGeluExact;
       } else {
         return unsupported();
       }
@@ -120,10 +132,16 @@ struct FusedEpilogue {
     }
     out->leakyrelu_alpha = attrs.GetOr<double>("leakyrelu_alpha", 0.2);
     out->epsilon = attrs.GetOr<double>("epsilon", 1e-4);
+    out->gelu_half = attrs.GetOr<double>("_gelu_half", 0.5);
+    out->gelu_scale = attrs.GetOr<double>("_gelu_scale", 0.70710678118654752440);
+    out->gelu_divide = attrs.GetOr<bool>("_gelu_divide", false);
     return Status::OK();
   }
 
   int num_args() const { return scale == Scale::kBias ? 1 : scale == Scale::kBatchNorm ? 4 : 0; }
+
+  // Rough cycles per element of the tail, for splitting it over threads.
+  int64_t cost_per_element() const { return activation == FusedActivation::kGeluExact ? 40 : 2; }
 
   // Checks the args (inputs first_arg...) against the output's channel count and computes the
   // per-channel coefficients: y = act(x * gain + shift), gain empty for a bias, both empty
@@ -188,6 +206,18 @@ struct FusedEpilogue {
         const T alpha = static_cast<T>(leakyrelu_alpha);
         return Loop(data, outer, channels, inner, g, b,
                     [alpha](T x) { return x < 0 ? alpha * x : x; });
+      }
+      case FusedActivation::kGeluExact: {
+        // As the separate Mul, Erf (vector_math.h, from an FS_MULTIVERSION loop like the Erf
+        // kernel's), AddV2 and Mul kernels compute it; Erf ends in a select, so no multiply-add
+        // is contracted across the nodes' boundaries.
+        const T half = static_cast<T>(gelu_half), scale = static_cast<T>(gelu_scale);
+        if (gelu_divide) {
+          return Loop(data, outer, channels, inner, g, b,
+                      [half, scale](T x) { return (x * half) * (T(1) + vecmath::Erf(x / scale)); });
+        }
+        return Loop(data, outer, channels, inner, g, b,
+                    [half, scale](T x) { return (x * half) * (T(1) + vecmath::Erf(x * scale)); });
       }
     }
   }

@@ -74,9 +74,10 @@ class MatMulKernel final : public OpKernel {
         // layer sizes that fused MatMuls usually have.
         T* c = out->data<T>();
         const int64_t cols = op_b.cols;
-        ctx.ParallelFor(op_a.rows, 2 * cols, [&](int64_t begin, int64_t end) {
-          tail_.Apply(c + begin * cols, end - begin, cols, 1, gain, shift);
-        });
+        ctx.ParallelFor(op_a.rows, tail_.cost_per_element() * cols,
+                        [&](int64_t begin, int64_t end) {
+                          tail_.Apply(c + begin * cols, end - begin, cols, 1, gain, shift);
+                        });
         return Status::OK();
       });
     }
@@ -205,8 +206,12 @@ Status BatchMatMulShape(InferenceContext& ctx) {
   return Status::OK();
 }
 
-// Below this many multiply-adds per matrix, batches run in parallel, each product on one thread.
-constexpr int64_t kSmallMatrixWork = 64 * 64 * 64;
+// Up to this many multiply-adds per matrix, batches run in parallel, each product on one thread;
+// larger products run one after another, each split into tiles by Gemm. Gemm cuts a product into
+// tiles of at least 2^20 multiply-adds, so an attention head's 128 x 128 x 64 product is one tile:
+// when this bound was 64^3, a transformer's BatchMatMulV2 ran its batches one after another on
+// one core (at batch 32, 128 products per node). Per-batch results do not depend on the split.
+constexpr int64_t kSmallMatrixWork = int64_t{1} << 23;
 
 class BatchMatMulKernel final : public OpKernel {
  public:

@@ -32,6 +32,8 @@ bool IsScaleCandidate(const Node& n) {
 
 bool FusableDType(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
 
+bool IsAdd(const Node& n) { return n.type() == "AddV2" || n.type() == "Add"; }
+
 // The convolutions that fuse with the tails a Conv2D takes (MobileNet's depthwise ones too).
 bool IsConv(const Node& n) { return n.type() == "Conv2D" || n.type() == "DepthwiseConv2dNative"; }
 
@@ -57,6 +59,11 @@ struct Chain {
   std::vector<Endpoint> args;       // its per-channel vectors, as the user's graph names them
   const Node* activation = nullptr;
   const Node* last = nullptr;
+  // An exact GELU as the activation: its nodes (the last one is `activation`) and constants.
+  std::vector<const Node*> gelu_nodes;
+  double gelu_half = 0.5;
+  double gelu_scale = 0.0;
+  bool gelu_divide = false;
 };
 
 // Folds an inference batch norm (and a bias before it) into a convolution's constant filter:
@@ -104,7 +111,8 @@ class Remapper {
         if (!Live(id)) continue;
         const Node* n = graph_.node_unlocked(id);
         if (used_.count(n)) continue;
-        const bool candidate = activations ? IsActivation(n->type()) : IsScaleCandidate(*n);
+        const bool candidate =
+            activations ? IsActivation(n->type()) || n->type() == "Mul" : IsScaleCandidate(*n);
         if (!candidate) continue;
         Chain chain;
         if (Match(*n, &chain)) Replace(chain);
@@ -117,6 +125,10 @@ class Remapper {
     for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
       if (Live(id) && graph_.node_unlocked(id)->type() == "MaxPoolGrad")
         PairMaxPoolGrad(*graph_.node_unlocked(id));
+    }
+    for (int id = 0; id < graph_.num_nodes_unlocked(); ++id) {
+      const Node* n = graph_.node_unlocked(id);
+      if (Live(id) && !used_.count(n) && IsAdd(*n)) FuseLayerNorm(*n);
     }
   }
 
@@ -157,14 +169,14 @@ class Remapper {
   // node read by `reader`: computed by a live node whose other outputs nobody reads, with no
   // control edges either way, on the reader's device, and read once (by `reader`), not fed or
   // fetched.
-  bool Intermediate(const Endpoint& e, const Node& reader) const {
+  bool Intermediate(const Endpoint& e, const Node& reader, int num_readers = 1) const {
     const Node* n = e.node;
     if (n == nullptr || e.index != 0 || scope_.is_fed(e) || !Live(n->id()) || used_.count(n))
       return false;
     if (graph_.node_unlocked(n->id()) != n || !OnlyOutputZeroRead(*n)) return false;
     if (!n->control_inputs().empty() || waited_for_.count(n)) return false;
     if (n->requested_device() != reader.requested_device()) return false;
-    return Readers(e) - static_cast<int>(ShapeReaders(e).size()) == 1;
+    return Readers(e) - static_cast<int>(ShapeReaders(e).size()) == num_readers;
   }
 
   const std::vector<const Node*>& ShapeReaders(const Endpoint& e) const {
@@ -186,7 +198,12 @@ class Remapper {
     chain->last = &last;
     if (scope_.is_fed(Endpoint{const_cast<Node*>(&last), 0})) return false;
     Endpoint product_out;
-    if (IsActivation(last.type())) {
+    if (last.type() == "Mul") {
+      Endpoint in;
+      // TensorFlow's GeluExact follows a bias only.
+      if (!MatchGelu(last, chain, &in) || !IsBiasCandidate(in.node->type())) return false;
+      chain->bias_node = in.node;
+    } else if (IsActivation(last.type())) {
       chain->activation = &last;
       const Endpoint in = Source(last.input(0));
       if (!Intermediate(in, last)) return false;
@@ -250,6 +267,69 @@ class Remapper {
     if (!out.known_rank() || out.rank() < 1 || !bias.known_rank() || bias.rank() != 1) return false;
     const int64_t channels = out.dim(out.rank() - 1);
     return channels >= 0 && bias.dim(0) == channels;
+  }
+
+  // The value of a single-element constant of `dtype` whose broadcasting cannot change the shape
+  // of a rank-2 operand.
+  bool ScalarConstant(const Endpoint& e, DType dtype, double* value) const {
+    Tensor t;
+    if (!ConstantValue(e, &t) || t.dtype() != dtype || t.num_elements() != 1 || t.rank() > 2)
+      return false;
+    *value = dtype == DType::kFloat32 ? double(t.data<float>()[0]) : t.data<double>()[0];
+    return true;
+  }
+
+  // Whether `last` ends BERT's exact GELU of a rank-2 float y, (y * half) * (1 + erf(y * scale))
+  // or with y / scale inside (operands of Mul and Add in either order); sets `*y` and the
+  // chain's GELU fields. y itself must be read by the two GELU nodes alone.
+  bool MatchGelu(const Node& last, Chain* chain, Endpoint* y) const {
+    const DType dtype = last.output_type(0);
+    if (!FusableDType(dtype) || !last.control_inputs().empty() || last.num_inputs() != 2)
+      return false;
+    for (int k = 0; k < 2; ++k) {
+      const Endpoint half_out = Source(last.input(k)), add_out = Source(last.input(1 - k));
+      if (!Part(half_out, last, "Mul") || !Part(add_out, last, "Add")) continue;
+      const Node& half_mul = *half_out.node;
+      const Node& add = *add_out.node;
+      for (int h = 0; h < 2; ++h) {
+        for (int a = 0; a < 2; ++a) {
+          double half, one, scale;
+          const Endpoint erf_out = Source(add.input(1 - a));
+          if (!ScalarConstant(half_mul.input(1 - h), dtype, &half) ||
+              !ScalarConstant(add.input(a), dtype, &one) || one != 1.0 ||
+              !Part(erf_out, add, "Erf")) {
+            continue;
+          }
+          const Endpoint candidate = Source(half_mul.input(h));
+          const Endpoint inner_out = Source(erf_out.node->input(0));
+          const Node* inner = inner_out.node;
+          if (inner == nullptr || !Part(inner_out, *erf_out.node, inner->type().c_str())) continue;
+          bool divide = false;
+          bool found = false;
+          if (inner->type() == "Mul") {
+            for (int m = 0; m < 2 && !found; ++m) {
+              found = Source(inner->input(m)) == candidate &&
+                      ScalarConstant(inner->input(1 - m), dtype, &scale);
+            }
+          } else if (inner->type() == "RealDiv" || inner->type() == "Div") {
+            divide = true;
+            found = Source(inner->input(0)) == candidate &&
+                    ScalarConstant(inner->input(1), dtype, &scale);
+          }
+          if (!found || !Intermediate(candidate, last, 2)) continue;
+          const PartialShape& shape = candidate.node->output_shape(candidate.index);
+          if (!shape.known_rank() || shape.rank() != 2) continue;
+          *y = candidate;
+          chain->activation = &last;
+          chain->gelu_nodes = {&half_mul, inner, erf_out.node, &add, &last};
+          chain->gelu_half = half;
+          chain->gelu_scale = scale;
+          chain->gelu_divide = divide;
+          return true;
+        }
+      }
+    }
+    return false;
   }
 
   // Splits a bias or batch norm node into the product's output and the per-channel vectors.
@@ -332,7 +412,9 @@ class Remapper {
     if (folded) norm = false;  // the fused node adds the folded bias
     std::vector<std::string> fused_ops;
     if (chain.bias_node != nullptr) fused_ops.push_back(norm ? "FusedBatchNorm" : "BiasAdd");
-    if (chain.activation != nullptr) fused_ops.push_back(chain.activation->type());
+    const bool gelu = !chain.gelu_nodes.empty();
+    if (chain.activation != nullptr)
+      fused_ops.push_back(gelu ? "GeluExact" : chain.activation->type());
     std::vector<Endpoint> inputs = {product.input(0)};
     if (!folded) {
       inputs.push_back(product.input(1));
@@ -357,6 +439,11 @@ class Remapper {
     if (chain.activation != nullptr && chain.activation->type() == "LeakyRelu") {
       attrs.Set("leakyrelu_alpha", chain.activation->attrs().GetOr<double>("alpha", 0.2));
     }
+    if (gelu) {
+      attrs.Set("_gelu_half", chain.gelu_half);
+      attrs.Set("_gelu_scale", chain.gelu_scale);
+      attrs.Set("_gelu_divide", chain.gelu_divide);
+    }
     const Node& last = *chain.last;
     const Node* fused =
         MakeFused(last,
@@ -371,6 +458,7 @@ class Remapper {
     if (chain.pre_bias != nullptr) used_.insert(chain.pre_bias);
     if (chain.bias_node != nullptr) used_.insert(chain.bias_node);
     used_.insert(&last);
+    for (const Node* n : chain.gelu_nodes) used_.insert(n);
     rewrites_.Replace(&last, Replacement{fused, std::move(inputs), std::move(constants)});
     // The intermediates' shape readers read the result, so that the intermediates never run.
     std::vector<Endpoint> intermediates = {Endpoint{const_cast<Node*>(&product), 0}};
@@ -476,6 +564,124 @@ class Remapper {
   const Node& Producer(const Endpoint& e) const {
     const Replacement* r = rewrites_.Replaced(e.node);
     return r != nullptr ? *r->node : *e.node;
+  // Node `e.node` if it is a live intermediate of type `type` (Add: either Add op) read by
+  // `reader` (`num_readers` times in all, and by no Shape: a layer norm's mean does not have the
+  // result's shape), else null. The parts of the GELU and layer norm chains.
+  const Node* Part(const Endpoint& e, const Node& reader, const char* type,
+                   int num_readers = 1) const {
+    const Node* n = e.node;
+    if (n == nullptr || (n->type() != type && !(std::string(type) == "Add" && IsAdd(*n))))
+      return nullptr;
+    return Intermediate(e, reader, num_readers) && ShapeReaders(e).empty() &&
+                   n->control_inputs().empty()
+               ? n
+               : nullptr;
+  }
+
+  // Whether `mean` is a Mean over the last axis of a rank-`rank` input, keeping dimensions.
+  bool MeanOverLastAxis(const Node& mean, int rank) const {
+    Tensor axes;
+    if (!mean.attrs().GetOr<bool>("keep_dims", false) || !ConstantValue(mean.input(1), &axes) ||
+        axes.num_elements() != 1 || axes.rank() > 1) {
+      return false;
+    }
+    int64_t axis;
+    if (axes.dtype() == DType::kInt32) {
+      axis = axes.data<int32_t>()[0];
+    } else if (axes.dtype() == DType::kInt64) {
+      axis = axes.data<int64_t>()[0];
+    } else {
+      return false;
+    }
+    return axis == -1 || axis == rank - 1;
+  }
+
+  // A layer norm ending in `last`, as tf.nn.moments and BERT's formula write it:
+  //   mean = Mean(x, -1), var = Mean(SquaredDifference(x, mean), -1),
+  //   last = (Sub(x, mean) * Rsqrt(var + epsilon)) * scale + offset
+  // (the operands of Mul, Add and SquaredDifference in either order), of a float x whose last
+  // dimension is known, runs as one _FusedLayerNorm(x, scale, offset) with the same bits.
+  void FuseLayerNorm(const Node& last) {
+    const DType dtype = last.output_type(0);
+    if (!FusableDType(dtype) || !last.control_inputs().empty() || last.num_inputs() != 2 ||
+        scope_.is_fed(Endpoint{const_cast<Node*>(&last), 0})) {
+      return;
+    }
+    for (int a = 0; a < 2; ++a) {
+      const Node* scaled = Part(Source(last.input(a)), last, "Mul");
+      if (scaled == nullptr) continue;
+      for (int b = 0; b < 2; ++b) {
+        const Node* normed = Part(Source(scaled->input(b)), *scaled, "Mul");
+        if (normed == nullptr) continue;
+        for (int c = 0; c < 2; ++c) {
+          const Node* sub = Part(Source(normed->input(c)), *normed, "Sub");
+          const Node* rsqrt = Part(Source(normed->input(1 - c)), *normed, "Rsqrt");
+          if (sub == nullptr || rsqrt == nullptr) continue;
+          std::vector<const Node*> nodes = {&last, scaled, normed, sub, rsqrt};
+          Endpoint inputs[3] = {sub->input(0), scaled->input(1 - b), last.input(1 - a)};
+          double epsilon;
+          if (MatchMoments(*sub, *rsqrt, dtype, &nodes, &epsilon) &&
+              ReplaceLayerNorm(last, nodes, inputs, epsilon)) {
+            return;
+          }
+        }
+      }
+    }
+  }
+
+  // The moments of a layer norm whose centered input is `sub` and whose Rsqrt is `rsqrt`.
+  bool MatchMoments(const Node& sub, const Node& rsqrt, DType dtype,
+                    std::vector<const Node*>* nodes, double* epsilon) const {
+    const Endpoint x = Source(sub.input(0));
+    const Endpoint mean_out = Source(sub.input(1));
+    const Node* add = Part(Source(rsqrt.input(0)), rsqrt, "Add");
+    if (add == nullptr || x.node == nullptr) return false;
+    const PartialShape& shape = x.node->output_shape(x.index);
+    if (!shape.known_rank() || shape.rank() < 1 || shape.dim(shape.rank() - 1) < 1 ||
+        x.node->output_type(x.index) != dtype) {
+      return false;
+    }
+    for (int e = 0; e < 2; ++e) {
+      const Node* var = Part(Source(add->input(e)), *add, "Mean");
+      if (var == nullptr || !ScalarConstant(add->input(1 - e), dtype, epsilon)) continue;
+      const Node* sq = Part(Source(var->input(0)), *var, "SquaredDifference");
+      if (sq == nullptr || !MeanOverLastAxis(*var, shape.rank())) continue;
+      const Endpoint s0 = Source(sq->input(0)), s1 = Source(sq->input(1));
+      if (!((s0 == x && s1 == mean_out) || (s0 == mean_out && s1 == x))) continue;
+      const Node* mean = Part(mean_out, sub, "Mean", 2);
+      if (mean == nullptr || !(Source(mean->input(0)) == x) ||
+          !MeanOverLastAxis(*mean, shape.rank())) {
+        continue;
+      }
+      nodes->insert(nodes->end(), {add, var, sq, mean});
+      return true;
+    }
+    return false;
+  }
+
+  // Replaces `nodes[0]` by _FusedLayerNorm(x, scale, offset) when scale and offset are vectors
+  // as long as x's last dimension.
+  bool ReplaceLayerNorm(const Node& last, const std::vector<const Node*>& nodes,
+                        const Endpoint (&inputs)[3], double epsilon) {
+    const PartialShape& x = inputs[0].node->output_shape(inputs[0].index);
+    const int64_t n = x.dim(x.rank() - 1);
+    for (int k = 1; k < 3; ++k) {
+      const PartialShape& v = inputs[k].node->output_shape(inputs[k].index);
+      if (!v.known_rank() || v.rank() != 1 || v.dim(0) != n ||
+          inputs[k].node->output_type(inputs[k].index) != last.output_type(0)) {
+        return false;
+      }
+    }
+    AttrMap attrs;
+    attrs.Set("T", last.output_type(0));
+    attrs.Set("epsilon", epsilon);
+    std::vector<Endpoint> fused_inputs(inputs, inputs + 3);
+    const Node* fused = MakeFused(last, "_FusedLayerNorm", fused_inputs, {}, attrs,
+                                  StrCat(nodes[3]->id(), ",", nodes.back()->id()));
+    if (fused == nullptr) return false;
+    for (const Node* n : nodes) used_.insert(n);
+    rewrites_.Replace(&last, Replacement{fused, std::move(fused_inputs)});
+    return true;
   }
 
   // The fused node `op` that stands for `last`, reading `inputs` then `constants`, made on first

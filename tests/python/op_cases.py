@@ -234,3 +234,7 @@ CASES += _VECMATH_CASES
 from op_cases_pooling import CASES as _POOLING_CASES  # noqa: E402
 
 CASES += _POOLING_CASES
+
+from op_cases_encoder import CASES as _ENCODER_CASES  # noqa: E402
+
+CASES += _ENCODER_CASES
