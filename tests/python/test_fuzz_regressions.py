@@ -235,6 +235,26 @@ def test_integer_add_n_and_variable_updates_wrap_around_on_overflow():
                 sess.run(v), big + big - np.array([-2**63, 1, 2**63 - 1], np.int64))
 
 
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_scatter_updates_of_variables_wrap_around_on_overflow(dtype):
+    # ResourceScatterAdd/Sub/Mul and ResourceScatterNdAdd/Sub combined rows with plain + - *
+    # (UBSan: signed overflow, asan16 run); they wrap now, as in TensorFlow.
+    top = np.iinfo(dtype).max
+    start = np.array([[top, 3], [-top, 5]], dtype)
+    rows = np.array([[top, 2], [top, 7]], dtype)
+    v = tf.Variable(start)
+    cases = [(tf.scatter_add(v, [0, 1], rows), start + rows),
+             (tf.scatter_sub(v, [1, 0], rows), start - rows[::-1]),
+             (tf.scatter_mul(v, [0, 1], rows), start * rows),
+             (tf.scatter_nd_add(v, [[1], [1]], rows), start + [[0, 0], rows[0] + rows[1]]),
+             (tf.scatter_nd_sub(v, [[0]], rows[:1]), start - [rows[0], [0, 0]])]
+    with tf.Session() as sess, np.errstate(over="ignore"):
+        for update, expected in cases:
+            sess.run(v.initializer)
+            sess.run(update)
+            np.testing.assert_array_equal(sess.run(v), expected.astype(dtype))
+
 @pytest.mark.parametrize("paddings", [[[-7599054045295656413, -5156970955368076164], [0, 0]],
                                       [[7224747493100936066, 8429702924079202986], [0, 0]]])
 def test_mirror_pad_grad_with_huge_paddings_is_an_error_not_an_overflow(paddings):
