@@ -537,3 +537,22 @@ def test_integer_resize_nearest_neighbor_gradients_wrap_around_on_overflow():
     out = apply_op("ResizeNearestNeighborGrad", [grads, tf.constant([1, 1])], {})
     with tf.Session() as sess:
         assert sess.run(out.outputs[0]).tolist() == [[[[-2]]]]
+
+
+@pytest.mark.parametrize("widths, pad_width", [([2**62], -3), ([2**62], -1), ([2, 2**62], 2**62)])
+def test_string_ngrams_longer_than_int64_is_an_error_not_an_overflow(widths, pad_width):
+    # A width near 2^62 padded by width - 1 on both sides: the n-gram count overflowed (UBSan,
+    # asan16 run).
+    data = tf.constant([b"a", b"b", b"c"])
+    splits = tf.constant(np.array([0, 3], np.int64))
+    attrs = {"separator": "|", "ngram_widths": widths, "left_pad": "<", "right_pad": ">",
+             "pad_width": pad_width, "preserve_short_sequences": False}
+    grams = apply_op("StringNGrams", [data, splits], attrs).outputs[0]
+    bigrams = apply_op("StringNGrams", [data, splits], dict(attrs, ngram_widths=[2],
+                                                            pad_width=0)).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="StringNGrams: the n-grams of a sequence of 3 tokens do not "
+                                 "fit int64"):
+            sess.run(grams)
+        assert sess.run(bigrams).tolist() == [b"a|b", b"b|c"]
