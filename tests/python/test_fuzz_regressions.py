@@ -556,3 +556,20 @@ def test_string_ngrams_longer_than_int64_is_an_error_not_an_overflow(widths, pad
                                  "fit int64"):
             sess.run(grams)
         assert sess.run(bigrams).tolist() == [b"a|b", b"b|c"]
+
+
+def test_counting_int64_max_without_maxlength_is_an_error_not_an_overflow():
+    # The dense shape's last dimension, largest value + 1, overflowed for INT64_MAX (UBSan,
+    # asan16 run); with maxlength the value is skipped, as in TensorFlow.
+    values = tf.constant(np.full(4, 2**63 - 1, np.int64))
+    weights = tf.constant(np.zeros(0, np.float64))
+    counted = apply_op("DenseCountSparseOutput", [values, weights], {"binary_output": True})
+    capped = apply_op("DenseCountSparseOutput", [values, weights],
+                      {"binary_output": True, "maxlength": 5})
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="DenseCountSparseOutput: value 9223372036854775807 leaves no "
+                                 "room for the output's dense shape"):
+            sess.run(counted.outputs[2])
+        indices, counts, shape = sess.run(capped.outputs)
+        assert indices.shape == (0, 1) and counts.size == 0 and shape.tolist() == [5]
