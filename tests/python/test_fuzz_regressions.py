@@ -573,3 +573,17 @@ def test_counting_int64_max_without_maxlength_is_an_error_not_an_overflow():
             sess.run(counted.outputs[2])
         indices, counts, shape = sess.run(capped.outputs)
         assert indices.shape == (0, 1) and counts.size == 0 and shape.tolist() == [5]
+
+
+def test_sampling_a_crop_of_an_image_larger_than_int64_pixels_does_not_overflow():
+    # image_size [2**62, 2**32, 1]: the image's area, width * height, overflowed int64 (UBSan,
+    # asan16 run); areas are multiplied in floats now, as TensorFlow does.
+    size = tf.constant(np.array([2**62, 2**32, 1], np.int64))
+    boxes = tf.constant(np.zeros((1, 0, 4), np.float32))
+    begin, crop, _ = apply_op("SampleDistortedBoundingBox", [size, boxes],
+                              {"seed": 3, "area_range": [1.0, 1.0],
+                               "aspect_ratio_range": [0.75, 0.75],
+                               "use_image_if_no_bounding_boxes": True}).outputs
+    with tf.Session() as sess:
+        b, c = sess.run([begin, crop])
+    assert (b >= 0).all() and (c[:2] > 0).all() and (b[:2] + c[:2] <= [2**62, 2**32]).all()
