@@ -235,6 +235,26 @@ def test_integer_add_n_and_variable_updates_wrap_around_on_overflow():
                 sess.run(v), big + big - np.array([-2**63, 1, 2**63 - 1], np.int64))
 
 
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_scatter_updates_of_variables_wrap_around_on_overflow(dtype):
+    # ResourceScatterAdd/Sub/Mul and ResourceScatterNdAdd/Sub combined rows with plain + - *
+    # (UBSan: signed overflow, asan16 run); they wrap now, as in TensorFlow.
+    top = np.iinfo(dtype).max
+    start = np.array([[top, 3], [-top, 5]], dtype)
+    rows = np.array([[top, 2], [top, 7]], dtype)
+    v = tf.Variable(start)
+    cases = [(tf.scatter_add(v, [0, 1], rows), start + rows),
+             (tf.scatter_sub(v, [1, 0], rows), start - rows[::-1]),
+             (tf.scatter_mul(v, [0, 1], rows), start * rows),
+             (tf.scatter_nd_add(v, [[1], [1]], rows), start + [[0, 0], rows[0] + rows[1]]),
+             (tf.scatter_nd_sub(v, [[0]], rows[:1]), start - [rows[0], [0, 0]])]
+    with tf.Session() as sess, np.errstate(over="ignore"):
+        for update, expected in cases:
+            sess.run(v.initializer)
+            sess.run(update)
+            np.testing.assert_array_equal(sess.run(v), expected.astype(dtype))
+
 @pytest.mark.parametrize("paddings", [[[-7599054045295656413, -5156970955368076164], [0, 0]],
                                       [[7224747493100936066, 8429702924079202986], [0, 0]]])
 def test_mirror_pad_grad_with_huge_paddings_is_an_error_not_an_overflow(paddings):
@@ -517,3 +537,53 @@ def test_integer_resize_nearest_neighbor_gradients_wrap_around_on_overflow():
     out = apply_op("ResizeNearestNeighborGrad", [grads, tf.constant([1, 1])], {})
     with tf.Session() as sess:
         assert sess.run(out.outputs[0]).tolist() == [[[[-2]]]]
+
+
+@pytest.mark.parametrize("widths, pad_width", [([2**62], -3), ([2**62], -1), ([2, 2**62], 2**62)])
+def test_string_ngrams_longer_than_int64_is_an_error_not_an_overflow(widths, pad_width):
+    # A width near 2^62 padded by width - 1 on both sides: the n-gram count overflowed (UBSan,
+    # asan16 run).
+    data = tf.constant([b"a", b"b", b"c"])
+    splits = tf.constant(np.array([0, 3], np.int64))
+    attrs = {"separator": "|", "ngram_widths": widths, "left_pad": "<", "right_pad": ">",
+             "pad_width": pad_width, "preserve_short_sequences": False}
+    grams = apply_op("StringNGrams", [data, splits], attrs).outputs[0]
+    bigrams = apply_op("StringNGrams", [data, splits], dict(attrs, ngram_widths=[2],
+                                                            pad_width=0)).outputs[0]
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="StringNGrams: the n-grams of a sequence of 3 tokens do not "
+                                 "fit int64"):
+            sess.run(grams)
+        assert sess.run(bigrams).tolist() == [b"a|b", b"b|c"]
+
+
+def test_counting_int64_max_without_maxlength_is_an_error_not_an_overflow():
+    # The dense shape's last dimension, largest value + 1, overflowed for INT64_MAX (UBSan,
+    # asan16 run); with maxlength the value is skipped, as in TensorFlow.
+    values = tf.constant(np.full(4, 2**63 - 1, np.int64))
+    weights = tf.constant(np.zeros(0, np.float64))
+    counted = apply_op("DenseCountSparseOutput", [values, weights], {"binary_output": True})
+    capped = apply_op("DenseCountSparseOutput", [values, weights],
+                      {"binary_output": True, "maxlength": 5})
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="DenseCountSparseOutput: value 9223372036854775807 leaves no "
+                                 "room for the output's dense shape"):
+            sess.run(counted.outputs[2])
+        indices, counts, shape = sess.run(capped.outputs)
+        assert indices.shape == (0, 1) and counts.size == 0 and shape.tolist() == [5]
+
+
+def test_sampling_a_crop_of_an_image_larger_than_int64_pixels_does_not_overflow():
+    # image_size [2**62, 2**32, 1]: the image's area, width * height, overflowed int64 (UBSan,
+    # asan16 run); areas are multiplied in floats now, as TensorFlow does.
+    size = tf.constant(np.array([2**62, 2**32, 1], np.int64))
+    boxes = tf.constant(np.zeros((1, 0, 4), np.float32))
+    begin, crop, _ = apply_op("SampleDistortedBoundingBox", [size, boxes],
+                              {"seed": 3, "area_range": [1.0, 1.0],
+                               "aspect_ratio_range": [0.75, 0.75],
+                               "use_image_if_no_bounding_boxes": True}).outputs
+    with tf.Session() as sess:
+        b, c = sess.run([begin, crop])
+    assert (b >= 0).all() and (c[:2] > 0).all() and (b[:2] + c[:2] <= [2**62, 2**32]).all()

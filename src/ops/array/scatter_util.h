@@ -14,6 +14,7 @@
 #include "flowstone/status.h"
 #include "flowstone/tensor.h"
 #include "ops/array_util.h"
+#include "ops/elementwise.h"
 
 namespace flowstone {
 namespace scatter_util {
@@ -124,15 +125,16 @@ inline Status NdSliceOffsets(const Tensor& indices, const TensorShape& shape,
   return Status::OK();
 }
 
-// How a scatter combines an update u with the value v already in place.
+// How a scatter combines an update u with the value v already in place. Integer sums and
+// products wrap around, as in TensorFlow (WrapAdd: signed overflow is undefined in C++).
 enum class Combine { kUpdate, kAdd, kSub, kMul, kDiv, kMax, kMin };
 
 template <Combine C, typename T>
 inline T Apply(T v, T u) {
   if constexpr (C == Combine::kUpdate) return u;
-  if constexpr (C == Combine::kAdd) return v + u;
-  if constexpr (C == Combine::kSub) return v - u;
-  if constexpr (C == Combine::kMul) return v * u;
+  if constexpr (C == Combine::kAdd) return WrapAdd(v, u);
+  if constexpr (C == Combine::kSub) return WrapSub(v, u);
+  if constexpr (C == Combine::kMul) return WrapMul(v, u);
   if constexpr (C == Combine::kDiv) return v / u;
   if constexpr (C == Combine::kMax) return std::max(v, u);
   if constexpr (C == Combine::kMin) return std::min(v, u);

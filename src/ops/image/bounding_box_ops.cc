@@ -24,9 +24,13 @@
 namespace flowstone {
 namespace {
 
+// w * h as a float, multiplied in floats: the product of a huge image's sides need not fit
+// int64, and for sides below 2^24 this rounds exactly as converting the integer product would.
+float FloatArea(int64_t w, int64_t h) { return static_cast<float>(w) * static_cast<float>(h); }
+
 struct Rect {
   int64_t min_x, min_y, max_x, max_y;
-  int64_t Area() const { return (max_x - min_x) * (max_y - min_y); }
+  float Area() const { return FloatArea(max_x - min_x, max_y - min_y); }
   Rect Intersect(const Rect& r) const {
     const Rect i{std::max(min_x, r.min_x), std::max(min_y, r.min_y), std::min(max_x, r.max_x),
                  std::min(max_y, r.max_y)};
@@ -47,8 +51,8 @@ bool RandomCrop(int64_t width, int64_t height, float min_area_fraction, float ma
   if (max_area_fraction <= 0 || aspect_ratio <= 0 || min_area_fraction > max_area_fraction) {
     return false;
   }
-  const float min_area = min_area_fraction * static_cast<float>(width * height);
-  const float max_area = max_area_fraction * static_cast<float>(width * height);
+  const float min_area = min_area_fraction * FloatArea(width, height);
+  const float max_area = max_area_fraction * FloatArea(width, height);
   int64_t h = std::lrint(std::sqrt(min_area / aspect_ratio));
   int64_t max_h = std::lrint(std::sqrt(max_area / aspect_ratio));
   // The largest max_h with round(max_h * aspect_ratio) <= width.
@@ -61,16 +65,16 @@ bool RandomCrop(int64_t width, int64_t height, float min_area_fraction, float ma
   if (h < max_h) h += random.Uniform(max_h - h + 1);
   int64_t w = std::lrint(static_cast<float>(h) * aspect_ratio);
   // Rounding may leave the area just outside the range: try one row more, then one less.
-  float area = static_cast<float>(w * h);
+  float area = FloatArea(w, h);
   if (area < min_area) {
     h += 1;
     w = std::lrint(static_cast<float>(h) * aspect_ratio);
-    area = static_cast<float>(w * h);
+    area = FloatArea(w, h);
   }
   if (area > max_area) {
     h -= 1;
     w = std::lrint(static_cast<float>(h) * aspect_ratio);
-    area = static_cast<float>(w * h);
+    area = FloatArea(w, h);
   }
   if (area < min_area || area > max_area || w > width || h > height || w <= 0 || h <= 0) {
     return false;
@@ -84,9 +88,9 @@ bool RandomCrop(int64_t width, int64_t height, float min_area_fraction, float ma
 bool CoversAnObject(const Rect& crop, float min_object_covered, const std::vector<Rect>& boxes) {
   if (crop.Area() < 1) return false;
   for (const Rect& box : boxes) {
-    const float area = static_cast<float>(box.Area());
+    const float area = box.Area();
     if (area < 1) continue;
-    if (static_cast<float>(crop.Intersect(box).Area()) / area >= min_object_covered) return true;
+    if (crop.Intersect(box).Area() / area >= min_object_covered) return true;
   }
   return false;
 }

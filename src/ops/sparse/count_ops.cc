@@ -5,6 +5,7 @@
 // dimension of the output is maxlength when positive, else max(largest value + 1, minlength).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -52,6 +53,12 @@ Status Count(const CountAttrs& a, const Tensor& weights, int64_t i, int64_t valu
 
 Status WriteCounts(KernelContext& ctx, const CountAttrs& a, const Counts& counts, bool is_1d,
                    int64_t batches, int64_t max_value) {
+  // The dense shape's last dimension is the largest value + 1, which INT64_MAX leaves no room for.
+  if (a.maxlength <= 0 && max_value == std::numeric_limits<int64_t>::max()) {
+    return errors::InvalidArgument(ctx.node().type(), ": value ", max_value,
+                                   " leaves no room for the output's dense shape (the largest "
+                                   "value + 1); values must be below it, or set maxlength");
+  }
   int64_t total = 0;
   for (const auto& [b, row] : counts) total += static_cast<int64_t>(row.size());
   const int64_t rank = is_1d ? 1 : 2;

@@ -30,8 +30,16 @@ struct NGramConfig {
   int64_t PadFor(int64_t width) const {
     return std::min(pad_width < 0 ? width - 1 : pad_width, width - 1);
   }
-  int64_t CountFor(int64_t length, int64_t width) const {
-    return std::max<int64_t>(0, length + 2 * PadFor(width) - width + 1);
+  // The number of n-grams of `width` over `length` tokens; false when the padded sequence is
+  // longer than int64 (a width near 2^62 with its default padding).
+  bool CountFor(int64_t length, int64_t width, int64_t* count) const {
+    int64_t padded;
+    if (__builtin_mul_overflow(PadFor(width), 2, &padded) ||
+        __builtin_add_overflow(padded, length, &padded)) {
+      return false;
+    }
+    *count = std::max<int64_t>(0, padded - width + 1);
+    return true;
   }
 
   // Appends the `count` n-grams of `width` over tokens[0, length) to `out`.
@@ -100,9 +108,17 @@ class StringNGramsKernel final : public OpKernel {
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t length = splits[r + 1] - splits[r];
       int64_t count = 0;
-      for (int64_t width : config_.widths) count += config_.CountFor(length, width);
+      for (int64_t width : config_.widths) {
+        int64_t grams;
+        if (!config_.CountFor(length, width, &grams) ||
+            __builtin_add_overflow(count, grams, &count)) {
+          return TooLong(length, width);
+        }
+      }
       if (config_.preserve_short && length > 0 && count == 0) count = 1;
-      out_splits[r + 1] = out_splits[r] + count;
+      if (__builtin_add_overflow(out_splits[r], count, &out_splits[r + 1])) {
+        return TooLong(length, config_.widths.empty() ? 0 : config_.widths.back());
+      }
     }
     Tensor *grams, *grams_splits;
     FS_RETURN_IF_ERROR(ctx.AllocateOutput(0, TensorShape{out_splits.back()}, &grams));
@@ -113,7 +129,8 @@ class StringNGramsKernel final : public OpKernel {
       const int64_t length = splits[r + 1] - splits[r];
       int64_t at = out_splits[r];
       for (int64_t width : config_.widths) {
-        const int64_t count = config_.CountFor(length, width);
+        int64_t count = 0;
+        config_.CountFor(length, width, &count);  // Checked above.
         config_.Make(tokens + splits[r], count, width, out + at);
         at += count;
       }
@@ -133,6 +150,11 @@ class StringNGramsKernel final : public OpKernel {
   }
 
  private:
+  Status TooLong(int64_t length, int64_t width) const {
+    return errors::InvalidArgument("StringNGrams: the n-grams of a sequence of ", length,
+                                   " tokens do not fit int64 (width ", width, ", pad_width ",
+                                   config_.pad_width, "); use smaller ngram_widths or pad_width");
+  }
   NGramConfig config_;
 };
 
