@@ -1,8 +1,8 @@
 // 2-D convolutions: Conv2D and DepthwiseConv2dNative with their input and filter backprops
 // (which also implement conv2d_transpose), all differentiable twice.
 //
-// float32 runs on oneDNN, except 3x3 stride-1 NHWC forward and input-gradient passes of shapes
-// where Winograd pays off (ops/nn/winograd_conv.h, WinogradFor); float64 (and float32 when
+// float32 runs on oneDNN, except 3x3 stride-1 NHWC passes of shapes where Winograd pays off
+// (ops/nn/winograd_conv.h, WinogradFor); float64 (and float32 when
 // FLOWSTONE_ONEDNN=0) runs the reference loops below, which are also the oracle the oneDNN path
 // is tested against.
 #include <algorithm>
@@ -421,16 +421,17 @@ ConvProblem WithBatch(ConvProblem p, int64_t batch) {
 }
 
 // The Winograd form of a float32 pass (winograd_conv.h) when it applies and pays off: NHWC, 3x3
-// filter, stride 1, dilation 1, and the measured shape rule. The input gradient at stride 1 is
-// the forward convolution of the output gradient with the flipped filter, its padding the
-// window's complement (2 - pad_before).
+// filter, stride 1, dilation 1, and the measured shape rule. The forward and filter-gradient
+// passes share the forward geometry; the input gradient at stride 1 is the forward convolution
+// of the output gradient with the flipped filter, its padding the window's complement
+// (2 - pad_before).
 bool WinogradFor(const ConvProblem& p, ConvPass pass, winograd::Conv3x3* w) {
-  if (pass == ConvPass::kBackpropFilter || p.depthwise || p.format != DataFormat::kNHWC ||
-      p.filter.h != 3 || p.filter.w != 3 || p.in.c != p.filter.in || p.rows.stride != 1 ||
-      p.cols.stride != 1 || p.rows.dilation != 1 || p.cols.dilation != 1 || !onednn::Enabled()) {
+  if (p.depthwise || p.format != DataFormat::kNHWC || p.filter.h != 3 || p.filter.w != 3 ||
+      p.in.c != p.filter.in || p.rows.stride != 1 || p.cols.stride != 1 || p.rows.dilation != 1 ||
+      p.cols.dilation != 1 || !onednn::Enabled()) {
     return false;
   }
-  const bool forward = pass == ConvPass::kForward;
+  const bool forward = pass != ConvPass::kBackpropInput;
   const Image& from = forward ? p.in : p.out;
   const Image& to = forward ? p.out : p.in;
   w->batch = p.in.n;
@@ -1026,6 +1027,10 @@ class ConvBackpropFilterKernel final : public ConvKernel {
     if (x.num_elements() == 0 || dy.num_elements() == 0) {
       FillZero(df);
       return Status::OK();
+    }
+    winograd::Conv3x3 w;
+    if (ctx.output_type(0) == DType::kFloat32 && WinogradFor(p, ConvPass::kBackpropFilter, &w)) {
+      return winograd::BackpropFilter(ctx, w, x.data<float>(), dy.data<float>(), df->data<float>());
     }
     return Run(ctx, p, ConvPass::kBackpropFilter, {Images(x), Images(dy), Shared(*df)},
                [&]<typename T>(T) {

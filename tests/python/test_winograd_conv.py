@@ -1,5 +1,5 @@
-"""Winograd F(4x4, 3x3) convolutions (src/ops/nn/winograd_conv.cc): Conv2D, _FusedConv2D and
-Conv2DBackpropInput at stride 1 with 3x3 float32 NHWC filters.
+"""Winograd F(4x4, 3x3) convolutions (src/ops/nn/winograd_conv.cc): Conv2D, _FusedConv2D,
+Conv2DBackpropInput and Conv2DBackpropFilter at stride 1 with 3x3 float32 NHWC filters.
 
 FLOWSTONE_CONV_WINOGRAD is read once per process, so each mode runs in a subprocess of its own:
 "always" puts every eligible convolution through Winograd (small test shapes included), "0"
@@ -59,15 +59,16 @@ for i, (n, h, w, c, k, padding) in enumerate(cases):
         fused = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, f, [1, 1, 1, 1], padding), b_value))
         dy_value = rng.standard_normal([n] + y.shape.as_list()[1:]).astype(np.float32)
         dx = tf.nn.conv2d_backprop_input([n, h, w, c], f, dy_value, [1, 1, 1, 1], padding)
+        df = tf.nn.conv2d_backprop_filter(x, [3, 3, c, k], dy_value, [1, 1, 1, 1], padding)
         constant = tf.nn.conv2d(x, tf.constant(f_value), [1, 1, 1, 1], padding)
         init = tf.global_variables_initializer()
     with tf.Session(graph=graph, config=config) as sess:
         sess.run(init)
         for run in range(2):  # the second run reads the constant filter's kept transform
-            got = sess.run([y, fused, dx, constant], {{x: x_value}})
+            got = sess.run([y, fused, dx, constant, df], {{x: x_value}})
         out.update({{f"x{{i}}": x_value, f"f{{i}}": f_value, f"b{{i}}": b_value, f"dy{{i}}": dy_value,
                     f"y{{i}}": got[0], f"fused{{i}}": got[1], f"dx{{i}}": got[2],
-                    f"const{{i}}": got[3]}})
+                    f"const{{i}}": got[3], f"df{{i}}": got[4]}})
 np.savez(sys.argv[1], **out)
 """
 
@@ -136,6 +137,22 @@ def input_gradient_terms(dy, f, in_shape, padding):
     return grad[:, 2:2 + h, 2:2 + w], scale[:, 2:2 + h, 2:2 + w]
 
 
+def filter_gradient_terms(x, dy, padding):
+    """float64 Conv2DBackpropFilter and its term scale."""
+    pads = geometry(x.shape[1:3], (3, 3), (1, 1), (1, 1), padding)
+    out_h, out_w = pads[0][0], pads[1][0]
+    xp = padded(x.astype(np.float64), padding, (out_h, out_w), pads)
+    dy64 = dy.reshape(-1, dy.shape[3]).astype(np.float64)
+    grad = np.zeros((3, 3, x.shape[3], dy.shape[3]))
+    scale = np.zeros_like(grad)
+    for i in range(3):
+        for j in range(3):
+            window = xp[:, i:i + out_h, j:j + out_w, :].reshape(-1, x.shape[3])
+            grad[i, j] = window.T @ dy64
+            scale[i, j] = np.abs(window).T @ np.abs(dy64)
+    return grad, scale
+
+
 def assert_within_bound(got, exact, scale, what):
     err = np.abs(got.astype(np.float64) - exact).max()
     limit = BOUND * max(scale.max(), 1e-30)
@@ -160,15 +177,19 @@ def test_winograd_matches_float64_reference(tmp_path):
         exact_dx, scale_dx = input_gradient_terms(got[f"dy{i}"], f, x.shape, padding)
         assert_within_bound(got[f"dx{i}"], exact_dx, scale_dx,
                             f"Conv2DBackpropInput case {CASES[i]}")
-        differs += not np.array_equal(got[f"y{i}"], direct[f"y{i}"])
-        differs += not np.array_equal(got[f"dx{i}"], direct[f"dx{i}"])
+        exact_df, scale_df = filter_gradient_terms(x, got[f"dy{i}"], padding)
+        assert_within_bound(got[f"df{i}"], exact_df, scale_df,
+                            f"Conv2DBackpropFilter case {CASES[i]}")
+        differs += sum(not np.array_equal(got[f"{key}{i}"], direct[f"{key}{i}"])
+                       for key in ("y", "dx", "df"))
     # Winograd really ran: its rounding differs from the direct convolution's.
-    assert differs >= len(CASES)
+    assert differs >= 2 * len(CASES)
 
 
 @requires_avx512
 def test_winograd_is_bit_identical_across_thread_counts(tmp_path):
-    cases = CASES[:3] + [(8, 14, 14, 32, 64, "SAME")]
+    # The last case's filter gradient sums 8 chunks of 2 blocks of 48 tiles, in order.
+    cases = CASES[:3] + [(48, 14, 14, 32, 64, "SAME")]
     results = [run_cases(tmp_path, "always", threads, cases) for threads in (1, 2, 4)]
     for other in results[1:]:
         for key in results[0]:
@@ -183,7 +204,7 @@ def test_default_rule_takes_winograd_for_the_tutorial_shapes_only(tmp_path):
     auto = run_cases(tmp_path, None, cases=cases)
     always = run_cases(tmp_path, "always", cases=cases)
     direct = run_cases(tmp_path, "0", cases=cases)
-    for key in ("y0", "dx0", "fused0"):
+    for key in ("y0", "dx0", "fused0", "df0"):
         np.testing.assert_array_equal(auto[key], always[key])
-    for key in ("y1", "dx1", "fused1"):
+    for key in ("y1", "dx1", "fused1", "df1"):
         np.testing.assert_array_equal(auto[key], direct[key])

@@ -67,6 +67,65 @@ FS_WINO_INLINE void FilterTransform3(const __m512* g, __m512* r) {
   r[5] = g[2];
 }
 
+// The filter gradient uses the same algorithm transposed: with the output gradient dy as the
+// 4x4 "filter" of a tile, df = G^T [(A dy A^T) . (B^T d B)] G (the derivative of
+// sum(y . dy) = sum over points of (A dy A^T) . (G g G^T) . (B^T d B) with respect to g).
+
+// w = A g for one row or column of a 4x4 output-gradient tile (A = (A^T)^T, 6x4).
+FS_WINO_INLINE void GradientTransform4(const __m512* g, __m512* w) {
+  const __m512 two = _mm512_set1_ps(2.f), four = _mm512_set1_ps(4.f);
+  const __m512 sum02 = _mm512_add_ps(g[0], g[2]), sum13 = _mm512_add_ps(g[1], g[3]);
+  const __m512 even = _mm512_fmadd_ps(four, g[2], g[0]);  // g0 + 4 g2
+  const __m512 odd = _mm512_fmadd_ps(four, g[3], g[1]);   // g1 + 4 g3
+  w[0] = g[0];
+  w[1] = _mm512_add_ps(sum02, sum13);
+  w[2] = _mm512_sub_ps(sum02, sum13);
+  w[3] = _mm512_fmadd_ps(two, odd, even);
+  w[4] = _mm512_fnmadd_ps(two, odd, even);
+  w[5] = g[3];
+}
+
+// o = G^T m for one row or column of a 6x6 product tile (3 filter taps).
+FS_WINO_INLINE void FilterGradientTransform6(const __m512* m, __m512* o) {
+  const __m512 quarter = _mm512_set1_ps(1.f / 4), sixth = _mm512_set1_ps(1.f / 6);
+  const __m512 minus_sixth = _mm512_set1_ps(-1.f / 6), twelfth = _mm512_set1_ps(1.f / 12);
+  const __m512 twenty_fourth = _mm512_set1_ps(1.f / 24);
+  const __m512 sum12 = _mm512_add_ps(m[1], m[2]), diff21 = _mm512_sub_ps(m[2], m[1]);
+  const __m512 sum34 = _mm512_add_ps(m[3], m[4]), diff34 = _mm512_sub_ps(m[3], m[4]);
+  o[0] = _mm512_fmadd_ps(quarter, m[0],
+                         _mm512_fmadd_ps(minus_sixth, sum12, _mm512_mul_ps(twenty_fourth, sum34)));
+  o[1] = _mm512_fmadd_ps(sixth, diff21, _mm512_mul_ps(twelfth, diff34));
+  o[2] = _mm512_fmadd_ps(minus_sixth, sum12, _mm512_fmadd_ps(sixth, sum34, m[5]));
+}
+
+// df[((i * 3 + j) * C + c) * K + k] from the 36 points of m[(p * C + c) * K + k], for input
+// channels [c_begin, c_end).
+FS_WINO_TARGET void TransformFilterGradientRange(const float* m, int64_t C, int64_t K,
+                                                 int64_t c_begin, int64_t c_end, float* df) {
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    for (int64_t k = 0; k < K; k += kLanes) {
+      const __mmask16 mask = LaneMask(K - k);
+      // Rows first (M G), then columns (G^T (M G)).
+      __m512 half[kAlpha][3];
+      for (int a = 0; a < kAlpha; ++a) {
+        __m512 row[kAlpha];
+        for (int b = 0; b < kAlpha; ++b) {
+          row[b] = _mm512_maskz_loadu_ps(mask, m + ((a * kAlpha + b) * C + c) * K + k);
+        }
+        FilterGradientTransform6(row, half[a]);
+      }
+      for (int j = 0; j < 3; ++j) {
+        __m512 column[kAlpha], tap[3];
+        for (int a = 0; a < kAlpha; ++a) column[a] = half[a][j];
+        FilterGradientTransform6(column, tap);
+        for (int i = 0; i < 3; ++i) {
+          _mm512_mask_storeu_ps(df + ((i * 3 + j) * C + c) * K + k, mask, tap[i]);
+        }
+      }
+    }
+  }
+}
+
 // u[(p * C + c) * K + k] for the 36 points p of the transform of filter g[(i * 3 + j) * C * K +
 // c * K + k], for input channels [c_begin, c_end).
 FS_WINO_TARGET void TransformFilterRange(const float* g, int64_t C, int64_t K, int64_t c_begin,
@@ -157,19 +216,26 @@ FS_WINO_TARGET void TransformInputBlock(const Conv3x3& p, const Geometry& geo, c
   }
 }
 
-// m[r, :] = sum over c in order of v[r, c] * u[c, :] for R rows and NV * 16 columns (the last
-// vector masked by `last`): one multiply-add chain per element, so the result does not depend
-// on R or NV.
-template <int R, int NV>
-FS_WINO_TARGET void MicroKernel(int64_t C, const float* v, int64_t ldv, const float* u, int64_t ldu,
-                                float* m, int64_t ldm, __mmask16 last) {
+// m[r, :] (+)= sum over c in order of v[r * v_row + c * v_step] * u[c * ldu + :] for R rows and
+// NV * 16 columns (the last vector masked by `last`), starting from zero or, when kAccumulate,
+// from m: one multiply-add chain per element, so the result does not depend on R or NV.
+template <int R, int NV, bool kAccumulate>
+FS_WINO_TARGET void MicroKernel(int64_t depth, const float* v, int64_t v_row, int64_t v_step,
+                                const float* u, int64_t ldu, float* m, int64_t ldm,
+                                __mmask16 last) {
   __m512 acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-    for (int n = 0; n < NV; ++n) acc[r][n] = _mm512_setzero_ps();
+    for (int n = 0; n < NV; ++n) {
+      if constexpr (kAccumulate) {
+        acc[r][n] = _mm512_maskz_loadu_ps(n + 1 < NV ? 0xFFFF : last, m + r * ldm + n * kLanes);
+      } else {
+        acc[r][n] = _mm512_setzero_ps();
+      }
+    }
   }
-  for (int64_t c = 0; c < C; ++c) {
+  for (int64_t c = 0; c < depth; ++c) {
     __m512 b[NV];
 #pragma GCC unroll 4
     for (int n = 0; n < NV; ++n) {
@@ -178,7 +244,7 @@ FS_WINO_TARGET void MicroKernel(int64_t C, const float* v, int64_t ldv, const fl
     }
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
-      const __m512 a = _mm512_set1_ps(v[r * ldv + c]);
+      const __m512 a = _mm512_set1_ps(v[r * v_row + c * v_step]);
 #pragma GCC unroll 4
       for (int n = 0; n < NV; ++n) acc[r][n] = _mm512_fmadd_ps(a, b[n], acc[r][n]);
     }
@@ -201,50 +267,69 @@ FS_WINO_TARGET void MicroKernel(int64_t C, const float* v, int64_t ldv, const fl
 constexpr int kRows = 6;
 constexpr int kVectors = 4;
 
-using MicroFn = void (*)(int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t,
-                         __mmask16);
+using MicroFn = void (*)(int64_t, const float*, int64_t, int64_t, const float*, int64_t, float*,
+                         int64_t, __mmask16);
 
-template <int R>
+template <int R, bool kAccumulate>
 constexpr MicroFn MicroFor(int nv) {
-  return nv == 1   ? MicroKernel<R, 1>
-         : nv == 2 ? MicroKernel<R, 2>
-         : nv == 3 ? MicroKernel<R, 3>
-                   : MicroKernel<R, 4>;
+  return nv == 1   ? MicroKernel<R, 1, kAccumulate>
+         : nv == 2 ? MicroKernel<R, 2, kAccumulate>
+         : nv == 3 ? MicroKernel<R, 3, kAccumulate>
+                   : MicroKernel<R, 4, kAccumulate>;
 }
 
+template <bool kAccumulate>
 MicroFn Micro(int rows, int nv) {
   switch (rows) {
     case 1:
-      return MicroFor<1>(nv);
+      return MicroFor<1, kAccumulate>(nv);
     case 2:
-      return MicroFor<2>(nv);
+      return MicroFor<2, kAccumulate>(nv);
     case 3:
-      return MicroFor<3>(nv);
+      return MicroFor<3, kAccumulate>(nv);
     case 4:
-      return MicroFor<4>(nv);
+      return MicroFor<4, kAccumulate>(nv);
     case 5:
-      return MicroFor<5>(nv);
+      return MicroFor<5, kAccumulate>(nv);
     default:
-      return MicroFor<6>(nv);
+      return MicroFor<6, kAccumulate>(nv);
   }
 }
 
-// m[(p * T + t) * K + k] = sum over c of v[(p * T + t) * C + c] * u[(p * C + c) * K + k].
-void MultiplyBlock(int64_t T, int64_t C, int64_t K, const float* v, const float* u, float* m) {
+// For each of the 36 points: the product of a rows x depth matrix (element (r, d) at
+// v[r * v_row + d * v_step]) and a depth x K matrix (row-major) into a rows x K matrix (row-major),
+// written or, when kAccumulate, added to. The points' matrices are v_point, u_point and m_point
+// floats apart.
+template <bool kAccumulate>
+void MultiplyPoints(int64_t rows, int64_t depth, int64_t K, const float* v, int64_t v_point,
+                    int64_t v_row, int64_t v_step, const float* u, int64_t u_point, float* m,
+                    int64_t m_point) {
   for (int64_t point = 0; point < kPoints; ++point) {
-    const float* vp = v + point * T * C;
-    const float* up = u + point * C * K;
-    float* mp = m + point * T * K;
+    const float* vp = v + point * v_point;
+    const float* up = u + point * u_point;
+    float* mp = m + point * m_point;
     for (int64_t k = 0; k < K; k += kVectors * kLanes) {
       const int64_t cols = std::min<int64_t>(kVectors * kLanes, K - k);
       const int nv = static_cast<int>((cols + kLanes - 1) / kLanes);
       const __mmask16 last = LaneMask(cols - (nv - 1) * kLanes);
-      for (int64_t t = 0; t < T; t += kRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kRows, T - t));
-        Micro(rows, nv)(C, vp + t * C, C, up + k, K, mp + t * K + k, K, last);
+      for (int64_t r = 0; r < rows; r += kRows) {
+        const int n = static_cast<int>(std::min<int64_t>(kRows, rows - r));
+        Micro<kAccumulate>(n, nv)(depth, vp + r * v_row, v_row, v_step, up + k, K, mp + r * K + k,
+                                  K, last);
       }
     }
   }
+}
+
+// Forward: m[(p * T + t) * K + k] = sum over c of v[(p * T + t) * C + c] * u[(p * C + c) * K + k].
+void MultiplyBlock(int64_t T, int64_t C, int64_t K, const float* v, const float* u, float* m) {
+  MultiplyPoints<false>(T, C, K, v, T * C, C, 1, u, C * K, m, T * K);
+}
+
+// Filter gradient: m[(p * C + c) * K + k] += sum over t of v[(p * T + t) * C + c] *
+// w[(p * T + t) * K + k], the block's tiles added in order.
+void AccumulateBlock(int64_t T, int64_t C, int64_t K, const float* v, const float* w, float* m) {
+  MultiplyPoints<true>(C, T, K, v, T * C, 1, C, w, T * K, m, C * K);
 }
 
 // The output pixels of the block's tiles from their products m.
@@ -284,6 +369,46 @@ FS_WINO_TARGET void TransformOutputBlock(const Conv3x3& p, const Geometry& geo, 
   }
 }
 
+// w[(p * T + t) * K + k] = A dy A^T for the output-gradient tile t of the block (zero beyond
+// the output's edge).
+FS_WINO_TARGET void TransformGradientBlock(const Conv3x3& p, const Geometry& geo,
+                                           const Block& block, const float* dy, float* w) {
+  const int64_t K = p.out_c;
+  const int64_t T = block.rows * geo.tiles_w;
+  for (int64_t r = 0; r < block.rows; ++r) {
+    const int64_t n = (block.first_row + r) / geo.tiles_h;
+    const int64_t ty = (block.first_row + r) % geo.tiles_h;
+    const int64_t rows = std::min(kTile, p.out_h - ty * kTile);
+    for (int64_t tx = 0; tx < geo.tiles_w; ++tx) {
+      const int64_t t = r * geo.tiles_w + tx;
+      const int64_t cols = std::min(kTile, p.out_w - tx * kTile);
+      const float* in = dy + ((n * p.out_h + ty * kTile) * p.out_w + tx * kTile) * K;
+      for (int64_t k = 0; k < K; k += kLanes) {
+        const __mmask16 mask = LaneMask(K - k);
+        // Rows first (dy A^T), then columns (A (dy A^T)).
+        __m512 half[kTile][kAlpha];
+        for (int64_t i = 0; i < kTile; ++i) {
+          __m512 row[kTile];
+          for (int64_t j = 0; j < kTile; ++j) {
+            row[j] = i < rows && j < cols
+                         ? _mm512_maskz_loadu_ps(mask, in + (i * p.out_w + j) * K + k)
+                         : _mm512_setzero_ps();
+          }
+          GradientTransform4(row, half[i]);
+        }
+        for (int b = 0; b < kAlpha; ++b) {
+          __m512 column[kTile], out[kAlpha];
+          for (int i = 0; i < kTile; ++i) column[i] = half[i][b];
+          GradientTransform4(column, out);
+          for (int a = 0; a < kAlpha; ++a) {
+            _mm512_mask_storeu_ps(w + ((a * kAlpha + b) * T + t) * K + k, mask, out[a]);
+          }
+        }
+      }
+    }
+  }
+}
+
 // Floats of L2 cache a block's transformed input and products may fill (Zen 4 and recent Intel
 // server cores have 1-2 MiB of L2 per core); a block has at least kMinBlockTiles tiles so that
 // the micro-kernel's rows stay full. Measured on the tutorial CNN's shapes (one thread): 12-24
@@ -297,11 +422,20 @@ constexpr int64_t kMinBlockTiles = 12;
 constexpr int64_t kLargeFilterFloats = int64_t{1} << 20;
 constexpr int64_t kLargeFilterBlockTiles = 128;
 
-Geometry GeometryOf(const Conv3x3& p) {
+// The filter gradient's blocks read and write the whole transformed gradient (36 x C x K) once,
+// so they hold at least this many tiles to keep that traffic small against the products.
+constexpr int64_t kGradientBlockTiles = 48;
+
+// The filter gradient's tiles are cut into at most this many chunks of whole blocks (by the
+// shapes alone), each summed into a partial gradient of its own; the partials are then added
+// in chunk order.
+constexpr int64_t kGradientChunks = 8;
+
+Geometry GeometryOf(const Conv3x3& p, int64_t min_tiles = kMinBlockTiles) {
   Geometry geo;
   geo.tiles_h = (p.out_h + kTile - 1) / kTile;
   geo.tiles_w = (p.out_w + kTile - 1) / kTile;
-  int64_t tiles = std::max(kBlockFloats / (kPoints * (p.in_c + p.out_c)), kMinBlockTiles);
+  int64_t tiles = std::max(kBlockFloats / (kPoints * (p.in_c + p.out_c)), min_tiles);
   if (TransformedFilterSize(p.in_c, p.out_c) > kLargeFilterFloats) {
     tiles = std::max(tiles, kLargeFilterBlockTiles);
   }
@@ -399,6 +533,61 @@ Status Forward(KernelContext& ctx, const Conv3x3& p, const float* x, const float
   });
   FS_RETURN_IF_ERROR(status);
   return ctx.CheckCancelled();
+}
+
+Status BackpropFilter(KernelContext& ctx, const Conv3x3& p, const float* x, const float* dy,
+                      float* df) {
+  const Geometry geo = GeometryOf(p, kGradientBlockTiles);
+  const int64_t max_tiles = geo.tiles_per_block_row * geo.tiles_w;
+  const int64_t tile_rows = p.batch * geo.tiles_h;
+  const int64_t blocks_per_chunk = (geo.blocks + kGradientChunks - 1) / kGradientChunks;
+  const int64_t chunks = (geo.blocks + blocks_per_chunk - 1) / blocks_per_chunk;
+  const int64_t size = kPoints * p.in_c * p.out_c;
+  Tensor partials;
+  FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32, TensorShape{chunks, size}, &partials));
+  float* sums = partials.data<float>();
+  const int64_t chunk_cost = blocks_per_chunk * max_tiles * kPoints * p.in_c * p.out_c / 16;
+  std::mutex mu;
+  Status status;
+  ctx.ParallelFor(chunks, chunk_cost, [&](int64_t begin, int64_t end) {
+    Tensor scratch;
+    Status s = ctx.AllocateTemp(DType::kFloat32,
+                                TensorShape{kPoints * max_tiles * (p.in_c + p.out_c)}, &scratch);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (status.ok()) status = s;
+      return;
+    }
+    float* v = scratch.data<float>();
+    float* w = v + kPoints * max_tiles * p.in_c;
+    for (int64_t chunk = begin; chunk < end; ++chunk) {
+      float* m = sums + chunk * size;
+      std::fill(m, m + size, 0.f);
+      const int64_t last = std::min(geo.blocks, (chunk + 1) * blocks_per_chunk);
+      for (int64_t b = chunk * blocks_per_chunk; b < last; ++b) {
+        if (ctx.cancelled()) return;  // the run discards the outputs
+        Block block;
+        block.first_row = b * geo.tiles_per_block_row;
+        block.rows = std::min(geo.tiles_per_block_row, tile_rows - block.first_row);
+        TransformInputBlock(p, geo, block, x, v);
+        TransformGradientBlock(p, geo, block, dy, w);
+        AccumulateBlock(block.rows * geo.tiles_w, p.in_c, p.out_c, v, w, m);
+      }
+    }
+  });
+  FS_RETURN_IF_ERROR(status);
+  FS_RETURN_IF_ERROR(ctx.CheckCancelled());
+  // The chunks' partial sums, added in chunk order for every element whatever thread adds it.
+  ctx.ParallelFor(size, chunks, [&](int64_t begin, int64_t end) {
+    for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+      const float* partial = sums + chunk * size;
+      for (int64_t e = begin; e < end; ++e) sums[e] += partial[e];
+    }
+  });
+  ctx.ParallelFor(p.in_c, 9 * p.out_c * 40, [&](int64_t begin, int64_t end) {
+    TransformFilterGradientRange(sums, p.in_c, p.out_c, begin, end, df);
+  });
+  return Status::OK();
 }
 
 }  // namespace flowstone::winograd

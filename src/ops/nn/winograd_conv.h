@@ -65,4 +65,13 @@ using RowsDone = std::function<void(int64_t image, int64_t row, int64_t rows)>;
 Status Forward(KernelContext& ctx, const Conv3x3& p, const float* x, const float* u, float* y,
                const RowsDone* rows_done);
 
+// df = the filter gradient of `p`'s convolution of x, given dy (the gradient of its output):
+// df[i, j, c, k] = the sum over images and output pixels (y, x) of x[y - pad_top + i,
+// x - pad_left + j, c] * dy[y, x, k], as a [3, 3, in_c, out_c] (HWIO) filter. The same algorithm
+// transposed: df = G^T [(A dy A^T) . (B^T d B)] G summed over tiles. The tiles are cut into
+// chunks by the shapes alone, summed separately and then added in order, so results do not
+// depend on the thread count. Requires GetMode() != kOff.
+Status BackpropFilter(KernelContext& ctx, const Conv3x3& p, const float* x, const float* dy,
+                      float* df);
+
 }  // namespace flowstone::winograd
