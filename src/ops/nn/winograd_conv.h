@@ -5,7 +5,9 @@
 // Neural Networks", 2015): 36 multiplications per tile and channel pair instead of 144. The
 // transformed input and filter meet in 36 independent products [tiles x C] x [C x K], one per
 // position of the 6x6 tile, which run as an AVX-512 register-blocked kernel on blocks of tiles
-// small enough to stay in the L2 cache.
+// small enough to stay in the L2 cache. The input gradient at stride 1 is such a forward
+// convolution (TransformFilter's `flip`), and the filter gradient is the same algorithm
+// transposed (BackpropFilter).
 //
 // Determinism: every output element is a fixed sequence of float operations (the tile's
 // transforms, then a multiply-add chain over the input channels in order), whatever the block
