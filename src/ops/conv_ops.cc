@@ -2,9 +2,9 @@
 // (which also implement conv2d_transpose), all differentiable twice.
 //
 // float32 runs on oneDNN, except 3x3 stride-1 NHWC passes of shapes where Winograd pays off
-// (ops/nn/winograd_conv.h, WinogradFor); float64 (and float32 when
-// FLOWSTONE_ONEDNN=0) runs the reference loops below, which are also the oracle the oneDNN path
-// is tested against.
+// (ops/nn/winograd_conv.h, WinogradFor); float64 (and float32 when FLOWSTONE_ONEDNN=0) runs the
+// reference loops below, which are also the oracle the oneDNN and Winograd paths are tested
+// against.
 #include <algorithm>
 #include <cstring>
 #include <functional>
