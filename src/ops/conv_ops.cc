@@ -1,8 +1,10 @@
 // 2-D convolutions: Conv2D and DepthwiseConv2dNative with their input and filter backprops
 // (which also implement conv2d_transpose), all differentiable twice.
 //
-// float32 runs on oneDNN; float64 (and float32 when FLOWSTONE_ONEDNN=0) runs the reference loops
-// below, which are also the oracle the oneDNN path is tested against.
+// float32 runs on oneDNN, except 3x3 stride-1 NHWC passes of shapes where Winograd pays off
+// (ops/nn/winograd_conv.h, WinogradFor); float64 (and float32 when FLOWSTONE_ONEDNN=0) runs the
+// reference loops below, which are also the oracle the oneDNN and Winograd paths are tested
+// against.
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -17,6 +19,7 @@
 #include "flowstone/shape_inference.h"
 #include "ops/conv_util.h"
 #include "ops/fused_epilogue.h"
+#include "ops/nn/winograd_conv.h"
 #include "ops/onednn_util.h"
 
 namespace flowstone {
@@ -436,6 +439,32 @@ ConvProblem WithBatch(ConvProblem p, int64_t batch) {
   return p;
 }
 
+// The Winograd form of a float32 pass (winograd_conv.h) when it applies and pays off: NHWC, 3x3
+// filter, stride 1, dilation 1, and the measured shape rule. The forward and filter-gradient
+// passes share the forward geometry; the input gradient at stride 1 is the forward convolution
+// of the output gradient with the flipped filter, its padding the window's complement
+// (2 - pad_before).
+bool WinogradFor(const ConvProblem& p, ConvPass pass, winograd::Conv3x3* w) {
+  if (p.depthwise || p.format != DataFormat::kNHWC || p.filter.h != 3 || p.filter.w != 3 ||
+      p.in.c != p.filter.in || p.rows.stride != 1 || p.cols.stride != 1 || p.rows.dilation != 1 ||
+      p.cols.dilation != 1 || !onednn::Enabled()) {
+    return false;
+  }
+  const bool forward = pass != ConvPass::kBackpropInput;
+  const Image& from = forward ? p.in : p.out;
+  const Image& to = forward ? p.out : p.in;
+  w->batch = p.in.n;
+  w->in_h = from.h;
+  w->in_w = from.w;
+  w->in_c = from.c;
+  w->out_h = to.h;
+  w->out_w = to.w;
+  w->out_c = to.c;
+  w->pad_top = forward ? p.rows.pad_before : 2 - p.rows.pad_before;
+  w->pad_left = forward ? p.cols.pad_before : 2 - p.cols.pad_before;
+  return winograd::Use(*w);
+}
+
 // A batch too small to give every core a chunk of its own (at batch 1, one image is one chunk
 // and ran on one core) has the forward pass of each image cut into bands of output rows, each a
 // oneDNN call of its own. The bands, like the chunks, depend on the shapes alone, so results do
@@ -664,10 +693,35 @@ class ConvKernel : public OpKernel {
       if (epilogue != nullptr) (*epilogue)(OutputPart{0, p.in.n, 0, p.out.h});
       return Status::OK();
     }
+    winograd::Conv3x3 w;
+    if (f32 && WinogradFor(p, ConvPass::kForward, &w)) {
+      return RunWinograd(ctx, w, x.data<float>(), f, false, y->data<float>(), epilogue);
+    }
     return Run(
         ctx, p, ConvPass::kForward, {Images(x), Shared(f), Images(*y)},
         [&]<typename T>(T) { RefForward<T>(ctx, p, x.data<T>(), f.data<T>(), y->data<T>()); },
         epilogue, constant_filter_ ? &f : nullptr);
+  }
+
+  // A pass through winograd::Forward: `in` convolved with `f` (flipped for the input
+  // gradient) into `out`, with the epilogue on each block's rows. A constant filter's transform
+  // is kept, as ConvertedConstant keeps oneDNN's reorder.
+  Status RunWinograd(KernelContext& ctx, const winograd::Conv3x3& w, const float* in,
+                     const Tensor& f, bool flip, float* out, const ChunkEpilogue* epilogue) {
+    Tensor u;
+    if (constant_filter_) {
+      FS_RETURN_IF_ERROR(WinogradConstant(ctx, w, f, flip, &u));
+    } else {
+      FS_RETURN_IF_ERROR(ctx.AllocateTemp(
+          DType::kFloat32, TensorShape{winograd::TransformedFilterSize(w.in_c, w.out_c)}, &u));
+      FS_RETURN_IF_ERROR(winograd::TransformFilter(ctx, f.data<float>(), f.dim(2), f.dim(3), flip,
+                                                   u.data<float>()));
+    }
+    const winograd::RowsDone rows_done = [&](int64_t image, int64_t row, int64_t rows) {
+      (*epilogue)(OutputPart{image, 1, row, rows});
+    };
+    return winograd::Forward(ctx, w, in, u.data<float>(), out,
+                             epilogue != nullptr ? &rows_done : nullptr);
   }
 
   WindowAttrs attrs_;
@@ -859,6 +913,27 @@ class ConvKernel : public OpKernel {
     return Status::OK();
   }
 
+  // A constant filter's Winograd transform, computed on first use and kept like
+  // ConvertedConstant's reorder (the entry holds the source's buffer).
+  Status WinogradConstant(KernelContext& ctx, const winograd::Conv3x3& w, const Tensor& source,
+                          bool flip, Tensor* out) {
+    std::lock_guard<std::mutex> lock(converted_mu_);
+    if (winograd_ && winograd_->source.raw_data() == source.raw_data()) {
+      *out = winograd_->value;
+      return Status::OK();
+    }
+    auto entry = std::make_shared<ConvertedFilter>();
+    entry->source = source;
+    FS_RETURN_IF_ERROR(ctx.AllocateTemp(
+        DType::kFloat32, TensorShape{winograd::TransformedFilterSize(w.in_c, w.out_c)},
+        &entry->value));
+    FS_RETURN_IF_ERROR(winograd::TransformFilter(ctx, source.data<float>(), source.dim(2),
+                                                 source.dim(3), flip, entry->value.data<float>()));
+    winograd_ = std::move(entry);
+    *out = winograd_->value;
+    return Status::OK();
+  }
+
   // The cached primitive for a (chunk) problem, built on first use.
   Status CachedPrimitive(const ConvProblem& p, ConvPass pass,
                          std::shared_ptr<const CachedConv>* out) {
@@ -874,6 +949,7 @@ class ConvKernel : public OpKernel {
   };
   std::mutex converted_mu_;
   std::shared_ptr<const ConvertedFilter> converted_;
+  std::shared_ptr<const ConvertedFilter> winograd_;
 };
 
 class ConvForwardKernel final : public ConvKernel {
@@ -932,6 +1008,10 @@ class ConvBackpropInputKernel final : public ConvKernel {
       FillZero(dx);
       return Status::OK();
     }
+    winograd::Conv3x3 w;
+    if (ctx.output_type(0) == DType::kFloat32 && WinogradFor(p, ConvPass::kBackpropInput, &w)) {
+      return RunWinograd(ctx, w, dy.data<float>(), f, true, dx->data<float>(), nullptr);
+    }
     return Run(ctx, p, ConvPass::kBackpropInput, {Shared(f), Images(dy), Images(*dx)},
                [&]<typename T>(T) {
                  RefBackpropInput<T>(ctx, p, f.data<T>(), dy.data<T>(), dx->data<T>());
@@ -966,6 +1046,10 @@ class ConvBackpropFilterKernel final : public ConvKernel {
     if (x.num_elements() == 0 || dy.num_elements() == 0) {
       FillZero(df);
       return Status::OK();
+    }
+    winograd::Conv3x3 w;
+    if (ctx.output_type(0) == DType::kFloat32 && WinogradFor(p, ConvPass::kBackpropFilter, &w)) {
+      return winograd::BackpropFilter(ctx, w, x.data<float>(), dy.data<float>(), df->data<float>());
     }
     return Run(ctx, p, ConvPass::kBackpropFilter, {Images(x), Images(dy), Shared(*df)},
                [&]<typename T>(T) {

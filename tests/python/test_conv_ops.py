@@ -137,9 +137,12 @@ def test_conv2d_batch_split_into_chunks(data_format, x_shape, f_shape):
     ], x, f, dy)
     x64, f64, dy64 = (v.astype(np.float64) for v in (x, f, dy))
     ref_kw = dict(padding="SAME", data_format=data_format)
-    np.testing.assert_allclose(y, conv_ref(x64, f64, **ref_kw), rtol=1e-4, atol=1e-4)
+    # In NHWC, the forward and input-gradient passes of the second shape run Winograd
+    # (test_winograd_conv.py), whose rounding error scales with the sum of |terms| (docs/COMPAT.md).
+    fwd_tol = dict(rtol=1e-4, atol=1e-3 if data_format == "NHWC" else 1e-4)
+    np.testing.assert_allclose(y, conv_ref(x64, f64, **ref_kw), **fwd_tol)
     np.testing.assert_allclose(dx, conv_backprop_input_ref(x.shape, f64, dy64, **ref_kw),
-                               rtol=1e-4, atol=1e-4)
+                               **fwd_tol)
     np.testing.assert_allclose(df, conv_backprop_filter_ref(x64, f.shape, dy64, **ref_kw),
                                rtol=1e-4, atol=1e-3)
 

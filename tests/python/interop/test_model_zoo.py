@@ -8,8 +8,11 @@ minutes on the 2-core machine (cached under build/model_zoo afterwards); the run
 The bound is normwise: max |flowstone - tensorflow| <= tol * max |tensorflow|. It is 1e-5 for
 MobileNetV2 and the encoder. ResNet50's 53 convolutions (up to 4608 products per output) add
 their terms in another order than TensorFlow's oneDNN does, and the softmax turns the logits'
-absolute error into the probabilities' relative error; its bound is 5e-5 (ONNX Runtime is
-1.4e-5 normwise and 7.9e-5 elementwise away from TensorFlow on the same graph and input).
+absolute error into the probabilities' relative error; its bound is 1e-4 (ONNX Runtime is
+1.4e-5 normwise and 7.9e-5 elementwise away from TensorFlow on the same graph and input). Its
+56x56 and 28x28 stages run Winograd convolutions (docs/COMPAT.md), whose rounding is about 10x
+the direct convolution's: 4.5e-5 normwise from TensorFlow and 5.3e-5 between the optimized and
+unoptimized plans (1.8e-5 and 2.7e-5 with FLOWSTONE_CONV_WINOGRAD=0).
 """
 
 import os
@@ -26,7 +29,7 @@ from tf_oracle import requires_tensorflow
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import model_zoo  # noqa: E402
 
-TOLERANCE = {"mobilenet_v2": 1e-5, "resnet50": 5e-5, "bert_encoder": 1e-5}
+TOLERANCE = {"mobilenet_v2": 1e-5, "resnet50": 1e-4, "bert_encoder": 1e-5}
 
 
 @pytest.fixture(scope="module")
