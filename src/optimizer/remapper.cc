@@ -564,6 +564,8 @@ class Remapper {
   const Node& Producer(const Endpoint& e) const {
     const Replacement* r = rewrites_.Replaced(e.node);
     return r != nullptr ? *r->node : *e.node;
+  }
+
   // Node `e.node` if it is a live intermediate of type `type` (Add: either Add op) read by
   // `reader` (`num_readers` times in all, and by no Shape: a layer norm's mean does not have the
   // result's shape), else null. The parts of the GELU and layer norm chains.
