@@ -331,6 +331,23 @@ std::string SpecShapeError(const std::string& b, const std::string& e, const std
                 ", ", e, ", and ", s, " instead.");
 }
 
+// The selection that the spec of a StridedSlice-like kernel (its inputs 1, 2 and 3: begin, end
+// and strides) makes of a tensor of `shape`.
+Status SelectionOfSpec(KernelContext& ctx, const TensorShape& shape, const SliceMasks& masks,
+                       StridedSliceInfo* info) {
+  const Tensor& b = ctx.input(1);
+  const Tensor& e = ctx.input(2);
+  const Tensor& s = ctx.input(3);
+  if (b.rank() != 1 || e.rank() != 1 || s.rank() != 1 || b.num_elements() != e.num_elements() ||
+      b.num_elements() != s.num_elements()) {
+    return errors::InvalidArgument(
+        SpecShapeError(b.shape().ToString(), e.shape().ToString(), s.shape().ToString()));
+  }
+  std::vector<int64_t> begin = IntValues(b), end = IntValues(e), strides = IntValues(s);
+  return AnalyzeStridedSlice(PartialShape(shape), static_cast<int>(b.num_elements()), &begin, &end,
+                             &strides, masks, info);
+}
+
 Status StridedSliceShape(InferenceContext& ctx) {
   PartialShape shapes[3];
   int64_t n = -1;
@@ -372,19 +389,8 @@ class StridedSliceKernel : public OpKernel {
 
   Status Compute(KernelContext& ctx) override {
     const Tensor& in = ctx.input(0);
-    const Tensor& b = ctx.input(1);
-    const Tensor& e = ctx.input(2);
-    const Tensor& s = ctx.input(3);
-    if (b.rank() != 1 || e.rank() != 1 || s.rank() != 1 || b.num_elements() != e.num_elements() ||
-        b.num_elements() != s.num_elements()) {
-      return errors::InvalidArgument(
-          SpecShapeError(b.shape().ToString(), e.shape().ToString(), s.shape().ToString()));
-    }
-    std::vector<int64_t> begin = IntValues(b), end = IntValues(e), strides = IntValues(s);
     StridedSliceInfo info;
-    FS_RETURN_IF_ERROR(AnalyzeStridedSlice(PartialShape(in.shape()),
-                                           static_cast<int>(b.num_elements()), &begin, &end,
-                                           &strides, masks_, &info));
+    FS_RETURN_IF_ERROR(SelectionOfSpec(ctx, in.shape(), masks_, &info));
     return CopySelection(ctx, in, info.dims, TensorShape(info.final_dims));
   }
 
@@ -441,26 +447,16 @@ class StridedSliceGradKernel : public OpKernel {
 
   Status Compute(KernelContext& ctx) override {
     const Tensor& shape_t = ctx.input(0);
-    const Tensor& b = ctx.input(1);
-    const Tensor& e = ctx.input(2);
-    const Tensor& s = ctx.input(3);
     const Tensor& dy = ctx.input(4);
     if (shape_t.rank() != 1) {
       return errors::InvalidArgument("shape must be a vector, got shape ",
                                      shape_t.shape().ToString());
     }
-    if (b.rank() != 1 || e.rank() != 1 || s.rank() != 1 || b.num_elements() != e.num_elements() ||
-        b.num_elements() != s.num_elements()) {
-      return errors::InvalidArgument(
-          SpecShapeError(b.shape().ToString(), e.shape().ToString(), s.shape().ToString()));
-    }
     const std::vector<int64_t> dims = IntValues(shape_t);
     FS_RETURN_IF_ERROR(ValidateDims(dims));
     const TensorShape shape(dims);
-    std::vector<int64_t> begin = IntValues(b), end = IntValues(e), strides = IntValues(s);
     StridedSliceInfo info;
-    FS_RETURN_IF_ERROR(AnalyzeStridedSlice(PartialShape(shape), static_cast<int>(b.num_elements()),
-                                           &begin, &end, &strides, masks_, &info));
+    FS_RETURN_IF_ERROR(SelectionOfSpec(ctx, shape, masks_, &info));
     const TensorShape sliced(info.final_dims);
     if (dy.shape() != sliced) {
       return errors::InvalidArgument("shape of dy was ", dy.shape().ToString(), " instead of ",
@@ -525,23 +521,12 @@ class ResourceStridedSliceAssignKernel : public OpKernel {
   Status Init() override { return ReadMasks(node().attrs(), &masks_); }
 
   Status Compute(KernelContext& ctx) override {
-    const Tensor& b = ctx.input(1);
-    const Tensor& e = ctx.input(2);
-    const Tensor& s = ctx.input(3);
     const Tensor& value = ctx.input(4);
-    if (b.rank() != 1 || e.rank() != 1 || s.rank() != 1 || b.num_elements() != e.num_elements() ||
-        b.num_elements() != s.num_elements()) {
-      return errors::InvalidArgument(
-          SpecShapeError(b.shape().ToString(), e.shape().ToString(), s.shape().ToString()));
-    }
     WritableVar var(ctx, /*value_input=*/4);
     FS_RETURN_IF_ERROR(var.status());
     Tensor& target = var.value();
-    std::vector<int64_t> begin = IntValues(b), end = IntValues(e), strides = IntValues(s);
     StridedSliceInfo info;
-    FS_RETURN_IF_ERROR(AnalyzeStridedSlice(PartialShape(target.shape()),
-                                           static_cast<int>(b.num_elements()), &begin, &end,
-                                           &strides, masks_, &info));
+    FS_RETURN_IF_ERROR(SelectionOfSpec(ctx, target.shape(), masks_, &info));
     const TensorShape sliced(info.final_dims);
     if (value.shape() != sliced) {
       return errors::InvalidArgument("sliced l-value shape ", sliced.ToString(),
