@@ -12,26 +12,18 @@ rewrites (_MklMatMul, ...) are listed under the standard op name.
 """
 
 import argparse
-import collections
 import json
 import os
-import re
-import statistics
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import model_zoo  # noqa: E402
+import op_profile  # noqa: E402
 
 
 def profile(framework, model, batch, threads, runs):
-    if framework == "tensorflow":
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow.compat.v1 as tf
-        tf.disable_eager_execution()
-    else:
-        import flowstone as tf
+    tf = harness.import_framework(framework)
     data, meta, _, _ = model_zoo.load(model)
     graph = tf.Graph()
     with graph.as_default():
@@ -44,25 +36,7 @@ def profile(framework, model, batch, threads, runs):
     feed = {meta["input"]: model_zoo.batch_input(meta, batch)}
     for _ in range(3):
         sess.run(meta["output"], feed)
-    cpu = []
-    for _ in range(runs):
-        start = time.process_time()
-        sess.run(meta["output"], feed)
-        cpu.append((time.process_time() - start) * 1e3)
-    options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
-    by_op, count = collections.Counter(), collections.Counter()
-    for _ in range(runs):
-        metadata = tf.RunMetadata()
-        sess.run(meta["output"], feed, options=options, run_metadata=metadata)
-        for device in metadata.step_stats.dev_stats:
-            for node in device.node_stats:
-                label = node.timeline_label
-                op = label.split(" = ", 1)[1].split("(", 1)[0] if " = " in label else "?"
-                op = re.sub(r"^_Mkl(Native)?", "", op)
-                by_op[op] += node.op_end_rel_micros / 1e3 / runs
-                count[op] += 1
-    return {"cpu_ms": statistics.median(cpu), "ops_ms": dict(by_op),
-            "nodes": {op: n // runs for op, n in count.items()}}
+    return op_profile.profile_runs(tf, sess, meta["output"], feed, runs)
 
 
 def main():
@@ -81,32 +55,11 @@ def main():
         print(json.dumps(profile(args.framework, args.model, args.batch, args.threads,
                                  args.runs)))
         return
-    results = {}
-    for name, python in [("flowstone", sys.executable), ("tensorflow", args.peer_python)]:
-        if not python or not os.path.exists(python):
-            continue
-        proc = subprocess.run([python, __file__, "--framework", name, "--model", args.model,
-                               "--batch", str(args.batch), "--threads", str(args.threads),
-                               "--runs", str(args.runs)], capture_output=True, text=True)
-        if proc.returncode != 0:
-            print(f"{name} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
-            continue
-        results[name] = json.loads(proc.stdout.strip().splitlines()[-1])
-    # Each op's share of the traced kernel time, scaled to the untraced CPU time per run.
-    scaled = {}
-    for name, r in results.items():
-        total = sum(r["ops_ms"].values()) or 1.0
-        scaled[name] = {op: ms / total * r["cpu_ms"] for op, ms in r["ops_ms"].items()}
-    ops = sorted({op for s in scaled.values() for op in s},
-                 key=lambda op: -max(s.get(op, 0.0) for s in scaled.values()))
-    print(f"{args.model} batch {args.batch}, {args.threads} thread(s); cpu ms per run: "
-          + ", ".join(f"{n} {r['cpu_ms']:.1f}" for n, r in results.items()))
-    print(f"{'op type':<28}" + "".join(f"{n + ' cpu ms (nodes)':>28}" for n in scaled))
-    for op in ops[:args.top]:
-        cells = [f"{s.get(op, 0.0):.2f} ({results[n]['nodes'].get(op, 0)})"
-                 for n, s in scaled.items()]
-        print(f"{op:<28}" + "".join(f"{c:>28}" for c in cells))
-
+    results = op_profile.run_both(__file__, args.peer_python,
+                                  ["--model", args.model, "--batch", str(args.batch),
+                                   "--threads", str(args.threads), "--runs", str(args.runs)])
+    op_profile.print_table(f"{args.model} batch {args.batch}, {args.threads} thread(s); cpu ms "
+                           "per run: ", results, args.top, width=28, node_counts=True)
 
 if __name__ == "__main__":
     main()

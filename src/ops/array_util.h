@@ -235,7 +235,9 @@ void StridedScatter(KernelContext& ctx, const U* in, std::vector<int64_t> in_dim
   ForEachStridedRow(ctx, in_dims, out_strides, [&](int64_t r, int64_t offset) {
     const U* src = in + r * row_len;
     U* dst = out + offset;
-    if (row_stride == 1) {
+    if constexpr (!std::is_trivially_copyable_v<U>) {  // strings
+      for (int64_t k = 0; k < row_len; ++k) dst[k * row_stride] = src[k];
+    } else if (row_stride == 1) {
       std::memcpy(dst, src, row_len * sizeof(U));
     } else {
       for (int64_t k = 0; k < row_len; ++k) dst[k * row_stride] = src[k];

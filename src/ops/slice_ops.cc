@@ -536,19 +536,10 @@ class ResourceStridedSliceAssignKernel : public OpKernel {
     }
     if (value.num_elements() == 0) return Status::OK();
     const StridedView view = ViewOf(target.shape(), info.dims);
-    if (value.dtype() == DType::kString) {  // not trivially copyable: element by element
-      const std::string* src = value.data<std::string>();
-      std::string* dst = target.data<std::string>() + view.offset;
-      std::vector<int64_t> index(view.dims.size(), 0);
-      for (int64_t n = 0; n < value.num_elements(); ++n) {
-        int64_t offset = 0;
-        for (size_t d = 0; d < index.size(); ++d) offset += index[d] * view.strides[d];
-        dst[offset] = src[n];
-        for (int d = static_cast<int>(index.size()) - 1; d >= 0 && ++index[d] == view.dims[d];
-             --d) {
-          index[d] = 0;
-        }
-      }
+    if (value.dtype() == DType::kString) {
+      array_util::StridedScatter<std::string>(ctx, value.data<std::string>(), view.dims,
+                                              view.strides,
+                                              target.data<std::string>() + view.offset);
       return Status::OK();
     }
     return array_util::DispatchElementSize(DTypeSize(value.dtype()), [&]<typename U>() -> Status {

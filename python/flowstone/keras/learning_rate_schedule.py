@@ -35,10 +35,9 @@ def _float_step(initial_learning_rate, step):
     return initial, tf.cast(step, initial.dtype)
 
 
-@tf_export("keras.optimizers.schedules.ExponentialDecay")
-class ExponentialDecay(LearningRateSchedule):
-    """initial_learning_rate * decay_rate ** (step / decay_steps), the exponent floored when
-    `staircase`."""
+class _StepRatioDecay(LearningRateSchedule):
+    """A decay of the initial rate by the ratio p = step / decay_steps, floored when `staircase`:
+    ExponentialDecay and InverseTimeDecay, which differ only in `_decayed`."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
                  name=None):
@@ -49,17 +48,27 @@ class ExponentialDecay(LearningRateSchedule):
         self.name = name
 
     def __call__(self, step):
-        with tf.name_scope(self.name or "ExponentialDecay"):
+        with tf.name_scope(self.name or type(self).__name__):
             initial, step = _float_step(self.initial_learning_rate, step)
             p = step / tf.cast(self.decay_steps, initial.dtype)
             if self.staircase:
                 p = tf.floor(p)
-            return initial * tf.pow(tf.cast(self.decay_rate, initial.dtype), p)
+            return self._decayed(initial, tf.cast(self.decay_rate, initial.dtype), p)
 
     def get_config(self):
         return {"initial_learning_rate": self.initial_learning_rate,
                 "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
                 "staircase": self.staircase, "name": self.name}
+
+
+@tf_export("keras.optimizers.schedules.ExponentialDecay")
+class ExponentialDecay(_StepRatioDecay):
+    """initial_learning_rate * decay_rate ** (step / decay_steps), the exponent floored when
+    `staircase`."""
+
+    @staticmethod
+    def _decayed(initial, rate, p):
+        return initial * tf.pow(rate, p)
 
 
 @tf_export("keras.optimizers.schedules.PiecewiseConstantDecay")
@@ -125,30 +134,13 @@ class PolynomialDecay(LearningRateSchedule):
 
 
 @tf_export("keras.optimizers.schedules.InverseTimeDecay")
-class InverseTimeDecay(LearningRateSchedule):
+class InverseTimeDecay(_StepRatioDecay):
     """initial_learning_rate / (1 + decay_rate * step / decay_steps), the ratio floored when
     `staircase`."""
 
-    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False,
-                 name=None):
-        self.initial_learning_rate = initial_learning_rate
-        self.decay_steps = decay_steps
-        self.decay_rate = decay_rate
-        self.staircase = staircase
-        self.name = name
-
-    def __call__(self, step):
-        with tf.name_scope(self.name or "InverseTimeDecay"):
-            initial, step = _float_step(self.initial_learning_rate, step)
-            p = step / tf.cast(self.decay_steps, initial.dtype)
-            if self.staircase:
-                p = tf.floor(p)
-            return initial / (1.0 + tf.cast(self.decay_rate, initial.dtype) * p)
-
-    def get_config(self):
-        return {"initial_learning_rate": self.initial_learning_rate,
-                "decay_steps": self.decay_steps, "decay_rate": self.decay_rate,
-                "staircase": self.staircase, "name": self.name}
+    @staticmethod
+    def _decayed(initial, rate, p):
+        return initial / (1.0 + rate * p)
 
 
 def _cosine(fraction, dtype):
