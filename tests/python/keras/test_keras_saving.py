@@ -29,9 +29,10 @@ def small_functional():
     return model
 
 
-def test_save_and_load_model_round_trip(tmp_path):
+def _saved_and_reloaded(path):
+    """small_functional() saved at `path`, then loaded in a cleared session: the loaded model,
+    checked to predict as the saved one did, with its layers and optimizer."""
     model = small_functional()
-    path = str(tmp_path / "m.h5")
     model.save(path)
     expected = model.predict(X, verbose=0)
     keras.backend.clear_session()
@@ -39,6 +40,11 @@ def test_save_and_load_model_round_trip(tmp_path):
     np.testing.assert_allclose(loaded.predict(X, verbose=0), expected, rtol=1e-6)
     assert [layer.name for layer in loaded.layers] == ["features", "hidden", "norm", "probs"]
     assert isinstance(loaded.optimizer, keras.optimizers.Adam)
+    return loaded
+
+
+def test_save_and_load_model_round_trip(tmp_path):
+    loaded = _saved_and_reloaded(str(tmp_path / "m.h5"))
     assert loaded.optimizer.get_config()["learning_rate"] == pytest.approx(0.01)
     assert loaded.evaluate(X, np.array([0, 1, 2, 0, 1, 2]), verbose=0)[1] >= 0.0
 
@@ -155,15 +161,8 @@ def test_savedmodel_format_writes_a_serving_signature(tmp_path):
 
 
 def test_load_model_reads_the_savedmodel_directory_model_save_wrote(tmp_path):
-    model = small_functional()
     path = str(tmp_path / "saved_model_dir")
-    model.save(path)
-    expected = model.predict(X, verbose=0)
-    keras.backend.clear_session()
-    loaded = keras.models.load_model(path)
-    np.testing.assert_allclose(loaded.predict(X, verbose=0), expected, rtol=1e-6)
-    assert [layer.name for layer in loaded.layers] == ["features", "hidden", "norm", "probs"]
-    assert isinstance(loaded.optimizer, keras.optimizers.Adam)
+    loaded = _saved_and_reloaded(path)
     loaded.fit(X, np.array([0, 1, 2, 0, 1, 2]), epochs=1, verbose=0)  # compiled and trainable
     uncompiled = keras.models.load_model(path, compile=False)
     assert getattr(uncompiled, "optimizer", None) is None
