@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 
 namespace flowstone {

@@ -82,7 +82,8 @@ def max_pool_grad(x, dy, ksize, strides, padding, data_format="NHWC", orig_outpu
 
 # (input shape NHWC, ksize, strides, padding): the Keras and tutorial CNNs' poolings, overlapping
 # windows, strides past the window (inputs no window reads), odd sizes, one channel, channels
-# past one block of 256, explicit padding.
+# past one block of 256, explicit padding, and LeNet's first pooling (6 channels: fewer than the
+# workspace pooling's flat-row threshold of 16, as are several others).
 CONFIGS = [
     ((3, 26, 26, 32), (2, 2), (2, 2), "VALID"),
     ((3, 11, 11, 64), (2, 2), (2, 2), "VALID"),
@@ -96,6 +97,8 @@ CONFIGS = [
     ((1, 5, 4, 300), (2, 2), (1, 2), "SAME"),
     ((2, 5, 6, 2), (3, 3), (2, 2), [[1, 2], [2, 1]]),
     ((1, 4, 4, 3), (4, 4), (1, 1), "VALID"),
+    ((3, 28, 28, 6), (2, 2), (2, 2), "VALID"),
+    ((2, 12, 13, 7), (3, 3), (1, 1), "SAME"),
 ]
 
 
