@@ -1,6 +1,7 @@
 // A fixed-size pool of worker threads.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -13,17 +14,35 @@
 namespace flowstone {
 
 // Pool threads block asynchronous signals (SIGINT and the like go to the threads that called into
-// Flowstone) and have an alternate signal stack. After fork(), the child's pools start new threads
-// on first use, dropping the work queued in the parent (its threads do not exist in the child).
+// Flowstone) and have an alternate signal stack. In a kSpinThenBlock pool a worker that runs out of
+// work spins for up to SpinBeforeSleepMicros() before it blocks (one worker per pool at a time),
+// so the next task of a step starts on a running thread: waking a blocked one costs microseconds,
+// and on some kernels (packed virtual CPUs) puts it on the waking thread's core, where the two
+// then take turns. After
+// fork(), the child's pools start new threads on first use, dropping the work queued in the parent
+// (its threads do not exist in the child).
 class ThreadPool {
  public:
-  ThreadPool(std::string name, int num_threads);
+  // Whether idle workers spin before they block (see SpinBeforeSleepMicros). The intra-op pool's
+  // do: its tasks are the shards of one kernel, handed out back to back within a step. The
+  // inter-op pool's do not: there a spinning thread would take a core from the intra-op work its
+  // own nodes start.
+  enum class Idle { kBlock, kSpinThenBlock };
+
+  ThreadPool(std::string name, int num_threads, Idle idle = Idle::kBlock);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int num_threads() const { return num_threads_; }
   void Schedule(std::function<void()> fn);
+
+  // How long an idle worker, and a caller waiting for its ParallelFor shards, spin before they
+  // block: kDefaultSpinMicros, or FLOWSTONE_SPIN_US (0 turns spinning off, for machines whose
+  // cores are shared with other busy programs). docs/architecture/speed.md ("Spinning before
+  // sleeping") has the measurements.
+  static constexpr int64_t kDefaultSpinMicros = 100;
+  static int64_t SpinBeforeSleepMicros();
 
   // Below this many cycles of work per shard, waking threads costs more than it saves.
   static constexpr int64_t kMinCostPerShard = 50000;
@@ -44,6 +63,9 @@ class ThreadPool {
 
  private:
   void WorkerLoop();
+  // Spins until a task is queued or SpinBeforeSleepMicros() pass; false at once when another worker
+  // is spinning already. True when a task is queued.
+  bool SpinForWork();
   void StartThreadsLocked();
   static void BeforeFork();
   static void AfterForkInParent();
@@ -51,11 +73,15 @@ class ThreadPool {
 
   std::string name_;
   const int num_threads_;
+  const Idle idle_;
   bool threads_lost_ = false;  // forked: threads_ ran in the parent
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
+  std::atomic<int64_t> queued_{0};     // queue_.size(), for the spinning worker to poll
+  std::atomic<bool> spinning_{false};  // a worker is in SpinForWork
+  int sleeping_ = 0;                   // workers blocked on cv_; guarded by mu_
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> threads_;
 };
 

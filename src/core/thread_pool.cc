@@ -5,13 +5,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <new>
 #include <vector>
 
+#include "core/spin_wait.h"
 #include "core/thread_signals.h"
 #include "flowstone/inline_parallel_for.h"
+#include "flowstone/logging.h"
 
 namespace flowstone {
 namespace {
@@ -29,8 +32,8 @@ std::vector<ThreadPool*>& Pools() {
 }
 }  // namespace
 
-ThreadPool::ThreadPool(std::string name, int num_threads)
-    : name_(std::move(name)), num_threads_(std::max(num_threads, 0)) {
+ThreadPool::ThreadPool(std::string name, int num_threads, Idle idle)
+    : name_(std::move(name)), num_threads_(std::max(num_threads, 0)), idle_(idle) {
   static const bool fork_handlers_registered = [] {
     return pthread_atfork(&BeforeFork, &AfterForkInParent, &AfterForkInChild) == 0;
   }();
@@ -49,7 +52,7 @@ ThreadPool::~ThreadPool() {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
+    stopping_.store(true, std::memory_order_release);
   }
   cv_.notify_all();
   for (std::thread& t : threads_) t.join();
@@ -77,6 +80,9 @@ void ThreadPool::AfterForkInChild() {
     new std::vector<std::thread>(std::move(pool->threads_));
     pool->threads_.clear();
     pool->queue_.clear();
+    pool->queued_.store(0);
+    pool->spinning_.store(false);
+    pool->sleeping_ = 0;
     // The condition variable still counts the parent's waiting workers, and would wait for them
     // to wake before signalling anyone: start it afresh.
     new (&pool->cv_) std::condition_variable;
@@ -91,6 +97,7 @@ void ThreadPool::Schedule(std::function<void()> fn) {
     fn();
     return;
   }
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (threads_lost_) {
@@ -98,8 +105,44 @@ void ThreadPool::Schedule(std::function<void()> fn) {
       StartThreadsLocked();
     }
     queue_.push_back(std::move(fn));
+    queued_.fetch_add(1, std::memory_order_release);
+    // A spinning worker takes one task without a wake-up; a worker that stops spinning looks at
+    // the queue under mu_ before it blocks, so no task is left behind.
+    const size_t spinners = spinning_.load(std::memory_order_acquire) ? 1 : 0;
+    wake = sleeping_ > 0 && queue_.size() > spinners;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();
+}
+
+int64_t ThreadPool::SpinBeforeSleepMicros() {
+  static const int64_t micros = [] {
+    const char* value = std::getenv("FLOWSTONE_SPIN_US");
+    if (value == nullptr || *value == '\0') return kDefaultSpinMicros;
+    char* end = nullptr;
+    const long long parsed = std::strtoll(value, &end, 10);
+    if (*end != '\0' || parsed < 0) {
+      LogWarning("flowstone/threads", "Ignoring FLOWSTONE_SPIN_US=", value,
+                 ": it takes a whole number of microseconds, 0 or more; spinning ",
+                 kDefaultSpinMicros, " us.");
+      return kDefaultSpinMicros;
+    }
+    return static_cast<int64_t>(std::min<long long>(parsed, 1000000));
+  }();
+  return micros;
+}
+
+bool ThreadPool::SpinForWork() {
+  if (idle_ == Idle::kBlock || SpinBeforeSleepMicros() == 0) return false;
+  bool expected = false;
+  if (!spinning_.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return false;
+  const bool found = SpinUntil(
+      [this] {
+        return queued_.load(std::memory_order_acquire) > 0 ||
+               stopping_.load(std::memory_order_acquire);
+      },
+      SpinBeforeSleepMicros());
+  spinning_.store(false, std::memory_order_release);
+  return found;
 }
 
 void ThreadPool::WorkerLoop() {
@@ -110,10 +153,19 @@ void ThreadPool::WorkerLoop() {
     std::function<void()> fn;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      while (queue_.empty() && !stopping_.load(std::memory_order_relaxed)) {
+        lock.unlock();
+        const bool found = SpinForWork();
+        lock.lock();
+        if (found || !queue_.empty() || stopping_.load(std::memory_order_relaxed)) continue;
+        ++sleeping_;
+        cv_.wait(lock);
+        --sleeping_;
+      }
       if (queue_.empty()) return;  // stopping and drained
       fn = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     fn();
   }
@@ -169,6 +221,12 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
     Schedule([shared, run] { run(*shared); });
   }
   run(*shared);
+  // The last shards usually finish within microseconds: spinning keeps this thread on its core
+  // rather than waking it onto another one.
+  if (SpinUntil([&] { return shared->unfinished.load(std::memory_order_acquire) == 0; },
+                SpinBeforeSleepMicros())) {
+    return;
+  }
   std::unique_lock<std::mutex> lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->unfinished.load(std::memory_order_acquire) == 0; });
 }

@@ -31,7 +31,8 @@ void ProcessState::ConfigureThreads(int inter_op_threads, int intra_op_threads) 
   if (!intra_op_) {
     // The calling thread takes part in ParallelFor, so the pool has one thread fewer.
     int n = (intra_op_threads > 0 ? intra_op_threads : cores) - 1;
-    intra_op_ = std::make_unique<ThreadPool>("intra_op", n > 0 ? n : 0);
+    intra_op_ =
+        std::make_unique<ThreadPool>("intra_op", n > 0 ? n : 0, ThreadPool::Idle::kSpinThenBlock);
   }
 }
 

@@ -200,5 +200,64 @@ TEST(ThreadPoolTest, ParallelForHandsOutSmallShardsToWhoeverIsFree) {
   EXPECT_GE(caller_calls.load(), 7);
 }
 
+void ScheduleFromTwoThreads(ThreadPool::Idle idle) {
+  ThreadPool pool("test", 2, idle);
+  constexpr int kPerThread = 300;
+  std::atomic<int> ran{0};
+  auto producer = [&](int seed) {
+    const int64_t pauses_us[] = {0, 5, ThreadPool::SpinBeforeSleepMicros() / 2,
+                                 ThreadPool::SpinBeforeSleepMicros(),
+                                 ThreadPool::SpinBeforeSleepMicros() * 2};
+    for (int i = 0; i < kPerThread; ++i) {
+      pool.Schedule([&] { ++ran; });
+      std::this_thread::sleep_for(std::chrono::microseconds(pauses_us[(i * 7 + seed) % 5]));
+    }
+  };
+  std::thread a(producer, 0), b(producer, 3);
+  a.join();
+  b.join();
+  // A lost wake-up would leave a task queued forever; 10 s is only a bound for a failing run.
+  for (int i = 0; i < 10000 && ran.load() < 2 * kPerThread; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(ran.load(), 2 * kPerThread);
+}
+
+// Every task scheduled runs, whether the workers are spinning, about to stop spinning, or
+// blocked: tasks come from two threads with pauses around the spin window, so some find a
+// spinning worker and some a blocked one, and none may be left in the queue unwoken.
+TEST(ThreadPoolTest, ScheduledTasksRunWhetherWorkersSpinOrSleep) {
+  for (ThreadPool::Idle idle : {ThreadPool::Idle::kSpinThenBlock, ThreadPool::Idle::kBlock}) {
+    ScheduleFromTwoThreads(idle);
+  }
+}
+
+// ParallelFor returns once every shard is done whether its caller spins for them or blocks:
+// each call's shards take from nothing to well past the spin window.
+TEST(ThreadPoolTest, ParallelForWaitsForSlowShardsPastTheSpin) {
+  ThreadPool pool("test", 1, ThreadPool::Idle::kSpinThenBlock);
+  for (int64_t shard_us : {int64_t{0}, ThreadPool::SpinBeforeSleepMicros() * 3}) {
+    std::vector<std::atomic<int>> hits(16);
+    pool.ParallelFor(16, 1000000, [&](int64_t b, int64_t e) {
+      std::this_thread::sleep_for(std::chrono::microseconds(shard_us));
+      for (int64_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+}
+
+// A pool whose worker is spinning, or blocked, shuts down and joins it.
+TEST(ThreadPoolTest, DestroyingAPoolStopsSpinningAndBlockedWorkers) {
+  for (int64_t idle_us : {int64_t{0}, ThreadPool::SpinBeforeSleepMicros() * 3}) {
+    std::atomic<int> ran{0};
+    {
+      ThreadPool pool("test", 2, ThreadPool::Idle::kSpinThenBlock);
+      pool.Schedule([&] { ++ran; });
+      std::this_thread::sleep_for(std::chrono::microseconds(idle_us));
+    }
+    EXPECT_EQ(ran.load(), 1);  // the destructor drains the queue before the workers exit
+  }
+}
+
 }  // namespace
 }  // namespace flowstone
