@@ -14,13 +14,13 @@
 namespace flowstone {
 
 // Pool threads block asynchronous signals (SIGINT and the like go to the threads that called into
-// Flowstone) and have an alternate signal stack. In a kSpinThenBlock pool a worker that runs out of
-// work spins for up to SpinBeforeSleepMicros() before it blocks (one worker per pool at a time),
-// so the next task of a step starts on a running thread: waking a blocked one costs microseconds,
-// and on some kernels (packed virtual CPUs) puts it on the waking thread's core, where the two
-// then take turns. After
-// fork(), the child's pools start new threads on first use, dropping the work queued in the parent
-// (its threads do not exist in the child).
+// Flowstone) and have an alternate signal stack. After fork(), the child's pools start new threads
+// on first use, dropping the work queued in the parent (its threads do not exist in the child).
+//
+// In a kSpinThenBlock pool a worker that runs out of work spins for up to SpinBeforeSleepMicros()
+// before it blocks (one worker per pool at a time), so the next task of a step starts on a running
+// thread: waking a blocked one costs microseconds, and on some kernels (packed virtual CPUs) puts
+// it on the waking thread's core, where the two then take turns.
 class ThreadPool {
  public:
   // Whether idle workers spin before they block (see SpinBeforeSleepMicros). The intra-op pool's
