@@ -58,6 +58,8 @@ class EagerIterator:
                 "output_types": structure.type_attrs(spec),
                 "output_shapes": structure.shape_attrs(spec),
             }, name="IteratorGetNext").outputs
+            # Composites are decoded here, in the pipeline graph; their components come back.
+            outputs = structure.to_components(spec, structure.from_tensor_list(spec, outputs))
         self._spec = spec
         try:
             self._session = _C.Session.create(graph._c, {})
@@ -84,7 +86,7 @@ class EagerIterator:
             handles = self._next.call_eager([])
         except _C.StatusError as e:
             raise _errors.from_status_error(e) from None
-        return structure.pack(self._spec, [_eager.EagerTensor(h) for h in handles])
+        return structure.from_components(self._spec, [_eager.EagerTensor(h) for h in handles])
 
     def __next__(self):
         if self._done:
