@@ -22,6 +22,7 @@ from flowstone.ops import dataset_structure as structure
 from flowstone.ops import eager_iterator
 from flowstone.ops import iterator_ops
 from flowstone.ops import random_ops
+from flowstone.ops import ragged_tensor as _ragged_tensor
 from flowstone.ops import script_ops
 from flowstone.util.tf_export import export_value, tf_export
 
@@ -347,7 +348,8 @@ class DatasetV1:
             return self._unary("UnbatchDataset", [], spec=spec)
         # A composite's element encodes it whole; first re-encode it row by row, so that
         # UnbatchDataset slices it as any tensor (TensorFlow's normalize_to_dense).
-        rows = self._encode_rows()
+        rows = self._reencoded(lambda element: structure.to_batched_tensor_list(
+            self._element_spec, element))
 
         def make(variant):
             return _ops.apply_op("UnbatchDataset", [variant], self._spec_attrs(spec),
@@ -355,23 +357,50 @@ class DatasetV1:
 
         return DatasetV1([rows], spec, make)
 
-    def _encode_rows(self):
-        """A dataset of this one's elements as their batched tensor lists (plain tensors)."""
+    def _reencoded(self, to_tensor_list, spec=None):
+        """This dataset's elements as the tensors `to_tensor_list(element)` gives (a map):
+        elements of `spec` when those are its tensor lists, else plain tensors."""
         spec_in = self._element_spec
         state = {}
 
         def encode(*args):
             element = args if _is_plain_tuple(spec_in) else args[0]
-            return tuple(structure.to_batched_tensor_list(spec_in, element))
+            return tuple(to_tensor_list(element))
 
         def make(variant):
-            name, captured, result = _trace(encode, spec_in, "Dataset_unbatch_rows")
+            name, captured, result = _trace(encode, spec_in, "Dataset_encode")
             state["spec"] = structure.spec_of(result)
             return _ops.apply_op("MapDataset", [variant, captured], dict(
                 self._spec_attrs(state["spec"]), f=name, preserve_cardinality=True),
                 name="MapDataset").outputs[0]
 
-        return _LazySpecDataset([self], state, make)
+        if spec is None:
+            return _LazySpecDataset([self], state, make)
+        return DatasetV1([self], spec, make)
+
+    def ragged_batch(self, batch_size, drop_remainder=False, row_splits_dtype=_dtypes.int64,
+                     name=None):
+        """Batches in which a component whose shape is not fully known becomes a
+        RaggedTensor (its dimensions up to the last unknown one ragged); fully known
+        components are stacked as batch() stacks them."""
+        del name
+        spec_in = self._element_spec
+        leaves = structure.flatten(spec_in)
+        ragged = [_ragged_spec_of(s, row_splits_dtype) for s in leaves]
+        if ragged == leaves:
+            return self.batch(batch_size, drop_remainder)
+        spec = structure.pack(spec_in, ragged)
+
+        def to_ragged(element):
+            tensors = []
+            for leaf, value in zip(ragged, structure.flatten_up_to(spec_in, element)):
+                if isinstance(leaf, structure.RaggedTensorSpec) and leaf.ragged_rank > 0:
+                    value = _ragged_tensor.RaggedTensor.from_tensor(
+                        value, ragged_rank=leaf.ragged_rank, row_splits_dtype=row_splits_dtype)
+                tensors.extend(leaf._to_tensor_list(value))
+            return tensors
+
+        return self._reencoded(to_ragged, spec).batch(batch_size, drop_remainder)
 
     def window(self, size, shift=None, stride=1, drop_remainder=False):
         """Windows of `size` elements (every `stride`-th), one starting every `shift` (default
@@ -736,7 +765,8 @@ class DatasetV1:
             raise RuntimeError("`tf.data.Dataset.as_numpy_iterator()` is only supported in "
                                "eager mode.")
         for s in structure.flatten(self._element_spec):
-            if not isinstance(s, structure.TensorSpec):
+            if not isinstance(s, (structure.TensorSpec, structure.SparseTensorSpec,
+                                  structure.RaggedTensorSpec)):
                 raise TypeError(f"`tf.data.Dataset.as_numpy_iterator()` is not supported for "
                                 f"datasets that produce values of type {type(s).__name__}")
         return eager_iterator.NumpyIterator(self)
@@ -1001,6 +1031,17 @@ def _reduce_state_spec(spec, result):
         if _kind(t) != _kind(s):
             raise TypeError(f"The new state's {t!r} does not match the initial state's {s!r}.")
     return structure.pack(spec, [_relaxed(s, t) for s, t in zip(flat, got)])
+
+
+def _ragged_spec_of(spec, row_splits_dtype):
+    """The spec ragged_batch batches a component of `spec` as: a RaggedTensorSpec whose ragged
+    dimensions end at the last unknown one (TensorFlow's rule), unless the shape is fully known
+    or the rank unknown."""
+    if (not isinstance(spec, structure.TensorSpec) or spec.shape.ndims is None or
+            spec.shape.is_fully_defined()):
+        return spec
+    ragged_rank = max(axis for axis, d in enumerate(spec.shape.as_list()) if d is None)
+    return structure.RaggedTensorSpec(spec.shape, spec.dtype, ragged_rank, row_splits_dtype)
 
 
 def _kind(spec):

@@ -215,7 +215,11 @@ def shapes_of(spec):
 
 
 def classes_of(spec):
-    return pack(spec, [s.value_type if is_composite(s) else _ops.Tensor for s in flatten(spec)])
+    """TF1's output_classes: Tensor, SparseTensor, or (as TensorFlow's) the spec itself for the
+    kinds TF1 had no class for (RaggedTensorSpec)."""
+    return pack(spec, [SparseTensor if isinstance(s, SparseTensorSpec) else
+                       s if isinstance(s, RaggedTensorSpec) else _ops.Tensor
+                       for s in flatten(spec)])
 
 
 def spec_from_types(output_types, output_shapes=None, output_classes=None):

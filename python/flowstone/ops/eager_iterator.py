@@ -15,6 +15,7 @@ from flowstone import _C
 from flowstone import errors as _errors
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
+from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.ops import dataset_structure as structure
 from flowstone.ops import iterator_ops
 from flowstone.util.tf_export import tf_export
@@ -149,6 +150,11 @@ class NumpyIterator:
 
 
 def _to_numpy(tensor):
+    if isinstance(tensor, SparseTensor):
+        # As TensorFlow's: a SparseTensor's numpy value is its dense array.
+        dense = np.zeros(tensor.dense_shape.numpy(), tensor.dtype.as_numpy_dtype)
+        dense[tuple(tensor.indices.numpy().T)] = tensor.values.numpy()
+        return dense
     value = tensor.numpy()
     if isinstance(value, np.ndarray):
         value.setflags(write=False)  # TF's arrays may share the tensor's buffer
