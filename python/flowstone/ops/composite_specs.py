@@ -80,7 +80,10 @@ class SparseTensorSpec(TypeSpec):
         if self._rank is not None:
             _static(indices, [None, self._rank])
             _static(dense_shape, [self._rank])
-        return SparseTensor(indices, values, dense_shape)
+        result = SparseTensor(indices, values, dense_shape)
+        if not hasattr(dense_shape, "numpy"):
+            result.set_shape(self._shape)
+        return result
 
     @property
     def _flat_tensor_specs(self):
