@@ -18,7 +18,7 @@ from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.util.tf_export import tf_export
 
 
-@tf_export("TypeSpec", "type_spec.TypeSpec")
+@tf_export("TypeSpec")
 class TypeSpec:
     """The type of a value made of tensors: its Python class, dtypes and static shapes."""
 

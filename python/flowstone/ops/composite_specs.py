@@ -29,7 +29,7 @@ def _static(tensor, shape):
     return tensor
 
 
-@tf_export("SparseTensorSpec", "sparse.SparseTensorSpec")
+@tf_export("SparseTensorSpec")
 class SparseTensorSpec(TypeSpec):
     """The type of a SparseTensor: its dense shape (partial) and its values' dtype."""
 
