@@ -320,6 +320,11 @@ class DatasetV1:
                 raise TypeError("`output_types` and `output_shapes` cannot be used together "
                                 "with `output_signature`.")
             spec = structure.normalize(output_signature)
+            for s in structure.flatten(spec):
+                if not isinstance(s, structure.TensorSpec):
+                    raise TypeError(f"Flowstone's from_generator takes TensorSpecs in "
+                                    f"`output_signature`, got {s!r} (see docs/COMPAT.md); "
+                                    f"yield its component tensors and build it in a map.")
         elif output_types is None:
             raise TypeError("Missing required argument: `output_signature` (or the deprecated "
                             "`output_types`).")
@@ -609,7 +614,7 @@ class DatasetV1:
                     break
                 state_spec = relaxed  # a state whose shape changes: trace again, relaxed
             state["spec"] = structure.spec_of(result[1])
-            flat_state = structure.flatten(initial)
+            flat_state = structure.to_tensor_list(state_spec, initial)
             return _ops.apply_op("ScanDataset", [variant, flat_state, captured], dict(
                 self._spec_attrs(state["spec"]), f=name, Tstate=[t.dtype for t in flat_state],
                 preserve_cardinality=True), name="ScanDataset").outputs[0]

@@ -288,3 +288,22 @@ def test_concatenating_sparse_with_dense_is_a_type_error():
     dense = Dataset.from_tensors(tf.constant([1.0, 0.0]))
     with pytest.raises(TypeError, match="different types"):
         sp.concatenate(dense)
+
+
+def test_scan_carries_a_composite_state():
+    sp = tf.SparseTensor([[0]], [1.0], [3])
+    counting = Dataset.range(3).scan(sp, lambda state, _: (
+        tf.SparseTensor(state.indices, state.values + 1.0, state.dense_shape), state))
+    assert [v.values.tolist() for v in _drain(counting)] == [[1.0], [2.0], [3.0]]
+    rt = tf.ragged.constant([[1], [2, 2], [3, 3, 3]])
+    growing = Dataset.from_tensor_slices(rt).scan(
+        tf.ragged.constant([[0]]), lambda rows, r: (
+            tf.concat([rows, tf.RaggedTensor.from_row_splits(
+                r, [0, tf.size(r, out_type=tf.int64)])], 0), rows.nrows()))
+    assert [int(v) for v in _drain(growing)] == [1, 2, 3]
+
+
+def test_from_generator_names_what_it_takes():
+    with pytest.raises(TypeError, match="takes TensorSpecs in `output_signature`, got "
+                       r"SparseTensorSpec\(TensorShape\(\[3\]\), tf.float32\)"):
+        Dataset.from_generator(lambda: iter([]), output_signature=tf.SparseTensorSpec([3]))
