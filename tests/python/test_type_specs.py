@@ -108,3 +108,13 @@ def test_answers_match_tensorflow():
         tf.RaggedTensorSpec([None, None], tf.int32).is_compatible_with(rt),
     ]
     assert ours == theirs
+
+
+def test_a_tensor_spec_is_not_compatible_with_composites():
+    sp = tf.SparseTensor([[0, 1]], [1.5], [2, 3])
+    assert not tf.TensorSpec([2, 3], tf.float32).is_compatible_with(sp)
+    assert not tf.TensorSpec([2, None], tf.int32).is_compatible_with(tf.ragged.constant([[1]]))
+    assert tf.TensorSpec([2, None], tf.int32).is_compatible_with(tf.constant([[1, 2], [3, 4]]))
+    window = tf.data.Dataset.range(4).window(2).element_spec
+    assert window.is_compatible_with(window)
+    assert not window.is_compatible_with(tf.TensorSpec([], tf.variant))

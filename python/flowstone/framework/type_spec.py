@@ -43,8 +43,18 @@ class TypeSpec:
             raise ValueError(f"No TypeSpec is compatible with both {self} and {other}")
         return self._relaxed(other)
 
-    # Subclasses give: _spec_of_value, _compatible_kind (all but the shape agree),
-    # _relaxed (the spec with the shape both have), and the encodings the module docstring names.
+    # Subclasses give the encodings the module docstring names and, where their values vary
+    # in shape, these three: the spec of a value (None when not of this kind), whether all but
+    # the shape agree, and the spec with the shape both have.
+    def _spec_of_value(self, value):
+        return None
+
+    def _compatible_kind(self, other):
+        return self == other
+
+    def _relaxed(self, other):
+        return self
+
     def _compatible_fields(self, other):
         return self._compatible_kind(other) and self.shape.is_compatible_with(other.shape)
 
@@ -79,6 +89,9 @@ class TensorSpec(TypeSpec):
 
     def is_compatible_with(self, other):
         if isinstance(other, TypeSpec) and not isinstance(other, TensorSpec):
+            return False
+        # A composite value (SparseTensor, RaggedTensor: fetched as components) is no tensor.
+        if hasattr(other, "_fetch_components"):
             return False
         if not hasattr(other, "dtype") or not hasattr(other, "shape"):
             return False

@@ -48,16 +48,21 @@ class RaggedVariant final : public VariantValue {
   Tensor values_;
 };
 
+// Writes `values` into the int32 or int64 vector `out`.
+void WriteInts(const Splits& values, Tensor* out) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (out->dtype() == DType::kInt32) {
+      out->data<int32_t>()[i] = static_cast<int32_t>(values[i]);
+    } else {
+      out->data<int64_t>()[i] = values[i];
+    }
+  }
+}
+
 // An int32 or int64 vector holding `values`.
 Tensor IntVector(DType dtype, const Splits& values) {
   Tensor t = Tensor::Host(dtype, TensorShape{static_cast<int64_t>(values.size())});
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (dtype == DType::kInt32) {
-      t.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
-    } else {
-      t.data<int64_t>()[i] = values[i];
-    }
-  }
+  WriteInts(values, &t);
   return t;
 }
 
@@ -159,7 +164,7 @@ Status RaggedTensorToVariantKernel(KernelContext& ctx) {
   return Status::OK();
 }
 
-// Appends `rows` (a ragged tensor's splits or rows count) to `out`, offset by out's last value.
+// Appends the splits `part` (past its leading 0) to `out`, offset by out's last value.
 void AppendSplits(const Splits& part, Splits* out) {
   const int64_t offset = out->back();
   for (size_t i = 1; i < part.size(); ++i) out->push_back(part[i] + offset);
@@ -238,7 +243,10 @@ Status RaggedTensorFromVariantKernel(KernelContext& ctx) {
     splits.push_back(std::move(level));
   }
   for (size_t k = 0; k < splits.size(); ++k) {
-    ctx.SetOutput(static_cast<int>(k), IntVector(splits_dtype, splits[k]));
+    Tensor* out;
+    FS_RETURN_IF_ERROR(ctx.AllocateOutput(
+        static_cast<int>(k), TensorShape{static_cast<int64_t>(splits[k].size())}, &out));
+    WriteInts(splits[k], out);
   }
   Dims dims = n > 0 ? parts[0]->values().shape().dims() : Dims{0};
   int64_t total = 0;

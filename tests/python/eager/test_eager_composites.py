@@ -91,6 +91,13 @@ def test_function_rejects_values_outside_its_signature():
     with pytest.raises(TypeError, match="incompatible with input_signature"):
         f(wrong_rank, rt)
 
+    @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32)])
+    def dense(x):
+        return x
+
+    with pytest.raises(TypeError, match="incompatible with input_signature"):
+        dense(tf.SparseTensor([[0, 1]], [1.0], [2, 3]))
+
 
 def test_function_without_signature_traces_per_composite_type():
     @tf.function
