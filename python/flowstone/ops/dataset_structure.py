@@ -224,7 +224,8 @@ def classes_of(spec):
 
 def spec_from_types(output_types, output_shapes=None, output_classes=None):
     """A spec structure from TF1's output_types, output_shapes and output_classes structures
-    (a class SparseTensor makes a SparseTensorSpec)."""
+    (a class SparseTensor makes a SparseTensorSpec; a TypeSpec among the classes, as
+    get_output_classes gives for ragged components, is that component's spec)."""
     types = flatten(output_types)
     if output_shapes is None:
         shapes = [TensorShape(None)] * len(types)
@@ -233,6 +234,7 @@ def spec_from_types(output_types, output_shapes=None, output_classes=None):
     classes = ([None] * len(types) if output_classes is None
                else flatten_up_to(output_types, output_classes))
     return pack(output_types, [
+        c if isinstance(c, TypeSpec) else
         SparseTensorSpec(as_shape(s), t) if c is SparseTensor else TensorSpec(as_shape(s), t)
         for t, s, c in zip(types, shapes, classes)])
 

@@ -245,6 +245,24 @@ def test_initializable_and_reinitializable_iterators():
         assert sess.run(element).to_list() == [[2, 2]]
 
 
+def test_feedable_iterator_of_ragged_and_sparse_components():
+    sp = tf.SparseTensor([[0, 1], [1, 0]], [1.0, 2.0], [2, 3])
+    rt = tf.ragged.constant([[1, 2], [3]])
+    dataset = Dataset.from_tensor_slices((sp, rt))
+    handle = tf.placeholder(tf.string, [])
+    iterator = tf.data.Iterator.from_string_handle(
+        handle, tf.data.get_output_types(dataset), tf.data.get_output_shapes(dataset),
+        tf.data.get_output_classes(dataset))
+    sparse_row, ragged_row = iterator.get_next()
+    assert isinstance(sparse_row, tf.SparseTensor)
+    source = dataset.make_one_shot_iterator()
+    with tf.Session() as sess:
+        feed = {handle: sess.run(source.string_handle())}
+        got_sparse, got_ragged = sess.run([sparse_row, ragged_row], feed)
+    np.testing.assert_array_equal(got_sparse.indices, [[1]])
+    np.testing.assert_array_equal(got_ragged, [1, 2])
+
+
 def test_legacy_structure_properties():
     rt = tf.ragged.constant([[1, 2], [3]])
     dataset = Dataset.from_tensors(rt)
