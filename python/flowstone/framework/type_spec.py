@@ -102,7 +102,7 @@ class TensorSpec(TypeSpec):
         return self._dtype == other._dtype
 
     def _relaxed(self, other):
-        return TensorSpec(_most_specific(self._shape, other._shape), self._dtype)
+        return TensorSpec(most_specific_shape(self._shape, other._shape), self._dtype)
 
     # A tensor is its own component and tensor list.
     @property
@@ -139,7 +139,7 @@ class TensorSpec(TypeSpec):
         return f"TensorSpec(shape={self._shape}, dtype={self._dtype!r}, name={self._name!r})"
 
 
-def _most_specific(a, b):
+def most_specific_shape(a, b):
     """The shape both `a` and `b` have: dimensions that differ become unknown."""
     if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
         return TensorShape(None)

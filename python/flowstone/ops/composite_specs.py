@@ -14,7 +14,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from flowstone.framework.tensor_shape import TensorShape, as_shape
-from flowstone.framework.type_spec import TensorSpec, TypeSpec, _most_specific
+from flowstone.framework.type_spec import TensorSpec, TypeSpec, most_specific_shape
 from flowstone.ops.ragged_tensor import RaggedTensor, RaggedTensorValue
 from flowstone.util.tf_export import tf_export
 
@@ -59,7 +59,7 @@ class SparseTensorSpec(TypeSpec):
         return self._dtype == other._dtype
 
     def _relaxed(self, other):
-        return SparseTensorSpec(_most_specific(self._shape, other._shape), self._dtype)
+        return SparseTensorSpec(most_specific_shape(self._shape, other._shape), self._dtype)
 
     @property
     def _rank(self):
@@ -186,7 +186,7 @@ class RaggedTensorSpec(TypeSpec):
                 self._row_splits_dtype == other._row_splits_dtype)
 
     def _relaxed(self, other):
-        return RaggedTensorSpec(_most_specific(self._shape, other._shape), self._dtype,
+        return RaggedTensorSpec(most_specific_shape(self._shape, other._shape), self._dtype,
                                 self._ragged_rank, self._row_splits_dtype)
 
     @property

@@ -17,6 +17,7 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import TensorShape
+from flowstone.framework.type_spec import most_specific_shape
 from flowstone.ops import dataset_bucketing
 from flowstone.ops import dataset_structure as structure
 from flowstone.ops import eager_iterator
@@ -1058,16 +1059,9 @@ def _kind(spec):
 def _relaxed(a, b):
     """The spec both `a` and `b` (of one _kind) fit: dimensions that differ become unknown."""
     if isinstance(a, structure.TensorSpec):
-        return structure.TensorSpec(_most_specific(a.shape, b.shape), a.dtype)
+        return structure.TensorSpec(most_specific_shape(a.shape, b.shape), a.dtype)
     return a.most_specific_compatible_type(b) if a != b else a
 
 
 def _is_plain_tuple(value):
     return isinstance(value, tuple) and not hasattr(type(value), "_fields")
-
-
-def _most_specific(a, b):
-    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
-        return TensorShape(None)
-    return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
-
