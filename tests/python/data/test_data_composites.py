@@ -325,3 +325,29 @@ def test_from_generator_names_what_it_takes():
     with pytest.raises(TypeError, match="takes TensorSpecs in `output_signature`, got "
                        r"SparseTensorSpec\(TensorShape\(\[3\]\), tf.float32\)"):
         Dataset.from_generator(lambda: iter([]), output_signature=tf.SparseTensorSpec([3]))
+
+
+def test_decoding_errors_name_what_was_expected():
+    sp = tf.SparseTensor([[0, 1]], [1.0], [2, 3])
+    encoded = tf.io.serialize_sparse(sp, out_type=tf.variant)
+    wrong_dtype = tf.raw_ops.DeserializeSparse(serialized_sparse=encoded, dtype=tf.int32)
+    rt = tf.ragged.constant([[1, 2], [3]])
+    ragged = tf.raw_ops.RaggedTensorToVariant(rt_nested_splits=[rt.row_splits],
+                                              rt_dense_values=rt.values, batched_input=False)
+    wrong_rank = tf.raw_ops.RaggedTensorFromVariant(
+        encoded_ragged=ragged, input_ragged_rank=2, output_ragged_rank=2, Tvalues=tf.int32)
+    not_ragged = tf.raw_ops.RaggedTensorFromVariant(
+        encoded_ragged=encoded, input_ragged_rank=-1, output_ragged_rank=1, Tvalues=tf.int64)
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Requested SparseTensor of type int32 but SparseTensor"):
+            sess.run(wrong_dtype)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"encoded_ragged\[0\] has 1 ragged dimensions, expected "
+                                 "input_ragged_rank = 2"):
+            sess.run(wrong_rank)
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match=r"encoded_ragged\[0\] is not a ragged tensor"):
+            sess.run(not_ragged)
+    with pytest.raises(TypeError, match="out_type must be tf.string or tf.variant"):
+        tf.io.serialize_sparse(sp, out_type=tf.int32)
