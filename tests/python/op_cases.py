@@ -238,3 +238,7 @@ CASES += _POOLING_CASES
 from op_cases_encoder import CASES as _ENCODER_CASES  # noqa: E402
 
 CASES += _ENCODER_CASES
+
+from op_cases_composites import CASES as _COMPOSITE_CASES  # noqa: E402
+
+CASES += _COMPOSITE_CASES

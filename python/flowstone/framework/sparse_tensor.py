@@ -7,7 +7,7 @@ import numpy as np
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
-from flowstone.framework.tensor_shape import TensorShape
+from flowstone.framework.tensor_shape import TensorShape, as_shape
 from flowstone.util.tf_export import tf_export
 
 
@@ -42,6 +42,7 @@ class SparseTensor:
             raise ValueError(f"values must be a vector [N], got shape {self._values.shape}")
         if self._dense_shape.shape.ndims not in (None, 1):
             raise ValueError(f"dense_shape must be a vector, got shape {self._dense_shape.shape}")
+        self._shape_hint = None  # a static shape set_shape gave
 
     indices = property(lambda self: self._indices)
     values = property(lambda self: self._values)
@@ -52,14 +53,21 @@ class SparseTensor:
 
     @property
     def shape(self):
-        """The static dense shape, as far as the dense_shape tensor is known while building."""
+        """The static dense shape, as far as the dense_shape tensor is known while building,
+        merged with what set_shape said."""
         if hasattr(self._dense_shape, "numpy"):  # eager: the value itself
             return TensorShape([int(d) for d in self._dense_shape.numpy()])
         op = self._dense_shape.op
         if op.type == "Const":
             return TensorShape([int(d) for d in np.asarray(op.get_attr("value"))])
         rank = self._dense_shape.shape[0] if self._dense_shape.shape.ndims == 1 else None
-        return TensorShape(None) if rank is None else TensorShape([None] * int(rank))
+        known = TensorShape(None) if rank is None else TensorShape([None] * int(rank))
+        return known if self._shape_hint is None else known.merge_with(self._shape_hint)
+
+    def set_shape(self, shape):
+        """Narrows the static dense shape (a dataset element's SparseTensorSpec gives it);
+        ValueError when it contradicts what is known."""
+        self._shape_hint = self.shape.merge_with(as_shape(shape))
 
     def get_shape(self):
         return self.shape

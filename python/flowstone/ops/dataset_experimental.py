@@ -25,6 +25,15 @@ def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainde
     return apply
 
 
+@tf_export("data.experimental.dense_to_ragged_batch")
+def dense_to_ragged_batch(batch_size, drop_remainder=False, row_splits_dtype=_dtypes.int64):
+    """Dataset.ragged_batch as a transformation for `dataset.apply(...)`."""
+    def apply(dataset):
+        return dataset.ragged_batch(batch_size, drop_remainder, row_splits_dtype)
+
+    return apply
+
+
 @tf_export("data.experimental.parallel_interleave")
 def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
                         buffer_output_elements=None, prefetch_input_elements=None):

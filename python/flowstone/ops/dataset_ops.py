@@ -17,11 +17,13 @@ from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph, function_base_name
 from flowstone.framework.tensor_shape import TensorShape
+from flowstone.framework.type_spec import most_specific_shape
 from flowstone.ops import dataset_bucketing
 from flowstone.ops import dataset_structure as structure
 from flowstone.ops import eager_iterator
 from flowstone.ops import iterator_ops
 from flowstone.ops import random_ops
+from flowstone.ops import ragged_tensor as _ragged_tensor
 from flowstone.ops import script_ops
 from flowstone.util.tf_export import export_value, tf_export
 
@@ -48,13 +50,15 @@ def _trace(fn, element_spec, kind):
     Returns (function name, captured outer tensors, what fn returned as body tensors)."""
     graph = _ops.get_default_graph()
     body = FuncGraph(function_base_name(graph, kind), graph)
-    flat_spec = structure.flatten(element_spec)
-    args = [body.add_input(s.dtype, s.shape) for s in flat_spec]
+    args = [body.add_input(s.dtype, s.shape) for s in structure.flat_tensor_specs(element_spec)]
     with body.as_default():
-        # A component that is a dataset (a window) is passed to fn as a Dataset.
+        # A component that is a dataset (a window) is passed to fn as a Dataset; a composite's
+        # variant is decoded to the SparseTensor or RaggedTensor it holds.
+        element = structure.from_tensor_list(element_spec, args)
         element = structure.pack(element_spec, [
-            _VariantDataset(arg, s.element_spec) if isinstance(s, structure.DatasetSpec) else arg
-            for arg, s in zip(args, flat_spec)])
+            _VariantDataset(value, s.element_spec) if isinstance(s, structure.DatasetSpec)
+            else value
+            for value, s in zip(structure.flatten(element), structure.flatten(element_spec))])
         # A tuple element is passed as separate arguments, as TF does.
         if isinstance(element, tuple) and not hasattr(type(element), "_fields"):
             result = fn(*element)
@@ -63,16 +67,18 @@ def _trace(fn, element_spec, kind):
         if isinstance(result, list):
             result = tuple(result)  # tf.data reads a returned list as a tuple
         result = structure.normalize(result)
-        flat = []
+        values = []
         for value in structure.flatten(result):
             if isinstance(value, _ops.Operation):
                 raise TypeError(f"The function given to {kind} returned the Operation "
                                 f"'{value.name}'; return tensors.")
-            t = _ops.convert_to_tensor(value)
-            flat.append(t if t.graph is body else body._capture(t, kind))
+            values.append(structure.as_value(value))
+        result = structure.pack(result, values)
+        flat = [t if t.graph is body else body._capture(t, kind)
+                for t in structure.to_tensor_list(structure.spec_of(result), result)]
     captured = [outer for outer, _ in body.captures]
     body.add_to_library(args + [inner for _, inner in body.captures], flat)
-    return body.name, captured, structure.pack(result, flat)
+    return body.name, captured, result
 
 
 @tf_export("data.Dataset")
@@ -154,7 +160,7 @@ class DatasetV1:
         spec = structure.spec_of(structure.to_tensors(value))
 
         def make():
-            components = structure.flatten(structure.to_tensors(value))
+            components = structure.to_tensor_list(spec, structure.to_tensors(value))
             return _ops.apply_op("TensorDataset", [components], {
                 "output_shapes": structure.shape_attrs(spec)}, name="TensorDataset").outputs[0]
 
@@ -169,11 +175,12 @@ class DatasetV1:
             if t.shape.ndims == 0:
                 raise ValueError(f"Unbatching a tensor is only supported for rank >= 1, but "
                                  f"{t!r} is a scalar.")
-        spec = structure.pack(whole, [structure.TensorSpec(t.shape[1:], t.dtype)
-                                      for t in structure.flatten(whole)])
+        whole_spec = structure.spec_of(whole)
+        spec = structure.unbatch_spec(whole_spec)
 
         def make():
-            components = structure.flatten(structure.to_tensors(value))
+            components = structure.to_batched_tensor_list(whole_spec,
+                                                          structure.to_tensors(value))
             return _ops.apply_op("TensorSliceDataset", [components], {
                 "output_shapes": structure.shape_attrs(spec)},
                 name="TensorSliceDataset").outputs[0]
@@ -314,6 +321,11 @@ class DatasetV1:
                 raise TypeError("`output_types` and `output_shapes` cannot be used together "
                                 "with `output_signature`.")
             spec = structure.normalize(output_signature)
+            for s in structure.flatten(spec):
+                if not isinstance(s, structure.TensorSpec):
+                    raise TypeError(f"Flowstone's from_generator takes TensorSpecs in "
+                                    f"`output_signature`, got {s!r} (see docs/COMPAT.md); "
+                                    f"yield its component tensors and build it in a map.")
         elif output_types is None:
             raise TypeError("Missing required argument: `output_signature` (or the deprecated "
                             "`output_types`).")
@@ -337,10 +349,64 @@ class DatasetV1:
         for s in specs:
             if s.shape.ndims == 0:
                 raise ValueError("Cannot unbatch an input with scalar components.")
-        spec = structure.pack(self._element_spec, [
-            structure.TensorSpec(s.shape[1:] if s.shape.ndims is not None else None, s.dtype)
-            for s in specs])
-        return self._unary("UnbatchDataset", [], spec=spec)
+        spec = structure.unbatch_spec(self._element_spec)
+        if not any(structure.is_composite(s) for s in specs):
+            return self._unary("UnbatchDataset", [], spec=spec)
+        # A composite's element encodes it whole; first re-encode it row by row, so that
+        # UnbatchDataset slices it as any tensor (TensorFlow's normalize_to_dense).
+        rows = self._reencoded(lambda element: structure.to_batched_tensor_list(
+            self._element_spec, element))
+
+        def make(variant):
+            return _ops.apply_op("UnbatchDataset", [variant], self._spec_attrs(spec),
+                                 name="UnbatchDataset").outputs[0]
+
+        return DatasetV1([rows], spec, make)
+
+    def _reencoded(self, to_tensor_list, spec=None):
+        """This dataset's elements as the tensors `to_tensor_list(element)` gives (a map):
+        elements of `spec` when those are its tensor lists, else plain tensors."""
+        spec_in = self._element_spec
+        state = {}
+
+        def encode(*args):
+            element = args if _is_plain_tuple(spec_in) else args[0]
+            return tuple(to_tensor_list(element))
+
+        def make(variant):
+            name, captured, result = _trace(encode, spec_in, "Dataset_encode")
+            state["spec"] = structure.spec_of(result)
+            return _ops.apply_op("MapDataset", [variant, captured], dict(
+                self._spec_attrs(state["spec"]), f=name, preserve_cardinality=True),
+                name="MapDataset").outputs[0]
+
+        if spec is None:
+            return _LazySpecDataset([self], state, make)
+        return DatasetV1([self], spec, make)
+
+    def ragged_batch(self, batch_size, drop_remainder=False, row_splits_dtype=_dtypes.int64,
+                     name=None):
+        """Batches in which a component whose shape is not fully known becomes a
+        RaggedTensor (its dimensions up to the last unknown one ragged); fully known
+        components are stacked as batch() stacks them."""
+        del name
+        spec_in = self._element_spec
+        leaves = structure.flatten(spec_in)
+        ragged = [_ragged_spec_of(s, row_splits_dtype) for s in leaves]
+        if ragged == leaves:
+            return self.batch(batch_size, drop_remainder)
+        spec = structure.pack(spec_in, ragged)
+
+        def to_ragged(element):
+            tensors = []
+            for leaf, value in zip(ragged, structure.flatten_up_to(spec_in, element)):
+                if isinstance(leaf, structure.RaggedTensorSpec) and leaf.ragged_rank > 0:
+                    value = _ragged_tensor.RaggedTensor.from_tensor(
+                        value, ragged_rank=leaf.ragged_rank, row_splits_dtype=row_splits_dtype)
+                tensors.extend(leaf._to_tensor_list(value))
+            return tensors
+
+        return self._reencoded(to_ragged, spec).batch(batch_size, drop_remainder)
 
     def window(self, size, shift=None, stride=1, drop_remainder=False):
         """Windows of `size` elements (every `stride`-th), one starting every `shift` (default
@@ -360,12 +426,10 @@ class DatasetV1:
 
     def concatenate(self, dataset):
         a, b = structure.flatten(self._element_spec), structure.flatten(dataset.element_spec)
-        if [s.dtype for s in a] != [s.dtype for s in b]:
+        if [_kind(s) for s in a] != [_kind(s) for s in b]:
             raise TypeError(f"Two datasets to concatenate have different types "
                             f"{self.output_types} and {dataset.output_types}")
-        spec = structure.pack(self._element_spec, [
-            structure.TensorSpec(_most_specific(x.shape, y.shape), x.dtype)
-            for x, y in zip(a, b)])
+        spec = structure.pack(self._element_spec, [_relaxed(x, y) for x, y in zip(a, b)])
 
         def make(first, second):
             return _ops.apply_op("ConcatenateDataset", [first, second], self._spec_attrs(spec),
@@ -410,9 +474,7 @@ class DatasetV1:
         accepted: the batches are the same)."""
         del num_parallel_calls, deterministic
         size = batch_size if isinstance(batch_size, int) and drop_remainder else None
-        spec = structure.pack(self._element_spec, [
-            structure.TensorSpec(TensorShape([size]).concatenate(s.shape), s.dtype)
-            for s in structure.flatten(self._element_spec)])
+        spec = structure.batch_spec(self._element_spec, size)
         return self._unary("BatchDatasetV2", [
             lambda: _int64(batch_size, "batch_size"),
             lambda: _ops.convert_to_tensor(drop_remainder, dtype=_dtypes.bool,
@@ -425,6 +487,13 @@ class DatasetV1:
         largest in the batch; a dimension may be a scalar int64 tensor) with `padding_values`
         (default 0, or b"" for strings)."""
         specs = structure.flatten(self._element_spec)
+        for s in specs:
+            if isinstance(s, structure.DatasetSpec):
+                raise TypeError("`padded_batch` is not supported for datasets of datasets")
+            if not isinstance(s, structure.TensorSpec):
+                raise TypeError(f"`padded_batch` is only supported for datasets that produce "
+                                f"tensor elements but type spec of elements in the input "
+                                f"dataset is not a subclass of TensorSpec: `{s!r}`.")
         if padded_shapes is None:
             raw = shapes = [TensorShape([None] * s.shape.ndims) for s in specs]
         else:
@@ -491,9 +560,7 @@ class DatasetV1:
         def make(variant):
             name, captured, result = _trace(map_func, spec_in, "Dataset_map")
             size = batch_size if isinstance(batch_size, int) and drop_remainder else None
-            state["spec"] = structure.pack(structure.spec_of(result), [
-                structure.TensorSpec(TensorShape([size]).concatenate(s.shape), s.dtype)
-                for s in structure.flatten(structure.spec_of(result))])
+            state["spec"] = structure.batch_spec(structure.spec_of(result), size)
             attrs = dict(self._spec_attrs(state["spec"]), f=name, preserve_cardinality=True)
             calls = batch_size if num_parallel_calls is None else num_parallel_calls
             return _ops.apply_op("MapAndBatchDataset", [
@@ -548,7 +615,7 @@ class DatasetV1:
                     break
                 state_spec = relaxed  # a state whose shape changes: trace again, relaxed
             state["spec"] = structure.spec_of(result[1])
-            flat_state = structure.flatten(initial)
+            flat_state = structure.to_tensor_list(state_spec, initial)
             return _ops.apply_op("ScanDataset", [variant, flat_state, captured], dict(
                 self._spec_attrs(state["spec"]), f=name, Tstate=[t.dtype for t in flat_state],
                 preserve_cardinality=True), name="ScanDataset").outputs[0]
@@ -662,15 +729,17 @@ class DatasetV1:
                 if relaxed == spec:
                     break
                 spec = relaxed  # a state whose shape changes: trace again, relaxed
-            flat = structure.flatten(spec)
+            types = structure.type_attrs(spec)
             built["spec"] = spec
-            return _ops.apply_op("ReduceDataset", [variant, structure.flatten(state), captured], {
-                "f": name, "Tstate": [s.dtype for s in flat],
-                "Targuments": [t.dtype for t in captured], "output_types": [s.dtype for s in flat],
-                "output_shapes": structure.shape_attrs(spec)}, name="ReduceDataset").outputs
+            outputs = _ops.apply_op("ReduceDataset", [
+                variant, structure.to_tensor_list(spec, state), captured], {
+                "f": name, "Tstate": types, "Targuments": [t.dtype for t in captured],
+                "output_types": types, "output_shapes": structure.shape_attrs(spec)},
+                name="ReduceDataset").outputs
+            return structure.to_components(spec, structure.from_tensor_list(spec, outputs))
 
         outputs = self._run_op(build)
-        return structure.pack(built["spec"], outputs)
+        return structure.from_components(built["spec"], outputs)
 
     # --- the whole dataset at once ---------------------------------------------------------
 
@@ -690,10 +759,11 @@ class DatasetV1:
                             "are datasets (windows); flat_map them first.")
 
         def build(variant):
-            return _ops.apply_op("DatasetToSingleElement", [variant], self._spec_attrs(),
-                                 name=name or "DatasetToSingleElement").outputs
+            outputs = _ops.apply_op("DatasetToSingleElement", [variant], self._spec_attrs(),
+                                    name=name or "DatasetToSingleElement").outputs
+            return structure.to_components(spec, structure.from_tensor_list(spec, outputs))
 
-        return structure.pack(spec, self._run_op(build))
+        return structure.from_components(spec, self._run_op(build))
 
     def as_numpy_iterator(self):
         """An iterator over the elements as numpy values, in their structure (eager only)."""
@@ -701,7 +771,8 @@ class DatasetV1:
             raise RuntimeError("`tf.data.Dataset.as_numpy_iterator()` is only supported in "
                                "eager mode.")
         for s in structure.flatten(self._element_spec):
-            if not isinstance(s, structure.TensorSpec):
+            if not isinstance(s, (structure.TensorSpec, structure.SparseTensorSpec,
+                                  structure.RaggedTensorSpec)):
                 raise TypeError(f"`tf.data.Dataset.as_numpy_iterator()` is not supported for "
                                 f"datasets that produce values of type {type(s).__name__}")
         return eager_iterator.NumpyIterator(self)
@@ -905,11 +976,10 @@ def _common_spec(specs):
     first = structure.flatten(specs[0])
     for spec in specs[1:]:
         flat = structure.flatten(spec)
-        if len(flat) != len(first) or [s.dtype for s in flat] != [s.dtype for s in first]:
+        if len(flat) != len(first) or [_kind(s) for s in flat] != [_kind(s) for s in first]:
             raise TypeError(f"Incompatible dataset elements: the datasets to choose from must "
                             f"have the same structure and types, got {specs[0]} and {spec}.")
-        first = [structure.TensorSpec(_most_specific(a.shape, b.shape), a.dtype)
-                 for a, b in zip(first, flat)]
+        first = [_relaxed(a, b) for a, b in zip(first, flat)]
     return structure.pack(specs[0], first)
 
 
@@ -959,16 +1029,39 @@ def _reduce_state_spec(spec, result):
     if len(got) != len(flat):
         raise TypeError(f"The new state has {len(got)} components; the initial state has "
                         f"{len(flat)}.")
+    got = [structure.type_spec_from_value(t) for t in got]
     for s, t in zip(flat, got):
         if t.dtype != s.dtype:
             raise TypeError(f"The element types for the new state must match the initial state. "
                             f"Expected {s.dtype}; got {t.dtype}.")
-    return structure.pack(spec, [structure.TensorSpec(_most_specific(s.shape, t.shape), s.dtype)
-                                 for s, t in zip(flat, got)])
+        if _kind(t) != _kind(s):
+            raise TypeError(f"The new state's {t!r} does not match the initial state's {s!r}.")
+    return structure.pack(spec, [_relaxed(s, t) for s, t in zip(flat, got)])
 
 
-def _most_specific(a, b):
-    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
-        return TensorShape(None)
-    return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
+def _ragged_spec_of(spec, row_splits_dtype):
+    """The spec ragged_batch batches a component of `spec` as: a RaggedTensorSpec whose ragged
+    dimensions end at the last unknown one (TensorFlow's rule), unless the shape is fully known
+    or the rank unknown."""
+    if (not isinstance(spec, structure.TensorSpec) or spec.shape.ndims is None or
+            spec.shape.is_fully_defined()):
+        return spec
+    ragged_rank = max(axis for axis, d in enumerate(spec.shape.as_list()) if d is None)
+    return structure.RaggedTensorSpec(spec.shape, spec.dtype, ragged_rank, row_splits_dtype)
 
+
+def _kind(spec):
+    """What two specs must share to be relaxed into one: their class, dtype and (ragged)
+    ragged_rank."""
+    return (type(spec), spec.dtype, getattr(spec, "ragged_rank", None))
+
+
+def _relaxed(a, b):
+    """The spec both `a` and `b` (of one _kind) fit: dimensions that differ become unknown."""
+    if isinstance(a, structure.TensorSpec):
+        return structure.TensorSpec(most_specific_shape(a.shape, b.shape), a.dtype)
+    return a.most_specific_compatible_type(b) if a != b else a
+
+
+def _is_plain_tuple(value):
+    return isinstance(value, tuple) and not hasattr(type(value), "_fields")

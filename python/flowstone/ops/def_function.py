@@ -18,16 +18,35 @@ from flowstone import errors as _errors
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph
+from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import basic_ops
 from flowstone.ops import variables as _variables
+from flowstone.ops.composite_specs import RaggedTensorSpec, SparseTensorSpec, type_spec_from_value
 from flowstone.ops.dataset_structure import TensorSpec
+from flowstone.ops.ragged_tensor import RaggedTensor
 from flowstone.util import nest
 from flowstone.util.tf_export import tf_export
 
 
 def _is_tensor_like(value):
     return isinstance(value, (_ops.Tensor, np.ndarray, TensorSpec))
+
+
+_COMPOSITE_SPECS = (SparseTensorSpec, RaggedTensorSpec)
+_COMPOSITE_VALUES = (SparseTensor, RaggedTensor)
+
+
+def _composite_spec(value, spec=None):
+    """The spec of a SparseTensor or RaggedTensor argument (or of its signature's spec), which
+    the trace takes as its component tensors; None for anything else."""
+    if isinstance(spec, _COMPOSITE_SPECS):
+        return spec
+    if isinstance(value, _COMPOSITE_SPECS):
+        return value
+    if isinstance(value, _COMPOSITE_VALUES):
+        return type_spec_from_value(value)
+    return None
 
 
 def _leaf_key(value):
@@ -42,6 +61,8 @@ def _leaf_key(value):
         return ("tensor", dtype, tuple(value.shape))
     if isinstance(value, _variables.Variable):
         return ("variable", id(value))
+    if _composite_spec(value) is not None:
+        return ("composite", repr(_composite_spec(value)))
     try:
         hash(value)
     except TypeError:
@@ -65,7 +86,15 @@ class ConcreteFunction:
         traced = []
         with self.graph.as_default():
             for position, value in enumerate(flat_inputs):
-                if _is_tensor_like(value):
+                composite = _composite_spec(value, specs[position] if position < len(specs)
+                                            else None)
+                if composite is not None:
+                    # Flattened to its component tensors in the signature, rebuilt here.
+                    traced.append(composite._from_components([
+                        self.graph.add_input(c.dtype, c.shape)
+                        for c in composite._component_specs]))
+                    self._tensor_positions.append((position, composite))
+                elif _is_tensor_like(value):
                     spec = specs[position] if position < len(specs) and specs[position] else None
                     dtype = spec.dtype if spec else _dtypes.as_dtype(value.dtype)
                     shape = spec.shape if spec else TensorShape(list(value.shape))
@@ -78,13 +107,22 @@ class ConcreteFunction:
             self._structure = outputs
             flat_out = [v.value() if isinstance(v, _variables.Variable) else v
                         for v in nest.flatten(outputs)]
-            self._out_is_tensor = [isinstance(v, _ops.Tensor) for v in flat_out]
+            # Per output: "tensor", a composite's spec (returned as its components) or None
+            # (a Python value, returned as it is).
+            self._out_kinds = [
+                "tensor" if isinstance(v, _ops.Tensor) else _composite_spec(v) for v in flat_out]
             self._flat_out = flat_out
+            out_tensors = []
+            for kind, v in zip(self._out_kinds, flat_out):
+                if kind == "tensor":
+                    out_tensors.append(v)
+                elif kind is not None:
+                    out_tensors.extend(kind._to_components(v))
             # Stateful ops (variable updates) run even when no output depends on them.
             stateful = [op for op in self.graph.get_operations()
                         if op._node.is_stateful and op.type not in ("Placeholder", "Const")]
             with self.graph.control_dependencies(stateful):
-                rets = [basic_ops.identity(v) for v in flat_out if isinstance(v, _ops.Tensor)]
+                rets = [basic_ops.identity(v) for v in out_tensors]
                 if not rets:
                     rets = [basic_ops.identity(_ops.constant(0))]
         self._captured = [tensor for tensor, _ in self.graph.eager_captures]
@@ -123,17 +161,28 @@ class ConcreteFunction:
 
     def _call_flat(self, flat_inputs):
         handles = []
-        for position, dtype in self._tensor_positions:
+        for position, kind in self._tensor_positions:
             value = flat_inputs[position]
-            handles.append(_eager.to_eager(value, dtype=dtype)._handle)
+            if isinstance(kind, _COMPOSITE_SPECS):
+                handles.extend(_eager.to_eager(t, dtype=c.dtype)._handle for t, c in zip(
+                    kind._to_components(value), kind._component_specs))
+            else:
+                handles.append(_eager.to_eager(value, dtype=kind)._handle)
         handles.extend(t._handle for t in self._captured)
         try:
             results = self._callable.call_eager(handles)
         except _C.StatusError as e:
             raise _errors.from_status_error(e) from None
         results = iter(results[:self._num_rets])
-        flat = [_eager.EagerTensor(next(results)) if is_tensor else value
-                for is_tensor, value in zip(self._out_is_tensor, self._flat_out)]
+        flat = []
+        for kind, value in zip(self._out_kinds, self._flat_out):
+            if kind == "tensor":
+                flat.append(_eager.EagerTensor(next(results)))
+            elif kind is not None:
+                flat.append(kind._from_components([_eager.EagerTensor(next(results))
+                                                   for _ in kind._component_specs]))
+            else:
+                flat.append(value)
         return nest.pack_sequence_as(self._structure, flat)
 
     def __call__(self, *args, **kwargs):
@@ -180,6 +229,9 @@ class Function:
         for value, spec in zip(flat_inputs, signature):
             if not ok:
                 break
+            if isinstance(spec, _COMPOSITE_SPECS) or _composite_spec(value) is not None:
+                ok = spec.is_compatible_with(value)
+                continue
             if not _is_tensor_like(value) and not isinstance(value, (int, float, bool, list)):
                 ok = False
                 break

@@ -15,6 +15,7 @@ from flowstone import _C
 from flowstone import errors as _errors
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
+from flowstone.framework.sparse_tensor import SparseTensor
 from flowstone.ops import dataset_structure as structure
 from flowstone.ops import iterator_ops
 from flowstone.util.tf_export import tf_export
@@ -58,6 +59,8 @@ class EagerIterator:
                 "output_types": structure.type_attrs(spec),
                 "output_shapes": structure.shape_attrs(spec),
             }, name="IteratorGetNext").outputs
+            # Composites are decoded here, in the pipeline graph; their components come back.
+            outputs = structure.to_components(spec, structure.from_tensor_list(spec, outputs))
         self._spec = spec
         try:
             self._session = _C.Session.create(graph._c, {})
@@ -84,7 +87,7 @@ class EagerIterator:
             handles = self._next.call_eager([])
         except _C.StatusError as e:
             raise _errors.from_status_error(e) from None
-        return structure.pack(self._spec, [_eager.EagerTensor(h) for h in handles])
+        return structure.from_components(self._spec, [_eager.EagerTensor(h) for h in handles])
 
     def __next__(self):
         if self._done:
@@ -147,6 +150,11 @@ class NumpyIterator:
 
 
 def _to_numpy(tensor):
+    if isinstance(tensor, SparseTensor):
+        # As TensorFlow's: a SparseTensor's numpy value is its dense array.
+        dense = np.zeros(tensor.dense_shape.numpy(), tensor.dtype.as_numpy_dtype)
+        dense[tuple(tensor.indices.numpy().T)] = tensor.values.numpy()
+        return dense
     value = tensor.numpy()
     if isinstance(value, np.ndarray):
         value.setflags(write=False)  # TF's arrays may share the tensor's buffer

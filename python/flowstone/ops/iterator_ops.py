@@ -21,32 +21,37 @@ class Iterator:
 
     def __init__(self, iterator_resource, initializer, output_types, output_shapes,
                  output_classes=None):
-        del output_classes  # every component is a Tensor
         self._handle = iterator_resource
         self._initializer = initializer
-        self._element_spec = structure.spec_from_types(output_types, output_shapes)
+        self._element_spec = structure.spec_from_types(output_types, output_shapes,
+                                                       output_classes)
+
+    @classmethod
+    def _from_spec(cls, iterator_resource, initializer, element_spec):
+        iterator = cls(iterator_resource, initializer, structure.types_of(element_spec),
+                       structure.shapes_of(element_spec))
+        iterator._element_spec = element_spec
+        return iterator
 
     @staticmethod
     def from_structure(output_types, output_shapes=None, shared_name=None, output_classes=None):
         """An iterator of the given structure, not bound to a dataset: make_initializer(dataset)
         gives an op that starts it over `dataset`."""
-        del output_classes
-        spec = structure.spec_from_types(output_types, output_shapes)
+        spec = structure.spec_from_types(output_types, output_shapes, output_classes)
         handle = _iterator_handle(spec, shared_name)
-        return Iterator(handle, None, structure.types_of(spec), structure.shapes_of(spec))
+        return Iterator._from_spec(handle, None, spec)
 
     @staticmethod
     def from_string_handle(string_handle, output_types, output_shapes=None, output_classes=None):
         """A feedable iterator: it reads the iterator whose `string_handle()` value is fed to
         `string_handle` (a scalar string placeholder), which must have this structure."""
-        del output_classes
-        spec = structure.spec_from_types(output_types, output_shapes)
+        spec = structure.spec_from_types(output_types, output_shapes, output_classes)
         string_handle = _ops.convert_to_tensor(string_handle, dtype=_dtypes.string)
         handle = _ops.apply_op("IteratorFromStringHandleV2", [string_handle], {
             "output_types": structure.type_attrs(spec),
             "output_shapes": structure.shape_attrs(spec),
         }, name="IteratorFromStringHandleV2").outputs[0]
-        return Iterator(handle, None, structure.types_of(spec), structure.shapes_of(spec))
+        return Iterator._from_spec(handle, None, spec)
 
     def string_handle(self, name=None):
         """A scalar string tensor naming this iterator, to feed to a from_string_handle
@@ -80,7 +85,7 @@ class Iterator:
         """An op that (re)starts this iterator at the beginning of `dataset`."""
         mine = structure.flatten(self._element_spec)
         theirs = structure.flatten(dataset.element_spec)
-        if [s.dtype for s in mine] != [s.dtype for s in theirs]:
+        if [(type(s), s.dtype) for s in mine] != [(type(s), s.dtype) for s in theirs]:
             raise TypeError(f"Expected output types {self.output_types!r} but got dataset with "
                             f"output types {dataset.output_types!r}.")
         for a, b in zip(mine, theirs):
@@ -96,7 +101,7 @@ class Iterator:
             "output_types": structure.type_attrs(self._element_spec),
             "output_shapes": structure.shape_attrs(self._element_spec),
         }, name=name or "IteratorGetNext").outputs
-        return structure.pack(self._element_spec, outputs)
+        return structure.from_tensor_list(self._element_spec, outputs)
 
 
 def _iterator_handle(spec, shared_name):
@@ -116,7 +121,7 @@ def _make_iterator(dataset, handle, name):
 def make_initializable(dataset, shared_name=None):
     handle = _iterator_handle(dataset.element_spec, shared_name)
     initializer = _make_iterator(dataset, handle, None)
-    return Iterator(handle, initializer, dataset.output_types, dataset.output_shapes)
+    return Iterator._from_spec(handle, initializer, dataset.element_spec)
 
 
 class _DatasetFactory(FuncGraph):
@@ -150,7 +155,7 @@ def make_one_shot(dataset):
         "output_types": structure.type_attrs(spec),
         "output_shapes": structure.shape_attrs(spec),
     }, name="OneShotIterator").outputs[0]
-    return Iterator(handle, None, dataset.output_types, dataset.output_shapes)
+    return Iterator._from_spec(handle, None, spec)
 
 
 @tf_export("data.make_one_shot_iterator")

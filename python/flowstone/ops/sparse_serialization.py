@@ -1,5 +1,6 @@
 """tf.io.serialize_sparse / serialize_many_sparse / deserialize_many_sparse: SparseTensors as
-rows of 3 strings (serialized TensorProtos), as TensorFlow 1 pipelines pass them through queues."""
+rows of 3 strings (serialized TensorProtos), as TensorFlow 1 pipelines pass them through queues,
+or of 3 variants holding the tensors themselves (out_type=tf.variant, what tf.data uses)."""
 
 from flowstone import dtypes as _dtypes
 from flowstone.framework import ops as _ops
@@ -16,12 +17,12 @@ def _sparse(sp_input):
 
 
 def _serialize(op_type, sp_input, out_type, name):
-    if _dtypes.as_dtype(out_type) != _dtypes.string:
-        raise NotImplementedError("Flowstone serializes SparseTensors to strings only "
-                                  "(out_type=tf.string)")
+    out_type = _dtypes.as_dtype(out_type)
+    if out_type not in (_dtypes.string, _dtypes.variant):
+        raise TypeError(f"out_type must be tf.string or tf.variant, got {out_type.name}")
     sp_input = _sparse(sp_input)
     return _ops.apply_op(op_type, [sp_input.indices, sp_input.values, sp_input.dense_shape],
-                         {"out_type": _dtypes.string}, name=name or op_type).outputs[0]
+                         {"out_type": out_type}, name=name or op_type).outputs[0]
 
 
 @tf_export("io.serialize_sparse", "serialize_sparse")
