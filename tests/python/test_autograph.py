@@ -1,11 +1,74 @@
-"""tf.autograph without a converter: do_not_convert leaves a function as it is (traced by
-tf.function as written), verbosity round-trips, and the converting entry points raise
-NotImplementedError naming tf.cond / tf.while_loop."""
+"""tf.autograph's entry points in graph mode: to_graph (converted functions building tf.cond and
+tf.while_loop in a graph a Session runs), to_code, do_not_convert, the Feature flags, and what
+happens to functions that cannot be converted."""
+
+import logging
 
 import numpy as np
 import pytest
 
 import flowstone as tf
+
+
+def collatz_steps(n):
+    steps = 0
+    while n > 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+def test_to_graph_builds_a_while_loop_a_session_runs():
+    converted = tf.autograph.to_graph(collatz_steps)
+    n = tf.placeholder(tf.int32, [])
+    steps = converted(n)
+    assert any(op.type in ("While", "StatelessWhile")
+               for op in tf.get_default_graph().get_operations())
+    with tf.Session() as sess:
+        assert [sess.run(steps, {n: v}) for v in (1, 6, 7, 27)] == [0, 8, 16, 111]
+    assert converted(27) == 111  # Python values still run as Python
+
+
+def test_to_code_returns_the_converted_source():
+    code = tf.autograph.to_code(collatz_steps)
+    assert code.startswith("def collatz_steps(n):")
+    assert "ag__.while_stmt(" in code and "ag__.if_stmt(" in code
+    compile(code, "<to_code>", "exec")
+
+
+def test_to_graph_of_a_method_and_a_tf_function():
+    class Clipper:
+        limit = 2.0
+
+        def clip(self, x):
+            if x > self.limit:
+                x = tf.constant(self.limit)
+            return x
+
+    clip = tf.autograph.to_graph(Clipper().clip)
+    wrapped = tf.autograph.to_graph(tf.function(collatz_steps))
+    x = tf.placeholder(tf.float32, [])
+    with tf.Session() as sess:
+        assert sess.run(clip(x), {x: 5.0}) == 2.0 and sess.run(clip(x), {x: 1.5}) == 1.5
+        assert sess.run(wrapped(tf.constant(6))) == 8
+
+
+def test_tf_function_in_graph_mode_is_converted():
+    @tf.function
+    def relu_sum(x):
+        total = 0.0
+        for v in x:
+            if v > 0:
+                total += v
+        return total
+
+    x = tf.placeholder(tf.float32, [None])
+    with tf.Session() as sess:
+        assert sess.run(relu_sum(x), {x: [1.0, -2.0, 3.0]}) == 4.0
+        assert sess.run(relu_sum(x), {x: []}) == 0.0
 
 
 def test_do_not_convert_with_and_without_parentheses_keeps_the_function():
@@ -31,10 +94,62 @@ def test_verbosity_and_feature_flags():
     assert tf.autograph.get_verbosity() == 3
     tf.autograph.set_verbosity(before)
     assert tf.autograph.experimental.Feature.ALL.value == "ALL"
-    tf.autograph.experimental.set_loop_options(maximum_iterations=3)
+    assert tf.autograph.experimental.Feature.LISTS.name == "LISTS"
+    tf.autograph.experimental.set_loop_options(maximum_iterations=3)  # outside a loop: nothing
 
 
-@pytest.mark.parametrize("convert", ["to_graph", "to_code"])
-def test_converting_raises_naming_the_replacement(convert):
-    with pytest.raises(NotImplementedError, match="tf.cond / tf.while_loop"):
-        getattr(tf.autograph, convert)(lambda x: x)
+def test_set_loop_options_maximum_iterations_bounds_a_tensor_loop():
+    def count(n):
+        i = 0
+        while i < n:
+            tf.autograph.experimental.set_loop_options(maximum_iterations=4)
+            i += 1
+        return i
+
+    with tf.Session() as sess:
+        assert sess.run(tf.autograph.to_graph(count)(tf.constant(10))) == 4
+
+
+def test_a_function_without_source_runs_unconverted_with_a_warning(caplog):
+    namespace = {"tf": tf}
+    exec("def no_source(x):\n    return x + 1.0\n", namespace)  # noqa: S102 - no file behind it
+    traced = tf.function(namespace["no_source"])
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        with tf.Session() as sess:
+            assert sess.run(traced(tf.constant(1.0))) == 2.0
+    assert any("AutoGraph could not transform" in r.getMessage() and "run it as-is" in
+               r.getMessage() for r in caplog.records)
+    with pytest.raises(Exception, match="could not get source code"):
+        tf.autograph.to_graph(namespace["no_source"])
+
+
+def test_builtins_and_lambdas_run_as_they_are():
+    @tf.function
+    def f(x):
+        scale = (lambda v: v * 2.0)(x)
+        return max(1.0, 2.0) * scale + len([1, 2])
+
+    with tf.Session() as sess:
+        assert sess.run(f(tf.constant(1.0))) == 6.0
+
+
+def test_an_undefined_loop_variable_gets_tensorflows_message():
+    def f(x):
+        for v in x:
+            total = total + v  # noqa: F821 - defined nowhere before the loop
+        return total
+
+    with pytest.raises(ValueError, match="'total' must be defined before the loop\n"
+                                         "Note: AutoGraph tried to define it automatically"):
+        tf.autograph.to_graph(f)(tf.constant([1.0, 2.0]))
+
+
+def test_len_of_tensors_static_and_dynamic():
+    @tf.function
+    def f(x):
+        return len(x)
+
+    x = tf.placeholder(tf.float32, [None, 3])
+    with tf.Session() as sess:
+        assert sess.run(f(x), {x: np.zeros((5, 3))}) == 5
+    assert f(tf.zeros([4, 2])) == 4  # known statically: a Python int
