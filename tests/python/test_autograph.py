@@ -153,3 +153,132 @@ def test_len_of_tensors_static_and_dynamic():
     with tf.Session() as sess:
         assert sess.run(f(x), {x: np.zeros((5, 3))}) == 5
     assert f(tf.zeros([4, 2])) == 4  # known statically: a Python int
+
+
+def test_a_lambda_traced_by_tf_function_is_converted():
+    def clip(v):
+        if v > 1.0:
+            v = tf.constant(1.0)
+        return v
+
+    traced = tf.function(lambda x: clip(x) * 2.0 if x > 0 else x)
+    with tf.Session() as sess:
+        assert [sess.run(traced(tf.constant(v))) for v in (5.0, 0.25, -3.0)] == [2.0, 0.5, -3.0]
+
+
+def test_lazy_and_keeps_an_index_in_range():
+    def count_positive_prefix(x):
+        i = 0
+        n = tf.shape(x)[0]
+        while i < n and x[i] > 0:
+            i += 1
+        return i
+
+    x = tf.placeholder(tf.float32, [None])
+    count = tf.autograph.to_graph(count_positive_prefix)(x)
+    with tf.Session() as sess:
+        assert sess.run(count, {x: [1.0, 2.0, -1.0, 3.0]}) == 2
+        assert sess.run(count, {x: [1.0, 2.0]}) == 2  # x[2] is never read
+
+
+def test_continue_break_and_nested_functions_in_a_tensor_loop():
+    def f(n):
+        def odd(i):
+            return i % 2 == 1
+
+        total = 0
+        i = 0
+        while i < n:
+            i += 1
+            if odd(i):
+                continue
+            if i > 8:
+                break
+            total += i
+        return total
+
+    with tf.Session() as sess:
+        assert sess.run(tf.autograph.to_graph(f)(tf.constant(20))) == 2 + 4 + 6 + 8
+    assert f(20) == 20
+
+
+def test_a_dataset_loop_with_a_break():
+    def f(ds):
+        total = tf.constant(0, tf.int64)
+        for x in ds:
+            if x > 3:
+                break
+            total += x
+        return total
+
+    with tf.Session() as sess:
+        assert sess.run(tf.autograph.to_graph(f)(tf.data.Dataset.range(10))) == 6
+
+
+def test_super_in_a_converted_method():
+    class Base:
+        def scale(self, x):
+            return x * 2.0
+
+    class Child(Base):
+        def scale(self, x):
+            y = super().scale(x)
+            if y > 4.0:
+                y = y - 4.0
+            return y
+
+    traced = tf.function(Child().scale)
+    with tf.Session() as sess:
+        assert sess.run(traced(tf.constant(3.0))) == 2.0
+        assert sess.run(traced(tf.constant(1.0))) == 2.0
+
+
+def test_nonlocal_and_global_names_are_not_loop_state():
+    calls = []
+
+    def f(x):
+        seen = 0
+
+        def note(v):
+            nonlocal seen
+            if v > 0:
+                seen += 1
+            calls.append(v)
+            return seen
+
+        for k in range(3):
+            note(k)
+        if x > 0:
+            x = x + seen
+        return x
+
+    with tf.Session() as sess:
+        assert sess.run(tf.autograph.to_graph(f)(tf.constant(1))) == 3
+    assert calls == [0, 1, 2]
+
+
+def test_a_python_while_whose_test_becomes_a_tensor_continues_as_a_loop_op():
+    def f(limit):
+        i = 0
+        bound = 2
+        while i < bound:
+            i += 1
+            bound = limit  # a tensor from the second test on
+        return i
+
+    with tf.Session() as sess:
+        assert sess.run(tf.autograph.to_graph(f)(tf.constant(7))) == 7
+
+
+def test_print_in_a_graph_prints_when_the_op_runs(capfd):
+    def f(x):
+        print("x is", x, sep=" ")
+        return x
+
+    printed = tf.autograph.to_graph(f)
+    x = tf.placeholder(tf.float32, [2])
+    out = printed(x)
+    printing = [op for op in tf.get_default_graph().get_operations() if "print" in op.name]
+    with tf.Session() as sess:
+        sess.run([out] + printing, {x: [1.5, 2.5]})
+    assert "x is [1.5 2.5]" in capfd.readouterr().out

@@ -76,7 +76,8 @@ def _runtime_namespace():
 
 
 _AG = None
-_code_cache = {}  # original code object -> (converted code object, converted source)
+# original code object -> (converted code object, converted source), or the ConversionError
+_code_cache = {}
 _function_cache = weakref.WeakKeyDictionary()  # original function -> converted function
 _generated_codes = set()  # every code object conversion made, nested ones included
 _failed = weakref.WeakKeyDictionary()  # functions that could not be converted -> why
@@ -91,11 +92,14 @@ def _collect_codes(code):
 
 
 def _parse(func):
+    """The ast.FunctionDef of `func`, with the file's line numbers (a lambda's as a def named
+    ag__lambda returning its expression)."""
     try:
-        source = inspect.getsource(func)
+        source = textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as e:
         raise ConversionError(f"could not get source code: {e}") from None
-    source = textwrap.dedent(source)
+    if func.__name__ == "<lambda>":
+        return _lambda_def(func, source)
     try:
         module = ast.parse(source)
     except SyntaxError as e:
@@ -103,8 +107,42 @@ def _parse(func):
     node = module.body[0] if module.body else None
     if not isinstance(node, ast.FunctionDef) or node.name != func.__name__:
         raise ConversionError("could not find the function's definition in its source code")
+    if _is_generator(node):
+        raise ConversionError("generator functions are not converted")
     ast.increment_lineno(node, func.__code__.co_firstlineno - 1)  # getsource starts there
     return node
+
+
+def _lambda_def(func, source):
+    """The lambda of `func` found in the source lines it was defined on: the one on its first
+    line with its parameters (when that is ambiguous, or the lines do not parse alone, it is
+    not converted)."""
+    try:
+        module = ast.parse(source)
+    except SyntaxError:
+        raise ConversionError("the lambda's source lines do not parse alone") from None
+    code = func.__code__
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    found = [n for n in ast.walk(module) if isinstance(n, ast.Lambda) and n.lineno == 1
+             and [a.arg for a in n.args.args + n.args.kwonlyargs] == params]
+    if len(found) != 1:
+        raise ConversionError("could not tell the lambda apart in its source line")
+    node = ast.copy_location(ast.FunctionDef(
+        name="ag__lambda", args=found[0].args,
+        body=[ast.copy_location(ast.Return(value=found[0].body), found[0])],
+        decorator_list=[], returns=None, type_comment=None), found[0])
+    ast.increment_lineno(node, code.co_firstlineno - 1)
+    return node
+
+
+def _is_generator(func_node):
+    def visit(node):
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        return any(visit(c) for c in ast.iter_child_nodes(node))
+    return any(visit(s) for s in func_node.body)
 
 
 def _transform(node, func):
@@ -163,9 +201,14 @@ def _converted_code(func):
     with _lock:
         found = _code_cache.get(code)
         if found is None:
-            found = _compile(func)
-            _collect_codes(found[0])
+            try:
+                found = _compile(func)
+                _collect_codes(found[0])
+            except ConversionError as e:
+                found = e  # remembered: the same code fails the same way
             _code_cache[code] = found
+    if isinstance(found, ConversionError):
+        raise found
     return found
 
 
@@ -211,7 +254,7 @@ def is_converted(func):
 
 
 def _should_convert(func):
-    return (inspect.isfunction(func) and func.__name__ != "<lambda>"
+    return (inspect.isfunction(func) and not inspect.isgeneratorfunction(func) and not inspect.iscoroutinefunction(func)
             and not getattr(func, "__autograph_do_not_convert__", False)
             and not is_converted(func) and not _is_library(func))
 
@@ -228,7 +271,9 @@ def convert_or_keep(func):
     except ConversionError as e:
         _failed[func] = str(e)
         tf_logging.get_logger().warning(
-            "AutoGraph could not transform %s and will run it as-is.\nCause: %s", func, e)
+            "AutoGraph could not transform %s and will run it as-is.\nCause: %s\nTo silence "
+            "this warning, decorate the function with "
+            "@tf.autograph.experimental.do_not_convert", func, e)
         return func
 
 
