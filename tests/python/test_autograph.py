@@ -282,3 +282,53 @@ def test_print_in_a_graph_prints_when_the_op_runs(capfd):
     with tf.Session() as sess:
         sess.run([out] + printing, {x: [1.5, 2.5]})
     assert "x is [1.5 2.5]" in capfd.readouterr().out
+
+
+def test_a_function_under_a_user_decorator_is_converted_with_its_wrapper():
+    import functools
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(*args):
+            calls.append(fn.__name__)
+            return fn(*args)
+        return wrapper
+
+    calls = []
+
+    @logged
+    def halve_if_big(x):
+        if x > 10.0:
+            x = x / 2.0
+        return x
+
+    traced = tf.function(halve_if_big)
+    with tf.Session() as sess:
+        assert sess.run(traced(tf.constant(30.0))) == 15.0
+        assert sess.run(traced(tf.constant(3.0))) == 3.0
+    assert calls == ["halve_if_big", "halve_if_big"]
+
+
+def test_a_keras_call_with_a_tensor_if_fits_in_graph_mode():
+    class SignFlip(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = tf.keras.layers.Dense(1, kernel_initializer="ones")
+
+        def call(self, x, training=None):
+            y = self.dense(x)
+            if training:
+                y = y * 1.0
+            if tf.reduce_sum(x) > 0:
+                y = -y
+            return y
+
+    model = SignFlip()
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((4, 2), np.float32)
+    model.fit(x, np.zeros((4, 1), np.float32), epochs=1, verbose=0)
+    kernel, bias = model.dense.get_weights()
+    expected_positive = -(x @ kernel + bias)
+    expected_negative = -x @ kernel + bias
+    np.testing.assert_allclose(model.predict(x), expected_positive, rtol=1e-5)
+    np.testing.assert_allclose(model.predict(-x), expected_negative, rtol=1e-5)

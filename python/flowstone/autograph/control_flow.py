@@ -65,9 +65,10 @@ class ControlFlowTransformer(ast.NodeTransformer):
             names = sorted(n for n, k in declared.items() if k == kind and n in assigned)
             if names:
                 decls.append(cls(names=names))
-        body = decls + list(body or [ast.Pass()])
+        body = decls + list(body)
         if returns is not None:
             body.append(ast.Return(value=_names_tuple(returns, ast.Load)))
+        body = body or [ast.Pass()]
         return ast.FunctionDef(name=name, args=_arguments(params), body=body,
                                decorator_list=[], returns=None, type_comment=None)
 

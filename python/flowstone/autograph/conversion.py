@@ -95,17 +95,20 @@ def _parse(func):
     """The ast.FunctionDef of `func`, with the file's line numbers (a lambda's as a def named
     ag__lambda returning its expression)."""
     try:
-        source = textwrap.dedent(inspect.getsource(func))
+        # Through the code object: getsource of a function would follow __wrapped__ to the
+        # function a decorator wraps, not the wrapper being converted.
+        source = textwrap.dedent(inspect.getsource(func.__code__))
     except (OSError, TypeError) as e:
         raise ConversionError(f"could not get source code: {e}") from None
-    if func.__name__ == "<lambda>":
+    name = func.__code__.co_name  # a decorator's functools.wraps renames the function
+    if name == "<lambda>":
         return _lambda_def(func, source)
     try:
         module = ast.parse(source)
     except SyntaxError as e:
         raise ConversionError(f"could not parse the source code: {e}") from None
     node = module.body[0] if module.body else None
-    if not isinstance(node, ast.FunctionDef) or node.name != func.__name__:
+    if not isinstance(node, ast.FunctionDef) or node.name != name:
         raise ConversionError("could not find the function's definition in its source code")
     if _is_generator(node):
         raise ConversionError("generator functions are not converted")
@@ -223,8 +226,12 @@ def convert(func):
         _AG = _runtime_namespace()
     code, _ = _converted_code(func)
     cells = dict(zip(func.__code__.co_freevars, func.__closure__ or ()))
-    closure = tuple(types.CellType(_AG) if name == "ag__" else cells[name]
-                    for name in code.co_freevars)
+    cells["ag__"] = types.CellType(_AG)
+    missing = [name for name in code.co_freevars if name not in cells]
+    if missing:
+        raise ConversionError(f"the converted code reads {missing} from an enclosing function "
+                              "that the original does not")
+    closure = tuple(cells[name] for name in code.co_freevars)
     converted = types.FunctionType(code, func.__globals__, func.__name__, func.__defaults__,
                                    closure)
     converted.__kwdefaults__ = func.__kwdefaults__
@@ -242,7 +249,11 @@ def converted_source(func):
 
 
 def _is_library(func):
-    module = getattr(func, "__module__", None) or ""
+    # The module that defined it (its globals'): functools.wraps copies __module__ from the
+    # function a library decorator wraps.
+    globals_ = getattr(func, "__globals__", None)
+    module = (globals_.get("__name__") if globals_ is not None else None) or \
+        getattr(func, "__module__", None) or ""
     top = module.split(".")[0]
     return (top.startswith(_LIBRARY_PREFIXES) or top in sys.stdlib_module_names
             or top == "builtins")
