@@ -15,6 +15,7 @@ from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph
 from flowstone.framework.tensor_shape import TensorShape
 from flowstone.ops import array_ops
+from flowstone.ops import basic_ops
 from flowstone.ops import control_flow_ops
 from flowstone.ops import dataset_ops
 from flowstone.ops import math_ops
@@ -164,8 +165,11 @@ def _tf_if(cond, body, orelse, state, names):
     seen = {}  # branch label -> the values it returned, as tensors
     kept = {}  # slot -> a value the branches do not change and tf.cond cannot carry
 
+    templates = {}  # branch label -> its values, TensorArrays as they are
+
     def branch(fn, label):
         def run():
+            start = len(_ops.get_default_graph().get_operations())
             values = list(fn(*state))
             for i, (name, value) in enumerate(zip(names, values)):
                 if isinstance(value, Undefined):
@@ -182,9 +186,12 @@ def _tf_if(cond, body, orelse, state, names):
                                         "in both branches).")
                     kept[i] = value
                     values[i] = 0
+            templates[label] = values
             values = tensor_array_ops.to_flows(values)
+            # A cond with no outputs still returns one value, for its side effects to wait on.
             values = [nest.map_structure(lambda v: _ops.convert_to_tensor(_as_tensor(v)), v)
-                      for v in values]
+                      for v in values] or [_ops.convert_to_tensor(0)]
+            values = _after_effects(start, values)
             seen[label] = values
             other = seen.get("main" if label == "else" else "else")
             if other is not None:
@@ -196,7 +203,23 @@ def _tf_if(cond, body, orelse, state, names):
     results = control_flow_ops.cond(cond, branch(body, "main"), branch(orelse, "else"))
     if not isinstance(results, (list, tuple)):
         results = (results,)
+    results = tensor_array_ops.from_flows(templates["main"], list(results)[:len(state)])
     return tuple(kept.get(i, r) for i, r in enumerate(results))
+
+
+def _after_effects(start, values):
+    """`values` made to wait for the stateful ops traced into the current graph since its op
+    number `start`. A function body keeps only what its results need; this keeps a converted
+    branch's or loop body's side effects (variable updates, prints), as TensorFlow's automatic
+    control dependencies keep them."""
+    graph = _ops.get_default_graph()
+    effects = [op for op in graph.get_operations()[start:]
+               if op._node.is_stateful and op.type != "Placeholder"]
+    if not effects:
+        return values
+    with graph.control_dependencies(effects):
+        return nest.map_structure(
+            lambda v: basic_ops.identity(v) if isinstance(v, _ops.Tensor) else v, values)
 
 
 def _check_branches(names, main, other):
@@ -288,11 +311,8 @@ def _tf_tensor_for(iterable, extra_test, body, state, names, opts):
     def step(i, *s):
         return (advance(i),) + tuple(body(item_of(i), *s))
 
-    def stage(args):
-        return step(*args)[1:]
-
     results = _tf_loop(test, step, (first,) + state, ("<iteration index>",) + tuple(names),
-                       opts, stage=lambda args: (args[0],) + tuple(stage(args)))
+                       opts)
     return tuple(results[1:])
 
 
@@ -442,10 +462,14 @@ def _check_loop_var(name, entry, exit_, invariant):
                              f"not conform with the shape invariant {invariant}.")
 
 
-def _tf_loop(test, body, state, names, opts, stage=None):
+def _tf_loop(test, body, state, names, opts):
     """tf.while_loop over `test` and `body` (functions of the state), with AutoGraph's checks."""
-    state, invariants = _define_undefined(stage or (lambda args: body(*args)), tuple(state),
-                                          names)
+    if not state:
+        # A loop with only side effects still carries one variable, for them to wait on.
+        _tf_loop(lambda _: test(), lambda unused: (unused,) + tuple(body()), (0,),
+                 ("<no variables>",), opts)
+        return ()
+    state, invariants = _define_undefined(lambda args: body(*args), tuple(state), names)
     for name, value in zip(names, state):
         if value is None:
             raise ValueError(f"'{name}' is not allowed to be None before the loop")
@@ -458,10 +482,11 @@ def _tf_loop(test, body, state, names, opts, stage=None):
         return _check_condition(test(*args), "while loop")
 
     def checked_body(*args):
+        start = len(_ops.get_default_graph().get_operations())
         out = tuple(body(*args))
         for name, entry, exit_, inv in zip(names, args, out, entry_invariants):
             _check_loop_var(name, entry, exit_, inv)
-        return out
+        return _after_effects(start, out)
 
     shape_invariants = None
     if any(i is not None for i in entry_invariants):

@@ -408,3 +408,46 @@ def test_keras_model_with_training_flag_and_tensor_if_fits():
     assert len(history.history["loss"]) == 2
     out = tf.function(lambda v: model(v))(tf.constant(-x))
     np.testing.assert_allclose(out, model.dense(tf.constant(-x)) - 1.0, rtol=1e-6)
+
+
+def test_branches_and_loops_with_only_side_effects():
+    counter = tf.Variable(0)
+
+    @tf.function
+    def f(x, n):
+        if x > 0:
+            counter.assign_add(10)
+        for _ in tf.range(n):
+            counter.assign_add(1)
+        return x
+
+    f(tf.constant(1.0), tf.constant(3))
+    assert int(counter.numpy()) == 13
+    f(tf.constant(-1.0), tf.constant(2))
+    assert int(counter.numpy()) == 15
+
+
+def test_a_while_loop_on_a_variable_with_no_loop_variables():
+    counter = tf.Variable(0)
+
+    @tf.function
+    def count_to(n):
+        while counter < n:
+            counter.assign_add(1)
+        return counter.read_value()
+
+    assert int(count_to(tf.constant(4))) == 4 and int(counter.numpy()) == 4
+
+
+def test_a_tensor_array_through_a_tensor_if():
+    @tf.function
+    def f(x):
+        ta = tf.TensorArray(tf.float32, size=2)
+        if x > 0:
+            ta = ta.write(0, x).write(1, x * 2.0)
+        else:
+            ta = ta.write(0, -x).write(1, -x * 2.0)
+        return ta.stack()
+
+    np.testing.assert_allclose(f(tf.constant(2.0)), [2.0, 4.0])
+    np.testing.assert_allclose(f(tf.constant(-1.0)), [1.0, 2.0])
