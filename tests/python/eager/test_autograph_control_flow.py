@@ -451,3 +451,70 @@ def test_a_tensor_array_through_a_tensor_if():
 
     np.testing.assert_allclose(f(tf.constant(2.0)), [2.0, 4.0])
     np.testing.assert_allclose(f(tf.constant(-1.0)), [1.0, 2.0])
+
+
+ERRORS = '''
+@tf.function
+def grows(n):
+    x = tf.zeros([1])
+    for _ in tf.range(n):
+        x = tf.concat([x, x], 0)
+    return x
+
+@tf.function
+def one_branch(x):
+    if x > 0:
+        y = x
+    return y
+
+@tf.function
+def changes_dtype(n):
+    x = 0
+    for _ in tf.range(n):
+        x = tf.cast(x, tf.float32) + 0.5
+    return x
+
+def messages():
+    out = []
+    for function, arg in ((grows, tf.constant(3)), (one_branch, tf.constant(1.0)),
+                          (changes_dtype, tf.constant(3))):
+        try:
+            function(arg)
+        except Exception as e:  # the message's last line is AutoGraph's own
+            line = str(e).strip().splitlines()[-1].strip()
+            prefix = type(e).__name__ + ": "  # TensorFlow's "in user code:" report repeats it
+            out.append((type(e).__name__, line[len(prefix):] if line.startswith(prefix)
+                        else line))
+    return out
+'''
+
+
+def _load(source, name):
+    import linecache
+    linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+    namespace = {"tf": tf}
+    exec(compile(source, name, "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+@requires_tensorflow
+def test_error_messages_match_tensorflows():
+    ours = _load(ERRORS, "autograph_errors.py")["messages"]()
+    printed = run_tensorflow(f"import tensorflow as tf\nPROGRAMS = {ERRORS!r}\n"
+                             + LOADER.replace("autograph_programs", "autograph_errors")
+                             + "\nprint(namespace['messages']())")
+    theirs = eval(printed.strip().splitlines()[-1])  # noqa: S307 - our own printed list
+    assert [tuple(m) for m in ours] == [tuple(m) for m in theirs]
+
+
+def test_a_tensor_break_in_a_python_loop_guards_the_remaining_iterations():
+    @tf.function
+    def f(x):
+        total = 0.0
+        for k in range(5):
+            if total > x:
+                break
+            total += float(k)
+        return total
+
+    assert [float(f(tf.constant(v))) for v in (2.5, 100.0)] == [3.0, 10.0]
