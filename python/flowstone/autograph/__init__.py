@@ -5,7 +5,7 @@ are the entry points for doing it by hand and for keeping a function out of it.
 The converter: conversion.py (parse, passes, compile, cache, converted_call), jumps.py (break,
 continue, return into flags), expressions.py (and/or/not/==/ternaries/calls), control_flow.py
 (if/while/for into functions of their state), analysis.py (which names are that state),
-operators.py and py_builtins.py (what converted code calls at trace time).
+operators.py, loops.py and py_builtins.py (what converted code calls at trace time).
 """
 
 import functools

@@ -24,6 +24,7 @@ from flowstone.autograph import analysis
 from flowstone.autograph import control_flow
 from flowstone.autograph import expressions
 from flowstone.autograph import jumps
+from flowstone.autograph import loops
 from flowstone.autograph import operators
 from flowstone.autograph import py_builtins
 from flowstone.platform import tf_logging
@@ -69,8 +70,8 @@ class ConversionError(Exception):
 def _runtime_namespace():
     """What `ag__` names in converted code: the operators, the builtins' forms and
     converted_call."""
-    namespace = types.SimpleNamespace(**{n: getattr(operators, n) for n in dir(operators)
-                                         if not n.startswith("__")})
+    namespace = types.SimpleNamespace(**{n: getattr(module, n) for module in (operators, loops)
+                                         for n in dir(module) if not n.startswith("__")})
     namespace.converted_call = converted_call
     return namespace
 

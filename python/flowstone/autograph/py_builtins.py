@@ -6,7 +6,7 @@ loop turned into a TensorArray."""
 import builtins
 
 from flowstone import dtypes as _dtypes
-from flowstone.autograph.operators import _as_tensor, is_graph_tensor
+from flowstone.autograph.operators import as_tensor, is_graph_tensor
 from flowstone.ops import array_ops
 from flowstone.ops import math_ops
 from flowstone.ops import script_ops
@@ -22,7 +22,7 @@ def print_(*objects, **kwargs):
     if not any(is_graph_tensor(o) for o in objects):
         return builtins.print(*objects, **kwargs)
     positions = [i for i, o in enumerate(objects) if is_graph_tensor(o)]
-    tensors = [_as_tensor(objects[i]) for i in positions]
+    tensors = [as_tensor(objects[i]) for i in positions]
 
     def print_values(*values):
         shown = list(objects)
@@ -39,7 +39,7 @@ def len_(value):
         return value.size()
     if not is_graph_tensor(value):
         return builtins.len(value)
-    value = _as_tensor(value)
+    value = as_tensor(value)
     shape = value.shape
     if shape.rank == 0:
         raise ValueError(f"len requires a non-scalar tensor, got one of shape {shape}")
@@ -64,14 +64,14 @@ def range_(start_or_stop, stop=None, step=None):
 def _cast(builtin, dtype):
     def convert(value=0, *args):
         if is_graph_tensor(value) and not args:
-            return math_ops.cast(_as_tensor(value), dtype)
+            return math_ops.cast(as_tensor(value), dtype)
         return builtin(value, *args)
     return convert
 
 
 def abs_(value):
     if is_graph_tensor(value):
-        return math_ops.abs(_as_tensor(value))
+        return math_ops.abs(as_tensor(value))
     return builtins.abs(value)
 
 
