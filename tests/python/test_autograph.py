@@ -332,3 +332,15 @@ def test_a_keras_call_with_a_tensor_if_fits_in_graph_mode():
     expected_negative = -x @ kernel + bias
     np.testing.assert_allclose(model.predict(x), expected_positive, rtol=1e-5)
     np.testing.assert_allclose(model.predict(-x), expected_negative, rtol=1e-5)
+
+
+def test_a_tf_function_given_to_dataset_map_is_converted():
+    @tf.function
+    def clip(x):
+        if x > 2:
+            x = tf.constant(2, tf.int64)
+        return x
+
+    element = tf.data.Dataset.range(5).map(clip).make_one_shot_iterator().get_next()
+    with tf.Session() as sess:
+        assert [sess.run(element) for _ in range(5)] == [0, 1, 2, 2, 2]
