@@ -344,3 +344,22 @@ def test_a_tf_function_given_to_dataset_map_is_converted():
     element = tf.data.Dataset.range(5).map(clip).make_one_shot_iterator().get_next()
     with tf.Session() as sess:
         assert [sess.run(element) for _ in range(5)] == [0, 1, 2, 2, 2]
+
+
+def test_while_true_with_a_tensor_break_and_a_return_in_a_try():
+    def first_multiple(n, k):
+        i = 1
+        while True:
+            if i * k >= n:
+                break
+            i += 1
+        try:
+            if i > 100:
+                return -1
+            return i * k
+        except ZeroDivisionError:
+            return -2
+
+    with tf.Session() as sess:
+        assert sess.run(tf.autograph.to_graph(first_multiple)(tf.constant(20), 3)) == 21
+    assert first_multiple(20, 3) == 21

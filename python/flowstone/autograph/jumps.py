@@ -125,8 +125,14 @@ class _Lowering:
             stmt.orelse = self.block(stmt.orelse, loop)
         elif isinstance(stmt, (ast.While, ast.For)):
             return self._loop(stmt, loop)
-        elif isinstance(stmt, (ast.With, ast.Try)):
+        elif isinstance(stmt, ast.With):
             stmt.body = self.block(stmt.body, loop)
+        elif isinstance(stmt, ast.Try):
+            stmt.body = self.block(stmt.body, loop) or [ast.Pass()]
+            for handler in stmt.handlers:
+                handler.body = self.block(handler.body, loop) or [ast.Pass()]
+            stmt.orelse = self.block(stmt.orelse, loop)
+            stmt.finalbody = self.block(stmt.finalbody, loop)
         elif isinstance(stmt, ast.FunctionDef):
             lower_function(stmt, self._counter)
         return stmt
