@@ -62,9 +62,10 @@ def _always_jumps(stmts):
 
 
 class _Lowering:
-    def __init__(self, counter):
+    def __init__(self, counter, lowering_returns):
         self._counter = counter
-        self.uses_return = False
+        # Returns are rewritten only in functions that return from inside a statement.
+        self.lowering_returns = lowering_returns
 
     def _fresh(self, base):
         self._counter[0] += 1
@@ -188,10 +189,9 @@ def _splice(stmts):
 def lower_function(func, counter=None):
     """Lowers the jumps of `func` (an ast.FunctionDef) in place. Returns are rewritten only when
     one sits inside an `if`, a loop, a `with` or a `try`."""
-    lowering = _Lowering(counter if counter is not None else [0])
     nested_return = any(_contains([s], ast.Return, into_loops=True) for s in func.body
-                         if not isinstance(s, ast.Return))
-    lowering.lowering_returns = nested_return
+                        if not isinstance(s, ast.Return))
+    lowering = _Lowering(counter if counter is not None else [0], nested_return)
     body = lowering.block(func.body, None)
     if nested_return:
         body = ([_assign(_RETURN, ast.Constant(value=False)),
