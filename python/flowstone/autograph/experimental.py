@@ -1,10 +1,13 @@
-"""tf.autograph.experimental: `do_not_convert` (set by the package) and the Feature flags, which
-Flowstone accepts and ignores, having no converter."""
+"""tf.autograph.experimental: `do_not_convert` (set by the package), the Feature flags, and
+set_loop_options, which the converter reads from a loop's body."""
 
 import enum
 
 
 class Feature(enum.Enum):
+    """AutoGraph's optional features. Flowstone's converter always applies what it has (lists
+    appended in a tensor loop become TensorArrays, `==` on tensors is elementwise); the flags
+    are accepted and change nothing (docs/COMPAT.md)."""
     ALL = "ALL"
     AUTO_CONTROL_DEPS = "AUTO_CONTROL_DEPS"
     ASSERT_STATEMENTS = "ASSERT_STATEMENTS"
@@ -16,5 +19,6 @@ class Feature(enum.Enum):
 
 def set_loop_options(parallel_iterations=None, swap_memory=None, maximum_iterations=None,
                      shape_invariants=None):
-    """A loop option hint for AutoGraph's converted loops; with no converter it changes
-    nothing."""
+    """Options for the loop whose body calls it (the converter takes the call out of the body
+    and hands `maximum_iterations`, `parallel_iterations` and `shape_invariants`, a list of
+    (variable, shape) pairs, to the loop). Called outside converted code, it does nothing."""

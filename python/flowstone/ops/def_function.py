@@ -3,8 +3,9 @@
 Each distinct input signature (tensor dtypes and shapes, Python values, variables) is traced once
 with framework/func_graph.py into a function of a private graph's library, called there by a
 (Stateful)PartitionedCall node; a session on that graph compiles the call once (the cached plan
-of call ops), and each later call feeds the eager inputs straight into that plan. Python `if` and
-`for` on tensors are not converted (no AutoGraph); tf.cond and tf.while_loop work inside.
+of call ops), and each later call feeds the eager inputs straight into that plan. With
+autograph=True (the default) the traced function is first converted (flowstone/autograph), so
+Python `if`, `while` and `for` on tensors build tf.cond and tf.while_loop.
 """
 
 import functools
@@ -15,6 +16,7 @@ import numpy as np
 from flowstone import _C
 from flowstone import dtypes as _dtypes
 from flowstone import errors as _errors
+from flowstone.autograph import conversion as _autograph
 from flowstone.framework import eager as _eager
 from flowstone.framework import ops as _ops
 from flowstone.framework.func_graph import FuncGraph
@@ -192,11 +194,13 @@ class ConcreteFunction:
 class Function:
     """The callable tf.function returns: traces per input signature, then runs the trace."""
 
-    def __init__(self, python_function, name=None, input_signature=None):
+    def __init__(self, python_function, name=None, input_signature=None, autograph=True):
         self._python_function = python_function
         self._name = name or getattr(python_function, "__name__", "function")
         self._input_signature = (None if input_signature is None
                                  else list(nest.flatten(input_signature)))
+        self._autograph = autograph
+        self._traced_function = None  # the function traced: converted once, when first needed
         self._traces = {}
         self._variables_made = False
         functools.update_wrapper(self, python_function)
@@ -219,7 +223,7 @@ class Function:
         bound = instance.__dict__.get(("_tf_function", id(self)))
         if bound is None:
             bound = Function(types.MethodType(self._python_function, instance), self._name,
-                             self._input_signature)
+                             self._input_signature, self._autograph)
             instance.__dict__[("_tf_function", id(self))] = bound
         return bound
 
@@ -253,6 +257,24 @@ class Function:
                             "arguments by position.")
         return list(args)
 
+    def _traced(self):
+        """What traces run: the Python function converted by AutoGraph (once; a method's
+        function is converted once for all instances), or as written with autograph=False."""
+        if self._traced_function is None:
+            function = self._python_function
+            if self._autograph:
+                if isinstance(function, types.MethodType):
+                    function = types.MethodType(_autograph.convert_or_keep(function.__func__),
+                                                function.__self__)
+                else:
+                    function = _autograph.convert_or_keep(function)
+            self._traced_function = function
+        return self._traced_function
+
+    def _status(self):
+        return _autograph.control_status(_autograph.Status.ENABLED if self._autograph
+                                         else _autograph.Status.DISABLED)
+
     def _concrete(self, args, kwargs):
         flat_inputs = self._flat_inputs(args, kwargs)
         if self._input_signature is not None:
@@ -265,8 +287,9 @@ class Function:
         concrete = self._traces.get(key)
         if concrete is None:
             before = _variables.eager_variable_count()
-            concrete = ConcreteFunction(self._name, self._python_function, args, kwargs,
-                                        self._input_signature)
+            with self._status():
+                concrete = ConcreteFunction(self._name, self._traced(), args, kwargs,
+                                            self._input_signature)
             if _variables.eager_variable_count() != before:
                 if self._traces:
                     raise ValueError(
@@ -289,8 +312,12 @@ class Function:
         if not _ops.executing_eagerly() or _C.eager_tape_recording() or _run_eagerly:
             # In a graph (or another function's trace), the body's ops go there directly. Under
             # a recording GradientTape the body runs eagerly, op by op, so that the tape sees
-            # its ops (a traced call is not recorded).
-            return self._python_function(*args, **kwargs)
+            # its ops (a traced call is not recorded); eager tensors have truth values, so the
+            # Python function runs as written.
+            if _ops.executing_eagerly():
+                return self._python_function(*args, **kwargs)
+            with self._status():
+                return self._traced()(*args, **kwargs)
         concrete = self._concrete(args, kwargs)
         return concrete._call_flat(self._flat_inputs(args, kwargs))
 
@@ -319,5 +346,5 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None,
              experimental_compile=None, experimental_follow_type_hints=None):
     """Makes `func` a traced graph function (as a decorator, with or without arguments)."""
     if func is None:
-        return lambda f: Function(f, input_signature=input_signature)
-    return Function(func, input_signature=input_signature)
+        return lambda f: Function(f, input_signature=input_signature, autograph=autograph)
+    return Function(func, input_signature=input_signature, autograph=autograph)

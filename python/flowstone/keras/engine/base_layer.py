@@ -12,6 +12,7 @@ import threading
 import numpy as np
 
 import flowstone as tf
+from flowstone.autograph import conversion as _autograph
 from flowstone.framework.eager import EagerTensor
 from flowstone.keras import backend as K
 from flowstone.keras import constraints as constraints_module
@@ -307,6 +308,14 @@ class Layer:
         finally:
             _CALL_CONTEXT.depth -= 1
 
+    def _call_function(self, eager):
+        """`self.call`, converted by AutoGraph whenever it builds a graph (Keras's own, a
+        tf.function's) unless a tf.function with autograph=False is tracing it, as tf.keras
+        converts it: Python `if` on tensors then works in `call`."""
+        if eager or _autograph.current_status() is _autograph.Status.DISABLED:
+            return self.call
+        return _autograph.callable_for(self.call)
+
     def _call_in_scope(self, inputs, converted, args, kwargs, training, inherited, eager):
         graph_scope = contextlib.nullcontext() if eager else converted[0].graph.as_default()
         with graph_scope, _training_scope(training if training is not None
@@ -320,7 +329,7 @@ class Layer:
                 if "mask" not in kwargs and self._call_accepts("mask") and \
                         any(m is not None for m in masks):
                     kwargs["mask"] = masks if isinstance(inputs, (list, tuple)) else masks[0]
-                outputs = self.call(inputs, *args, **kwargs)
+                outputs = self._call_function(eager)(inputs, *args, **kwargs)
                 flat_out = node_module.flatten(outputs)
                 for i, out in enumerate(flat_out):
                     if any(out is x for x in converted):
