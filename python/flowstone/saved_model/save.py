@@ -106,10 +106,12 @@ def _signature_outputs(key, concrete):
 def _tensor_output_indices(concrete):
     """Flat output index -> index among the function's returned tensors."""
     index, out = 0, {}
-    for position, is_tensor in enumerate(concrete._out_is_tensor):
-        if is_tensor:
+    for position, kind in enumerate(concrete._out_kinds):
+        if kind == "tensor":
             out[position] = index
             index += 1
+        elif kind is not None:  # a composite, returned as its component tensors
+            index += len(kind._component_specs)
     return out
 
 
