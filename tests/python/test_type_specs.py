@@ -72,42 +72,32 @@ def test_value_types():
     assert tf.TensorSpec([2]).value_type is tf.Tensor
 
 
+# The same questions put to TensorFlow's specs and to Flowstone's (run with `tf` bound).
+SPEC_QUESTIONS = """
+sp = tf.SparseTensor([[0, 1]], [1.5], [2, 3])
+rt = tf.ragged.constant([[[1], [2, 3]], [[4]]])
+answers = [
+    repr(tf.type_spec_from_value(sp)),
+    repr(tf.type_spec_from_value(rt)),
+    repr(tf.type_spec_from_value(tf.constant([[1.0]]))),
+    repr(tf.RaggedTensorSpec([2, None, None], tf.float64)),
+    repr(tf.SparseTensorSpec([None, 3], tf.float32).most_specific_compatible_type(
+        tf.SparseTensorSpec([4, None], tf.float32))),
+    tf.SparseTensorSpec([None, 3], tf.float32).is_compatible_with(sp),
+    tf.RaggedTensorSpec([None, None, None], tf.int32).is_compatible_with(rt),
+    tf.RaggedTensorSpec([None, None], tf.int32).is_compatible_with(rt),
+]
+"""
+
+
 @requires_tensorflow
 def test_answers_match_tensorflow():
-    script = """
-        import json
-        import numpy as np
-        import tensorflow as tf
-        sp = tf.SparseTensor([[0, 1]], [1.5], [2, 3])
-        rt = tf.ragged.constant([[[1], [2, 3]], [[4]]])
-        out = [
-            repr(tf.type_spec_from_value(sp)),
-            repr(tf.type_spec_from_value(rt)),
-            repr(tf.type_spec_from_value(tf.constant([[1.0]]))),
-            repr(tf.RaggedTensorSpec([2, None, None], tf.float64)),
-            repr(tf.SparseTensorSpec([None, 3], tf.float32).most_specific_compatible_type(
-                tf.SparseTensorSpec([4, None], tf.float32))),
-            tf.SparseTensorSpec([None, 3], tf.float32).is_compatible_with(sp),
-            tf.RaggedTensorSpec([None, None, None], tf.int32).is_compatible_with(rt),
-            tf.RaggedTensorSpec([None, None], tf.int32).is_compatible_with(rt),
-        ]
-        print(json.dumps(out))
-    """
+    script = ("import json\nimport tensorflow as tf\n" + SPEC_QUESTIONS +
+              "print(json.dumps(answers))\n")
     theirs = json.loads(run_tensorflow(script).strip().splitlines()[-1])
-    sp = tf.SparseTensor([[0, 1]], [1.5], [2, 3])
-    rt = tf.ragged.constant([[[1], [2, 3]], [[4]]])
-    ours = [
-        repr(tf.type_spec_from_value(sp)),
-        repr(tf.type_spec_from_value(rt)),
-        repr(tf.type_spec_from_value(tf.constant([[1.0]]))),
-        repr(tf.RaggedTensorSpec([2, None, None], tf.float64)),
-        repr(tf.SparseTensorSpec([None, 3], tf.float32).most_specific_compatible_type(
-            tf.SparseTensorSpec([4, None], tf.float32))),
-        tf.SparseTensorSpec([None, 3], tf.float32).is_compatible_with(sp),
-        tf.RaggedTensorSpec([None, None, None], tf.int32).is_compatible_with(rt),
-        tf.RaggedTensorSpec([None, None], tf.int32).is_compatible_with(rt),
-    ]
-    assert ours == theirs
+    namespace = {"tf": tf}
+    exec(SPEC_QUESTIONS, namespace)
+    assert namespace["answers"] == theirs
 
 
 def test_a_tensor_spec_is_not_compatible_with_composites():

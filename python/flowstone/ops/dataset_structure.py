@@ -171,14 +171,21 @@ def to_batched_tensor_list(spec, value):
             for t in leaf._to_batched_tensor_list(v)]
 
 
-def from_tensor_list(spec, tensors):
-    """The element of `spec` a dataset's tensors hold."""
+def _unflatten(spec, tensors, count, build):
+    """The value of `spec` whose leaves `build(leaf, tensors)` makes from consecutive runs of
+    `tensors`, `count(leaf)` long."""
     tensors, values = list(tensors), []
     for leaf in flatten(spec):
-        count = len(leaf._flat_tensor_specs)
-        values.append(leaf._from_tensor_list(tensors[:count]))
-        tensors = tensors[count:]
+        n = count(leaf)
+        values.append(build(leaf, tensors[:n]))
+        tensors = tensors[n:]
     return pack(spec, values)
+
+
+def from_tensor_list(spec, tensors):
+    """The element of `spec` a dataset's tensors hold."""
+    return _unflatten(spec, tensors, lambda leaf: len(leaf._flat_tensor_specs),
+                      lambda leaf, ts: leaf._from_tensor_list(ts))
 
 
 def to_components(spec, value):
@@ -189,12 +196,9 @@ def to_components(spec, value):
 
 
 def from_components(spec, tensors):
-    tensors, values = list(tensors), []
-    for leaf in flatten(spec):
-        count = len(leaf._component_specs)
-        values.append(leaf._from_components(tensors[:count]))
-        tensors = tensors[count:]
-    return pack(spec, values)
+    """The value of `spec` whose component tensors (to_components) are `tensors`."""
+    return _unflatten(spec, tensors, lambda leaf: len(leaf._component_specs),
+                      lambda leaf, ts: leaf._from_components(ts))
 
 
 def batch_spec(spec, batch_size):

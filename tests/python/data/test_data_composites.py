@@ -14,6 +14,7 @@ import flowstone as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from peers import requires_tensorflow, run_tensorflow  # noqa: E402
+from dataset_drain import drain  # noqa: E402
 
 Dataset = tf.data.Dataset
 
@@ -32,14 +33,7 @@ RECORDS = [_example([1, 2]), _example([]), _example([3, 4, 5])]
 
 
 def _drain(dataset):
-    next_element = dataset.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        while True:
-            try:
-                out.append(sess.run(next_element))
-            except tf.errors.OutOfRangeError:
-                return out
+    return drain(dataset, raise_errors=True)
 
 
 def _render(value):

@@ -15,19 +15,13 @@ import flowstone as tf
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from peers import HAVE_PEER, PEER_PYTHON, SKIP_REASON  # noqa: E402
+from dataset_drain import drain  # noqa: E402
 
 RECORDS = [b"first", b"", b"x" * 100000, bytes(range(256))]
 
 
 def _read_dataset(dataset):
-    next_element = dataset.make_one_shot_iterator().get_next()
-    out = []
-    with tf.Session() as sess:
-        while True:
-            try:
-                out.append(sess.run(next_element))
-            except tf.errors.OutOfRangeError:
-                return out
+    return drain(dataset, raise_errors=True)
 
 
 def _write(path, records, options=None):
