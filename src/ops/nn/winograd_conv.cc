@@ -168,6 +168,12 @@ struct Geometry {
   int64_t tiles_h, tiles_w;
   int64_t tiles_per_block_row;  // tile rows per block
   int64_t blocks;
+  int64_t tile_rows;  // of the whole batch
+
+  Block BlockAt(int64_t b) const {
+    const int64_t first = b * tiles_per_block_row;
+    return Block{first, std::min(tiles_per_block_row, tile_rows - first)};
+  }
 };
 
 // v[(p * T + t) * C + c] for the 36 points p of each tile t of the block (T tiles).
@@ -440,9 +446,29 @@ Geometry GeometryOf(const Conv3x3& p, int64_t min_tiles = kMinBlockTiles) {
     tiles = std::max(tiles, kLargeFilterBlockTiles);
   }
   geo.tiles_per_block_row = std::max<int64_t>(1, (tiles + geo.tiles_w / 2) / geo.tiles_w);
-  const int64_t tile_rows = p.batch * geo.tiles_h;
-  geo.blocks = (tile_rows + geo.tiles_per_block_row - 1) / geo.tiles_per_block_row;
+  geo.tile_rows = p.batch * geo.tiles_h;
+  geo.blocks = (geo.tile_rows + geo.tiles_per_block_row - 1) / geo.tiles_per_block_row;
   return geo;
+}
+
+// ctx.ParallelFor over [0, n) whose shards each get scratch of `floats` floats: fn(begin, end,
+// scratch). A shard whose scratch cannot be allocated runs nothing, and the first such error is
+// returned.
+template <typename Fn>
+Status ParallelForWithScratch(KernelContext& ctx, int64_t n, int64_t cost, int64_t floats, Fn fn) {
+  std::mutex mu;
+  Status status;
+  ctx.ParallelFor(n, cost, [&](int64_t begin, int64_t end) {
+    Tensor scratch;
+    Status s = ctx.AllocateTemp(DType::kFloat32, TensorShape{floats}, &scratch);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (status.ok()) status = s;
+      return;
+    }
+    fn(begin, end, scratch.data<float>());
+  });
+  return status;
 }
 
 }  // namespace
@@ -497,27 +523,14 @@ Status Forward(KernelContext& ctx, const Conv3x3& p, const float* x, const float
                const RowsDone* rows_done) {
   const Geometry geo = GeometryOf(p);
   const int64_t max_tiles = geo.tiles_per_block_row * geo.tiles_w;
-  const int64_t tile_rows = p.batch * geo.tiles_h;
   // Rough cycles per block: the products at ~16 multiply-adds per cycle.
   const int64_t block_cost = max_tiles * kPoints * p.in_c * p.out_c / 16;
-  std::mutex mu;
-  Status status;
-  ctx.ParallelFor(geo.blocks, block_cost, [&](int64_t begin, int64_t end) {
-    Tensor scratch;
-    Status s = ctx.AllocateTemp(DType::kFloat32,
-                                TensorShape{kPoints * max_tiles * (p.in_c + p.out_c)}, &scratch);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (status.ok()) status = s;
-      return;
-    }
-    float* v = scratch.data<float>();
+  const int64_t scratch = kPoints * max_tiles * (p.in_c + p.out_c);
+  auto run_blocks = [&](int64_t begin, int64_t end, float* v) {
     float* m = v + kPoints * max_tiles * p.in_c;
     for (int64_t b = begin; b < end; ++b) {
       if (ctx.cancelled()) return;  // the run discards the outputs
-      Block block;
-      block.first_row = b * geo.tiles_per_block_row;
-      block.rows = std::min(geo.tiles_per_block_row, tile_rows - block.first_row);
+      const Block block = geo.BlockAt(b);
       const int64_t tiles = block.rows * geo.tiles_w;
       TransformInputBlock(p, geo, block, x, v);
       MultiplyBlock(tiles, p.in_c, p.out_c, v, u, m);
@@ -530,8 +543,8 @@ Status Forward(KernelContext& ctx, const Conv3x3& p, const float* x, const float
         }
       }
     }
-  });
-  FS_RETURN_IF_ERROR(status);
+  };
+  FS_RETURN_IF_ERROR(ParallelForWithScratch(ctx, geo.blocks, block_cost, scratch, run_blocks));
   return ctx.CheckCancelled();
 }
 
@@ -539,7 +552,6 @@ Status BackpropFilter(KernelContext& ctx, const Conv3x3& p, const float* x, cons
                       float* df) {
   const Geometry geo = GeometryOf(p, kGradientBlockTiles);
   const int64_t max_tiles = geo.tiles_per_block_row * geo.tiles_w;
-  const int64_t tile_rows = p.batch * geo.tiles_h;
   const int64_t blocks_per_chunk = (geo.blocks + kGradientChunks - 1) / kGradientChunks;
   const int64_t chunks = (geo.blocks + blocks_per_chunk - 1) / blocks_per_chunk;
   const int64_t size = kPoints * p.in_c * p.out_c;
@@ -547,18 +559,8 @@ Status BackpropFilter(KernelContext& ctx, const Conv3x3& p, const float* x, cons
   FS_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kFloat32, TensorShape{chunks, size}, &partials));
   float* sums = partials.data<float>();
   const int64_t chunk_cost = blocks_per_chunk * max_tiles * kPoints * p.in_c * p.out_c / 16;
-  std::mutex mu;
-  Status status;
-  ctx.ParallelFor(chunks, chunk_cost, [&](int64_t begin, int64_t end) {
-    Tensor scratch;
-    Status s = ctx.AllocateTemp(DType::kFloat32,
-                                TensorShape{kPoints * max_tiles * (p.in_c + p.out_c)}, &scratch);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (status.ok()) status = s;
-      return;
-    }
-    float* v = scratch.data<float>();
+  const int64_t scratch = kPoints * max_tiles * (p.in_c + p.out_c);
+  auto run_chunks = [&](int64_t begin, int64_t end, float* v) {
     float* w = v + kPoints * max_tiles * p.in_c;
     for (int64_t chunk = begin; chunk < end; ++chunk) {
       float* m = sums + chunk * size;
@@ -566,16 +568,14 @@ Status BackpropFilter(KernelContext& ctx, const Conv3x3& p, const float* x, cons
       const int64_t last = std::min(geo.blocks, (chunk + 1) * blocks_per_chunk);
       for (int64_t b = chunk * blocks_per_chunk; b < last; ++b) {
         if (ctx.cancelled()) return;  // the run discards the outputs
-        Block block;
-        block.first_row = b * geo.tiles_per_block_row;
-        block.rows = std::min(geo.tiles_per_block_row, tile_rows - block.first_row);
+        const Block block = geo.BlockAt(b);
         TransformInputBlock(p, geo, block, x, v);
         TransformGradientBlock(p, geo, block, dy, w);
         AccumulateBlock(block.rows * geo.tiles_w, p.in_c, p.out_c, v, w, m);
       }
     }
-  });
-  FS_RETURN_IF_ERROR(status);
+  };
+  FS_RETURN_IF_ERROR(ParallelForWithScratch(ctx, chunks, chunk_cost, scratch, run_chunks));
   FS_RETURN_IF_ERROR(ctx.CheckCancelled());
   // The chunks' partial sums, added in chunk order for every element whatever thread adds it.
   ctx.ParallelFor(size, chunks, [&](int64_t begin, int64_t end) {
