@@ -187,21 +187,4 @@ FIT_CASES = {
 @needs_tf_keras
 @pytest.mark.parametrize("case", sorted(FIT_CASES))
 def test_fit_with_a_schedule_matches_tf_keras(case, tmp_path):
-    model_code, compile_code, data_kind = FIT_CASES[case]
-    x, y = vs.make_data(data_kind)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "y.npy", y)
-    template = eval(model_code, {"keras": keras})  # noqa: S307 - the test's own table
-    rng = np.random.RandomState(2)
-    for i, weight in enumerate(template.weights):
-        np.save(tmp_path / f"w{i}.npy",
-                rng.uniform(-0.5, 0.5, weight.shape.as_list()).astype(np.float32))
-    keras.backend.clear_session()
-    ours = vs.flowstone_run(model_code, compile_code, tmp_path)
-    theirs = json.loads(tf_keras_peer.run(
-        "import json\n" + vs.TRAIN.format(model=model_code, compile=compile_code),
-        cwd=tmp_path).strip().splitlines()[-1])
-    assert set(ours["history"]) == set(theirs["history"])
-    for key in theirs["history"]:
-        np.testing.assert_allclose(ours["history"][key], theirs["history"][key], rtol=1e-4,
-                                   atol=1e-5, err_msg=f"{case}: {key}")
+    vs.compare_training(*FIT_CASES[case], tmp_path, seed=2, rtol=1e-4, atol=1e-5, label=case)

@@ -99,14 +99,21 @@ def test_training_matches_tf_keras(case, tmp_path):
 def check_training_matches_tf_keras(case, tmp_path):
     """Trains CASES[case] in this process (graph or eager mode, whichever is on) and in tf-keras
     from the same initial weights and data, and compares the histories."""
-    model_code, compile_code, data_kind = CASES[case]
+    compare_training(*CASES[case], tmp_path, label=case)
+
+
+def compare_training(model_code, compile_code, data_kind, tmp_path, seed=1, rtol=2e-3,
+                     atol=2e-4, label=""):
+    """Trains the model `model_code` builds, compiled with `compile_code`, on make_data(data_kind)
+    here and in tf-keras from the same initial weights (uniform, from `seed`), and compares the
+    parameter counts and the histories."""
     x, y = make_data(data_kind)
     np.save(tmp_path / "x.npy", x)
     np.save(tmp_path / "y.npy", y)
     # Initial weights drawn once here, loaded by both (Keras's initializers differ in their
     # random streams, not in their distributions).
     template = eval(model_code, {"keras": keras})  # noqa: S307 - the test's own table
-    rng = np.random.RandomState(1)
+    rng = np.random.RandomState(seed)
     for i, weight in enumerate(template.weights):
         value = rng.uniform(-0.5, 0.5, weight.shape.as_list()).astype(np.float32)
         if "moving_variance" in weight.name:
@@ -120,8 +127,8 @@ def check_training_matches_tf_keras(case, tmp_path):
     assert ours["params"] == theirs["params"]
     assert set(ours["history"]) == set(theirs["history"])
     for key in theirs["history"]:
-        np.testing.assert_allclose(ours["history"][key], theirs["history"][key], rtol=2e-3,
-                                   atol=2e-4, err_msg=f"{case}: {key}")
+        np.testing.assert_allclose(ours["history"][key], theirs["history"][key], rtol=rtol,
+                                   atol=atol, err_msg=f"{label}: {key}")
 
 
 def test_parameter_counts_match_tf_keras():
