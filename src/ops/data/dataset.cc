@@ -1,5 +1,8 @@
 #include "dataset.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "flowstone/shape_inference.h"
 
 namespace flowstone::data {
@@ -64,6 +67,17 @@ Status ScalarBoolInput(KernelContext& ctx, int index, const char* name, bool* ou
   int64_t value = 0;
   FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, index, name, &value));
   *out = value != 0;
+  return Status::OK();
+}
+
+Status ParallelCallsInput(KernelContext& ctx, int index, int64_t* out) {
+  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, index, "num_parallel_calls", out));
+  if (*out == -1) {  // AUTOTUNE: one call per core
+    *out = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  } else if (*out <= 0) {
+    return errors::InvalidArgument("num_parallel_calls must be positive or AUTOTUNE (-1), got ",
+                                   *out);
+  }
   return Status::OK();
 }
 

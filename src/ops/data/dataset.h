@@ -115,6 +115,9 @@ inline int64_t BatchedCardinality(int64_t n, int64_t batch_size, bool drop_remai
 Status ScalarInt64Input(KernelContext& ctx, int index, const char* name, int64_t* out);
 // Reads a scalar bool input.
 Status ScalarBoolInput(KernelContext& ctx, int index, const char* name, bool* out);
+// Reads a num_parallel_calls input: a positive count, or AUTOTUNE (-1), which is one call per
+// core.
+Status ParallelCallsInput(KernelContext& ctx, int index, int64_t* out);
 
 // Checks that an element matches the declared types (and shapes, where known) of `dataset`;
 // an element a user function returned with another dtype is InvalidArgument naming both.

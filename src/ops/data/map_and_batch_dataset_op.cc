@@ -377,17 +377,11 @@ Status MapAndBatchKernel(KernelContext& ctx) {
   int64_t batch_size = 0, parallel_calls = 0;
   bool drop_remainder = false;
   FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, n - 3, "batch_size", &batch_size));
-  FS_RETURN_IF_ERROR(ScalarInt64Input(ctx, n - 2, "num_parallel_calls", &parallel_calls));
   FS_RETURN_IF_ERROR(ScalarBoolInput(ctx, n - 1, "drop_remainder", &drop_remainder));
   if (batch_size <= 0) {
     return errors::InvalidArgument("batch_size must be greater than zero, got ", batch_size);
   }
-  if (parallel_calls == -1) {  // AUTOTUNE: one call per core
-    parallel_calls = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  } else if (parallel_calls <= 0) {
-    return errors::InvalidArgument("num_parallel_calls must be positive or AUTOTUNE (-1), got ",
-                                   parallel_calls);
-  }
+  FS_RETURN_IF_ERROR(ParallelCallsInput(ctx, n - 2, &parallel_calls));
   std::unique_ptr<UserFunction> fn;
   FS_RETURN_IF_ERROR(ReadUserFunction(ctx, "f", n - 3, &fn));
   std::vector<DType> types;

@@ -184,14 +184,7 @@ Status MapKernel(KernelContext& ctx) {
   if (kParallel) {
     // ParallelMapDatasetV2's num_parallel_calls is its last input.
     captured_end = ctx.num_inputs() - 1;
-    FS_RETURN_IF_ERROR(
-        ScalarInt64Input(ctx, ctx.num_inputs() - 1, "num_parallel_calls", &parallel_calls));
-    if (parallel_calls == -1) {  // AUTOTUNE: one call per core
-      parallel_calls = std::max<int64_t>(1, std::thread::hardware_concurrency());
-    } else if (parallel_calls <= 0) {
-      return errors::InvalidArgument("num_parallel_calls must be positive or AUTOTUNE (-1), got ",
-                                     parallel_calls);
-    }
+    FS_RETURN_IF_ERROR(ParallelCallsInput(ctx, ctx.num_inputs() - 1, &parallel_calls));
   }
   std::unique_ptr<UserFunction> fn;
   FS_RETURN_IF_ERROR(ReadUserFunction(ctx, "f", captured_end, &fn));
