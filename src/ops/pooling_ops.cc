@@ -368,34 +368,42 @@ constexpr int64_t kMaxWorkspaceTaps = 256;
 // of taps: the same outputs and workspace bytes.
 constexpr int64_t kFlatRowChannels = 16;
 
-// The output columns whose windows lie inside the input, and for each (column, channel) pair of
-// them, counted from `first_col`, the offset of its window's first element in an input row.
+// The output columns [first, end) whose windows lie inside the input.
+struct WholeColumns {
+  int64_t first = 0, end = 0;
+};
+
+WholeColumns WholeWindowColumns(const PoolProblem& p) {
+  auto whole = [&](int64_t ox) {
+    const Span span = WindowSpan(p.cols, ox);
+    return span.end - span.begin == p.cols.kernel;
+  };
+  WholeColumns cols;
+  while (cols.first < p.out.w && !whole(cols.first)) ++cols.first;
+  cols.end = cols.first;
+  while (cols.end < p.out.w && whole(cols.end)) ++cols.end;
+  return cols;
+}
+
+// The whole windows' columns, and for each (column, channel) pair of them, counted from
+// cols.first, the offset of its window's first element in an input row.
 struct FlatRow {
-  int64_t first_col = 0, end_col = 0;
+  WholeColumns cols;
   std::vector<int32_t> offset;
 };
 
 FlatRow MakeFlatRow(const PoolProblem& p) {
   FlatRow flat;
-  const int64_t channels = p.in.c;
-  auto whole = [&](int64_t ox) {
-    const Span span = WindowSpan(p.cols, ox);
-    return span.end - span.begin == p.cols.kernel;
-  };
-  int64_t ox = 0;
-  while (ox < p.out.w && !whole(ox)) ++ox;
-  flat.first_col = ox;
-  while (ox < p.out.w && whole(ox)) {
-    const int64_t begin = WindowSpan(p.cols, ox).begin * channels;
-    for (int64_t c = 0; c < channels; ++c) flat.offset.push_back(static_cast<int32_t>(begin + c));
-    ++ox;
+  flat.cols = WholeWindowColumns(p);
+  for (int64_t ox = flat.cols.first; ox < flat.cols.end; ++ox) {
+    const int64_t begin = WindowSpan(p.cols, ox).begin * p.in.c;
+    for (int64_t c = 0; c < p.in.c; ++c) flat.offset.push_back(static_cast<int32_t>(begin + c));
   }
-  flat.end_col = ox;
   return flat;
 }
 
 // One output row's whole windows: `rows` is the input at the windows' first row, `out` and
-// `where` the row's outputs from flat.first_col on; first and at hold n values of scratch.
+// `where` the row's outputs from flat.cols.first on; first and at hold n values of scratch.
 template <int kKernel>
 FS_MULTIVERSION void MaxPoolWorkspaceFlatRow(const float* __restrict rows, int64_t row,
                                              int64_t channels, const int32_t* __restrict offset,
@@ -425,28 +433,23 @@ FS_MULTIVERSION void MaxPoolWorkspaceFlatRow(const float* __restrict rows, int64
 template <int kKernel>
 FS_MULTIVERSION void MaxPoolWorkspaceImage(const PoolProblem& p, const float* __restrict x,
                                            float* __restrict y, uint8_t* __restrict ws,
-                                           const FlatRow* flat) {
+                                           const FlatRow* flat, float* flat_first,
+                                           int32_t* flat_at) {
   constexpr float kLowest = std::numeric_limits<float>::lowest();
   const int64_t channels = p.in.c, row = p.in.w * channels;
   float top[kChannelBlock], best[kChannelBlock];
   int32_t arg[kChannelBlock];
-  std::vector<float> flat_first;
-  std::vector<int32_t> flat_at;
-  if (flat != nullptr) {
-    flat_first.resize(flat->offset.size());
-    flat_at.resize(flat->offset.size());
-  }
   for (int64_t oy = 0; oy < p.out.h; ++oy) {
     const Span ry = WindowSpan(p.rows, oy);
     const bool flat_row = flat != nullptr && ry.end - ry.begin == kKernel;
     if (flat_row) {
-      const int64_t at = (oy * p.out.w + flat->first_col) * channels;
+      const int64_t at = (oy * p.out.w + flat->cols.first) * channels;
       MaxPoolWorkspaceFlatRow<kKernel>(x + ry.begin * row, row, channels, flat->offset.data(),
                                        static_cast<int64_t>(flat->offset.size()), y + at, ws + at,
-                                       flat_first.data(), flat_at.data());
+                                       flat_first, flat_at);
     }
     for (int64_t ox = 0; ox < p.out.w; ++ox) {
-      if (flat_row && ox == flat->first_col) ox = flat->end_col;
+      if (flat_row && ox == flat->cols.first) ox = flat->cols.end;
       if (ox >= p.out.w) break;
       const Span rx = WindowSpan(p.cols, ox);
       float* out = y + (oy * p.out.w + ox) * channels;
@@ -516,20 +519,20 @@ FS_MULTIVERSION void MaxPoolWorkspaceImage(const PoolProblem& p, const float* __
 // window's columns takes its gradient from one output, so each input row of an output row's
 // windows is one loop over its (column, channel) pairs, with that output found through a table.
 struct FlatGradRow {
-  int64_t first_col = 0, end_col = 0;
+  WholeColumns cols;
+  int64_t outputs = 0;         // (column, channel) pairs of the whole windows
   int64_t input_begin = 0;     // the first input element (in a row) of the first whole window
-  std::vector<int32_t> from;   // per input element from input_begin: its output, from first_col
+  std::vector<int32_t> from;   // per input element from input_begin: its output, from cols.first
   std::vector<int32_t> tap_x;  // and its column in the window
 };
 
 FlatGradRow MakeFlatGradRow(const PoolProblem& p, int kernel) {
   FlatGradRow flat;
-  const FlatRow outputs = MakeFlatRow(p);
-  const int64_t channels = p.in.c, cols = outputs.end_col - outputs.first_col;
+  flat.cols = WholeWindowColumns(p);
+  const int64_t channels = p.in.c, cols = flat.cols.end - flat.cols.first;
   if (cols <= 0) return flat;
-  flat.first_col = outputs.first_col;
-  flat.end_col = outputs.end_col;
-  flat.input_begin = WindowSpan(p.cols, outputs.first_col).begin * channels;
+  flat.outputs = cols * channels;
+  flat.input_begin = WindowSpan(p.cols, flat.cols.first).begin * channels;
   for (int64_t i = 0; i < cols * kernel * channels; ++i) {
     flat.from.push_back(static_cast<int32_t>(i / (kernel * channels) * channels + i % channels));
     flat.tap_x.push_back(static_cast<int32_t>(i / channels % kernel));
@@ -538,7 +541,7 @@ FlatGradRow MakeFlatGradRow(const PoolProblem& p, int kernel) {
 }
 
 // The input rows of one output row's whole windows: `grad_rows` is dx at the windows' first row;
-// `where` and `g` the row's workspace and gradient from flat.first_col on; at is scratch.
+// `where` and `g` the row's workspace and gradient from flat.cols.first on; at is scratch.
 template <bool kAccumulate, int kKernel>
 FS_MULTIVERSION void MaxPoolGradWorkspaceFlatRow(const FlatGradRow& flat, int64_t row,
                                                  const uint8_t* __restrict where,
@@ -546,8 +549,7 @@ FS_MULTIVERSION void MaxPoolGradWorkspaceFlatRow(const FlatGradRow& flat, int64_
                                                  float* __restrict grad_rows,
                                                  int32_t* __restrict at) {
   const int64_t n = static_cast<int64_t>(flat.from.size());
-  const int64_t m = n / kKernel;  // outputs in the row's whole windows
-  for (int64_t j = 0; j < m; ++j) at[j] = where[j];
+  for (int64_t j = 0; j < flat.outputs; ++j) at[j] = where[j];
   const int32_t* __restrict from = flat.from.data();
   const int32_t* __restrict tap_x = flat.tap_x.data();
   for (int ky = 0; ky < kKernel; ++ky) {
@@ -562,20 +564,18 @@ FS_MULTIVERSION void MaxPoolGradWorkspaceFlatRow(const FlatGradRow& flat, int64_
 template <bool kAccumulate, int kKernel>
 FS_MULTIVERSION void MaxPoolGradWorkspaceImage(const PoolProblem& p, const uint8_t* __restrict ws,
                                                const float* __restrict dy, float* __restrict dx,
-                                               const FlatGradRow* flat) {
+                                               const FlatGradRow* flat, int32_t* flat_at) {
   const int64_t channels = p.in.c, row = p.in.w * channels;
-  std::vector<int32_t> flat_at;
-  if (flat != nullptr) flat_at.resize(flat->from.size() / kKernel);
   for (int64_t oy = 0; oy < p.out.h; ++oy) {
     const Span ry = WindowSpan(p.rows, oy);
     const bool flat_row = flat != nullptr && ry.end - ry.begin == kKernel;
     if (flat_row) {
-      const int64_t at = (oy * p.out.w + flat->first_col) * channels;
+      const int64_t at = (oy * p.out.w + flat->cols.first) * channels;
       MaxPoolGradWorkspaceFlatRow<kAccumulate, kKernel>(*flat, row, ws + at, dy + at,
-                                                        dx + ry.begin * row, flat_at.data());
+                                                        dx + ry.begin * row, flat_at);
     }
     for (int64_t ox = 0; ox < p.out.w; ++ox) {
-      if (flat_row && ox == flat->first_col) ox = flat->end_col;
+      if (flat_row && ox == flat->cols.first) ox = flat->cols.end;
       if (ox >= p.out.w) break;
       const Span rx = WindowSpan(p.cols, ox);
       if (ry.begin >= ry.end || rx.begin >= rx.end) continue;
@@ -905,9 +905,12 @@ class MaxPoolWithWorkspaceKernel final : public OpKernel {
       }
       const FlatRow* flat_or_null = flat.offset.empty() ? nullptr : &flat;
       ctx.ParallelFor(p.in.n, in_image + out_image, [&](int64_t begin, int64_t end) {
+        // The flat rows' scratch, one per shard.
+        std::vector<float> first(flat.offset.size());
+        std::vector<int32_t> at(flat.offset.size());
         for (int64_t b = begin; b < end; ++b) {
           MaxPoolWorkspaceImage<kKernel>(p, xd + b * in_image, yd + b * out_image,
-                                         wd + b * out_image, flat_or_null);
+                                         wd + b * out_image, flat_or_null, first.data(), at.data());
         }
       });
     });
@@ -974,15 +977,17 @@ class MaxPoolGradWithWorkspaceKernel final : public OpKernel {
       }
       const FlatGradRow* flat_or_null = flat.from.empty() ? nullptr : &flat;
       ctx.ParallelFor(p.in.n, in_image + out_image, [&](int64_t begin, int64_t end) {
+        // The flat rows' scratch (one output row's taps), one per shard.
+        std::vector<int32_t> at(flat.outputs);
         for (int64_t b = begin; b < end; ++b) {
           float* dxb = d + b * in_image;
           if (zero_first) std::fill(dxb, dxb + in_image, 0.0f);
           if (overlap) {
             MaxPoolGradWorkspaceImage<true, kKernel>(p, wd + b * out_image, g + b * out_image, dxb,
-                                                     flat_or_null);
+                                                     flat_or_null, at.data());
           } else {
             MaxPoolGradWorkspaceImage<false, kKernel>(p, wd + b * out_image, g + b * out_image, dxb,
-                                                      flat_or_null);
+                                                      flat_or_null, at.data());
           }
         }
       });
